@@ -1,0 +1,31 @@
+/*
+ * log: leveled, structured log lines for setup and control paths.
+ *
+ * Never called on a hot path (post, poll, dispatch). Lines go to stderr as
+ * `qlink LEVEL [component] message`; the threshold comes from the QLINK_LOG
+ * environment variable (error, warn, info, debug; default warn) or
+ * ql_log_set_level().
+ */
+#ifndef QLINK_LOG_H
+#define QLINK_LOG_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+enum ql_log_level { QL_LOG_ERROR = 0, QL_LOG_WARN = 1, QL_LOG_INFO = 2, QL_LOG_DEBUG = 3 };
+
+void ql_log_set_level(enum ql_log_level level);
+enum ql_log_level ql_log_get_level(void);
+void ql_log(enum ql_log_level level, const char *component, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+#define ql_log_error(comp, ...) ql_log(QL_LOG_ERROR, comp, __VA_ARGS__)
+#define ql_log_warn(comp, ...) ql_log(QL_LOG_WARN, comp, __VA_ARGS__)
+#define ql_log_info(comp, ...) ql_log(QL_LOG_INFO, comp, __VA_ARGS__)
+#define ql_log_debug(comp, ...) ql_log(QL_LOG_DEBUG, comp, __VA_ARGS__)
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,219 @@
+/*
+ * verbs: the provider-neutral RDMA verbs API.
+ *
+ * Everything above this layer (channels, the RPC daemon, the VPPU) talks to a
+ * NIC only through these calls, so moving from the software NIC to a ConnectX
+ * is a change of device URI. The API speaks libibverbs' own vocabulary
+ * (struct ibv_send_wr, ibv_recv_wr, ibv_wc, ibv_qp_attr, ibv_qp_cap, access
+ * flags, opcodes, completion statuses) so that the `ibv` provider is a thin
+ * pass-through with no translation of work requests or completions.
+ *
+ * Devices are opened by URI:
+ *   soft://loop        software NIC, both ends in one process
+ *   soft+shm://NAME    software NIC, ends in processes on one host
+ *   soft+udp://...     reserved (RoCEv2 over UDP), not supported yet
+ *   ibv://DEVICE       reserved (libibverbs), not supported yet
+ *
+ * Threading: like a verbs provider used with thread domains, each QP and each
+ * CQ must be driven by one thread at a time; distinct QPs with distinct CQs
+ * may be driven by distinct threads. Setup calls are thread-safe.
+ *
+ * Progress is driven by the caller's own post and poll calls; no provider
+ * starts a thread. Post and poll never allocate, lock, log or enter the
+ * kernel.
+ */
+#ifndef QLINK_VERBS_H
+#define QLINK_VERBS_H
+
+#include <infiniband/verbs.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ql_device;
+struct ql_pd;
+struct ql_mr;
+struct ql_cq;
+struct ql_qp;
+
+/* ---- devices -------------------------------------------------------- */
+
+#define QL_DEVICE_NAME_MAX 64
+#define QL_DEVICE_URI_MAX 160
+
+struct ql_device_attr {
+	char name[QL_DEVICE_NAME_MAX]; /* "loop", the NAME of soft+shm://NAME */
+	char uri[QL_DEVICE_URI_MAX];   /* the URI it was opened with */
+	char provider[16];	       /* "soft", "ibv" */
+	char wire[16];		       /* soft: "loop" or "shm" */
+	struct ibv_device_attr dev;    /* max_qp, max_qp_wr, max_sge, max_cqe,
+	                                   max_mr, max_mr_size, atomic_cap, ... */
+	struct ibv_port_attr port;     /* state, active_mtu, max_msg_sz, ... */
+	uint32_t max_inline_data;      /* largest IBV_SEND_INLINE payload */
+	union ibv_gid gid;	       /* this device's address (GID index 0) */
+};
+
+/* Open a device by URI. Unknown schemes and reserved-but-unimplemented
+ * ones fail with -EPROTONOSUPPORT and a detail sentence (ql_error_detail). */
+int ql_device_open(const char *uri, struct ql_device **dev);
+/* Close a device; -EBUSY while any PD or CQ of it exists. */
+int ql_device_close(struct ql_device *dev);
+int ql_device_query(struct ql_device *dev, struct ql_device_attr *attr);
+
+/* Counters kept by the responder side of a device: traffic it dropped or
+ * refused. Peers in other processes update them too (atomically). */
+struct ql_device_counters {
+	uint64_t uc_drop_access;    /* UC: remote access violation, dropped */
+	uint64_t uc_drop_no_recv;   /* UC: SEND/WRITE_WITH_IMM with no receive posted */
+	uint64_t uc_drop_not_ready; /* UC: packet for a QP not in RTR/RTS/SQD */
+	uint64_t rc_nak_access;	    /* RC: remote access NAKs sent */
+	uint64_t rc_nak_rnr;	    /* RC: receiver-not-ready NAKs sent */
+	uint64_t rc_nak_inv_req;    /* RC: invalid request NAKs sent */
+	uint64_t rc_nak_op_err;	    /* RC: remote operational error NAKs sent */
+};
+int ql_device_counters(struct ql_device *dev, struct ql_device_counters *c);
+
+/* ---- protection domains and memory ---------------------------------- */
+
+int ql_pd_alloc(struct ql_device *dev, struct ql_pd **pd);
+/* -EBUSY while MRs or QPs of the PD exist. */
+int ql_pd_free(struct ql_pd *pd);
+
+/* Memory that every provider can expose to remote peers. On soft+shm a
+ * peer in another process can reach only memory from ql_mem_alloc() (see
+ * docs/soft-provider.md); ordinary memory serves for local access there.
+ * Zero-filled, page-aligned. Returns NULL with errno set on failure. */
+void *ql_mem_alloc(size_t length);
+void ql_mem_free(void *addr);
+
+/* Register [addr, addr+length) with IBV_ACCESS_* flags (LOCAL_WRITE,
+ * REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC). REMOTE_WRITE and REMOTE_ATOMIC
+ * require LOCAL_WRITE (-EINVAL otherwise). Pages are pinned when
+ * RLIMIT_MEMLOCK allows it; otherwise a warning is logged once. */
+int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access, struct ql_mr **mr);
+/* -EBUSY while a posted, unfinished work request still names the MR. */
+int ql_mr_dereg(struct ql_mr *mr);
+uint32_t ql_mr_lkey(const struct ql_mr *mr);
+uint32_t ql_mr_rkey(const struct ql_mr *mr);
+void *ql_mr_addr(const struct ql_mr *mr);
+size_t ql_mr_length(const struct ql_mr *mr);
+
+/* ---- completion queues ---------------------------------------------- */
+
+/* A CQ holds at least `cqe` send-side completions. Receive completions are
+ * held in their receive queue's slots until polled, so they cannot overrun a
+ * CQ. Overrun of the send side is reported: the CQ enters an error state and
+ * ql_cq_poll returns -EOVERFLOW once the completions it holds are drained. */
+int ql_cq_create(struct ql_device *dev, int cqe, struct ql_cq **cq);
+/* -EBUSY while a QP uses the CQ. */
+int ql_cq_destroy(struct ql_cq *cq);
+
+/* ---- queue pairs ---------------------------------------------------- */
+
+struct ql_qp_init_attr {
+	struct ql_cq *send_cq;
+	struct ql_cq *recv_cq;
+	struct ibv_qp_cap cap;	  /* in: requested; out: granted */
+	enum ibv_qp_type qp_type; /* IBV_QPT_RC or IBV_QPT_UC */
+	int sq_sig_all;		  /* every send WR completes, signaled or not */
+	void *qp_context;
+};
+
+int ql_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp);
+int ql_qp_destroy(struct ql_qp *qp);
+/* Transitions follow the InfiniBand QP state machine (RESET, INIT, RTR, RTS,
+ * SQD, SQE, ERR) with the required and optional attribute masks of the spec;
+ * an illegal transition or mask fails with -EINVAL and changes nothing. */
+int ql_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+int ql_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		struct ql_qp_init_attr *init_attr);
+uint32_t ql_qp_num(const struct ql_qp *qp);
+enum ibv_qp_state ql_qp_state(const struct ql_qp *qp);
+
+/* ---- connection parameters ------------------------------------------ */
+
+/* What two ends exchange out of band to connect, in one format for every
+ * provider. vaddr/rkey/length describe an optional memory region the peer
+ * may access (0 when none). */
+struct ql_conn_params {
+	uint32_t qpn;
+	uint32_t psn;
+	union ibv_gid gid;
+	enum ibv_mtu mtu;
+	uint64_t vaddr;
+	uint32_t rkey;
+	uint64_t length;
+};
+
+/* Text form: "qpn=0x000102 psn=0x000000 gid=fd71:0201:... mtu=4096
+ * vaddr=0x7f... rkey=0x... length=4096". Returns the length written (like
+ * snprintf) or a negative errno. */
+int ql_conn_params_format(const struct ql_conn_params *p, char *buf, size_t len);
+int ql_conn_params_parse(const char *text, struct ql_conn_params *p);
+/* Fill qpn, gid and mtu of a local QP (psn = 0, no memory region). */
+int ql_qp_local_params(struct ql_qp *qp, struct ql_conn_params *p);
+
+struct ql_qp_connect_opts {
+	unsigned int access; /* qp_access_flags granted to the peer */
+	uint8_t timeout;     /* local ACK timeout exponent, 4.096 us * 2^t */
+	uint8_t retry_cnt;
+	uint8_t rnr_retry;     /* 7 = retry forever */
+	uint8_t min_rnr_timer; /* encoded, IB table */
+};
+/* Defaults: all remote access, timeout 14, retry_cnt 7, rnr_retry 7,
+ * min_rnr_timer 12 (0.64 ms). */
+void ql_qp_connect_opts_default(struct ql_qp_connect_opts *o);
+/* RESET -> INIT -> RTR -> RTS towards `remote` (opts NULL: defaults). */
+int ql_qp_connect(struct ql_qp *qp, const struct ql_conn_params *remote,
+		  const struct ql_qp_connect_opts *opts);
+
+/* ---- the hot path ---------------------------------------------------- */
+
+/* Provider dispatch. Every provider's QP and CQ begin with these headers;
+ * applications must not touch them. */
+struct ql__qp_ops {
+	int (*post_send)(struct ql_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+	int (*post_recv)(struct ql_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+};
+struct ql__cq_ops {
+	int (*poll)(struct ql_cq *cq, int num_entries, struct ibv_wc *wc);
+};
+struct ql__qp_head {
+	const struct ql__qp_ops *ops;
+};
+struct ql__cq_head {
+	const struct ql__cq_ops *ops;
+};
+
+/* Post a chain of send WRs. Returns 0, or a negative errno with *bad_wr
+ * set to the first WR not posted: -EINVAL (QP state, opcode, num_sge,
+ * inline size), -ENOMEM (send queue full). */
+static inline int ql_qp_post_send(struct ql_qp *qp, struct ibv_send_wr *wr,
+				  struct ibv_send_wr **bad_wr)
+{
+	return ((const struct ql__qp_head *)(const void *)qp)->ops->post_send(qp, wr, bad_wr);
+}
+
+static inline int ql_qp_post_recv(struct ql_qp *qp, struct ibv_recv_wr *wr,
+				  struct ibv_recv_wr **bad_wr)
+{
+	return ((const struct ql__qp_head *)(const void *)qp)->ops->post_recv(qp, wr, bad_wr);
+}
+
+/* Poll up to num_entries completions. Returns the number polled (0..n) or
+ * a negative errno (-EOVERFLOW after a CQ overrun). */
+static inline int ql_cq_poll(struct ql_cq *cq, int num_entries, struct ibv_wc *wc)
+{
+	return ((const struct ql__cq_head *)(const void *)cq)->ops->poll(cq, num_entries, wc);
+}
+
+/* The IB spec's encoded RNR timer (Table 45) in nanoseconds. */
+uint64_t ql_rnr_timer_ns(uint8_t encoded);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,452 @@
+/*
+ * soft provider: devices, protection domains, memory regions and CQs.
+ * Everything here is setup path: locks and allocation are fine.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "qlink/error.h"
+#include "qlink/log.h"
+#include "soft/soft.h"
+
+#define DEV_MAGIC 0x3156454448534c51ull /* "QLSHDEV1" */
+#define KEY_TAG_BITS (32 - SOFT_MR_IDX_BITS)
+#define KEY_TAG_MASK ((1u << KEY_TAG_BITS) - 1)
+
+static const struct ql_device_ops soft_device_ops;
+
+static uint32_t random_u32(void)
+{
+	uint32_t v = 0;
+
+	if (getrandom(&v, sizeof(v), 0) != sizeof(v)) {
+		/* getrandom cannot fail for 4 bytes once the pool is up; fall
+		 * back to something that still differs between processes. */
+		v = (uint32_t)getpid() * 2654435761u ^ (uint32_t)(uintptr_t)&v;
+	}
+	return v;
+}
+
+static struct soft_device *to_dev(struct ql_device *d)
+{
+	return (struct soft_device *)d;
+}
+
+static bool valid_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n >= QL_DEVICE_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return false;
+	}
+	return true;
+}
+
+int ql_soft_open(const char *uri, const char *wire, const char *rest, struct ql_device **out)
+{
+	struct soft_device *dev;
+	struct soft_heap *heap;
+	uint32_t w = !strcmp(wire, "loop") ? SOFT_WIRE_LOOP : SOFT_WIRE_SHM;
+	uint32_t pid, fd, id;
+	int ret;
+
+	if (w == SOFT_WIRE_LOOP && strcmp(rest, "loop"))
+		return ql_error_set(
+			-EINVAL,
+			"'%s': the only soft:// device is soft://loop (use soft+shm://NAME "
+			"for peers in other processes)",
+			uri);
+	if (w == SOFT_WIRE_SHM && !valid_name(rest))
+		return ql_error_set(
+			-EINVAL,
+			"'%s': soft+shm device names are 1-%d characters of [A-Za-z0-9_.-]", uri,
+			QL_DEVICE_NAME_MAX - 1);
+	ret = soft_heap_get(&heap);
+	if (ret)
+		return ret;
+	dev = calloc(1, sizeof(*dev));
+	if (!dev)
+		return -ENOMEM;
+	dev->sh = soft_heap_alloc(sizeof(*dev->sh), SOFT_CACHELINE);
+	if (!dev->sh) {
+		ret = ql_error_set(-ENOMEM, "soft: shared heap exhausted (QLINK_SOFT_HEAP_SIZE)");
+		goto err_dev;
+	}
+	do
+		id = random_u32();
+	while (!id);
+	dev->sh->magic = DEV_MAGIC;
+	dev->sh->id = id;
+	dev->sh->wire = w;
+	snprintf(dev->sh->name, sizeof(dev->sh->name), "%s", rest);
+	atomic_store(&dev->sh->open, 1);
+	ret = soft_heap_register_dev(dev->sh);
+	if (ret)
+		goto err_sh;
+
+	dev->base.ops = &soft_device_ops;
+	snprintf(dev->base.uri, sizeof(dev->base.uri), "%s", uri);
+	snprintf(dev->name, sizeof(dev->name), "%s", rest);
+	pthread_mutex_init(&dev->lock, NULL);
+	dev->wire = w;
+	dev->next_pd_id = 1;
+	dev->key_secret[0] = random_u32();
+	dev->key_secret[1] = random_u32();
+	for (uint32_t i = 0; i < SOFT_MAX_MR; i++)
+		dev->mr_epoch[i] = random_u32();
+	for (uint32_t i = 0; i < SOFT_MAX_QP; i++)
+		dev->qp_gen[i] = random_u32();
+
+	pid = htonl((uint32_t)heap->pid);
+	fd = htonl((uint32_t)heap->fd);
+	id = htonl(id);
+	dev->gid.raw[0] = SOFT_GID_PREFIX0;
+	dev->gid.raw[1] = SOFT_GID_PREFIX1;
+	dev->gid.raw[2] = (uint8_t)w;
+	dev->gid.raw[3] = SOFT_GID_VERSION;
+	memcpy(&dev->gid.raw[4], &pid, 4);
+	memcpy(&dev->gid.raw[8], &fd, 4);
+	memcpy(&dev->gid.raw[12], &id, 4);
+	*out = &dev->base;
+	return 0;
+err_sh:
+	soft_heap_free(dev->sh);
+err_dev:
+	free(dev);
+	return ret;
+}
+
+static int soft_close(struct ql_device *d)
+{
+	struct soft_device *dev = to_dev(d);
+
+	pthread_mutex_lock(&dev->lock);
+	if (dev->npd || dev->ncq) {
+		pthread_mutex_unlock(&dev->lock);
+		return ql_error_set(-EBUSY, "soft: device %s still has %u PDs and %u CQs",
+				    dev->name, dev->npd, dev->ncq);
+	}
+	pthread_mutex_unlock(&dev->lock);
+	atomic_store(&dev->sh->open, 0);
+	soft_heap_unregister_dev(dev->sh);
+	soft_heap_free(dev->sh);
+	pthread_mutex_destroy(&dev->lock);
+	free(dev);
+	return 0;
+}
+
+static int soft_query(struct ql_device *d, struct ql_device_attr *a)
+{
+	struct soft_device *dev = to_dev(d);
+
+	memset(a, 0, sizeof(*a));
+	snprintf(a->name, sizeof(a->name), "%s", dev->name);
+	snprintf(a->uri, sizeof(a->uri), "%s", dev->base.uri);
+	snprintf(a->provider, sizeof(a->provider), "soft");
+	snprintf(a->wire, sizeof(a->wire), "%s", dev->wire == SOFT_WIRE_LOOP ? "loop" : "shm");
+	snprintf(a->dev.fw_ver, sizeof(a->dev.fw_ver), "qlink-soft-1");
+	a->dev.vendor_id = 0;
+	a->dev.max_mr_size = 1ull << 46;
+	a->dev.page_size_cap = 4096;
+	a->dev.max_qp = SOFT_MAX_QP - 2; /* QP numbers 0 and 1 are the IB special QPs */
+	a->dev.max_qp_wr = SOFT_MAX_QP_WR;
+	a->dev.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN;
+	a->dev.max_sge = SOFT_MAX_SGE;
+	a->dev.max_cq = 1 << 16;
+	a->dev.max_cqe = SOFT_MAX_CQE;
+	a->dev.max_mr = SOFT_MAX_MR - 1;
+	a->dev.max_pd = 1 << 16;
+	a->dev.max_qp_rd_atom = SOFT_MAX_RD_ATOMIC;
+	a->dev.max_qp_init_rd_atom = SOFT_MAX_RD_ATOMIC;
+	a->dev.max_res_rd_atom = SOFT_MAX_RD_ATOMIC * (SOFT_MAX_QP - 2);
+	a->dev.atomic_cap = IBV_ATOMIC_GLOB;
+	a->dev.max_pkeys = 1;
+	a->dev.phys_port_cnt = 1;
+	a->port.state = IBV_PORT_ACTIVE;
+	a->port.max_mtu = IBV_MTU_4096;
+	a->port.active_mtu = IBV_MTU_4096;
+	a->port.gid_tbl_len = 1;
+	a->port.max_msg_sz = SOFT_MAX_MSG;
+	a->port.pkey_tbl_len = 1;
+	a->port.link_layer = IBV_LINK_LAYER_ETHERNET;
+	a->port.phys_state = 5; /* LinkUp */
+	a->max_inline_data = SOFT_MAX_INLINE;
+	a->gid = dev->gid;
+	return 0;
+}
+
+static int soft_counters(struct ql_device *d, struct ql_device_counters *c)
+{
+	struct soft_dev_counters *s = &to_dev(d)->sh->counters;
+
+	c->uc_drop_access = atomic_load(&s->uc_drop_access);
+	c->uc_drop_no_recv = atomic_load(&s->uc_drop_no_recv);
+	c->uc_drop_not_ready = atomic_load(&s->uc_drop_not_ready);
+	c->rc_nak_access = atomic_load(&s->rc_nak_access);
+	c->rc_nak_rnr = atomic_load(&s->rc_nak_rnr);
+	c->rc_nak_inv_req = atomic_load(&s->rc_nak_inv_req);
+	c->rc_nak_op_err = atomic_load(&s->rc_nak_op_err);
+	return 0;
+}
+
+static int soft_pd_alloc(struct ql_device *d, struct ql_pd **out)
+{
+	struct soft_device *dev = to_dev(d);
+	struct soft_pd *pd = calloc(1, sizeof(*pd));
+
+	if (!pd)
+		return -ENOMEM;
+	pd->base.dev = d;
+	pthread_mutex_lock(&dev->lock);
+	pd->id = dev->next_pd_id++;
+	dev->npd++;
+	pthread_mutex_unlock(&dev->lock);
+	*out = &pd->base;
+	return 0;
+}
+
+static int soft_pd_free(struct ql_pd *p)
+{
+	struct soft_pd *pd = (struct soft_pd *)p;
+	struct soft_device *dev = to_dev(p->dev);
+
+	pthread_mutex_lock(&dev->lock);
+	if (pd->nmr || pd->nqp) {
+		pthread_mutex_unlock(&dev->lock);
+		return ql_error_set(-EBUSY, "soft: PD still has %u MRs and %u QPs", pd->nmr,
+				    pd->nqp);
+	}
+	dev->npd--;
+	pthread_mutex_unlock(&dev->lock);
+	free(pd);
+	return 0;
+}
+
+/* A keyed bijection on KEY_TAG_BITS bits: distinct epochs of one MR slot
+ * give distinct keys (an old key never works again until 2^20 more
+ * registrations of that slot), and keys do not reveal each other. */
+static uint32_t key_tag(uint32_t x, uint32_t secret)
+{
+	x = (x + secret) & KEY_TAG_MASK;
+	x = (x * 0x9e3b5u) & KEY_TAG_MASK;
+	x ^= x >> 9;
+	x = (x * 0x5a4c3u) & KEY_TAG_MASK;
+	x ^= x >> 7;
+	return x ^ ((secret >> 12) & KEY_TAG_MASK);
+}
+
+static void pin_warn_once(size_t length, int err)
+{
+	static int warned;
+	struct rlimit rl;
+
+	if (__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+		return;
+	getrlimit(RLIMIT_MEMLOCK, &rl);
+	ql_log_warn("soft",
+		    "cannot pin %zu bytes of registered memory (%s; RLIMIT_MEMLOCK is %llu bytes): "
+		    "the memory stays registered but unpinned; raise `ulimit -l` to pin it",
+		    length, strerror(err), (unsigned long long)rl.rlim_cur);
+}
+
+static int soft_mr_reg(struct ql_pd *p, void *addr, size_t length, int access, struct ql_mr **out)
+{
+	const int known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+			  IBV_ACCESS_RELAXED_ORDERING;
+	const int remote = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			   IBV_ACCESS_REMOTE_ATOMIC;
+	struct soft_pd *pd = (struct soft_pd *)p;
+	struct soft_device *dev = to_dev(p->dev);
+	struct soft_mr_entry *e;
+	struct soft_mr *mr;
+	uint32_t idx, lkey, rkey;
+	uintptr_t pa;
+	bool in_heap;
+
+	if (!addr || !length)
+		return ql_error_set(-EINVAL, "ql_mr_reg: NULL address or zero length");
+	if ((uintptr_t)addr + length < (uintptr_t)addr || length > (1ull << 46))
+		return ql_error_set(-EINVAL, "ql_mr_reg: range wraps or exceeds max_mr_size");
+	if (access & ~known)
+		return ql_error_set(-EOPNOTSUPP,
+				    "ql_mr_reg: access flags 0x%x not supported by soft",
+				    access & ~known);
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return ql_error_set(
+			-EINVAL, "ql_mr_reg: REMOTE_WRITE and REMOTE_ATOMIC require LOCAL_WRITE");
+	in_heap = soft_heap_contains(addr, length);
+	if (dev->wire == SOFT_WIRE_SHM && (access & remote) && !in_heap)
+		return ql_error_set(
+			-EINVAL, "soft+shm: memory for remote access must come from ql_mem_alloc() "
+				 "(other processes cannot map ordinary memory)");
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+
+	pthread_mutex_lock(&dev->lock);
+	for (idx = 1; idx < SOFT_MAX_MR && dev->mrs[idx]; idx++)
+		;
+	if (idx == SOFT_MAX_MR) {
+		pthread_mutex_unlock(&dev->lock);
+		free(mr);
+		return ql_error_set(-ENOMEM, "soft: all %u memory regions in use", SOFT_MAX_MR - 1);
+	}
+	do {
+		uint32_t ep = ++dev->mr_epoch[idx];
+
+		lkey = (key_tag(ep, dev->key_secret[0]) << SOFT_MR_IDX_BITS) | idx;
+		rkey = (key_tag(ep, dev->key_secret[1]) << SOFT_MR_IDX_BITS) | idx;
+	} while (lkey == rkey);
+	dev->mrs[idx] = mr;
+	pd->nmr++;
+	pthread_mutex_unlock(&dev->lock);
+
+	pa = (uintptr_t)addr & ~(uintptr_t)4095;
+	if (mlock((void *)pa, (uintptr_t)addr + length - pa) == 0)
+		mr->pinned = true;
+	else
+		pin_warn_once(length, errno);
+
+	mr->idx = idx;
+	mr->base.pd = p;
+	mr->base.addr = addr;
+	mr->base.length = length;
+	mr->base.lkey = lkey;
+	mr->base.rkey = rkey;
+	mr->base.access = access;
+	e = &dev->sh->mr[idx];
+	e->access = (uint32_t)access;
+	e->pd_id = pd->id;
+	e->addr = (uint64_t)(uintptr_t)addr;
+	e->length = length;
+	e->in_heap = in_heap;
+	atomic_store_explicit(&e->lkey, lkey, memory_order_relaxed);
+	/* rkey last: a peer that sees it sees the rest of the entry */
+	atomic_store_explicit(&e->rkey, rkey, memory_order_release);
+	*out = &mr->base;
+	return 0;
+}
+
+static int soft_mr_dereg(struct ql_mr *m)
+{
+	struct soft_mr *mr = (struct soft_mr *)m;
+	struct soft_device *dev = to_dev(m->pd->dev);
+	struct soft_mr_entry *e = &dev->sh->mr[mr->idx];
+	bool overlap = false;
+
+	pthread_mutex_lock(&dev->lock);
+	if (soft_mr_referenced(dev, m->lkey)) {
+		pthread_mutex_unlock(&dev->lock);
+		return ql_error_set(-EBUSY, "soft: MR lkey 0x%x is named by a posted work request",
+				    m->lkey);
+	}
+	atomic_store_explicit(&e->rkey, 0, memory_order_release);
+	atomic_store_explicit(&e->lkey, 0, memory_order_release);
+	dev->mrs[mr->idx] = NULL;
+	((struct soft_pd *)m->pd)->nmr--;
+	for (uint32_t i = 1; i < SOFT_MAX_MR && !overlap; i++) {
+		struct soft_mr *o = dev->mrs[i];
+
+		overlap = o && (uint8_t *)o->base.addr < (uint8_t *)m->addr + m->length &&
+			  (uint8_t *)m->addr < (uint8_t *)o->base.addr + o->base.length;
+	}
+	pthread_mutex_unlock(&dev->lock);
+	/* Like a NIC's dereg: once this returns no peer still writes here. */
+	soft_dev_wait_peers(dev);
+	if (mr->pinned && !overlap) {
+		uintptr_t pa = (uintptr_t)m->addr & ~(uintptr_t)4095;
+
+		munlock((void *)pa, (uintptr_t)m->addr + m->length - pa);
+	}
+	free(mr);
+	return 0;
+}
+
+static int soft_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
+{
+	struct soft_device *dev = to_dev(d);
+	struct soft_cq *cq;
+	uint32_t size = 1;
+
+	if (cqe < 1 || cqe > SOFT_MAX_CQE)
+		return ql_error_set(-EINVAL, "ql_cq_create: cqe %d outside 1..%d", cqe,
+				    SOFT_MAX_CQE);
+	while (size < (uint32_t)cqe)
+		size <<= 1;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -ENOMEM;
+	cq->ring = calloc(size, sizeof(*cq->ring));
+	cq->rq_qps = calloc(SOFT_MAX_QP, sizeof(*cq->rq_qps));
+	cq->pending = calloc(SOFT_MAX_QP, sizeof(*cq->pending));
+	if (!cq->ring || !cq->rq_qps || !cq->pending) {
+		free(cq->ring);
+		free(cq->rq_qps);
+		free(cq->pending);
+		free(cq);
+		return -ENOMEM;
+	}
+	cq->base.head.ops = &soft_cq_ops;
+	cq->base.dev = d;
+	cq->base.cqe = cqe;
+	cq->dev = dev;
+	cq->depth = cqe;
+	cq->mask = size - 1;
+	cq->cap_qps = SOFT_MAX_QP;
+	pthread_mutex_lock(&dev->lock);
+	dev->ncq++;
+	pthread_mutex_unlock(&dev->lock);
+	*out = &cq->base;
+	return 0;
+}
+
+static int soft_cq_destroy(struct ql_cq *c)
+{
+	struct soft_cq *cq = (struct soft_cq *)c;
+	struct soft_device *dev = cq->dev;
+
+	pthread_mutex_lock(&dev->lock);
+	if (cq->nrefs) {
+		pthread_mutex_unlock(&dev->lock);
+		return ql_error_set(-EBUSY, "soft: CQ still used by %u QPs", cq->nrefs);
+	}
+	dev->ncq--;
+	pthread_mutex_unlock(&dev->lock);
+	free(cq->ring);
+	free(cq->rq_qps);
+	free(cq->pending);
+	free(cq);
+	return 0;
+}
+
+static const struct ql_device_ops soft_device_ops = {
+	.close = soft_close,
+	.query = soft_query,
+	.counters = soft_counters,
+	.pd_alloc = soft_pd_alloc,
+	.pd_free = soft_pd_free,
+	.mr_reg = soft_mr_reg,
+	.mr_dereg = soft_mr_dereg,
+	.cq_create = soft_cq_create,
+	.cq_destroy = soft_cq_destroy,
+	.qp_create = soft_qp_create,
+	.qp_destroy = soft_qp_destroy,
+	.qp_modify = soft_qp_modify,
+	.qp_query = soft_qp_query,
+};

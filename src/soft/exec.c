@@ -1,0 +1,824 @@
+/*
+ * soft provider: the hot path. ql_qp_post_send executes work requests at
+ * once, in posting order, straight into the peer's (mapped) memory; a WR
+ * that cannot run yet (receiver not ready, peer QP not ready, SQD) waits in
+ * the send queue and is retried by later posts and by polls of the send CQ,
+ * after the timers the IB spec gives (RNR timer, local ACK timeout).
+ *
+ * No allocation, lock, syscall or log here: every queue was sized at
+ * creation, and the clock is read only while a WR is stalled.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+
+#include "soft/soft.h"
+
+enum { EXEC_DONE = 0, EXEC_STALL = 1 };
+
+static inline uint64_t stall_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+/* ---- completions ------------------------------------------------------- */
+
+static inline void cq_push(struct soft_qp *qp, uint64_t sq_idx, uint64_t wr_id,
+			   enum ibv_wc_status st, enum ibv_wc_opcode op, uint32_t byte_len)
+{
+	struct soft_cq *cq = qp->send_cq;
+	struct soft_cqe *e;
+
+	if (soft_unlikely(cq->tail - cq->head >= (uint64_t)cq->depth || cq->err)) {
+		/* CQ overrun: the IB spec makes it a CQ error that takes the
+		 * QP down with it; the loss is reported, never silent. */
+		cq->err = -EOVERFLOW;
+		qp->need_err = true;
+		return;
+	}
+	e = &cq->ring[cq->tail & cq->mask];
+	memset(&e->wc, 0, sizeof(e->wc));
+	e->wc.wr_id = wr_id;
+	e->wc.status = st;
+	e->wc.opcode = op;
+	e->wc.byte_len = byte_len;
+	e->wc.qp_num = qp->base.qp_num;
+	e->wc.src_qp = qp->dest_qpn;
+	e->qp = qp;
+	e->sq_idx = sq_idx;
+	cq->tail++;
+}
+
+static void sq_unlist(struct soft_qp *qp)
+{
+	if (qp->pending_listed) {
+		soft_cq_list_del(qp->send_cq->pending, &qp->send_cq->n_pending, qp);
+		qp->pending_listed = false;
+	}
+}
+
+void soft_sq_flush(struct soft_qp *qp)
+{
+	for (uint64_t i = qp->sq_exec; i < qp->sq_pi; i++) {
+		struct soft_swqe *w = &qp->sq[i & qp->sq_mask];
+
+		cq_push(qp, w->idx, w->wr.wr_id, IBV_WC_WR_FLUSH_ERR, wc_opcode(w->wr.opcode), 0);
+	}
+	qp->sq_exec = qp->sq_pi;
+	qp->stalled = false;
+	sq_unlist(qp);
+}
+
+/* After a WR completed in error or a completion did not fit. */
+static void after_error(struct soft_qp *qp)
+{
+	if (qp->need_err || qp->type == IBV_QPT_RC) {
+		soft_qp_enter_err(qp);
+	} else {
+		/* UC: a send-side error stops the send queue only (SQE). */
+		soft_qp_set_state(qp, IBV_QPS_SQE);
+		soft_sq_flush(qp);
+	}
+}
+
+/* ---- memory checks ------------------------------------------------------ */
+
+static inline enum ibv_wc_status check_local(const struct soft_qp *qp, const struct ibv_sge *sg,
+					     int n, bool need_write)
+{
+	const struct soft_mr_entry *tbl = qp->dev->sh->mr;
+
+	for (int i = 0; i < n; i++) {
+		const struct ibv_sge *s = &sg[i];
+		const struct soft_mr_entry *e;
+		uint64_t off;
+
+		if (!s->length)
+			continue;
+		e = &tbl[s->lkey & (SOFT_MAX_MR - 1)];
+		if (soft_unlikely(!s->lkey ||
+				  atomic_load_explicit(&e->lkey, memory_order_relaxed) != s->lkey ||
+				  e->pd_id != qp->pd_id))
+			return IBV_WC_LOC_PROT_ERR;
+		if (soft_unlikely(need_write && !(e->access & IBV_ACCESS_LOCAL_WRITE)))
+			return IBV_WC_LOC_PROT_ERR;
+		off = s->addr - e->addr;
+		if (soft_unlikely(s->addr < e->addr || off > e->length ||
+				  s->length > e->length - off))
+			return IBV_WC_LOC_PROT_ERR;
+	}
+	return IBV_WC_SUCCESS;
+}
+
+/* The responder's check of an rkey: returns where the bytes are in this
+ * process, or NULL for a remote access violation. */
+static inline uint8_t *check_remote(const struct soft_qp *qp, uint32_t rkey, uint64_t addr,
+				    uint64_t len, uint32_t need)
+{
+	const struct soft_mr_entry *e = &qp->peer_dev->mr[rkey & (SOFT_MAX_MR - 1)];
+	const struct soft_qp_shared *p = qp->peer_qp;
+	uint64_t off;
+
+	if (soft_unlikely(!rkey || atomic_load_explicit(&e->rkey, memory_order_acquire) != rkey))
+		return NULL;
+	if (soft_unlikely(e->pd_id != p->pd_id || !(e->access & need) || !(p->access & need)))
+		return NULL;
+	off = addr - e->addr;
+	if (soft_unlikely(addr < e->addr || off > e->length || len > e->length - off))
+		return NULL;
+	if (soft_unlikely(!qp->peer_self && !e->in_heap))
+		return NULL;
+	return (uint8_t *)(uintptr_t)(addr + (uint64_t)qp->peer_delta);
+}
+
+/* ---- copies ------------------------------------------------------------- */
+
+/* Copy bytes [off, off+len) of the concatenated SG list to dst. */
+static inline void gather(uint8_t *dst, const struct ibv_sge *sg, int n, uint64_t off, uint64_t len)
+{
+	if (soft_likely(n == 1)) {
+		memcpy(dst, (const uint8_t *)(uintptr_t)sg[0].addr + off, len);
+		return;
+	}
+	for (int i = 0; i < n && len; i++) {
+		uint64_t l = sg[i].length, c;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		c = l - off < len ? l - off : len;
+		memcpy(dst, (const uint8_t *)(uintptr_t)sg[i].addr + off, c);
+		dst += c;
+		len -= c;
+		off = 0;
+	}
+}
+
+/* Copy a contiguous source into an SG list. */
+static inline void scatter(const struct ibv_sge *sg, int n, const uint8_t *src, uint64_t len)
+{
+	for (int i = 0; i < n && len; i++) {
+		uint64_t c = sg[i].length < len ? sg[i].length : len;
+
+		memcpy((uint8_t *)(uintptr_t)sg[i].addr, src, c);
+		src += c;
+		len -= c;
+	}
+}
+
+/*
+ * RDMA WRITE placement. The visibility contract (docs/soft-provider.md):
+ * everything an earlier WR on this QP placed is visible before any byte of
+ * this one, and the final 8 bytes of a WRITE of 8 bytes or more are stored
+ * last, with release semantics (one atomic store when 8-byte aligned).
+ */
+static inline void write_ordered(uint8_t *dst, const struct ibv_sge *sg, int n, uint64_t len)
+{
+	uint64_t last;
+
+	atomic_thread_fence(memory_order_release);
+	if (len < 8) {
+		gather(dst, sg, n, 0, len);
+		return;
+	}
+	gather(dst, sg, n, 0, len - 8);
+	gather((uint8_t *)&last, sg, n, len - 8, 8);
+	if (soft_likely(((uintptr_t)(dst + len - 8) & 7) == 0)) {
+		atomic_store_explicit((_Atomic uint64_t *)(void *)(dst + len - 8), last,
+				      memory_order_release);
+	} else {
+		atomic_thread_fence(memory_order_release);
+		memcpy(dst + len - 8, &last, 8);
+	}
+}
+
+/* ---- execution ---------------------------------------------------------- */
+
+static inline bool peer_ready(const struct soft_qp *qp)
+{
+	const struct soft_qp_shared *p = qp->peer_qp;
+	uint64_t g0, g1, m0, m1;
+	uint32_t s;
+
+	if (soft_unlikely(!p))
+		return false;
+	if (soft_unlikely(atomic_load_explicit(&p->qpn, memory_order_relaxed) != qp->dest_qpn))
+		return false;
+	s = atomic_load_explicit(&p->state, memory_order_acquire);
+	if (soft_unlikely(s != IBV_QPS_RTS && s != IBV_QPS_RTR && s != IBV_QPS_SQD &&
+			  s != IBV_QPS_SQE))
+		return false;
+	/* The responder accepts traffic only from the QP it is connected to. */
+	memcpy(&g0, p->dest_gid, 8);
+	memcpy(&g1, p->dest_gid + 8, 8);
+	memcpy(&m0, qp->my_gid, 8);
+	memcpy(&m1, qp->my_gid + 8, 8);
+	return p->dest_qpn == qp->base.qp_num && g0 == m0 && g1 == m1;
+}
+
+/* Arm or advance the stall of the WR at the head of the send queue.
+ * Returns EXEC_STALL, or the error status once the retries are spent. */
+static int stall(struct soft_qp *qp, bool rnr, enum ibv_wc_status *st)
+{
+	uint64_t wait;
+
+	if (!qp->stalled) {
+		qp->stalled = true;
+		qp->retry_left = qp->attr.retry_cnt;
+		qp->rnr_left = qp->attr.rnr_retry;
+	}
+	if (rnr) {
+		if (qp->rnr_left != 7) { /* 7: retry forever */
+			if (!qp->rnr_left) {
+				*st = IBV_WC_RNR_RETRY_EXC_ERR;
+				return EXEC_DONE;
+			}
+			qp->rnr_left--;
+		}
+		wait = ql_rnr_timer_ns((uint8_t)qp->peer_qp->min_rnr_timer);
+	} else {
+		if (!qp->retry_left) {
+			*st = IBV_WC_RETRY_EXC_ERR;
+			return EXEC_DONE;
+		}
+		qp->retry_left--;
+		/* local ACK timeout: 4.096 us * 2^timeout; 0 means infinite */
+		wait = qp->attr.timeout ? 4096ull << qp->attr.timeout : UINT64_MAX / 2;
+	}
+	qp->stall_until_ns = stall_now_ns() + wait;
+	return EXEC_STALL;
+}
+
+/* Claim the next receive WQE of the peer. Returns the slot, or NULL with
+ * *rnr true (none posted) or false (the peer is flushing). */
+static inline struct soft_rq_slot *claim_recv(struct soft_qp *qp, uint64_t *idx, bool *rnr)
+{
+	struct soft_qp_shared *p = qp->peer_qp;
+	uint64_t h = atomic_load_explicit(&p->rq_head, memory_order_relaxed);
+	uint64_t t = atomic_load_explicit(&p->rq_tail, memory_order_acquire);
+	uint8_t *rq;
+	size_t span = (size_t)(p->rq_mask + 1) * p->rq_slot_size;
+
+	*rnr = false;
+	if (h >= t) {
+		*rnr = true;
+		return NULL;
+	}
+	if (soft_unlikely(!atomic_compare_exchange_strong_explicit(
+		    &p->rq_head, &h, h + 1, memory_order_acquire, memory_order_relaxed)))
+		return NULL;
+	if (soft_unlikely(p->rq_off > qp->peer_heap->size ||
+			  span > qp->peer_heap->size - p->rq_off))
+		return NULL;
+	rq = qp->peer_heap->map + p->rq_off;
+	*idx = h;
+	return soft_rq_slot(rq, p->rq_slot_size, p->rq_mask, h);
+}
+
+static inline void complete_recv(struct soft_qp *qp, struct soft_rq_slot *s, uint64_t idx,
+				 enum ibv_wc_status st, enum ibv_wc_opcode op, uint32_t len,
+				 const struct ibv_send_wr *wr, bool imm)
+{
+	s->status = st;
+	s->opcode = op;
+	s->byte_len = len;
+	s->imm = imm ? wr->imm_data : 0;
+	s->wc_flags = imm ? IBV_WC_WITH_IMM : 0;
+	s->src_qp = qp->base.qp_num;
+	atomic_store_explicit(&s->done, idx + 1, memory_order_release);
+}
+
+/* Validate the receive WQE's scatter list against the responder's MR
+ * table; on success ptrs[] hold local addresses of each SGE. */
+static inline enum ibv_wc_status check_recv_sges(const struct soft_qp *qp,
+						 const struct soft_rq_slot *s, uint64_t len,
+						 struct ibv_sge *out, int *nout)
+{
+	const struct soft_mr_entry *tbl = qp->peer_dev->mr;
+	uint32_t n = s->num_sge;
+	uint64_t cap = 0;
+	int k = 0;
+
+	if (soft_unlikely(n > SOFT_MAX_SGE))
+		return IBV_WC_LOC_PROT_ERR;
+	for (uint32_t i = 0; i < n && cap < len; i++) {
+		const struct ibv_sge *g = &s->sge[i];
+		const struct soft_mr_entry *e;
+		uint64_t off;
+
+		if (!g->length)
+			continue;
+		e = &tbl[g->lkey & (SOFT_MAX_MR - 1)];
+		off = g->addr - e->addr;
+		if (soft_unlikely(!g->lkey ||
+				  atomic_load_explicit(&e->lkey, memory_order_acquire) != g->lkey ||
+				  e->pd_id != qp->peer_qp->pd_id ||
+				  !(e->access & IBV_ACCESS_LOCAL_WRITE) || g->addr < e->addr ||
+				  off > e->length || g->length > e->length - off ||
+				  (!qp->peer_self && !e->in_heap)))
+			return IBV_WC_LOC_PROT_ERR;
+		out[k].addr = g->addr + (uint64_t)qp->peer_delta;
+		out[k].length = g->length;
+		out[k].lkey = 0;
+		k++;
+		cap += g->length;
+	}
+	if (cap < len) {
+		/* capacity of the rest of the list, unchecked, decides LEN vs OK */
+		return IBV_WC_LOC_LEN_ERR;
+	}
+	*nout = k;
+	return IBV_WC_SUCCESS;
+}
+
+static void sg_to_sg(const struct ibv_sge *dst, int nd, const struct ibv_sge *src, int ns,
+		     uint64_t len)
+{
+	uint64_t off = 0;
+
+	for (int i = 0; i < nd && len; i++) {
+		uint64_t c = dst[i].length < len ? dst[i].length : len;
+
+		gather((uint8_t *)(uintptr_t)dst[i].addr, src, ns, off, c);
+		off += c;
+		len -= c;
+	}
+}
+
+#define CNT(field) atomic_fetch_add_explicit(&qp->peer_dev->counters.field, 1, memory_order_relaxed)
+
+static int exec_wr(struct soft_qp *qp, struct ibv_send_wr *wr, uint64_t idx)
+{
+	enum ibv_wc_status st = IBV_WC_SUCCESS;
+	enum ibv_wr_opcode op = wr->opcode;
+	const bool rc = qp->type == IBV_QPT_RC;
+	const bool inl = wr->send_flags & IBV_SEND_INLINE;
+	const bool atomic = op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	const bool need_write = atomic || op == IBV_WR_RDMA_READ;
+	struct ibv_sge rsg[SOFT_MAX_SGE];
+	struct soft_rq_slot *slot = NULL;
+	uint64_t len = 0, ridx = 0, epoch;
+	uint32_t byte_len = 0;
+	int r = EXEC_DONE, nr = 0;
+	bool rnr;
+	uint8_t *p;
+
+	for (int i = 0; i < wr->num_sge; i++)
+		len += wr->sg_list[i].length;
+	if (!inl) {
+		st = check_local(qp, wr->sg_list, wr->num_sge, need_write);
+		if (soft_unlikely(st != IBV_WC_SUCCESS))
+			goto complete;
+	}
+	if (soft_unlikely(len > SOFT_MAX_MSG || (atomic && len != 8))) {
+		st = IBV_WC_LOC_LEN_ERR;
+		goto complete;
+	}
+
+	/* Enter the peer: publish an odd epoch before reading its state (the
+	 * peer pairs this with membarrier() before freeing memory). */
+	epoch = atomic_load_explicit(&qp->sh->op_epoch, memory_order_relaxed) + 1;
+	atomic_store_explicit(&qp->sh->op_epoch, epoch, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+
+	if (soft_unlikely(!soft_peer_alive(qp->peer_heap))) {
+		/* A dead peer never answers: report what the retries would. */
+		if (rc)
+			st = IBV_WC_RETRY_EXC_ERR;
+		goto leave;
+	}
+	if (soft_unlikely(!peer_ready(qp))) {
+		if (!rc) {
+			CNT(uc_drop_not_ready);
+			goto leave;
+		}
+		r = stall(qp, false, &st);
+		goto leave;
+	}
+
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		slot = claim_recv(qp, &ridx, &rnr);
+		if (soft_unlikely(!slot)) {
+			if (!rc) {
+				if (rnr)
+					CNT(uc_drop_no_recv);
+				else
+					CNT(uc_drop_not_ready);
+				break;
+			}
+			if (rnr)
+				CNT(rc_nak_rnr);
+			r = stall(qp, rnr, &st);
+			break;
+		}
+		st = check_recv_sges(qp, slot, len, rsg, &nr);
+		if (soft_unlikely(st != IBV_WC_SUCCESS)) {
+			complete_recv(qp, slot, ridx, st, IBV_WC_RECV, 0, wr, false);
+			if (st == IBV_WC_LOC_LEN_ERR) {
+				if (rc)
+					CNT(rc_nak_inv_req);
+				st = rc ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_SUCCESS;
+			} else {
+				if (rc)
+					CNT(rc_nak_op_err);
+				st = rc ? IBV_WC_REM_OP_ERR : IBV_WC_SUCCESS;
+			}
+			break;
+		}
+		atomic_thread_fence(memory_order_release);
+		sg_to_sg(rsg, nr, wr->sg_list, wr->num_sge, len);
+		complete_recv(qp, slot, ridx, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)len, wr,
+			      op == IBV_WR_SEND_WITH_IMM);
+		byte_len = (uint32_t)len;
+		break;
+
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		if (op == IBV_WR_RDMA_WRITE_WITH_IMM) {
+			const struct soft_qp_shared *pq = qp->peer_qp;
+
+			/* the responder needs a receive WQE before anything */
+			if (atomic_load_explicit(&pq->rq_head, memory_order_relaxed) >=
+			    atomic_load_explicit(&pq->rq_tail, memory_order_acquire)) {
+				if (!rc) {
+					CNT(uc_drop_no_recv);
+					break;
+				}
+				CNT(rc_nak_rnr);
+				r = stall(qp, true, &st);
+				break;
+			}
+		}
+		p = NULL;
+		if (len) {
+			p = check_remote(qp, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
+					 IBV_ACCESS_REMOTE_WRITE);
+			if (soft_unlikely(!p)) {
+				if (rc) {
+					CNT(rc_nak_access);
+					st = IBV_WC_REM_ACCESS_ERR;
+				} else {
+					CNT(uc_drop_access);
+				}
+				break;
+			}
+		}
+		if (op == IBV_WR_RDMA_WRITE_WITH_IMM) {
+			slot = claim_recv(qp, &ridx, &rnr);
+			if (soft_unlikely(!slot)) {
+				if (!rc) {
+					CNT(uc_drop_not_ready);
+					break;
+				}
+				r = stall(qp, rnr, &st);
+				break;
+			}
+		}
+		if (len)
+			write_ordered(p, wr->sg_list, wr->num_sge, len);
+		if (slot)
+			complete_recv(qp, slot, ridx, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+				      (uint32_t)len, wr, true);
+		byte_len = (uint32_t)len;
+		break;
+
+	case IBV_WR_RDMA_READ:
+		if (len) {
+			p = check_remote(qp, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
+					 IBV_ACCESS_REMOTE_READ);
+			if (soft_unlikely(!p)) {
+				CNT(rc_nak_access);
+				st = IBV_WC_REM_ACCESS_ERR;
+				break;
+			}
+			atomic_thread_fence(memory_order_acquire);
+			scatter(wr->sg_list, wr->num_sge, p, len);
+		}
+		byte_len = (uint32_t)len;
+		break;
+
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD: {
+		uint64_t orig;
+
+		if (soft_unlikely(wr->wr.atomic.remote_addr & 7)) {
+			CNT(rc_nak_inv_req);
+			st = IBV_WC_REM_INV_REQ_ERR;
+			break;
+		}
+		p = check_remote(qp, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, 8,
+				 IBV_ACCESS_REMOTE_ATOMIC);
+		if (soft_unlikely(!p)) {
+			CNT(rc_nak_access);
+			st = IBV_WC_REM_ACCESS_ERR;
+			break;
+		}
+		if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+			orig = __atomic_fetch_add((uint64_t *)(void *)p, wr->wr.atomic.compare_add,
+						  __ATOMIC_SEQ_CST);
+		} else {
+			orig = wr->wr.atomic.compare_add;
+			__atomic_compare_exchange_n((uint64_t *)(void *)p, &orig,
+						    wr->wr.atomic.swap, false, __ATOMIC_SEQ_CST,
+						    __ATOMIC_SEQ_CST);
+		}
+		memcpy((void *)(uintptr_t)wr->sg_list[0].addr, &orig, 8);
+		byte_len = 8;
+		break;
+	}
+	default:
+		st = IBV_WC_LOC_QP_OP_ERR;
+		break;
+	}
+leave:
+	atomic_store_explicit(&qp->sh->op_epoch, epoch + 1, memory_order_release);
+	if (r == EXEC_STALL)
+		return EXEC_STALL;
+complete:
+	qp->stalled = false;
+	if (st != IBV_WC_SUCCESS || qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED))
+		cq_push(qp, idx, wr->wr_id, st, wc_opcode(op), byte_len);
+	if (soft_unlikely(st != IBV_WC_SUCCESS))
+		qp->need_err |= rc;
+	return soft_unlikely(st != IBV_WC_SUCCESS) ? -1 : EXEC_DONE;
+}
+
+/* ---- post_send ---------------------------------------------------------- */
+
+static inline int validate_send(const struct soft_qp *qp, const struct ibv_send_wr *wr)
+{
+	switch (qp->state) {
+	case IBV_QPS_RTS:
+	case IBV_QPS_SQD:
+	case IBV_QPS_SQE:
+	case IBV_QPS_ERR:
+		break;
+	default:
+		return -EINVAL;
+	}
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		break;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		if (qp->type != IBV_QPT_RC || (wr->send_flags & IBV_SEND_INLINE))
+			return -EINVAL;
+		if (wr->opcode != IBV_WR_RDMA_READ && wr->num_sge != 1)
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
+		return -EINVAL;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint64_t len = 0;
+
+		for (int i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		if (len > qp->cap.max_inline_data)
+			return -EINVAL;
+	}
+	if (qp->sq_pi - qp->sq_retired >= qp->cap.max_send_wr)
+		return -ENOMEM;
+	return 0;
+}
+
+static void save_wqe(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t idx)
+{
+	struct soft_swqe *w = &qp->sq[idx & qp->sq_mask];
+	struct ibv_sge *sg = w->wr.sg_list;
+
+	w->wr = *wr;
+	w->wr.next = NULL;
+	w->wr.sg_list = sg;
+	w->idx = idx;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		/* inline data belongs to the QP from the moment of posting */
+		uint8_t *buf =
+			qp->sq_inline + (size_t)(idx & qp->sq_mask) * qp->cap.max_inline_data;
+		uint64_t len = 0;
+
+		for (int i = 0; i < wr->num_sge; i++) {
+			memcpy(buf + len, (const void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+			len += wr->sg_list[i].length;
+		}
+		sg[0].addr = (uint64_t)(uintptr_t)buf;
+		sg[0].length = (uint32_t)len;
+		sg[0].lkey = 0;
+		w->wr.num_sge = len ? 1 : 0;
+	} else {
+		memcpy(sg, wr->sg_list, (size_t)wr->num_sge * sizeof(*sg));
+	}
+	if (!qp->pending_listed) {
+		soft_cq_list_add(&qp->send_cq->pending, &qp->send_cq->n_pending, qp);
+		qp->pending_listed = true;
+	}
+}
+
+void soft_sq_progress(struct soft_qp *qp)
+{
+	while (qp->sq_exec != qp->sq_pi) {
+		struct soft_swqe *w;
+		int r;
+
+		if (qp->state == IBV_QPS_ERR || qp->state == IBV_QPS_SQE) {
+			soft_sq_flush(qp);
+			return;
+		}
+		if (qp->state != IBV_QPS_RTS)
+			return;
+		if (qp->stalled && stall_now_ns() < qp->stall_until_ns)
+			return;
+		w = &qp->sq[qp->sq_exec & qp->sq_mask];
+		r = exec_wr(qp, &w->wr, w->idx);
+		if (r == EXEC_STALL)
+			return;
+		qp->sq_exec++;
+		if (r < 0 || qp->need_err)
+			after_error(qp);
+	}
+	sq_unlist(qp);
+}
+
+static int soft_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct soft_qp *qp = (struct soft_qp *)q;
+
+	for (; wr; wr = wr->next) {
+		uint64_t idx;
+		int ret = validate_send(qp, wr);
+
+		if (soft_unlikely(ret)) {
+			*bad_wr = wr;
+			return ret;
+		}
+		idx = qp->sq_pi++;
+		if (soft_likely(qp->sq_exec == idx && qp->state == IBV_QPS_RTS)) {
+			int r = exec_wr(qp, wr, idx);
+
+			if (soft_likely(r == EXEC_DONE && !qp->need_err)) {
+				qp->sq_exec++;
+				continue;
+			}
+			if (r == EXEC_STALL) {
+				save_wqe(qp, wr, idx);
+				continue;
+			}
+			qp->sq_exec++;
+			after_error(qp);
+			continue;
+		}
+		save_wqe(qp, wr, idx);
+		soft_sq_progress(qp);
+	}
+	return 0;
+}
+
+/* ---- post_recv ---------------------------------------------------------- */
+
+static int soft_post_recv(struct ql_qp *q, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct soft_qp *qp = (struct soft_qp *)q;
+	struct soft_qp_shared *sh = qp->sh;
+	uint64_t t = atomic_load_explicit(&sh->rq_tail, memory_order_relaxed);
+	int ret = 0;
+
+	for (; wr; wr = wr->next) {
+		struct soft_rq_slot *s;
+
+		if (soft_unlikely(qp->state == IBV_QPS_RESET || wr->num_sge < 0 ||
+				  (uint32_t)wr->num_sge > qp->cap.max_recv_sge)) {
+			ret = -EINVAL;
+			break;
+		}
+		if (soft_unlikely(t - qp->rq_ci >= qp->cap.max_recv_wr)) {
+			ret = -ENOMEM;
+			break;
+		}
+		s = soft_rq_slot(qp->rq, sh->rq_slot_size, sh->rq_mask, t);
+		s->wr_id = wr->wr_id;
+		s->num_sge = (uint32_t)wr->num_sge;
+		memcpy(s->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*s->sge));
+		t++;
+	}
+	if (soft_unlikely(ret))
+		*bad_wr = wr;
+	atomic_store_explicit(&sh->rq_tail, t, memory_order_release);
+	if (soft_unlikely(qp->state == IBV_QPS_ERR))
+		soft_rq_flush(qp, false);
+	return ret;
+}
+
+/* ---- poll --------------------------------------------------------------- */
+
+static inline int drain_rq(struct soft_qp *qp, struct ibv_wc *wc, int n)
+{
+	const struct soft_qp_shared *sh = qp->sh;
+	uint64_t ci = qp->rq_ci;
+	bool failed = false;
+	int got = 0;
+
+	while (got < n) {
+		struct soft_rq_slot *s = soft_rq_slot(qp->rq, sh->rq_slot_size, sh->rq_mask, ci);
+		struct ibv_wc *w = &wc[got];
+
+		if (atomic_load_explicit(&s->done, memory_order_acquire) != ci + 1)
+			break;
+		w->wr_id = s->wr_id;
+		w->status = (enum ibv_wc_status)s->status;
+		w->opcode = (enum ibv_wc_opcode)s->opcode;
+		w->vendor_err = 0;
+		w->byte_len = s->byte_len;
+		w->imm_data = s->imm;
+		w->qp_num = qp->base.qp_num;
+		w->src_qp = s->src_qp;
+		w->wc_flags = s->wc_flags;
+		w->pkey_index = 0;
+		w->slid = 0;
+		w->sl = 0;
+		w->dlid_path_bits = 0;
+		failed |= s->status != IBV_WC_SUCCESS && s->status != IBV_WC_WR_FLUSH_ERR;
+		ci++;
+		got++;
+	}
+	qp->rq_ci = ci;
+	/* A responder error (length, protection) takes the receiver down. */
+	if (soft_unlikely(failed) && qp->state != IBV_QPS_ERR)
+		soft_qp_enter_err(qp);
+	return got;
+}
+
+static int soft_poll(struct ql_cq *c, int n, struct ibv_wc *wc)
+{
+	struct soft_cq *cq = (struct soft_cq *)c;
+	int got = 0;
+
+	if (soft_unlikely(cq->n_pending)) {
+		for (uint32_t i = cq->n_pending; i-- > 0;)
+			soft_sq_progress(cq->pending[i]);
+	}
+	while (got < n && cq->head != cq->tail) {
+		struct soft_cqe *e = &cq->ring[cq->head & cq->mask];
+
+		wc[got++] = e->wc;
+		e->qp->sq_retired = e->sq_idx + 1;
+		cq->head++;
+	}
+	for (uint32_t i = 0; i < cq->n_rq_qps && got < n; i++)
+		got += drain_rq(cq->rq_qps[i], wc + got, n - got);
+	if (got)
+		return got;
+	if (soft_unlikely(cq->err))
+		return cq->err;
+	if (cq->n_rq_qps) {
+		/* Idle: check one peer's liveness (one load, no syscall). */
+		struct soft_qp *qp;
+
+		if (++cq->live_rr >= cq->n_rq_qps)
+			cq->live_rr = 0;
+		qp = cq->rq_qps[cq->live_rr];
+		if (soft_unlikely(qp->peer_heap && !soft_peer_alive(qp->peer_heap) &&
+				  qp->state != IBV_QPS_ERR && qp->state != IBV_QPS_RESET))
+			soft_qp_enter_err(qp);
+	}
+	return 0;
+}
+
+const struct ql__qp_ops soft_qp_ops = {
+	.post_send = soft_post_send,
+	.post_recv = soft_post_recv,
+};
+
+const struct ql__cq_ops soft_cq_ops = {
+	.poll = soft_poll,
+};

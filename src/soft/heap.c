@@ -1,0 +1,482 @@
+/*
+ * The soft provider's shared heap: one memfd per process that holds every
+ * object a peer must reach (device blocks, receive queues) and the memory
+ * applications get from ql_mem_alloc(). A peer in another process maps the
+ * whole heap once, through /proc/PID/fd/FD, when it connects a QP; the
+ * kernel's ptrace access check on that path is the isolation boundary (same
+ * user, see docs/soft-provider.md). A heap is never truncated, so a peer's
+ * mapping stays valid even after the owner dies.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/membarrier.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "qlink/error.h"
+#include "qlink/log.h"
+#include "soft/soft.h"
+
+#define HEAP_MAGIC 0x31504145484c5351ull /* "QLSHEAP1" */
+#define HEAP_VERSION 1
+#define HEAP_DEFAULT_SIZE (4ull << 30)
+#define HEAP_HDR_RESERVE (64u << 10)
+#define PAGE 4096u
+
+struct extent {
+	uint64_t off;
+	uint64_t len;
+};
+
+struct extent_list {
+	struct extent *v;
+	size_t n;
+	size_t cap;
+};
+
+static pthread_mutex_t heap_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct soft_heap heap;
+static bool heap_ready;
+static struct extent_list free_list, used_list;
+static struct soft_peer_heap *peers;
+static bool atfork_done;
+static int membarrier_cmd = -1;
+
+static void heap_atfork_child(void)
+{
+	/* The child shares the parent's heap pages (MAP_SHARED) but owns
+	 * none of the parent's objects: it starts a heap of its own. */
+	pthread_mutex_init(&heap_lock, NULL);
+	heap_ready = false;
+	memset(&heap, 0, sizeof(heap));
+	free_list = (struct extent_list){ 0 };
+	used_list = (struct extent_list){ 0 };
+	peers = NULL;
+}
+
+static size_t heap_size_from_env(void)
+{
+	const char *e = getenv("QLINK_SOFT_HEAP_SIZE");
+	unsigned long long v;
+	char *end;
+
+	if (!e || !*e)
+		return HEAP_DEFAULT_SIZE;
+	v = strtoull(e, &end, 10);
+	if (*end == 'K' || *end == 'k')
+		v <<= 10;
+	else if (*end == 'M' || *end == 'm')
+		v <<= 20;
+	else if (*end == 'G' || *end == 'g')
+		v <<= 30;
+	if (v < (16u << 20)) {
+		ql_log_warn("soft", "QLINK_SOFT_HEAP_SIZE=%s is below 16M; using 16M", e);
+		v = 16u << 20;
+	}
+	return (size_t)((v + PAGE - 1) & ~(uint64_t)(PAGE - 1));
+}
+
+static int list_insert(struct extent_list *l, size_t at, struct extent e)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 64;
+		struct extent *v = realloc(l->v, cap * sizeof(*v));
+
+		if (!v)
+			return -ENOMEM;
+		l->v = v;
+		l->cap = cap;
+	}
+	memmove(&l->v[at + 1], &l->v[at], (l->n - at) * sizeof(*l->v));
+	l->v[at] = e;
+	l->n++;
+	return 0;
+}
+
+static void list_remove(struct extent_list *l, size_t at)
+{
+	memmove(&l->v[at], &l->v[at + 1], (l->n - at - 1) * sizeof(*l->v));
+	l->n--;
+}
+
+static int heap_create_locked(void)
+{
+	pthread_mutexattr_t ma;
+	struct soft_heap_hdr *hdr;
+	size_t size = heap_size_from_env();
+	void *base;
+	int fd, ret;
+
+	if (!atfork_done) {
+		pthread_atfork(NULL, NULL, heap_atfork_child);
+		atfork_done = true;
+	}
+	fd = memfd_create("qlink-soft-heap", MFD_CLOEXEC);
+	if (fd < 0)
+		return ql_error_set(-errno, "soft: memfd_create failed: %s", strerror(errno));
+	if (ftruncate(fd, (off_t)size) < 0) {
+		ret = ql_error_set(-errno, "soft: cannot size the shared heap to %zu bytes: %s",
+				   size, strerror(errno));
+		goto err_fd;
+	}
+	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
+	if (base == MAP_FAILED) {
+		ret = ql_error_set(-errno, "soft: cannot map the shared heap: %s", strerror(errno));
+		goto err_fd;
+	}
+	hdr = base;
+	hdr->magic = HEAP_MAGIC;
+	hdr->version = HEAP_VERSION;
+	hdr->pid = (uint32_t)getpid();
+	hdr->size = size;
+	hdr->base = (uint64_t)(uintptr_t)base;
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&hdr->alive, &ma);
+	pthread_mutexattr_destroy(&ma);
+	pthread_mutex_lock(&hdr->alive);
+
+	free_list.n = 0;
+	used_list.n = 0;
+	ret = list_insert(&free_list, 0,
+			  (struct extent){ HEAP_HDR_RESERVE, size - HEAP_HDR_RESERVE });
+	if (ret)
+		goto err_map;
+	/* Expedited membarrier reaches exactly the processes that registered:
+	 * every qlink process does, here. */
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0) == 0)
+		membarrier_cmd = MEMBARRIER_CMD_GLOBAL_EXPEDITED;
+	else if (syscall(__NR_membarrier, MEMBARRIER_CMD_QUERY, 0) > 0)
+		membarrier_cmd = MEMBARRIER_CMD_GLOBAL;
+	else
+		membarrier_cmd = 0;
+
+	heap.fd = fd;
+	heap.base = base;
+	heap.size = size;
+	heap.pid = getpid();
+	heap.hdr = hdr;
+	heap_ready = true;
+	return 0;
+err_map:
+	munmap(base, size);
+err_fd:
+	close(fd);
+	return ret;
+}
+
+int soft_heap_get(struct soft_heap **out)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&heap_lock);
+	if (!heap_ready)
+		ret = heap_create_locked();
+	pthread_mutex_unlock(&heap_lock);
+	if (!ret)
+		*out = &heap;
+	return ret;
+}
+
+void *soft_heap_alloc(size_t len, size_t align)
+{
+	void *p = NULL;
+
+	if (!len || len > (1ull << 46)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (align < SOFT_CACHELINE)
+		align = SOFT_CACHELINE;
+	len = (len + SOFT_CACHELINE - 1) & ~(size_t)(SOFT_CACHELINE - 1);
+	pthread_mutex_lock(&heap_lock);
+	if (!heap_ready && heap_create_locked()) {
+		pthread_mutex_unlock(&heap_lock);
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (size_t i = 0; i < free_list.n; i++) {
+		struct extent e = free_list.v[i];
+		uint64_t start = (e.off + align - 1) & ~(uint64_t)(align - 1);
+		size_t at;
+
+		if (start + len > e.off + e.len)
+			continue;
+		/* Record the allocation first so failure leaves lists intact. */
+		for (at = 0; at < used_list.n && used_list.v[at].off < start; at++)
+			;
+		if (list_insert(&used_list, at, (struct extent){ start, len }))
+			break;
+		list_remove(&free_list, i);
+		if (start + len < e.off + e.len &&
+		    list_insert(&free_list, i,
+				(struct extent){ start + len, e.off + e.len - start - len }))
+			ql_log_warn("soft", "heap: lost %llu bytes to an allocation failure",
+				    (unsigned long long)(e.off + e.len - start - len));
+		if (start > e.off &&
+		    list_insert(&free_list, i, (struct extent){ e.off, start - e.off }))
+			ql_log_warn("soft", "heap: lost %llu bytes to an allocation failure",
+				    (unsigned long long)(start - e.off));
+		p = heap.base + start;
+		break;
+	}
+	pthread_mutex_unlock(&heap_lock);
+	if (!p)
+		errno = ENOMEM;
+	return p;
+}
+
+static void zero_range(uint64_t off, uint64_t len)
+{
+	uint64_t a = (off + PAGE - 1) & ~(uint64_t)(PAGE - 1);
+	uint64_t b = (off + len) & ~(uint64_t)(PAGE - 1);
+
+	/* Give whole pages back to the kernel (they read as zero again);
+	 * clear the partial pages at the edges by hand. */
+	if (b > a) {
+		if (fallocate(heap.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)a,
+			      (off_t)(b - a)) < 0)
+			memset(heap.base + a, 0, b - a);
+		memset(heap.base + off, 0, a - off);
+		memset(heap.base + b, 0, off + len - b);
+	} else {
+		memset(heap.base + off, 0, len);
+	}
+}
+
+void soft_heap_free(void *p)
+{
+	uint64_t off;
+	size_t i, at;
+	struct extent e;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&heap_lock);
+	if (!heap_ready || (uint8_t *)p < heap.base || (uint8_t *)p >= heap.base + heap.size)
+		goto bad;
+	off = (uint64_t)((uint8_t *)p - heap.base);
+	for (i = 0; i < used_list.n && used_list.v[i].off != off; i++)
+		;
+	if (i == used_list.n)
+		goto bad;
+	e = used_list.v[i];
+	list_remove(&used_list, i);
+	zero_range(e.off, e.len);
+	for (at = 0; at < free_list.n && free_list.v[at].off < e.off; at++)
+		;
+	/* coalesce with neighbours */
+	if (at > 0 && free_list.v[at - 1].off + free_list.v[at - 1].len == e.off) {
+		free_list.v[at - 1].len += e.len;
+		if (at < free_list.n && e.off + e.len == free_list.v[at].off) {
+			free_list.v[at - 1].len += free_list.v[at].len;
+			list_remove(&free_list, at);
+		}
+	} else if (at < free_list.n && e.off + e.len == free_list.v[at].off) {
+		free_list.v[at].off = e.off;
+		free_list.v[at].len += e.len;
+	} else if (list_insert(&free_list, at, e)) {
+		ql_log_warn("soft", "heap: lost %llu bytes to an allocation failure",
+			    (unsigned long long)e.len);
+	}
+	pthread_mutex_unlock(&heap_lock);
+	return;
+bad:
+	pthread_mutex_unlock(&heap_lock);
+	ql_log_error("soft", "ql_mem_free(%p): not memory from ql_mem_alloc", p);
+}
+
+bool soft_heap_contains(const void *p, size_t len)
+{
+	const uint8_t *b = p;
+
+	return heap_ready && b >= heap.base && len <= heap.size &&
+	       (size_t)(b - heap.base) <= heap.size - len;
+}
+
+int soft_heap_register_dev(struct soft_dev_shared *sh)
+{
+	struct soft_heap_hdr *hdr = heap.hdr;
+
+	pthread_mutex_lock(&heap_lock);
+	for (int i = 0; i < SOFT_MAX_DEVS_PER_HEAP; i++) {
+		if (atomic_load(&hdr->dev_id[i]) == 0) {
+			hdr->dev_off[i] = (uint64_t)((uint8_t *)sh - heap.base);
+			atomic_store_explicit(&hdr->dev_id[i], sh->id, memory_order_release);
+			pthread_mutex_unlock(&heap_lock);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&heap_lock);
+	return ql_error_set(-EMFILE, "soft: at most %d devices may be open in one process",
+			    SOFT_MAX_DEVS_PER_HEAP);
+}
+
+void soft_heap_unregister_dev(struct soft_dev_shared *sh)
+{
+	pthread_mutex_lock(&heap_lock);
+	for (int i = 0; i < SOFT_MAX_DEVS_PER_HEAP; i++)
+		if (atomic_load(&heap.hdr->dev_id[i]) == sh->id)
+			atomic_store(&heap.hdr->dev_id[i], 0);
+	pthread_mutex_unlock(&heap_lock);
+}
+
+int soft_peer_heap_get(pid_t pid, int fd, struct soft_peer_heap **out)
+{
+	struct soft_peer_heap *ph;
+	const struct soft_heap_hdr *hdr;
+	char path[64];
+	struct stat st;
+	int pfd, ret;
+	void *map;
+
+	pthread_mutex_lock(&heap_lock);
+	for (ph = peers; ph; ph = ph->next) {
+		if (ph->pid == pid && ph->fd_num == fd) {
+			ph->refs++;
+			pthread_mutex_unlock(&heap_lock);
+			*out = ph;
+			return 0;
+		}
+	}
+	ph = calloc(1, sizeof(*ph));
+	if (!ph) {
+		ret = -ENOMEM;
+		goto out_unlock;
+	}
+	ph->pid = pid;
+	ph->fd_num = fd;
+	ph->refs = 1;
+	if (heap_ready && pid == heap.pid) {
+		if (fd != heap.fd) {
+			ret = ql_error_set(-EINVAL,
+					   "soft: GID names this process but not its heap");
+			goto err_free;
+		}
+		ph->self = true;
+		ph->map = heap.base;
+		ph->size = heap.size;
+		ph->delta = 0;
+		ph->alive_word = (const _Atomic int *)&heap.hdr->alive.__data.__lock;
+		goto done;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	pfd = open(path, O_RDWR | O_CLOEXEC);
+	if (pfd < 0) {
+		ret = ql_error_set(
+			-errno == -ENOENT ? -EHOSTUNREACH : -errno,
+			"soft+shm: cannot reach the peer's memory at %s: %s (the peer process "
+			"must be alive and run as the same user)",
+			path, strerror(errno));
+		goto err_free;
+	}
+	if (fstat(pfd, &st) < 0 || st.st_size < (off_t)HEAP_HDR_RESERVE) {
+		close(pfd);
+		ret = ql_error_set(-EHOSTUNREACH, "soft+shm: %s is not a qlink heap", path);
+		goto err_free;
+	}
+	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+		   pfd, 0);
+	close(pfd);
+	if (map == MAP_FAILED) {
+		ret = ql_error_set(-errno, "soft+shm: cannot map the peer's heap: %s",
+				   strerror(errno));
+		goto err_free;
+	}
+	hdr = map;
+	if (hdr->magic != HEAP_MAGIC || hdr->version != HEAP_VERSION || hdr->pid != (uint32_t)pid ||
+	    hdr->size != (uint64_t)st.st_size) {
+		munmap(map, (size_t)st.st_size);
+		ret = ql_error_set(-EHOSTUNREACH, "soft+shm: %s is not the qlink heap of pid %d",
+				   path, (int)pid);
+		goto err_free;
+	}
+	ph->map = map;
+	ph->size = (size_t)st.st_size;
+	ph->delta = (intptr_t)((uintptr_t)map - (uintptr_t)hdr->base);
+	ph->alive_word = (const _Atomic int *)&hdr->alive.__data.__lock;
+done:
+	ph->next = peers;
+	peers = ph;
+	pthread_mutex_unlock(&heap_lock);
+	*out = ph;
+	return 0;
+err_free:
+	free(ph);
+out_unlock:
+	pthread_mutex_unlock(&heap_lock);
+	return ret;
+}
+
+void soft_peer_heap_put(struct soft_peer_heap *ph)
+{
+	struct soft_peer_heap **pp;
+
+	if (!ph)
+		return;
+	pthread_mutex_lock(&heap_lock);
+	if (--ph->refs == 0) {
+		for (pp = &peers; *pp; pp = &(*pp)->next) {
+			if (*pp == ph) {
+				*pp = ph->next;
+				break;
+			}
+		}
+		if (!ph->self)
+			munmap(ph->map, ph->size);
+		free(ph);
+	}
+	pthread_mutex_unlock(&heap_lock);
+}
+
+struct soft_dev_shared *soft_peer_find_dev(struct soft_peer_heap *ph, uint32_t id)
+{
+	const struct soft_heap_hdr *hdr = (const void *)ph->map;
+
+	for (int i = 0; i < SOFT_MAX_DEVS_PER_HEAP; i++) {
+		if (atomic_load_explicit(&hdr->dev_id[i], memory_order_acquire) == id) {
+			uint64_t off = hdr->dev_off[i];
+			struct soft_dev_shared *sh;
+
+			if (off < HEAP_HDR_RESERVE || off + sizeof(*sh) > ph->size)
+				return NULL;
+			sh = (struct soft_dev_shared *)(ph->map + off);
+			return sh->id == id ? sh : NULL;
+		}
+	}
+	return NULL;
+}
+
+void soft_quiesce(void)
+{
+	/* After this returns, every thread of every qlink process has passed a
+	 * full memory barrier: a requester either published its odd op epoch
+	 * or will see the state we stored before calling. */
+	if (membarrier_cmd > 0 && syscall(__NR_membarrier, membarrier_cmd, 0) == 0)
+		return;
+	usleep(20000);
+}
+
+void *ql_soft_mem_alloc(size_t length)
+{
+	size_t len;
+
+	if (!length) {
+		errno = EINVAL;
+		return NULL;
+	}
+	len = (length + PAGE - 1) & ~(size_t)(PAGE - 1);
+	return soft_heap_alloc(len, PAGE);
+}
+
+void ql_soft_mem_free(void *addr)
+{
+	soft_heap_free(addr);
+}

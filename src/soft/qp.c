@@ -1,0 +1,698 @@
+/*
+ * soft provider: queue pair lifecycle, the IB state machine, connecting to
+ * a peer, and flushing. Setup path, except the flush helpers, which the
+ * engine (exec.c) also calls when a QP enters an error state.
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "qlink/error.h"
+#include "qlink/log.h"
+#include "soft/soft.h"
+
+#define M(x) IBV_QP_##x
+#define RC_UC 3
+#define UC_ONLY 2
+
+struct qp_trans {
+	uint8_t valid; /* bit 0: RC, bit 1: UC */
+	int req[2];
+	int opt[2];
+};
+
+/* IBTA vol 1 table 93 / rdma-core's ib_modify_qp_is_ok, for RC and UC. */
+static const struct qp_trans qp_trans[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
+	[IBV_QPS_RESET] = {
+		[IBV_QPS_RESET] = {.valid = RC_UC},
+		[IBV_QPS_INIT] = {.valid = RC_UC,
+				  .req = {M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
+					  M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS)}},
+		[IBV_QPS_ERR] = {.valid = RC_UC},
+	},
+	[IBV_QPS_INIT] = {
+		[IBV_QPS_RESET] = {.valid = RC_UC},
+		[IBV_QPS_ERR] = {.valid = RC_UC},
+		[IBV_QPS_INIT] = {.valid = RC_UC,
+				  .opt = {M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
+					  M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS)}},
+		[IBV_QPS_RTR] = {.valid = RC_UC,
+				 .req = {M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN) |
+						 M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER),
+					 M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN)},
+				 .opt = {M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX),
+					 M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX)}},
+	},
+	[IBV_QPS_RTR] = {
+		[IBV_QPS_RESET] = {.valid = RC_UC},
+		[IBV_QPS_ERR] = {.valid = RC_UC},
+		[IBV_QPS_RTS] = {.valid = RC_UC,
+				 .req = {M(SQ_PSN) | M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) |
+						 M(MAX_QP_RD_ATOMIC),
+					 M(SQ_PSN)},
+				 .opt = {M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) |
+						 M(PATH_MIG_STATE) | M(MIN_RNR_TIMER),
+					 M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) |
+						 M(PATH_MIG_STATE)}},
+	},
+	[IBV_QPS_RTS] = {
+		[IBV_QPS_RESET] = {.valid = RC_UC},
+		[IBV_QPS_ERR] = {.valid = RC_UC},
+		[IBV_QPS_RTS] = {.valid = RC_UC,
+				 .opt = {M(CUR_STATE) | M(ACCESS_FLAGS) | M(ALT_PATH) |
+						 M(PATH_MIG_STATE) | M(MIN_RNR_TIMER),
+					 M(CUR_STATE) | M(ACCESS_FLAGS) | M(ALT_PATH) |
+						 M(PATH_MIG_STATE)}},
+		[IBV_QPS_SQD] = {.valid = RC_UC,
+				 .opt = {M(EN_SQD_ASYNC_NOTIFY), M(EN_SQD_ASYNC_NOTIFY)}},
+	},
+	[IBV_QPS_SQD] = {
+		[IBV_QPS_RESET] = {.valid = RC_UC},
+		[IBV_QPS_ERR] = {.valid = RC_UC},
+		[IBV_QPS_RTS] = {.valid = RC_UC,
+				 .opt = {M(CUR_STATE) | M(ACCESS_FLAGS) | M(ALT_PATH) |
+						 M(PATH_MIG_STATE) | M(MIN_RNR_TIMER),
+					 M(CUR_STATE) | M(ACCESS_FLAGS) | M(ALT_PATH) |
+						 M(PATH_MIG_STATE)}},
+		[IBV_QPS_SQD] = {.valid = RC_UC,
+				 .opt = {M(AV) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX) |
+						 M(PATH_MIG_STATE) | M(TIMEOUT) | M(RETRY_CNT) |
+						 M(RNR_RETRY) | M(MAX_QP_RD_ATOMIC) |
+						 M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER),
+					 M(AV) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX) |
+						 M(PATH_MIG_STATE)}},
+	},
+	[IBV_QPS_SQE] = {
+		[IBV_QPS_RESET] = {.valid = RC_UC},
+		[IBV_QPS_ERR] = {.valid = RC_UC},
+		[IBV_QPS_RTS] = {.valid = UC_ONLY,
+				 .opt = {0, M(CUR_STATE) | M(ACCESS_FLAGS)}},
+	},
+	[IBV_QPS_ERR] = {
+		[IBV_QPS_RESET] = {.valid = RC_UC},
+		[IBV_QPS_ERR] = {.valid = RC_UC},
+	},
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void soft_cq_list_add(struct soft_qp ***list, uint32_t *n, struct soft_qp *qp)
+{
+	(*list)[*n] = qp;
+	atomic_thread_fence(memory_order_release);
+	(*n)++;
+}
+
+void soft_cq_list_del(struct soft_qp **list, uint32_t *n, struct soft_qp *qp)
+{
+	for (uint32_t i = 0; i < *n; i++) {
+		if (list[i] == qp) {
+			list[i] = list[*n - 1];
+			(*n)--;
+			return;
+		}
+	}
+}
+
+void soft_qp_set_state(struct soft_qp *qp, enum ibv_qp_state s)
+{
+	qp->state = s;
+	atomic_store_explicit(&qp->sh->state, (uint32_t)s, memory_order_release);
+}
+
+/* Wait until the peer requester has left any operation it started before
+ * our last store (call after soft_quiesce()). Bounded: a dead or stuck peer
+ * does not hold us forever. */
+static void wait_peer_epoch(struct soft_qp *qp)
+{
+	uint64_t e, deadline;
+
+	if (!qp->peer_qp)
+		return;
+	e = atomic_load(&qp->peer_qp->op_epoch);
+	if (!(e & 1))
+		return;
+	deadline = now_ns() + 1000000000ull;
+	while (atomic_load(&qp->peer_qp->op_epoch) == e && soft_peer_alive(qp->peer_heap)) {
+		if (now_ns() > deadline) {
+			ql_log_warn("soft", "QP 0x%x: peer stayed inside an operation for 1 s",
+				    qp->base.qp_num);
+			return;
+		}
+		sched_yield();
+	}
+}
+
+void soft_dev_wait_peers(struct soft_device *dev)
+{
+	bool any = false;
+
+	pthread_mutex_lock(&dev->lock);
+	for (uint32_t i = 0; i < SOFT_MAX_QP && !any; i++)
+		any = dev->qps[i] && dev->qps[i]->peer_qp;
+	if (any) {
+		soft_quiesce();
+		for (uint32_t i = 0; i < SOFT_MAX_QP; i++)
+			if (dev->qps[i])
+				wait_peer_epoch(dev->qps[i]);
+	}
+	pthread_mutex_unlock(&dev->lock);
+}
+
+static void release_peer(struct soft_qp *qp)
+{
+	if (!qp->peer_heap)
+		return;
+	soft_quiesce();
+	wait_peer_epoch(qp);
+	soft_peer_heap_put(qp->peer_heap);
+	qp->peer_heap = NULL;
+	qp->peer_dev = NULL;
+	qp->peer_qp = NULL;
+	qp->peer_delta = 0;
+	qp->peer_self = false;
+}
+
+static int resolve_peer(struct soft_qp *qp, const struct ibv_ah_attr *ah, uint32_t dest_qpn)
+{
+	const uint8_t *g = ah->grh.dgid.raw;
+	struct soft_peer_heap *ph;
+	struct soft_dev_shared *pdev;
+	uint32_t pid, fd, id;
+	int ret;
+
+	if (!ah->is_global)
+		return ql_error_set(-EINVAL, "soft: the address vector must carry the peer GID "
+					     "(ah_attr.is_global = 1)");
+	if (ah->port_num && ah->port_num != 1)
+		return ql_error_set(-EINVAL, "soft: port_num %u does not exist (one port, 1)",
+				    ah->port_num);
+	if (g[0] != SOFT_GID_PREFIX0 || g[1] != SOFT_GID_PREFIX1 || g[3] != SOFT_GID_VERSION)
+		return ql_error_set(-EINVAL, "soft: the GID is not a soft device address");
+	if (g[2] != qp->dev->wire)
+		return ql_error_set(-EINVAL, "soft: the peer is on the %s wire, this device on %s",
+				    g[2] == SOFT_WIRE_LOOP ? "loop" : "shm",
+				    qp->dev->wire == SOFT_WIRE_LOOP ? "loop" : "shm");
+	memcpy(&pid, g + 4, 4);
+	memcpy(&fd, g + 8, 4);
+	memcpy(&id, g + 12, 4);
+	pid = ntohl(pid);
+	fd = ntohl(fd);
+	id = ntohl(id);
+	if (qp->dev->wire == SOFT_WIRE_LOOP && pid != (uint32_t)getpid())
+		return ql_error_set(-EINVAL,
+				    "soft://loop: the peer (pid %u) must be in this process; "
+				    "use soft+shm:// between processes",
+				    pid);
+	ret = soft_peer_heap_get((pid_t)pid, (int)fd, &ph);
+	if (ret)
+		return ret;
+	pdev = soft_peer_find_dev(ph, id);
+	if (!pdev) {
+		soft_peer_heap_put(ph);
+		return ql_error_set(-EHOSTUNREACH,
+				    "soft: pid %u has no open soft device with id 0x%x", pid, id);
+	}
+	release_peer(qp);
+	qp->peer_heap = ph;
+	qp->peer_dev = pdev;
+	qp->peer_qp = &pdev->qp[dest_qpn & (SOFT_MAX_QP - 1)];
+	qp->peer_delta = ph->delta;
+	qp->peer_self = ph->self;
+	qp->dest_qpn = dest_qpn;
+	memcpy(qp->peer_gid, g, 16);
+	qp->sh->dest_qpn = dest_qpn;
+	memcpy(qp->sh->dest_gid, g, 16);
+	return 0;
+}
+
+static void rq_complete_flush(struct soft_qp *qp, uint64_t i)
+{
+	struct soft_rq_slot *s = soft_rq_slot(qp->rq, qp->sh->rq_slot_size, qp->sh->rq_mask, i);
+
+	s->status = IBV_WC_WR_FLUSH_ERR;
+	s->opcode = IBV_WC_RECV;
+	s->byte_len = 0;
+	s->wc_flags = 0;
+	s->src_qp = qp->dest_qpn;
+	atomic_store_explicit(&s->done, i + 1, memory_order_release);
+}
+
+void soft_rq_flush(struct soft_qp *qp, bool peer_dead)
+{
+	struct soft_qp_shared *sh = qp->sh;
+	uint64_t h, t;
+
+	for (;;) {
+		h = atomic_load(&sh->rq_head);
+		t = atomic_load_explicit(&sh->rq_tail, memory_order_relaxed);
+		if (h >= t)
+			break;
+		if (atomic_compare_exchange_strong(&sh->rq_head, &h, t)) {
+			for (uint64_t i = h; i < t; i++)
+				rq_complete_flush(qp, i);
+			break;
+		}
+	}
+	if (peer_dead) {
+		/* Slots the dead peer claimed but never completed. */
+		h = atomic_load(&sh->rq_head);
+		for (uint64_t i = qp->rq_ci; i < h; i++) {
+			struct soft_rq_slot *s =
+				soft_rq_slot(qp->rq, sh->rq_slot_size, sh->rq_mask, i);
+
+			if (atomic_load_explicit(&s->done, memory_order_acquire) != i + 1)
+				rq_complete_flush(qp, i);
+		}
+	}
+}
+
+static void reset_queues(struct soft_qp *qp)
+{
+	struct soft_qp_shared *sh = qp->sh;
+
+	if (qp->pending_listed) {
+		soft_cq_list_del(qp->send_cq->pending, &qp->send_cq->n_pending, qp);
+		qp->pending_listed = false;
+	}
+	qp->sq_pi = qp->sq_exec = qp->sq_retired = 0;
+	qp->stalled = false;
+	qp->need_err = false;
+	memset(qp->rq, 0, (size_t)qp->rq_slots * sh->rq_slot_size);
+	atomic_store(&sh->rq_head, 0);
+	atomic_store(&sh->rq_tail, 0);
+	qp->rq_ci = 0;
+}
+
+void soft_qp_enter_err(struct soft_qp *qp)
+{
+	soft_qp_set_state(qp, IBV_QPS_ERR);
+	qp->need_err = false;
+	soft_sq_flush(qp);
+	soft_rq_flush(qp, qp->peer_heap && !soft_peer_alive(qp->peer_heap));
+	qp->need_err = false;
+}
+
+bool soft_mr_referenced(struct soft_device *dev, uint32_t lkey)
+{
+	for (uint32_t q = 0; q < SOFT_MAX_QP; q++) {
+		struct soft_qp *qp = dev->qps[q];
+
+		if (!qp)
+			continue;
+		for (uint64_t i = qp->rq_ci; i < atomic_load(&qp->sh->rq_tail); i++) {
+			struct soft_rq_slot *s =
+				soft_rq_slot(qp->rq, qp->sh->rq_slot_size, qp->sh->rq_mask, i);
+
+			if (atomic_load(&s->done) == i + 1)
+				continue;
+			for (uint32_t k = 0; k < s->num_sge; k++)
+				if (s->sge[k].lkey == lkey && s->sge[k].length)
+					return true;
+		}
+		for (uint64_t i = qp->sq_exec; i < qp->sq_pi; i++) {
+			struct soft_swqe *w = &qp->sq[i & qp->sq_mask];
+
+			if (w->wr.send_flags & IBV_SEND_INLINE)
+				continue;
+			for (int k = 0; k < w->wr.num_sge; k++)
+				if (w->wr.sg_list[k].lkey == lkey && w->wr.sg_list[k].length)
+					return true;
+		}
+	}
+	return false;
+}
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **out)
+{
+	struct soft_pd *pd = (struct soft_pd *)p;
+	struct soft_device *dev = (struct soft_device *)p->dev;
+	struct soft_cq *scq = (struct soft_cq *)ia->send_cq, *rcq = (struct soft_cq *)ia->recv_cq;
+	struct ibv_qp_cap *cap = &ia->cap;
+	struct soft_heap *heap;
+	struct soft_qp_shared *sh;
+	struct soft_qp *qp;
+	uint32_t idx, sq_size, slot_size, nsge;
+	int ret;
+
+	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UC)
+		return ql_error_set(-EOPNOTSUPP, "soft: QP type %d not supported (RC and UC are)",
+				    ia->qp_type);
+	if (!scq || !rcq || scq->dev != dev || rcq->dev != dev)
+		return ql_error_set(-EINVAL, "ql_qp_create: send_cq and recv_cq must be CQs of the "
+					     "QP's device");
+	if (cap->max_send_wr < 1 || cap->max_send_wr > SOFT_MAX_QP_WR || cap->max_recv_wr < 1 ||
+	    cap->max_recv_wr > SOFT_MAX_QP_WR)
+		return ql_error_set(-EINVAL, "ql_qp_create: max_send_wr/max_recv_wr must be 1..%d",
+				    SOFT_MAX_QP_WR);
+	if (cap->max_send_sge > SOFT_MAX_SGE || cap->max_recv_sge > SOFT_MAX_SGE)
+		return ql_error_set(-EINVAL, "ql_qp_create: at most %d SGEs per WR", SOFT_MAX_SGE);
+	if (cap->max_inline_data > SOFT_MAX_INLINE)
+		return ql_error_set(-EINVAL, "ql_qp_create: max_inline_data above %d",
+				    SOFT_MAX_INLINE);
+	ret = soft_heap_get(&heap);
+	if (ret)
+		return ret;
+
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	sq_size = pow2_at_least(cap->max_send_wr);
+	nsge = cap->max_send_sge ? cap->max_send_sge : 1;
+	qp->sq = calloc(sq_size, sizeof(*qp->sq));
+	qp->sq_sge = calloc((size_t)sq_size * nsge, sizeof(*qp->sq_sge));
+	if (cap->max_inline_data)
+		qp->sq_inline = calloc(sq_size, cap->max_inline_data);
+	if (!qp->sq || !qp->sq_sge || (cap->max_inline_data && !qp->sq_inline)) {
+		ret = -ENOMEM;
+		goto err_sq;
+	}
+	for (uint32_t i = 0; i < sq_size; i++)
+		qp->sq[i].wr.sg_list = &qp->sq_sge[(size_t)i * nsge];
+	qp->sq_mask = sq_size - 1;
+
+	qp->rq_slots = pow2_at_least(cap->max_recv_wr);
+	nsge = cap->max_recv_sge ? cap->max_recv_sge : 1;
+	slot_size = (uint32_t)((sizeof(struct soft_rq_slot) + nsge * sizeof(struct ibv_sge) +
+				SOFT_CACHELINE - 1) &
+			       ~(size_t)(SOFT_CACHELINE - 1));
+	qp->rq = soft_heap_alloc((size_t)qp->rq_slots * slot_size, SOFT_CACHELINE);
+	if (!qp->rq) {
+		ret = ql_error_set(-ENOMEM, "soft: shared heap exhausted (QLINK_SOFT_HEAP_SIZE)");
+		goto err_sq;
+	}
+
+	pthread_mutex_lock(&dev->lock);
+	for (idx = 2; idx < SOFT_MAX_QP && dev->qps[idx]; idx++)
+		;
+	if (idx == SOFT_MAX_QP) {
+		pthread_mutex_unlock(&dev->lock);
+		ret = ql_error_set(-ENOMEM, "soft: all %u QPs of the device in use",
+				   SOFT_MAX_QP - 2);
+		goto err_rq;
+	}
+	qp->idx = idx;
+	qp->base.qp_num = (((++dev->qp_gen[idx]) & 0x3fff) << SOFT_QP_IDX_BITS) | idx;
+	sh = &dev->sh->qp[idx];
+	qp->sh = sh;
+	sh->type = ia->qp_type;
+	sh->pd_id = pd->id;
+	sh->dest_qpn = 0;
+	sh->access = 0;
+	sh->min_rnr_timer = 0;
+	sh->rq_mask = qp->rq_slots - 1;
+	sh->rq_slot_size = slot_size;
+	sh->max_recv_sge = cap->max_recv_sge;
+	sh->rq_off = (uint64_t)((uint8_t *)qp->rq - heap->base);
+	memset(sh->dest_gid, 0, sizeof(sh->dest_gid));
+	atomic_store(&sh->rq_head, 0);
+	atomic_store(&sh->rq_tail, 0);
+	atomic_store(&sh->state, IBV_QPS_RESET);
+	atomic_store_explicit(&sh->qpn, qp->base.qp_num, memory_order_release);
+
+	qp->base.head.ops = &soft_qp_ops;
+	qp->base.dev = &dev->base;
+	qp->base.pd = p;
+	qp->base.qp_type = ia->qp_type;
+	qp->dev = dev;
+	qp->send_cq = scq;
+	qp->recv_cq = rcq;
+	qp->pd_id = pd->id;
+	qp->type = ia->qp_type;
+	qp->sq_sig_all = ia->sq_sig_all;
+	qp->qp_context = ia->qp_context;
+	qp->cap = *cap;
+	qp->state = IBV_QPS_RESET;
+	memcpy(qp->my_gid, dev->gid.raw, 16);
+	dev->qps[idx] = qp;
+	pd->nqp++;
+	scq->nrefs++;
+	rcq->nrefs++;
+	soft_cq_list_add(&rcq->rq_qps, &rcq->n_rq_qps, qp);
+	pthread_mutex_unlock(&dev->lock);
+	*out = &qp->base;
+	return 0;
+err_rq:
+	soft_heap_free(qp->rq);
+err_sq:
+	free(qp->sq);
+	free(qp->sq_sge);
+	free(qp->sq_inline);
+	free(qp);
+	return ret;
+}
+
+/* Drop completions of a QP that is going away from its send CQ. */
+static void cq_clean(struct soft_cq *cq, struct soft_qp *qp)
+{
+	uint64_t w = cq->head;
+
+	for (uint64_t r = cq->head; r < cq->tail; r++) {
+		struct soft_cqe *e = &cq->ring[r & cq->mask];
+
+		if (e->qp == qp)
+			continue;
+		if (w != r)
+			cq->ring[w & cq->mask] = *e;
+		w++;
+	}
+	cq->tail = w;
+}
+
+int soft_qp_destroy(struct ql_qp *q)
+{
+	struct soft_qp *qp = (struct soft_qp *)q;
+	struct soft_device *dev = qp->dev;
+
+	pthread_mutex_lock(&dev->lock);
+	atomic_store(&qp->sh->qpn, 0);
+	soft_qp_set_state(qp, IBV_QPS_RESET);
+	pthread_mutex_unlock(&dev->lock);
+	release_peer(qp);
+	/* A peer connected to us may still be inside an operation on our
+	 * receive queue even if we never connected back: quiesce regardless. */
+	soft_quiesce();
+
+	pthread_mutex_lock(&dev->lock);
+	if (qp->pending_listed)
+		soft_cq_list_del(qp->send_cq->pending, &qp->send_cq->n_pending, qp);
+	soft_cq_list_del(qp->recv_cq->rq_qps, &qp->recv_cq->n_rq_qps, qp);
+	cq_clean(qp->send_cq, qp);
+	qp->send_cq->nrefs--;
+	qp->recv_cq->nrefs--;
+	((struct soft_pd *)q->pd)->nqp--;
+	dev->qps[qp->idx] = NULL;
+	pthread_mutex_unlock(&dev->lock);
+	soft_heap_free(qp->rq);
+	free(qp->sq);
+	free(qp->sq_sge);
+	free(qp->sq_inline);
+	free(qp);
+	return 0;
+}
+
+static int check_values(struct soft_qp *qp, const struct ibv_qp_attr *a, int mask)
+{
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+
+	if ((mask & M(PORT)) && a->port_num != 1)
+		return ql_error_set(-EINVAL,
+				    "ql_qp_modify: port_num %u does not exist (one port, 1)",
+				    a->port_num);
+	if ((mask & M(PKEY_INDEX)) && a->pkey_index != 0)
+		return ql_error_set(-EINVAL,
+				    "ql_qp_modify: pkey_index %u beyond the P_Key table (1)",
+				    a->pkey_index);
+	if ((mask & M(ACCESS_FLAGS)) && (a->qp_access_flags & ~(unsigned int)access))
+		return ql_error_set(-EINVAL, "ql_qp_modify: qp_access_flags 0x%x not supported",
+				    a->qp_access_flags);
+	if ((mask & M(PATH_MTU)) && (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096))
+		return ql_error_set(-EINVAL, "ql_qp_modify: path_mtu %d invalid", a->path_mtu);
+	if ((mask & M(DEST_QPN)) && a->dest_qp_num > 0xffffff)
+		return ql_error_set(-EINVAL, "ql_qp_modify: dest_qp_num beyond 24 bits");
+	if ((mask & M(MAX_DEST_RD_ATOMIC)) && a->max_dest_rd_atomic > SOFT_MAX_RD_ATOMIC)
+		return ql_error_set(-EINVAL, "ql_qp_modify: max_dest_rd_atomic above %d",
+				    SOFT_MAX_RD_ATOMIC);
+	if ((mask & M(MAX_QP_RD_ATOMIC)) && a->max_rd_atomic > SOFT_MAX_RD_ATOMIC)
+		return ql_error_set(-EINVAL, "ql_qp_modify: max_rd_atomic above %d",
+				    SOFT_MAX_RD_ATOMIC);
+	if ((mask & M(MIN_RNR_TIMER)) && a->min_rnr_timer > 31)
+		return ql_error_set(-EINVAL, "ql_qp_modify: min_rnr_timer above 31");
+	if ((mask & M(TIMEOUT)) && a->timeout > 31)
+		return ql_error_set(-EINVAL, "ql_qp_modify: timeout above 31");
+	if ((mask & M(RETRY_CNT)) && a->retry_cnt > 7)
+		return ql_error_set(-EINVAL, "ql_qp_modify: retry_cnt above 7");
+	if ((mask & M(RNR_RETRY)) && a->rnr_retry > 7)
+		return ql_error_set(-EINVAL, "ql_qp_modify: rnr_retry above 7");
+	(void)qp;
+	return 0;
+}
+
+int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
+{
+	struct soft_qp *qp = (struct soft_qp *)q;
+	struct soft_device *dev = qp->dev;
+	int t = qp->type == IBV_QPT_RC ? 0 : 1;
+	enum ibv_qp_state cur, next;
+	const struct qp_trans *tr;
+	int ret, allowed;
+
+	pthread_mutex_lock(&dev->lock);
+	cur = qp->state;
+	if ((mask & M(CUR_STATE)) && a->cur_qp_state != cur) {
+		ret = ql_error_set(-EINVAL, "ql_qp_modify: cur_qp_state %d but the QP is in %d",
+				   a->cur_qp_state, cur);
+		goto out;
+	}
+	next = (mask & M(STATE)) ? a->qp_state : cur;
+	if ((unsigned int)next > IBV_QPS_ERR) {
+		ret = ql_error_set(-EINVAL, "ql_qp_modify: unknown QP state %d", next);
+		goto out;
+	}
+	tr = &qp_trans[cur][next];
+	if (!(tr->valid & (1 << t))) {
+		ret = ql_error_set(-EINVAL, "ql_qp_modify: no transition from state %d to %d", cur,
+				   next);
+		goto out;
+	}
+	allowed = tr->req[t] | tr->opt[t] | M(STATE);
+	if ((mask & tr->req[t]) != tr->req[t] || (mask & ~allowed)) {
+		ret = ql_error_set(
+			-EINVAL,
+			"ql_qp_modify: state %d -> %d needs attributes 0x%x and allows 0x%x; "
+			"got 0x%x",
+			cur, next, tr->req[t], allowed, mask);
+		goto out;
+	}
+	ret = check_values(qp, a, mask);
+	if (ret)
+		goto out;
+	if (mask & M(AV)) {
+		ret = resolve_peer(qp, &a->ah_attr,
+				   (mask & M(DEST_QPN)) ? a->dest_qp_num : qp->dest_qpn);
+		if (ret)
+			goto out;
+		qp->attr.ah_attr = a->ah_attr;
+	}
+	if (mask & M(DEST_QPN)) {
+		qp->dest_qpn = a->dest_qp_num;
+		qp->attr.dest_qp_num = a->dest_qp_num;
+		qp->sh->dest_qpn = a->dest_qp_num;
+		if (qp->peer_dev)
+			qp->peer_qp = &qp->peer_dev->qp[a->dest_qp_num & (SOFT_MAX_QP - 1)];
+	}
+	if (mask & M(ACCESS_FLAGS)) {
+		qp->attr.qp_access_flags = a->qp_access_flags;
+		qp->sh->access = a->qp_access_flags;
+	}
+	if (mask & M(MIN_RNR_TIMER)) {
+		qp->attr.min_rnr_timer = a->min_rnr_timer;
+		qp->sh->min_rnr_timer = a->min_rnr_timer;
+	}
+	if (mask & M(PKEY_INDEX))
+		qp->attr.pkey_index = a->pkey_index;
+	if (mask & M(PORT))
+		qp->attr.port_num = a->port_num;
+	if (mask & M(PATH_MTU))
+		qp->attr.path_mtu = a->path_mtu;
+	if (mask & M(RQ_PSN))
+		qp->attr.rq_psn = a->rq_psn & 0xffffff;
+	if (mask & M(SQ_PSN))
+		qp->attr.sq_psn = a->sq_psn & 0xffffff;
+	if (mask & M(TIMEOUT))
+		qp->attr.timeout = a->timeout;
+	if (mask & M(RETRY_CNT))
+		qp->attr.retry_cnt = a->retry_cnt;
+	if (mask & M(RNR_RETRY))
+		qp->attr.rnr_retry = a->rnr_retry;
+	if (mask & M(MAX_QP_RD_ATOMIC))
+		qp->attr.max_rd_atomic = a->max_rd_atomic;
+	if (mask & M(MAX_DEST_RD_ATOMIC))
+		qp->attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & M(EN_SQD_ASYNC_NOTIFY))
+		qp->attr.en_sqd_async_notify = a->en_sqd_async_notify;
+	if (mask & M(PATH_MIG_STATE))
+		qp->attr.path_mig_state = a->path_mig_state;
+
+	if (next == cur) {
+		ret = 0;
+		goto out;
+	}
+	switch (next) {
+	case IBV_QPS_RESET:
+		soft_qp_set_state(qp, IBV_QPS_RESET);
+		pthread_mutex_unlock(&dev->lock);
+		release_peer(qp);
+		soft_quiesce();
+		pthread_mutex_lock(&dev->lock);
+		reset_queues(qp);
+		memset(&qp->attr, 0, sizeof(qp->attr));
+		qp->dest_qpn = 0;
+		qp->sh->dest_qpn = 0;
+		qp->sh->access = 0;
+		memset(qp->sh->dest_gid, 0, sizeof(qp->sh->dest_gid));
+		break;
+	case IBV_QPS_ERR:
+		soft_qp_enter_err(qp);
+		break;
+	case IBV_QPS_SQE:
+		soft_qp_set_state(qp, next);
+		soft_sq_flush(qp);
+		break;
+	case IBV_QPS_RTS:
+		soft_qp_set_state(qp, next);
+		qp->stalled = false;
+		soft_sq_progress(qp);
+		break;
+	default:
+		soft_qp_set_state(qp, next);
+		break;
+	}
+	ret = 0;
+out:
+	pthread_mutex_unlock(&dev->lock);
+	return ret;
+}
+
+int soft_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct ql_qp_init_attr *ia)
+{
+	struct soft_qp *qp = (struct soft_qp *)q;
+
+	(void)mask;
+	*a = qp->attr;
+	a->qp_state = qp->state;
+	a->cur_qp_state = qp->state;
+	a->cap = qp->cap;
+	a->sq_draining = 0;
+	if (ia) {
+		memset(ia, 0, sizeof(*ia));
+		ia->send_cq = &qp->send_cq->base;
+		ia->recv_cq = &qp->recv_cq->base;
+		ia->cap = qp->cap;
+		ia->qp_type = qp->type;
+		ia->sq_sig_all = qp->sq_sig_all;
+		ia->qp_context = qp->qp_context;
+	}
+	return 0;
+}

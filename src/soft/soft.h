@@ -1,0 +1,333 @@
+/*
+ * soft: the software RDMA NIC (provider internals, hidden from users).
+ *
+ * Model: the requester's own post and poll calls play the NIC. Every object a
+ * peer must reach (the MR table, QP state, receive queues) lives in a shared
+ * per-process heap (a memfd); a peer in another process maps that heap once,
+ * when its QP is connected, and from then on executes WRITE, READ, atomics
+ * and SEND straight into the target's memory with no target CPU involved.
+ * The target sees a receive completion in its receive queue slot, polled by
+ * its CQ. Same-process peers (soft://loop, or two soft+shm devices in one
+ * process) use the same code with a zero address offset.
+ *
+ * Concurrency rules (see docs/soft-provider.md):
+ *  - each side writes only its own cache lines, except the receive-queue
+ *    head (claimed by CAS) and a receive slot's completion part (written by
+ *    the requester that claimed the slot);
+ *  - the liveness of a peer process is a robust futex word, which the
+ *    kernel marks FUTEX_OWNER_DIED when the owner dies: no syscall to check;
+ *  - an op epoch (odd while a requester is inside an operation) plus
+ *    membarrier() on the slow path lets a target free queue memory only
+ *    after in-flight requesters have left it.
+ */
+#ifndef QL_SOFT_H
+#define QL_SOFT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "verbs/provider.h"
+
+#define SOFT_HIDDEN __attribute__((visibility("hidden")))
+#define soft_likely(x) __builtin_expect(!!(x), 1)
+#define soft_unlikely(x) __builtin_expect(!!(x), 0)
+#define SOFT_CACHELINE 64
+
+/* Device limits. Index bits of keys and QP numbers follow from them. */
+#define SOFT_QP_IDX_BITS 10
+#define SOFT_MAX_QP (1u << SOFT_QP_IDX_BITS)
+#define SOFT_MR_IDX_BITS 12
+#define SOFT_MAX_MR (1u << SOFT_MR_IDX_BITS)
+#define SOFT_MAX_QP_WR 16384
+#define SOFT_MAX_SGE 16
+#define SOFT_MAX_CQE (1 << 20)
+#define SOFT_MAX_INLINE 256
+#define SOFT_MAX_MSG (1u << 31)
+#define SOFT_MAX_RD_ATOMIC 16
+#define SOFT_MAX_DEVS_PER_HEAP 64
+
+#define SOFT_WIRE_LOOP 1
+#define SOFT_WIRE_SHM 2
+
+/* GID layout: fd71:WWVV:PPPP:PPPP:FFFF:FFFF:DDDD:DDDD (wire, format version,
+ * pid, heap fd, device id), an IPv6 unique-local address. */
+#define SOFT_GID_PREFIX0 0xfd
+#define SOFT_GID_PREFIX1 0x71
+#define SOFT_GID_VERSION 1
+
+/* ---- shared memory layout (lives in a heap, seen by peers) ---------- */
+
+struct soft_heap_hdr {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t pid;
+	uint64_t size;
+	uint64_t base; /* the owner's mapping address: remote vaddr -> offset */
+	/* Robust, process-shared mutex held by the thread that created the
+	 * heap: its lock word is the liveness flag peers read. */
+	pthread_mutex_t alive;
+	_Atomic uint32_t dev_id[SOFT_MAX_DEVS_PER_HEAP];
+	uint64_t dev_off[SOFT_MAX_DEVS_PER_HEAP];
+};
+
+struct soft_mr_entry {
+	_Atomic uint32_t rkey; /* 0 = free; written last on register, first on deregister */
+	_Atomic uint32_t lkey;
+	uint32_t access;
+	uint32_t pd_id;
+	uint64_t addr;
+	uint64_t length;
+	uint32_t in_heap; /* reachable from other processes */
+	uint32_t pad;
+};
+
+struct soft_rq_slot {
+	/* written by the owner when posting */
+	uint64_t wr_id;
+	uint32_t num_sge;
+	/* written by whoever completes the slot, before `done` */
+	uint32_t status;
+	uint32_t opcode;
+	uint32_t byte_len;
+	uint32_t imm; /* network byte order, as in ibv_wc */
+	uint32_t wc_flags;
+	uint32_t src_qp;
+	uint32_t pad;
+	_Atomic uint64_t done; /* slot index + 1 once the completion is valid */
+	struct ibv_sge sge[];
+};
+
+struct soft_qp_shared {
+	/* Line 0: written by the owner at modify time only (read-mostly). */
+	_Atomic uint32_t qpn; /* 0 = free */
+	_Atomic uint32_t state;
+	uint32_t type;
+	uint32_t pd_id;
+	uint32_t dest_qpn;
+	uint32_t access; /* qp_access_flags */
+	uint32_t min_rnr_timer;
+	uint32_t rq_mask;
+	uint32_t rq_slot_size;
+	uint32_t max_recv_sge;
+	uint64_t rq_off; /* heap offset of the receive slots */
+	uint8_t dest_gid[16];
+	/* Line 1: receive-queue head, claimed by the peer requester (CAS). */
+	_Atomic uint64_t rq_head __attribute__((aligned(SOFT_CACHELINE)));
+	/* Line 2: receive-queue tail, written by the owner. */
+	_Atomic uint64_t rq_tail __attribute__((aligned(SOFT_CACHELINE)));
+	/* Line 3: odd while this QP, as requester, is inside an operation on
+	 * its peer's memory. */
+	_Atomic uint64_t op_epoch __attribute__((aligned(SOFT_CACHELINE)));
+} __attribute__((aligned(SOFT_CACHELINE)));
+
+struct soft_dev_counters {
+	_Atomic uint64_t uc_drop_access;
+	_Atomic uint64_t uc_drop_no_recv;
+	_Atomic uint64_t uc_drop_not_ready;
+	_Atomic uint64_t rc_nak_access;
+	_Atomic uint64_t rc_nak_rnr;
+	_Atomic uint64_t rc_nak_inv_req;
+	_Atomic uint64_t rc_nak_op_err;
+};
+
+struct soft_dev_shared {
+	uint64_t magic;
+	uint32_t id;
+	uint32_t wire;
+	_Atomic uint32_t open;
+	char name[QL_DEVICE_NAME_MAX];
+	struct soft_dev_counters counters __attribute__((aligned(SOFT_CACHELINE)));
+	struct soft_mr_entry mr[SOFT_MAX_MR] __attribute__((aligned(SOFT_CACHELINE)));
+	struct soft_qp_shared qp[SOFT_MAX_QP];
+};
+
+/* ---- process-private objects ---------------------------------------- */
+
+/* The process's own heap. */
+struct soft_heap {
+	int fd;
+	uint8_t *base;
+	size_t size;
+	pid_t pid;
+	struct soft_heap_hdr *hdr;
+};
+
+/* A peer process's heap mapped into this one (refcounted, shared by all
+ * QPs talking to that process). */
+struct soft_peer_heap {
+	struct soft_peer_heap *next;
+	int refs;
+	bool self;
+	pid_t pid;
+	int fd_num;
+	uint8_t *map;
+	size_t size;
+	intptr_t delta; /* local address = peer address + delta */
+	const _Atomic int *alive_word;
+};
+
+struct soft_device;
+struct soft_cq;
+
+/* A send WR that could not execute at once (RNR, peer not ready, SQD). */
+struct soft_swqe {
+	struct ibv_send_wr wr;
+	uint64_t idx;
+};
+
+struct soft_qp {
+	struct ql_qp base;
+	struct soft_device *dev;
+	struct soft_qp_shared *sh;
+	struct soft_cq *send_cq;
+	struct soft_cq *recv_cq;
+	uint32_t idx;
+	uint32_t pd_id;
+	enum ibv_qp_type type;
+	int sq_sig_all;
+	void *qp_context;
+	struct ibv_qp_cap cap;
+	struct ibv_qp_attr attr; /* last values set through modify */
+	enum ibv_qp_state state; /* private copy of sh->state */
+
+	/* send queue: posted [retired, pi), executed [retired, exec) */
+	uint64_t sq_pi;
+	uint64_t sq_exec;
+	uint64_t sq_retired;
+	uint32_t sq_mask;
+	struct soft_swqe *sq;
+	struct ibv_sge *sq_sge;
+	uint8_t *sq_inline;
+	bool pending_listed;
+
+	/* stall of the WR at sq_exec */
+	bool stalled;
+	uint8_t rnr_left;
+	uint8_t retry_left;
+	uint64_t stall_until_ns;
+
+	/* receive queue (slots in the shared heap) */
+	uint8_t *rq;
+	uint64_t rq_ci; /* next slot to report as a completion */
+	uint32_t rq_slots;
+
+	/* the connected peer */
+	struct soft_peer_heap *peer_heap;
+	struct soft_dev_shared *peer_dev;
+	struct soft_qp_shared *peer_qp;
+	intptr_t peer_delta;
+	bool peer_self;
+	uint32_t dest_qpn;
+	uint8_t my_gid[16];
+	uint8_t peer_gid[16];
+	bool need_err; /* a completion could not be queued: enter ERR */
+};
+
+struct soft_cqe {
+	struct ibv_wc wc;
+	struct soft_qp *qp; /* send completions: retire the send queue on poll */
+	uint64_t sq_idx;
+};
+
+struct soft_cq {
+	struct ql_cq base;
+	struct soft_device *dev;
+	int depth;
+	uint32_t mask;
+	uint64_t head;
+	uint64_t tail;
+	struct soft_cqe *ring;
+	int err;
+	uint32_t nrefs;
+	/* QPs that use this CQ for receives (polled for slot completions) and
+	 * for sends with work still pending (progressed on poll) */
+	struct soft_qp **rq_qps;
+	uint32_t n_rq_qps;
+	struct soft_qp **pending;
+	uint32_t n_pending;
+	uint32_t cap_qps;
+	uint32_t live_rr;
+};
+
+struct soft_pd {
+	struct ql_pd base;
+	uint32_t id;
+	uint32_t nmr;
+	uint32_t nqp;
+};
+
+struct soft_mr {
+	struct ql_mr base;
+	uint32_t idx;
+	bool pinned;
+};
+
+struct soft_device {
+	struct ql_device base;
+	pthread_mutex_t lock;
+	uint32_t wire;
+	char name[QL_DEVICE_NAME_MAX];
+	struct soft_dev_shared *sh;
+	union ibv_gid gid;
+	uint32_t npd;
+	uint32_t ncq;
+	uint32_t next_pd_id;
+	uint32_t key_secret[2];
+	uint32_t mr_epoch[SOFT_MAX_MR];
+	uint32_t qp_gen[SOFT_MAX_QP];
+	struct soft_qp *qps[SOFT_MAX_QP];
+	struct soft_mr *mrs[SOFT_MAX_MR];
+};
+
+/* ---- heap.c ---------------------------------------------------------- */
+SOFT_HIDDEN int soft_heap_get(struct soft_heap **heap);
+SOFT_HIDDEN void *soft_heap_alloc(size_t len, size_t align);
+SOFT_HIDDEN void soft_heap_free(void *p);
+SOFT_HIDDEN bool soft_heap_contains(const void *p, size_t len);
+SOFT_HIDDEN int soft_heap_register_dev(struct soft_dev_shared *sh);
+SOFT_HIDDEN void soft_heap_unregister_dev(struct soft_dev_shared *sh);
+SOFT_HIDDEN int soft_peer_heap_get(pid_t pid, int fd, struct soft_peer_heap **out);
+SOFT_HIDDEN void soft_peer_heap_put(struct soft_peer_heap *ph);
+SOFT_HIDDEN struct soft_dev_shared *soft_peer_find_dev(struct soft_peer_heap *ph, uint32_t id);
+SOFT_HIDDEN void soft_quiesce(void);
+
+static inline bool soft_peer_alive(const struct soft_peer_heap *ph)
+{
+	/* glibc robust mutex lock word: owner TID, plus FUTEX_OWNER_DIED
+	 * (0x40000000) set by the kernel when the owner thread dies. */
+	int w;
+
+	if (ph->self)
+		return true;
+	w = atomic_load_explicit(ph->alive_word, memory_order_relaxed);
+	return (w & 0x3fffffff) != 0 && !(w & 0x40000000);
+}
+
+/* ---- qp.c / exec.c ---------------------------------------------------- */
+SOFT_HIDDEN extern const struct ql__qp_ops soft_qp_ops;
+SOFT_HIDDEN extern const struct ql__cq_ops soft_cq_ops;
+SOFT_HIDDEN int soft_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp);
+SOFT_HIDDEN int soft_qp_destroy(struct ql_qp *qp);
+SOFT_HIDDEN int soft_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+SOFT_HIDDEN int soft_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+			      struct ql_qp_init_attr *init_attr);
+SOFT_HIDDEN void soft_qp_enter_err(struct soft_qp *qp);
+SOFT_HIDDEN void soft_qp_set_state(struct soft_qp *qp, enum ibv_qp_state s);
+SOFT_HIDDEN void soft_rq_flush(struct soft_qp *qp, bool peer_dead);
+SOFT_HIDDEN void soft_sq_flush(struct soft_qp *qp);
+SOFT_HIDDEN void soft_sq_progress(struct soft_qp *qp);
+SOFT_HIDDEN void soft_cq_list_add(struct soft_qp ***list, uint32_t *n, struct soft_qp *qp);
+SOFT_HIDDEN void soft_cq_list_del(struct soft_qp **list, uint32_t *n, struct soft_qp *qp);
+SOFT_HIDDEN bool soft_mr_referenced(struct soft_device *dev, uint32_t lkey);
+SOFT_HIDDEN void soft_dev_wait_peers(struct soft_device *dev);
+
+static inline struct soft_rq_slot *soft_rq_slot(uint8_t *rq, uint32_t slot_size, uint32_t mask,
+						uint64_t i)
+{
+	return (struct soft_rq_slot *)(rq + (size_t)(i & mask) * slot_size);
+}
+
+#endif

@@ -1,0 +1,226 @@
+/*
+ * Connection parameters: the one format in which both ends of a QP exchange
+ * what they need out of band, whatever the provider, and the helper that
+ * walks a QP from RESET to RTS towards them.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qlink/error.h"
+#include "qlink/verbs.h"
+#include "verbs/provider.h"
+
+#define QL_EXPORT __attribute__((visibility("default")))
+
+static int mtu_bytes(enum ibv_mtu m)
+{
+	return (m >= IBV_MTU_256 && m <= IBV_MTU_4096) ? 128 << m : -1;
+}
+
+static int mtu_from_bytes(unsigned long b, enum ibv_mtu *m)
+{
+	for (int i = IBV_MTU_256; i <= IBV_MTU_4096; i++) {
+		if ((unsigned long)(128 << i) == b) {
+			*m = (enum ibv_mtu)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+QL_EXPORT int ql_conn_params_format(const struct ql_conn_params *p, char *buf, size_t len)
+{
+	char gid[INET6_ADDRSTRLEN];
+
+	if (!p || (!buf && len))
+		return -EINVAL;
+	if (mtu_bytes(p->mtu) < 0)
+		return -EINVAL;
+	if (!inet_ntop(AF_INET6, p->gid.raw, gid, sizeof(gid)))
+		return -EINVAL;
+	return snprintf(buf, len,
+			"qpn=0x%06" PRIx32 " psn=0x%06" PRIx32 " gid=%s mtu=%d vaddr=0x%" PRIx64
+			" rkey=0x%08" PRIx32 " length=%" PRIu64,
+			p->qpn, p->psn, gid, mtu_bytes(p->mtu), p->vaddr, p->rkey, p->length);
+}
+
+static int parse_u64(const char *v, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long x;
+
+	if (!*v || *v == '-')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(v, &end, 0);
+	if (errno || *end || x > max)
+		return -EINVAL;
+	*out = x;
+	return 0;
+}
+
+QL_EXPORT int ql_conn_params_parse(const char *text, struct ql_conn_params *p)
+{
+	char buf[512], *save = NULL, *tok;
+	unsigned int seen = 0;
+	uint64_t v;
+
+	if (!text || !p)
+		return -EINVAL;
+	if (strlen(text) >= sizeof(buf))
+		return ql_error_set(-EINVAL, "connection parameters longer than %zu bytes",
+				    sizeof(buf) - 1);
+	strcpy(buf, text);
+	memset(p, 0, sizeof(*p));
+	p->mtu = IBV_MTU_4096;
+	for (tok = strtok_r(buf, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
+		char *eq = strchr(tok, '=');
+		const char *key = tok, *val;
+
+		if (!eq)
+			return ql_error_set(-EINVAL, "connection parameter '%s' is not key=value",
+					    tok);
+		*eq = '\0';
+		val = eq + 1;
+		if (!strcmp(key, "qpn")) {
+			if (parse_u64(val, 0xffffff, &v))
+				goto bad;
+			p->qpn = (uint32_t)v;
+			seen |= 1;
+		} else if (!strcmp(key, "psn")) {
+			if (parse_u64(val, 0xffffff, &v))
+				goto bad;
+			p->psn = (uint32_t)v;
+		} else if (!strcmp(key, "gid")) {
+			if (inet_pton(AF_INET6, val, p->gid.raw) != 1)
+				goto bad;
+			seen |= 2;
+		} else if (!strcmp(key, "mtu")) {
+			if (parse_u64(val, 4096, &v) || mtu_from_bytes((unsigned long)v, &p->mtu))
+				goto bad;
+		} else if (!strcmp(key, "vaddr")) {
+			if (parse_u64(val, UINT64_MAX, &v))
+				goto bad;
+			p->vaddr = v;
+		} else if (!strcmp(key, "rkey")) {
+			if (parse_u64(val, UINT32_MAX, &v))
+				goto bad;
+			p->rkey = (uint32_t)v;
+		} else if (!strcmp(key, "length")) {
+			if (parse_u64(val, UINT64_MAX, &v))
+				goto bad;
+			p->length = v;
+		} else {
+			return ql_error_set(-EINVAL, "unknown connection parameter '%s'", key);
+		}
+		continue;
+bad:
+		return ql_error_set(-EINVAL, "bad value '%s' for connection parameter '%s'", val,
+				    key);
+	}
+	if ((seen & 3) != 3)
+		return ql_error_set(-EINVAL, "connection parameters need at least qpn= and gid=");
+	return 0;
+}
+
+QL_EXPORT int ql_qp_local_params(struct ql_qp *qp, struct ql_conn_params *p)
+{
+	struct ql_device_attr attr;
+	int ret;
+
+	if (!qp || !p)
+		return -EINVAL;
+	ret = ql_device_query(qp->dev, &attr);
+	if (ret)
+		return ret;
+	memset(p, 0, sizeof(*p));
+	p->qpn = qp->qp_num;
+	p->gid = attr.gid;
+	p->mtu = attr.port.active_mtu;
+	return 0;
+}
+
+QL_EXPORT void ql_qp_connect_opts_default(struct ql_qp_connect_opts *o)
+{
+	o->access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+		    IBV_ACCESS_REMOTE_ATOMIC;
+	o->timeout = 14;
+	o->retry_cnt = 7;
+	o->rnr_retry = 7;
+	o->min_rnr_timer = 12;
+}
+
+QL_EXPORT int ql_qp_connect(struct ql_qp *qp, const struct ql_conn_params *remote,
+			    const struct ql_qp_connect_opts *opts)
+{
+	struct ql_qp_connect_opts def;
+	struct ql_device_attr dattr;
+	struct ibv_qp_attr a;
+	bool rc;
+	int ret;
+
+	if (!qp || !remote)
+		return -EINVAL;
+	if (!opts) {
+		ql_qp_connect_opts_default(&def);
+		opts = &def;
+	}
+	ret = ql_device_query(qp->dev, &dattr);
+	if (ret)
+		return ret;
+	rc = qp->qp_type == IBV_QPT_RC;
+
+	if (ql_qp_state(qp) != IBV_QPS_RESET) {
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RESET;
+		ret = ql_qp_modify(qp, &a, IBV_QP_STATE);
+		if (ret)
+			return ret;
+	}
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = 1;
+	a.qp_access_flags = opts->access;
+	ret = ql_qp_modify(qp, &a,
+			   IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (ret)
+		return ret;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = remote->mtu && remote->mtu < dattr.port.active_mtu ? remote->mtu :
+									  dattr.port.active_mtu;
+	a.dest_qp_num = remote->qpn;
+	a.rq_psn = remote->psn;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = remote->gid;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	a.max_dest_rd_atomic = 16;
+	a.min_rnr_timer = opts->min_rnr_timer;
+	ret = ql_qp_modify(qp, &a,
+			   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				   IBV_QP_RQ_PSN |
+				   (rc ? IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER : 0));
+	if (ret)
+		return ret;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	a.timeout = opts->timeout;
+	a.retry_cnt = opts->retry_cnt;
+	a.rnr_retry = opts->rnr_retry;
+	a.max_rd_atomic = 16;
+	return ql_qp_modify(qp, &a,
+			    IBV_QP_STATE | IBV_QP_SQ_PSN |
+				    (rc ? IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+						     IBV_QP_MAX_QP_RD_ATOMIC :
+					  0));
+}

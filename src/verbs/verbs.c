@@ -1,0 +1,198 @@
+/*
+ * The provider-neutral verbs layer: opens devices by URI and dispatches
+ * setup calls to the provider's ops table (see provider.h).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "qlink/error.h"
+#include "qlink/verbs.h"
+#include "verbs/provider.h"
+
+#define QL_EXPORT __attribute__((visibility("default")))
+
+QL_EXPORT int ql_device_open(const char *uri, struct ql_device **dev)
+{
+	const char *sep;
+	size_t slen;
+
+	ql_error_clear();
+	if (!uri || !dev)
+		return ql_error_set(-EINVAL, "ql_device_open: NULL argument");
+	*dev = NULL;
+	if (strlen(uri) >= QL_DEVICE_URI_MAX)
+		return ql_error_set(-ENAMETOOLONG, "device URI longer than %d bytes",
+				    QL_DEVICE_URI_MAX - 1);
+	sep = strstr(uri, "://");
+	if (!sep)
+		return ql_error_set(
+			-EINVAL,
+			"'%s' is not a device URI (expected soft://loop, soft+shm://NAME, "
+			"soft+udp://..., or ibv://DEVICE)",
+			uri);
+	slen = (size_t)(sep - uri);
+	if (slen == 4 && !strncmp(uri, "soft", 4))
+		return ql_soft_open(uri, "loop", sep + 3, dev);
+	if (slen == 8 && !strncmp(uri, "soft+shm", 8))
+		return ql_soft_open(uri, "shm", sep + 3, dev);
+	if (slen == 8 && !strncmp(uri, "soft+udp", 8))
+		return ql_error_set(
+			-EPROTONOSUPPORT,
+			"'%s': the soft+udp wire (RoCEv2 over UDP) is not supported yet", uri);
+	if (slen == 3 && !strncmp(uri, "ibv", 3))
+		return ql_error_set(
+			-EPROTONOSUPPORT,
+			"'%s': the ibv provider (libibverbs hardware) is not supported yet", uri);
+	return ql_error_set(-EPROTONOSUPPORT,
+			    "'%s': unknown device scheme '%.*s' (known: soft, soft+shm; reserved: "
+			    "soft+udp, ibv)",
+			    uri, (int)slen, uri);
+}
+
+QL_EXPORT int ql_device_close(struct ql_device *dev)
+{
+	if (!dev)
+		return -EINVAL;
+	return dev->ops->close(dev);
+}
+
+QL_EXPORT int ql_device_query(struct ql_device *dev, struct ql_device_attr *attr)
+{
+	if (!dev || !attr)
+		return -EINVAL;
+	return dev->ops->query(dev, attr);
+}
+
+QL_EXPORT int ql_device_counters(struct ql_device *dev, struct ql_device_counters *c)
+{
+	if (!dev || !c)
+		return -EINVAL;
+	return dev->ops->counters(dev, c);
+}
+
+QL_EXPORT int ql_pd_alloc(struct ql_device *dev, struct ql_pd **pd)
+{
+	if (!dev || !pd)
+		return -EINVAL;
+	return dev->ops->pd_alloc(dev, pd);
+}
+
+QL_EXPORT int ql_pd_free(struct ql_pd *pd)
+{
+	if (!pd)
+		return -EINVAL;
+	return pd->dev->ops->pd_free(pd);
+}
+
+QL_EXPORT void *ql_mem_alloc(size_t length)
+{
+	return ql_soft_mem_alloc(length);
+}
+
+QL_EXPORT void ql_mem_free(void *addr)
+{
+	ql_soft_mem_free(addr);
+}
+
+QL_EXPORT int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access, struct ql_mr **mr)
+{
+	if (!pd || !mr)
+		return -EINVAL;
+	return pd->dev->ops->mr_reg(pd, addr, length, access, mr);
+}
+
+QL_EXPORT int ql_mr_dereg(struct ql_mr *mr)
+{
+	if (!mr)
+		return -EINVAL;
+	return mr->pd->dev->ops->mr_dereg(mr);
+}
+
+QL_EXPORT uint32_t ql_mr_lkey(const struct ql_mr *mr)
+{
+	return mr->lkey;
+}
+
+QL_EXPORT uint32_t ql_mr_rkey(const struct ql_mr *mr)
+{
+	return mr->rkey;
+}
+
+QL_EXPORT void *ql_mr_addr(const struct ql_mr *mr)
+{
+	return mr->addr;
+}
+
+QL_EXPORT size_t ql_mr_length(const struct ql_mr *mr)
+{
+	return mr->length;
+}
+
+QL_EXPORT int ql_cq_create(struct ql_device *dev, int cqe, struct ql_cq **cq)
+{
+	if (!dev || !cq)
+		return -EINVAL;
+	return dev->ops->cq_create(dev, cqe, cq);
+}
+
+QL_EXPORT int ql_cq_destroy(struct ql_cq *cq)
+{
+	if (!cq)
+		return -EINVAL;
+	return cq->dev->ops->cq_destroy(cq);
+}
+
+QL_EXPORT int ql_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp)
+{
+	if (!pd || !attr || !qp)
+		return -EINVAL;
+	return pd->dev->ops->qp_create(pd, attr, qp);
+}
+
+QL_EXPORT int ql_qp_destroy(struct ql_qp *qp)
+{
+	if (!qp)
+		return -EINVAL;
+	return qp->dev->ops->qp_destroy(qp);
+}
+
+QL_EXPORT int ql_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	if (!qp || !attr)
+		return -EINVAL;
+	return qp->dev->ops->qp_modify(qp, attr, attr_mask);
+}
+
+QL_EXPORT int ql_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+			  struct ql_qp_init_attr *init_attr)
+{
+	if (!qp || !attr)
+		return -EINVAL;
+	return qp->dev->ops->qp_query(qp, attr, attr_mask, init_attr);
+}
+
+QL_EXPORT uint32_t ql_qp_num(const struct ql_qp *qp)
+{
+	return qp->qp_num;
+}
+
+QL_EXPORT enum ibv_qp_state ql_qp_state(const struct ql_qp *qp)
+{
+	struct ibv_qp_attr attr;
+
+	memset(&attr, 0, sizeof(attr));
+	if (qp->dev->ops->qp_query((struct ql_qp *)qp, &attr, IBV_QP_STATE, NULL))
+		return IBV_QPS_UNKNOWN;
+	return attr.qp_state;
+}
+
+QL_EXPORT uint64_t ql_rnr_timer_ns(uint8_t encoded)
+{
+	/* IBTA spec vol 1, table 45 (RNR NAK timer field), in units of 10 us. */
+	static const uint32_t t10us[32] = {
+		65536, 1,    2,	   3,	 4,    6,     8,     12,    16,	   24,	  32,
+		48,    64,   96,   128,	 192,  256,   384,   512,   768,   1024,  1536,
+		2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
+	};
+	return (uint64_t)t10us[encoded & 31] * 10000ull;
+}
