@@ -12,7 +12,7 @@
  *   soft://loop        software NIC, both ends in one process
  *   soft+shm://NAME    software NIC, ends in processes on one host
  *   soft+udp://...     reserved (RoCEv2 over UDP), not supported yet
- *   ibv://DEVICE       reserved (libibverbs), not supported yet
+ *   ibv://DEVICE[:PORT[:GID_INDEX]]  a real RDMA device through libibverbs
  *
  * Threading: like a verbs provider used with thread domains, each QP and each
  * CQ must be driven by one thread at a time; distinct QPs with distinct CQs
@@ -57,8 +57,13 @@ struct ql_device_attr {
 };
 
 /* Open a device by URI. Unknown schemes and reserved-but-unimplemented
- * ones fail with -EPROTONOSUPPORT and a detail sentence (ql_error_detail). */
+ * ones fail with -EPROTONOSUPPORT, an ibv device that is not there with
+ * -ENODEV listing the devices found; ql_error_detail() says which. */
 int ql_device_open(const char *uri, struct ql_device **dev);
+/* List device URIs that can be opened here: soft://loop, soft+shm://NAME
+ * (any NAME), and ibv://DEVICE for each libibverbs device. Writes up to
+ * `max` entries; returns how many exist. */
+int ql_device_list(char (*uris)[QL_DEVICE_URI_MAX], int max);
 /* Close a device; -EBUSY while any PD or CQ of it exists. */
 int ql_device_close(struct ql_device *dev);
 int ql_device_query(struct ql_device *dev, struct ql_device_attr *attr);

@@ -24,7 +24,7 @@
 #include "soft/soft.h"
 
 #define HEAP_MAGIC 0x31504145484c5351ull /* "QLSHEAP1" */
-#define HEAP_VERSION 1
+#define HEAP_VERSION 2
 #define HEAP_DEFAULT_SIZE (4ull << 30)
 #define HEAP_HDR_RESERVE (64u << 10)
 #define PAGE 4096u
@@ -45,8 +45,49 @@ static struct soft_heap heap;
 static bool heap_ready;
 static struct extent_list free_list, used_list;
 static struct soft_peer_heap *peers;
-static bool atfork_done;
 static int membarrier_cmd = -1;
+
+#define LIVE_MAGIC 0x3145564c4c534c51ull /* "QLSLLVE1" */
+#define LIVE_SIZE 4096u
+
+static int live_fd = -1;
+static struct soft_live *live;
+static int live_err;
+
+/* Take this process's liveness lock on the calling thread, which must be
+ * the one that lives as long as the process: the main thread (library
+ * constructor) or, in a fork child, the forking thread. */
+static void live_create(void)
+{
+	pthread_mutexattr_t ma;
+	void *p;
+	int fd = memfd_create("qlink-soft-live", MFD_CLOEXEC);
+
+	live_fd = -1;
+	live = NULL;
+	if (fd < 0 || ftruncate(fd, LIVE_SIZE) < 0) {
+		live_err = errno;
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	p = mmap(NULL, LIVE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED) {
+		live_err = errno;
+		close(fd);
+		return;
+	}
+	live = p;
+	live->magic = LIVE_MAGIC;
+	live->pid = (uint32_t)getpid();
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
+	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
+	pthread_mutex_init(&live->alive, &ma);
+	pthread_mutexattr_destroy(&ma);
+	pthread_mutex_lock(&live->alive);
+	live_fd = fd;
+}
 
 static void heap_atfork_child(void)
 {
@@ -58,6 +99,13 @@ static void heap_atfork_child(void)
 	free_list = (struct extent_list){ 0 };
 	used_list = (struct extent_list){ 0 };
 	peers = NULL;
+	live_create();
+}
+
+__attribute__((constructor)) static void soft_live_init(void)
+{
+	live_create();
+	pthread_atfork(NULL, NULL, heap_atfork_child);
 }
 
 static size_t heap_size_from_env(void)
@@ -107,16 +155,15 @@ static void list_remove(struct extent_list *l, size_t at)
 
 static int heap_create_locked(void)
 {
-	pthread_mutexattr_t ma;
 	struct soft_heap_hdr *hdr;
 	size_t size = heap_size_from_env();
 	void *base;
 	int fd, ret;
 
-	if (!atfork_done) {
-		pthread_atfork(NULL, NULL, heap_atfork_child);
-		atfork_done = true;
-	}
+	if (live_fd < 0)
+		return ql_error_set(-(live_err ? live_err : EIO),
+				    "soft: cannot create the process liveness page: %s",
+				    strerror(live_err ? live_err : EIO));
 	fd = memfd_create("qlink-soft-heap", MFD_CLOEXEC);
 	if (fd < 0)
 		return ql_error_set(-errno, "soft: memfd_create failed: %s", strerror(errno));
@@ -136,12 +183,7 @@ static int heap_create_locked(void)
 	hdr->pid = (uint32_t)getpid();
 	hdr->size = size;
 	hdr->base = (uint64_t)(uintptr_t)base;
-	pthread_mutexattr_init(&ma);
-	pthread_mutexattr_setpshared(&ma, PTHREAD_PROCESS_SHARED);
-	pthread_mutexattr_setrobust(&ma, PTHREAD_MUTEX_ROBUST);
-	pthread_mutex_init(&hdr->alive, &ma);
-	pthread_mutexattr_destroy(&ma);
-	pthread_mutex_lock(&hdr->alive);
+	hdr->live_fd = live_fd;
 
 	free_list.n = 0;
 	used_list.n = 0;
@@ -328,6 +370,35 @@ void soft_heap_unregister_dev(struct soft_dev_shared *sh)
 	pthread_mutex_unlock(&heap_lock);
 }
 
+static int map_live(pid_t pid, int fd, struct soft_peer_heap *ph)
+{
+	const struct soft_live *lv;
+	char path[64];
+	void *p;
+	int pfd;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
+	pfd = open(path, O_RDWR | O_CLOEXEC);
+	if (pfd < 0)
+		return ql_error_set(-EHOSTUNREACH,
+				    "soft+shm: cannot reach the peer's liveness page at %s: %s",
+				    path, strerror(errno));
+	p = mmap(NULL, LIVE_SIZE, PROT_READ, MAP_SHARED, pfd, 0);
+	close(pfd);
+	if (p == MAP_FAILED)
+		return ql_error_set(-errno, "soft+shm: cannot map %s: %s", path, strerror(errno));
+	lv = p;
+	if (lv->magic != LIVE_MAGIC || lv->pid != (uint32_t)pid) {
+		munmap(p, LIVE_SIZE);
+		return ql_error_set(-EHOSTUNREACH,
+				    "soft+shm: %s is not the liveness page of pid %d", path,
+				    (int)pid);
+	}
+	ph->live_map = p;
+	ph->alive_word = (const _Atomic int *)&lv->alive.__data.__lock;
+	return 0;
+}
+
 int soft_peer_heap_get(pid_t pid, int fd, struct soft_peer_heap **out)
 {
 	struct soft_peer_heap *ph;
@@ -364,7 +435,7 @@ int soft_peer_heap_get(pid_t pid, int fd, struct soft_peer_heap **out)
 		ph->map = heap.base;
 		ph->size = heap.size;
 		ph->delta = 0;
-		ph->alive_word = (const _Atomic int *)&heap.hdr->alive.__data.__lock;
+		ph->alive_word = (const _Atomic int *)&live->alive.__data.__lock;
 		goto done;
 	}
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
@@ -401,7 +472,11 @@ int soft_peer_heap_get(pid_t pid, int fd, struct soft_peer_heap **out)
 	ph->map = map;
 	ph->size = (size_t)st.st_size;
 	ph->delta = (intptr_t)((uintptr_t)map - (uintptr_t)hdr->base);
-	ph->alive_word = (const _Atomic int *)&hdr->alive.__data.__lock;
+	ret = map_live(pid, hdr->live_fd, ph);
+	if (ret) {
+		munmap(map, ph->size);
+		goto err_free;
+	}
 done:
 	ph->next = peers;
 	peers = ph;
@@ -429,8 +504,10 @@ void soft_peer_heap_put(struct soft_peer_heap *ph)
 				break;
 			}
 		}
-		if (!ph->self)
+		if (!ph->self) {
 			munmap(ph->map, ph->size);
+			munmap(ph->live_map, LIVE_SIZE);
+		}
 		free(ph);
 	}
 	pthread_mutex_unlock(&heap_lock);

@@ -65,12 +65,21 @@ struct soft_heap_hdr {
 	uint32_t version;
 	uint32_t pid;
 	uint64_t size;
-	uint64_t base; /* the owner's mapping address: remote vaddr -> offset */
-	/* Robust, process-shared mutex held by the thread that created the
-	 * heap: its lock word is the liveness flag peers read. */
-	pthread_mutex_t alive;
+	uint64_t base;	 /* the owner's mapping address: remote vaddr -> offset */
+	int32_t live_fd; /* the process's liveness page (struct soft_live) */
+	uint32_t pad;
 	_Atomic uint32_t dev_id[SOFT_MAX_DEVS_PER_HEAP];
 	uint64_t dev_off[SOFT_MAX_DEVS_PER_HEAP];
+};
+
+/* One page per process whose robust, process-shared mutex is held by the
+ * process's main thread (taken in a library constructor, or right after
+ * fork in the child): its lock word is the liveness flag peers read. */
+struct soft_live {
+	uint64_t magic;
+	uint32_t pid;
+	uint32_t pad;
+	pthread_mutex_t alive;
 };
 
 struct soft_mr_entry {
@@ -165,6 +174,7 @@ struct soft_peer_heap {
 	int fd_num;
 	uint8_t *map;
 	size_t size;
+	void *live_map;
 	intptr_t delta; /* local address = peer address + delta */
 	const _Atomic int *alive_word;
 };
@@ -297,7 +307,8 @@ SOFT_HIDDEN void soft_quiesce(void);
 static inline bool soft_peer_alive(const struct soft_peer_heap *ph)
 {
 	/* glibc robust mutex lock word: owner TID, plus FUTEX_OWNER_DIED
-	 * (0x40000000) set by the kernel when the owner thread dies. */
+	 * (0x40000000) set by the kernel when the owner thread (the peer's
+	 * main thread) dies, i.e. when the process exits or is killed. */
 	int w;
 
 	if (ph->self)

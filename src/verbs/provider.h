@@ -62,6 +62,7 @@ struct ql_qp {
 
 /* Provider entry points, by URI scheme. `rest` is the URI after "://". */
 int ql_soft_open(const char *uri, const char *wire, const char *rest, struct ql_device **dev);
+int ql_ibv_open(const char *uri, const char *rest, struct ql_device **dev);
 void *ql_soft_mem_alloc(size_t length);
 void ql_soft_mem_free(void *addr);
 

@@ -3,6 +3,7 @@
  * setup calls to the provider's ops table (see provider.h).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "qlink/error.h"
@@ -40,13 +41,34 @@ QL_EXPORT int ql_device_open(const char *uri, struct ql_device **dev)
 			-EPROTONOSUPPORT,
 			"'%s': the soft+udp wire (RoCEv2 over UDP) is not supported yet", uri);
 	if (slen == 3 && !strncmp(uri, "ibv", 3))
-		return ql_error_set(
-			-EPROTONOSUPPORT,
-			"'%s': the ibv provider (libibverbs hardware) is not supported yet", uri);
+		return ql_ibv_open(uri, sep + 3, dev);
 	return ql_error_set(-EPROTONOSUPPORT,
-			    "'%s': unknown device scheme '%.*s' (known: soft, soft+shm; reserved: "
-			    "soft+udp, ibv)",
+			    "'%s': unknown device scheme '%.*s' (known: soft, soft+shm, ibv; "
+			    "reserved: soft+udp)",
 			    uri, (int)slen, uri);
+}
+
+QL_EXPORT int ql_device_list(char (*uris)[QL_DEVICE_URI_MAX], int max)
+{
+	struct ibv_device **list;
+	int n = 0, nibv = 0;
+
+	if (max < 0 || (max && !uris))
+		return -EINVAL;
+	if (n < max)
+		snprintf(uris[n], QL_DEVICE_URI_MAX, "soft://loop");
+	n++;
+	if (n < max)
+		snprintf(uris[n], QL_DEVICE_URI_MAX, "soft+shm://NAME");
+	n++;
+	list = ibv_get_device_list(&nibv);
+	for (int i = 0; list && i < nibv; i++, n++)
+		if (n < max)
+			snprintf(uris[n], QL_DEVICE_URI_MAX, "ibv://%s",
+				 ibv_get_device_name(list[i]));
+	if (list)
+		ibv_free_device_list(list);
+	return n;
 }
 
 QL_EXPORT int ql_device_close(struct ql_device *dev)

@@ -1,0 +1,526 @@
+/*
+ * verbs_fixture: shared setup for the verbs tests (see verbs_fixture.h).
+ */
+#include "verbs_fixture.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+const struct vt_param vt_params[VT_NPARAMS] = {
+	{ .name = "loop", .uri = "soft://loop", .wire = "loop", .shm = false },
+	{ .name = "shm", .uri = "soft+shm://qltest", .wire = "shm", .shm = true },
+};
+
+int vt_group_loop(void **state)
+{
+	*state = (void *)&vt_params[0];
+	return 0;
+}
+
+int vt_group_shm(void **state)
+{
+	*state = (void *)&vt_params[1];
+	return 0;
+}
+
+void vt_dev_uri(const struct vt_param *p, char *buf, size_t len)
+{
+	static unsigned int seq;
+
+	if (!p->shm)
+		snprintf(buf, len, "%s", p->uri);
+	else
+		snprintf(buf, len, "%s-%d-%u", p->uri, (int)getpid(), seq++);
+}
+
+int vt_dev_open(const struct vt_param *p, struct ql_device **dev)
+{
+	char uri[QL_DEVICE_URI_MAX];
+	int ret;
+
+	vt_dev_uri(p, uri, sizeof(uri));
+	ret = ql_device_open(uri, dev);
+	if (ret)
+		print_error("ql_device_open(%s): %s (%s)\n", uri, ql_strerror(ret),
+			    ql_error_detail());
+	return ret;
+}
+
+const char *vt_status_str(enum ibv_wc_status s)
+{
+	static const char *const names[] = {
+		[IBV_WC_SUCCESS] = "SUCCESS",
+		[IBV_WC_LOC_LEN_ERR] = "LOC_LEN_ERR",
+		[IBV_WC_LOC_QP_OP_ERR] = "LOC_QP_OP_ERR",
+		[IBV_WC_LOC_EEC_OP_ERR] = "LOC_EEC_OP_ERR",
+		[IBV_WC_LOC_PROT_ERR] = "LOC_PROT_ERR",
+		[IBV_WC_WR_FLUSH_ERR] = "WR_FLUSH_ERR",
+		[IBV_WC_MW_BIND_ERR] = "MW_BIND_ERR",
+		[IBV_WC_BAD_RESP_ERR] = "BAD_RESP_ERR",
+		[IBV_WC_LOC_ACCESS_ERR] = "LOC_ACCESS_ERR",
+		[IBV_WC_REM_INV_REQ_ERR] = "REM_INV_REQ_ERR",
+		[IBV_WC_REM_ACCESS_ERR] = "REM_ACCESS_ERR",
+		[IBV_WC_REM_OP_ERR] = "REM_OP_ERR",
+		[IBV_WC_RETRY_EXC_ERR] = "RETRY_EXC_ERR",
+		[IBV_WC_RNR_RETRY_EXC_ERR] = "RNR_RETRY_EXC_ERR",
+		[IBV_WC_LOC_RDD_VIOL_ERR] = "LOC_RDD_VIOL_ERR",
+		[IBV_WC_REM_INV_RD_REQ_ERR] = "REM_INV_RD_REQ_ERR",
+		[IBV_WC_REM_ABORT_ERR] = "REM_ABORT_ERR",
+		[IBV_WC_INV_EECN_ERR] = "INV_EECN_ERR",
+		[IBV_WC_INV_EEC_STATE_ERR] = "INV_EEC_STATE_ERR",
+		[IBV_WC_FATAL_ERR] = "FATAL_ERR",
+		[IBV_WC_RESP_TIMEOUT_ERR] = "RESP_TIMEOUT_ERR",
+		[IBV_WC_GENERAL_ERR] = "GENERAL_ERR",
+	};
+
+	if ((unsigned int)s < sizeof(names) / sizeof(names[0]) && names[s])
+		return names[s];
+	return "?";
+}
+
+/* ---- manual transitions --------------------------------------------- */
+
+int vt_attr_init(struct ibv_qp_attr *a, unsigned int access)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_INIT;
+	a->pkey_index = 0;
+	a->port_num = 1;
+	a->qp_access_flags = access;
+	return IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+}
+
+int vt_attr_rtr(struct ibv_qp_attr *a, enum ibv_qp_type type, const struct ql_conn_params *remote)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTR;
+	a->path_mtu = remote->mtu ? remote->mtu : IBV_MTU_4096;
+	a->dest_qp_num = remote->qpn;
+	a->rq_psn = remote->psn;
+	a->ah_attr.is_global = 1;
+	a->ah_attr.grh.dgid = remote->gid;
+	a->ah_attr.grh.hop_limit = 1;
+	a->ah_attr.port_num = 1;
+	if (type == IBV_QPT_UC)
+		return IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	a->max_dest_rd_atomic = 1;
+	a->min_rnr_timer = 12;
+	return IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+	       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+}
+
+int vt_attr_rts(struct ibv_qp_attr *a, enum ibv_qp_type type)
+{
+	memset(a, 0, sizeof(*a));
+	a->qp_state = IBV_QPS_RTS;
+	a->sq_psn = 0;
+	if (type == IBV_QPT_UC)
+		return IBV_QP_STATE | IBV_QP_SQ_PSN;
+	a->timeout = 14;
+	a->retry_cnt = 7;
+	a->rnr_retry = 7;
+	a->max_rd_atomic = 1;
+	return IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+	       IBV_QP_MAX_QP_RD_ATOMIC;
+}
+
+int vt_modify_init(struct ql_qp *qp, unsigned int access)
+{
+	struct ibv_qp_attr a;
+	int mask = vt_attr_init(&a, access);
+
+	return ql_qp_modify(qp, &a, mask);
+}
+
+int vt_modify_rtr(struct ql_qp *qp, enum ibv_qp_type type, const struct ql_conn_params *remote)
+{
+	struct ibv_qp_attr a;
+	int mask = vt_attr_rtr(&a, type, remote);
+
+	return ql_qp_modify(qp, &a, mask);
+}
+
+int vt_modify_rts(struct ql_qp *qp, enum ibv_qp_type type)
+{
+	struct ibv_qp_attr a;
+	int mask = vt_attr_rts(&a, type);
+
+	return ql_qp_modify(qp, &a, mask);
+}
+
+int vt_modify_state(struct ql_qp *qp, enum ibv_qp_state s)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = s;
+	return ql_qp_modify(qp, &a, IBV_QP_STATE);
+}
+
+/* ---- pairs ---------------------------------------------------------- */
+
+static void end_destroy(struct vt_end *e)
+{
+	int ret;
+
+	if (e->qp && (ret = ql_qp_destroy(e->qp)))
+		print_error("ql_qp_destroy: %s\n", ql_strerror(ret));
+	if (e->mr && (ret = ql_mr_dereg(e->mr)))
+		print_error("ql_mr_dereg: %s\n", ql_strerror(ret));
+	if (e->scq && (ret = ql_cq_destroy(e->scq)))
+		print_error("ql_cq_destroy: %s\n", ql_strerror(ret));
+	if (e->rcq && e->rcq != e->scq && (ret = ql_cq_destroy(e->rcq)))
+		print_error("ql_cq_destroy: %s\n", ql_strerror(ret));
+	if (e->pd && (ret = ql_pd_free(e->pd)))
+		print_error("ql_pd_free: %s\n", ql_strerror(ret));
+	if (e->dev && (ret = ql_device_close(e->dev)))
+		print_error("ql_device_close: %s\n", ql_strerror(ret));
+	if (e->buf)
+		ql_mem_free(e->buf);
+	memset(e, 0, sizeof(*e));
+}
+
+static int end_create(const struct vt_param *p, const struct vt_opts *o, struct vt_end *e)
+{
+	int cqe = o->cqe ? o->cqe : 256;
+	int ret;
+
+	ret = vt_dev_open(p, &e->dev);
+	if (ret)
+		return ret;
+	ret = ql_device_query(e->dev, &e->attr);
+	if (ret)
+		return ret;
+	ret = ql_pd_alloc(e->dev, &e->pd);
+	if (ret)
+		return ret;
+	ret = ql_cq_create(e->dev, cqe, &e->scq);
+	if (ret)
+		return ret;
+	ret = ql_cq_create(e->dev, cqe, &e->rcq);
+	if (ret)
+		return ret;
+	e->len = VT_BUF_LEN;
+	e->buf = ql_mem_alloc(e->len);
+	if (!e->buf)
+		return -ENOMEM;
+	ret = ql_mr_reg(e->pd, e->buf, e->len, VT_ACCESS_ALL, &e->mr);
+	if (ret)
+		return ret;
+
+	memset(&e->init, 0, sizeof(e->init));
+	e->init.send_cq = e->scq;
+	e->init.recv_cq = e->rcq;
+	e->init.qp_type = o->type ? o->type : IBV_QPT_RC;
+	e->init.sq_sig_all = o->sq_sig_all;
+	e->init.cap.max_send_wr = o->max_send_wr ? o->max_send_wr : 64;
+	e->init.cap.max_recv_wr = o->max_recv_wr ? o->max_recv_wr : 64;
+	e->init.cap.max_send_sge = o->max_sge ? o->max_sge : 4;
+	e->init.cap.max_recv_sge = o->max_sge ? o->max_sge : 4;
+	e->init.cap.max_inline_data = o->max_inline ? o->max_inline : 64;
+	ret = ql_qp_create(e->pd, &e->init, &e->qp);
+	if (ret)
+		return ret;
+	ret = ql_qp_local_params(e->qp, &e->params);
+	if (ret)
+		return ret;
+	e->params.vaddr = (uintptr_t)e->buf;
+	e->params.rkey = ql_mr_rkey(e->mr);
+	e->params.length = e->len;
+	return 0;
+}
+
+int vt_end_connect(struct vt_end *x, const struct vt_end *y, const struct ql_qp_connect_opts *o)
+{
+	int ret = ql_qp_connect(x->qp, &y->params, o);
+
+	if (ret)
+		print_error("ql_qp_connect: %s (%s)\n", ql_strerror(ret), ql_error_detail());
+	return ret;
+}
+
+int vt_pair_create(const struct vt_param *p, const struct vt_opts *opts, struct vt_pair **out)
+{
+	struct vt_pair *pr = calloc(1, sizeof(*pr));
+	int ret;
+
+	if (!pr)
+		return -ENOMEM;
+	pr->param = p;
+	pr->opts = *opts;
+	if (!pr->opts.type)
+		pr->opts.type = IBV_QPT_RC;
+	ret = end_create(p, &pr->opts, &pr->a);
+	if (!ret)
+		ret = end_create(p, &pr->opts, &pr->b);
+	if (!ret && !pr->opts.no_connect) {
+		ret = vt_end_connect(&pr->a, &pr->b, pr->opts.have_conn ? &pr->opts.conn_a : NULL);
+		if (!ret)
+			ret = vt_end_connect(&pr->b, &pr->a,
+					     pr->opts.have_conn ? &pr->opts.conn_b : NULL);
+	}
+	if (ret) {
+		print_error("vt_pair_create(%s): %s (%s)\n", p->name, ql_strerror(ret),
+			    ql_error_detail());
+		vt_pair_destroy(pr);
+		return ret;
+	}
+	*out = pr;
+	return 0;
+}
+
+void vt_pair_destroy(struct vt_pair *pr)
+{
+	if (!pr)
+		return;
+	end_destroy(&pr->a);
+	end_destroy(&pr->b);
+	free(pr);
+}
+
+static int setup_with(void **state, enum ibv_qp_type type, bool no_connect)
+{
+	const struct vt_param *p = *state;
+	struct vt_opts o = { .type = type, .no_connect = no_connect };
+	struct vt_pair *pr;
+
+	if (vt_pair_create(p, &o, &pr))
+		return -1;
+	*state = pr;
+	return 0;
+}
+
+int vt_setup_rc(void **state)
+{
+	return setup_with(state, IBV_QPT_RC, false);
+}
+
+int vt_setup_uc(void **state)
+{
+	return setup_with(state, IBV_QPT_UC, false);
+}
+
+int vt_setup_rc_reset(void **state)
+{
+	return setup_with(state, IBV_QPT_RC, true);
+}
+
+int vt_setup_uc_reset(void **state)
+{
+	return setup_with(state, IBV_QPT_UC, true);
+}
+
+int vt_teardown(void **state)
+{
+	vt_pair_destroy(*state);
+	return 0;
+}
+
+/* ---- posting -------------------------------------------------------- */
+
+static int post1(struct ql_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad = NULL;
+	int ret = ql_qp_post_send(qp, wr, &bad);
+
+	if (ret && bad != wr)
+		return -EFAULT; /* bad_wr must name the WR that was refused */
+	return ret;
+}
+
+int vt_post_write(struct ql_qp *qp, uint64_t wr_id, void *laddr, uint32_t len, uint32_t lkey,
+		  uint64_t raddr, uint32_t rkey, unsigned int flags)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)laddr, .length = len, .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = len ? 1 : 0,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = flags,
+		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
+	};
+
+	return post1(qp, &wr);
+}
+
+int vt_post_write_imm(struct ql_qp *qp, uint64_t wr_id, void *laddr, uint32_t len, uint32_t lkey,
+		      uint64_t raddr, uint32_t rkey, uint32_t imm_be, unsigned int flags)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)laddr, .length = len, .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = len ? 1 : 0,
+		.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+		.send_flags = flags,
+		.imm_data = imm_be,
+		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
+	};
+
+	return post1(qp, &wr);
+}
+
+int vt_post_read(struct ql_qp *qp, uint64_t wr_id, void *laddr, uint32_t len, uint32_t lkey,
+		 uint64_t raddr, uint32_t rkey, unsigned int flags)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)laddr, .length = len, .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_READ,
+		.send_flags = flags,
+		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
+	};
+
+	return post1(qp, &wr);
+}
+
+int vt_post_send(struct ql_qp *qp, uint64_t wr_id, void *laddr, uint32_t len, uint32_t lkey,
+		 unsigned int flags)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)laddr, .length = len, .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = len ? 1 : 0,
+		.opcode = IBV_WR_SEND,
+		.send_flags = flags,
+	};
+
+	return post1(qp, &wr);
+}
+
+int vt_post_send_imm(struct ql_qp *qp, uint64_t wr_id, void *laddr, uint32_t len, uint32_t lkey,
+		     uint32_t imm_be, unsigned int flags)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)laddr, .length = len, .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = len ? 1 : 0,
+		.opcode = IBV_WR_SEND_WITH_IMM,
+		.send_flags = flags,
+		.imm_data = imm_be,
+	};
+
+	return post1(qp, &wr);
+}
+
+int vt_post_atomic(struct ql_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void *laddr,
+		   uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t cmp_add, uint64_t swap,
+		   unsigned int flags)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)laddr, .length = 8, .lkey = lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = op,
+		.send_flags = flags,
+		.wr.atomic = { .remote_addr = raddr,
+			       .compare_add = cmp_add,
+			       .swap = swap,
+			       .rkey = rkey },
+	};
+
+	return post1(qp, &wr);
+}
+
+int vt_post_recv(struct ql_qp *qp, uint64_t wr_id, void *laddr, uint32_t len, uint32_t lkey)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)laddr, .length = len, .lkey = lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad = NULL;
+	int ret = ql_qp_post_recv(qp, &wr, &bad);
+
+	if (ret && bad != &wr)
+		return -EFAULT;
+	return ret;
+}
+
+/* ---- completions ---------------------------------------------------- */
+
+uint64_t vt_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+int vt_poll_one(struct ql_cq *cq, struct ibv_wc *wc, int timeout_ms)
+{
+	uint64_t deadline = vt_now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	unsigned int spins = 0;
+
+	for (;;) {
+		int n = ql_cq_poll(cq, 1, wc);
+
+		if (n != 0)
+			return n;
+		if ((++spins & 63) == 0) {
+			if (vt_now_ns() > deadline)
+				return 0;
+			/* two vCPUs: let a peer process run */
+			if ((spins & 4095) == 0)
+				sched_yield();
+		}
+	}
+}
+
+int vt_poll_for(struct ql_cq *cq, struct ibv_wc *wc, int max, int ms)
+{
+	uint64_t deadline = vt_now_ns() + (uint64_t)ms * 1000000ull;
+	int got = 0;
+
+	while (vt_now_ns() < deadline) {
+		struct ibv_wc tmp;
+		int n = ql_cq_poll(cq, 1, &tmp);
+
+		if (n < 0)
+			return n;
+		if (n > 0) {
+			if (got < max)
+				wc[got] = tmp;
+			got++;
+		}
+	}
+	return got;
+}
+
+void vt_counters(struct ql_device *dev, struct ql_device_counters *c)
+{
+	memset(c, 0, sizeof(*c));
+	assert_int_equal(ql_device_counters(dev, c), 0);
+}
+
+void vt_fill(void *buf, size_t len, uint32_t seed)
+{
+	uint8_t *p = buf;
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		p[i] = (uint8_t)(x >> 16);
+	}
+}
+
+bool vt_check(const void *buf, size_t len, uint32_t seed)
+{
+	const uint8_t *p = buf;
+	uint32_t x = seed * 2654435761u + 1;
+
+	for (size_t i = 0; i < len; i++) {
+		x = x * 1103515245u + 12345u;
+		if (p[i] != (uint8_t)(x >> 16))
+			return false;
+	}
+	return true;
+}

@@ -1,0 +1,172 @@
+/*
+ * verbs_fixture: shared setup for the verbs tests.
+ *
+ * Every semantic test runs once per device URI (soft://loop and
+ * soft+shm://qltest): the group setup puts a struct vt_param in cmocka's
+ * group state, and the per-test setups below turn it into a connected pair of
+ * QPs (struct vt_pair), each end with its own device, PD, CQs, QP and a
+ * ql_mem_alloc buffer registered with every access right.
+ */
+#ifndef QL_TESTS_VERBS_FIXTURE_H
+#define QL_TESTS_VERBS_FIXTURE_H
+
+/* cmocka.h needs these first */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <qlink/error.h>
+#include <qlink/verbs.h>
+
+#define VT_TIMEOUT_MS 5000
+#define VT_BUF_LEN (64 * 1024)
+#define VT_ACCESS_ALL                                                                \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+	 IBV_ACCESS_REMOTE_ATOMIC)
+#define VT_ACCESS_REMOTE \
+	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC)
+
+/* One device kind the tests are parametrized over. */
+struct vt_param {
+	const char *name; /* "loop" or "shm" */
+	const char *uri;  /* the base URI */
+	const char *wire; /* what ql_device_query reports as wire */
+	bool shm;
+};
+
+extern const struct vt_param vt_params[];
+#define VT_NPARAMS 2
+
+int vt_group_loop(void **state);
+int vt_group_shm(void **state);
+
+/* Run one test table once per URI; evaluates to the number of failures. */
+#define VT_RUN_PER_URI(tests)                                                     \
+	(cmocka_run_group_tests_name("soft://loop", tests, vt_group_loop, NULL) + \
+	 cmocka_run_group_tests_name("soft+shm://qltest", tests, vt_group_shm, NULL))
+
+/* The URI the n-th device of a test opens: soft://loop, or a soft+shm name
+ * unique to this process (so that parallel ctest runs do not collide). */
+void vt_dev_uri(const struct vt_param *p, char *buf, size_t len);
+int vt_dev_open(const struct vt_param *p, struct ql_device **dev);
+
+/* ---- connected pairs ------------------------------------------------ */
+
+struct vt_end {
+	struct ql_device *dev;
+	struct ql_device_attr attr;
+	struct ql_pd *pd;
+	struct ql_cq *scq;
+	struct ql_cq *rcq;
+	struct ql_qp *qp;
+	struct ql_qp_init_attr init; /* granted caps after create */
+	uint8_t *buf;		     /* ql_mem_alloc(VT_BUF_LEN) */
+	size_t len;
+	struct ql_mr *mr;	      /* buf, VT_ACCESS_ALL */
+	struct ql_conn_params params; /* ql_qp_local_params + the MR */
+};
+
+struct vt_opts {
+	enum ibv_qp_type type;
+	int cqe;	      /* 0: 256 */
+	uint32_t max_send_wr; /* 0: 64 */
+	uint32_t max_recv_wr; /* 0: 64 */
+	uint32_t max_sge;     /* 0: 4 */
+	uint32_t max_inline;  /* 0: 64 */
+	int sq_sig_all;
+	bool no_connect;		  /* leave both QPs in RESET */
+	bool have_conn;			  /* use conn_a/conn_b instead of the defaults */
+	struct ql_qp_connect_opts conn_a; /* what a is connected with */
+	struct ql_qp_connect_opts conn_b;
+};
+
+struct vt_pair {
+	const struct vt_param *param;
+	struct vt_opts opts;
+	struct vt_end a;
+	struct vt_end b;
+};
+
+/* Build a pair per opts. Returns 0 or a negative errno (after cleanup). */
+int vt_pair_create(const struct vt_param *p, const struct vt_opts *opts, struct vt_pair **out);
+void vt_pair_destroy(struct vt_pair *pr);
+/* Connect x towards y (x's side only). */
+int vt_end_connect(struct vt_end *x, const struct vt_end *y, const struct ql_qp_connect_opts *o);
+
+/* cmocka setups: *state is a struct vt_param on entry, a struct vt_pair after. */
+int vt_setup_rc(void **state);
+int vt_setup_uc(void **state);
+int vt_setup_rc_reset(void **state); /* RC, both QPs left in RESET */
+int vt_setup_uc_reset(void **state);
+int vt_teardown(void **state);
+
+/* ---- manual transitions --------------------------------------------- */
+
+int vt_modify_init(struct ql_qp *qp, unsigned int access);
+int vt_modify_rtr(struct ql_qp *qp, enum ibv_qp_type type, const struct ql_conn_params *remote);
+int vt_modify_rts(struct ql_qp *qp, enum ibv_qp_type type);
+int vt_modify_state(struct ql_qp *qp, enum ibv_qp_state s);
+/* Fill the attributes and required mask of a transition. */
+int vt_attr_init(struct ibv_qp_attr *a, unsigned int access);
+int vt_attr_rtr(struct ibv_qp_attr *a, enum ibv_qp_type type, const struct ql_conn_params *remote);
+int vt_attr_rts(struct ibv_qp_attr *a, enum ibv_qp_type type);
+
+/* ---- posting -------------------------------------------------------- */
+
+int vt_post_write(struct ql_qp *qp, uint64_t wr_id, void *laddr, uint32_t len, uint32_t lkey,
+		  uint64_t raddr, uint32_t rkey, unsigned int flags);
+int vt_post_write_imm(struct ql_qp *qp, uint64_t wr_id, void *laddr, uint32_t len, uint32_t lkey,
+		      uint64_t raddr, uint32_t rkey, uint32_t imm_be, unsigned int flags);
+int vt_post_read(struct ql_qp *qp, uint64_t wr_id, void *laddr, uint32_t len, uint32_t lkey,
+		 uint64_t raddr, uint32_t rkey, unsigned int flags);
+int vt_post_send(struct ql_qp *qp, uint64_t wr_id, void *laddr, uint32_t len, uint32_t lkey,
+		 unsigned int flags);
+int vt_post_send_imm(struct ql_qp *qp, uint64_t wr_id, void *laddr, uint32_t len, uint32_t lkey,
+		     uint32_t imm_be, unsigned int flags);
+int vt_post_atomic(struct ql_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, void *laddr,
+		   uint32_t lkey, uint64_t raddr, uint32_t rkey, uint64_t cmp_add, uint64_t swap,
+		   unsigned int flags);
+int vt_post_recv(struct ql_qp *qp, uint64_t wr_id, void *laddr, uint32_t len, uint32_t lkey);
+
+/* ---- completions ---------------------------------------------------- */
+
+uint64_t vt_now_ns(void);
+/* Poll until one completion arrives or timeout_ms passes: 1, 0 on timeout,
+ * or the negative errno ql_cq_poll returned. */
+int vt_poll_one(struct ql_cq *cq, struct ibv_wc *wc, int timeout_ms);
+/* Poll for ms milliseconds; the number of completions seen (stored in wc,
+ * at most max), or a negative errno. */
+int vt_poll_for(struct ql_cq *cq, struct ibv_wc *wc, int max, int ms);
+
+/* Wait for a completion and check id, status (and opcode unless -1). */
+#define vt_expect_wc(cq, wcp, id, st, op)                                        \
+	do {                                                                     \
+		int vt_rc_ = vt_poll_one((cq), (wcp), VT_TIMEOUT_MS);            \
+		assert_int_equal(vt_rc_, 1);                                     \
+		if ((wcp)->status != (st))                                       \
+			print_error("wc status %s (%d), expected %s\n",          \
+				    vt_status_str((wcp)->status), (wcp)->status, \
+				    vt_status_str(st));                          \
+		assert_int_equal((wcp)->status, (st));                           \
+		assert_int_equal((wcp)->wr_id, (id));                            \
+		if ((int)(op) != -1)                                             \
+			assert_int_equal((wcp)->opcode, (op));                   \
+	} while (0)
+
+/* No completion shows up within ms milliseconds. */
+#define vt_expect_none(cq, ms)                                           \
+	do {                                                             \
+		struct ibv_wc vt_wc_[4];                                 \
+		assert_int_equal(vt_poll_for((cq), vt_wc_, 4, (ms)), 0); \
+	} while (0)
+
+const char *vt_status_str(enum ibv_wc_status s);
+void vt_counters(struct ql_device *dev, struct ql_device_counters *c);
+void vt_fill(void *buf, size_t len, uint32_t seed);
+bool vt_check(const void *buf, size_t len, uint32_t seed);
+
+#endif

@@ -1,0 +1,146 @@
+/*
+ * qlink: the command-line tool. Subcommands:
+ *   info [URI...]   list RDMA devices of every provider with their limits
+ * Later issues add bench and vppu.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qlink/error.h"
+#include "qlink/verbs.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: qlink <command> [options]\n"
+		   "\n"
+		   "commands:\n"
+		   "  info [URI...]   show RDMA devices and their limits (default: every\n"
+		   "                  device of every provider; soft+shm://NAME is shown\n"
+		   "                  as soft+shm://info)\n"
+		   "\n"
+		   "options:\n"
+		   "  -h, --help      this text\n"
+		   "  --version       print the version\n"
+		   "\n"
+		   "Device URIs: soft://loop, soft+shm://NAME, ibv://DEVICE[:PORT[:GID_INDEX]]\n");
+}
+
+static const char *port_state(enum ibv_port_state s)
+{
+	switch (s) {
+	case IBV_PORT_DOWN:
+		return "DOWN";
+	case IBV_PORT_INIT:
+		return "INIT";
+	case IBV_PORT_ARMED:
+		return "ARMED";
+	case IBV_PORT_ACTIVE:
+		return "ACTIVE";
+	default:
+		return "unknown";
+	}
+}
+
+static const char *atomic_cap(enum ibv_atomic_cap c)
+{
+	return c == IBV_ATOMIC_GLOB ? "GLOB" : c == IBV_ATOMIC_HCA ? "HCA" : "NONE";
+}
+
+static int mtu_bytes(enum ibv_mtu m)
+{
+	return (m >= IBV_MTU_256 && m <= IBV_MTU_4096) ? 128 << m : 0;
+}
+
+static int info_one(const char *uri)
+{
+	struct ql_device_attr a;
+	struct ql_device *dev;
+	char gid[INET6_ADDRSTRLEN];
+	int ret;
+
+	ret = ql_device_open(uri, &dev);
+	if (ret) {
+		fprintf(stderr, "qlink info: %s: %s\n", uri,
+			ql_error_detail()[0] ? ql_error_detail() : ql_strerror(ret));
+		return ret;
+	}
+	ret = ql_device_query(dev, &a);
+	if (ret) {
+		fprintf(stderr, "qlink info: %s: query failed: %s\n", uri, ql_strerror(ret));
+		ql_device_close(dev);
+		return ret;
+	}
+	inet_ntop(AF_INET6, a.gid.raw, gid, sizeof(gid));
+	printf("%s\n", uri);
+	printf("\tprovider:\t%s\n\twire:\t\t%s\n\tname:\t\t%s\n\tfw_ver:\t\t%s\n", a.provider,
+	       a.wire, a.name, a.dev.fw_ver);
+	printf("\tport 1:\t\t%s, active_mtu %d, link_layer %s\n", port_state(a.port.state),
+	       mtu_bytes(a.port.active_mtu),
+	       a.port.link_layer == IBV_LINK_LAYER_ETHERNET ? "Ethernet" : "InfiniBand");
+	printf("\tgid:\t\t%s\n", gid);
+	printf("\tmax_qp:\t\t%d\n\tmax_qp_wr:\t%d\n\tmax_sge:\t%d\n\tmax_cqe:\t%d\n", a.dev.max_qp,
+	       a.dev.max_qp_wr, a.dev.max_sge, a.dev.max_cqe);
+	printf("\tmax_mr:\t\t%d\n\tmax_mr_size:\t%" PRIu64 "\n\tmax_msg_sz:\t%u\n", a.dev.max_mr,
+	       (uint64_t)a.dev.max_mr_size, a.port.max_msg_sz);
+	printf("\tmax_inline:\t%u\n\tmax_rd_atomic:\t%d\n\tatomic_cap:\t%s\n", a.max_inline_data,
+	       a.dev.max_qp_rd_atom, atomic_cap(a.dev.atomic_cap));
+	ql_device_close(dev);
+	return 0;
+}
+
+static int cmd_info(int argc, char **argv)
+{
+	char uris[64][QL_DEVICE_URI_MAX];
+	int n, fails = 0;
+
+	if (argc > 0) {
+		for (int i = 0; i < argc; i++) {
+			if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+				usage(stdout);
+				return 0;
+			}
+			if (argv[i][0] == '-') {
+				fprintf(stderr, "qlink info: unknown option '%s'\n", argv[i]);
+				return 2;
+			}
+			fails += info_one(argv[i]) != 0;
+		}
+		return fails ? 1 : 0;
+	}
+	n = ql_device_list(uris, 64);
+	if (n < 0) {
+		fprintf(stderr, "qlink info: %s\n", ql_strerror(n));
+		return 1;
+	}
+	for (int i = 0; i < n && i < 64; i++) {
+		if (!strcmp(uris[i], "soft+shm://NAME"))
+			strcpy(uris[i], "soft+shm://info");
+		fails += info_one(uris[i]) != 0;
+	}
+	return fails ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("qlink %s\n", QLINK_VERSION);
+		return 0;
+	}
+	if (!strcmp(argv[1], "info"))
+		return cmd_info(argc - 2, argv + 2);
+	fprintf(stderr, "qlink: unknown command '%s'\n\n", argv[1]);
+	usage(stderr);
+	return 2;
+}
