@@ -35,6 +35,24 @@ static uint32_t random_u32(void)
 	return v;
 }
 
+static void random_fill(void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = getrandom(p, len, 0);
+
+		if (n <= 0) {
+			/* cannot happen once the pool is up; degrade, don't fail */
+			for (size_t i = 0; i < len; i++)
+				p[i] = (uint8_t)random_u32();
+			return;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+}
+
 static struct soft_device *to_dev(struct ql_device *d)
 {
 	return (struct soft_device *)d;
@@ -104,12 +122,10 @@ int ql_soft_open(const char *uri, const char *wire, const char *rest, struct ql_
 	pthread_mutex_init(&dev->lock, NULL);
 	dev->wire = w;
 	dev->next_pd_id = 1;
-	dev->key_secret[0] = random_u32();
-	dev->key_secret[1] = random_u32();
-	for (uint32_t i = 0; i < SOFT_MAX_MR; i++)
-		dev->mr_epoch[i] = random_u32();
-	for (uint32_t i = 0; i < SOFT_MAX_QP; i++)
-		dev->qp_gen[i] = random_u32();
+	/* Unpredictable key secrets and starting epochs: one getrandom call. */
+	random_fill(dev->key_secret, sizeof(dev->key_secret));
+	random_fill(dev->mr_epoch, sizeof(dev->mr_epoch));
+	random_fill(dev->qp_gen, sizeof(dev->qp_gen));
 
 	pid = htonl((uint32_t)heap->pid);
 	fd = htonl((uint32_t)heap->fd);

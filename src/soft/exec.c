@@ -155,7 +155,8 @@ static inline uint8_t *check_remote(const struct soft_qp *qp, uint32_t rkey, uin
 /* ---- copies ------------------------------------------------------------- */
 
 /* Copy bytes [off, off+len) of the concatenated SG list to dst. */
-static inline void gather(uint8_t *dst, const struct ibv_sge *sg, int n, uint64_t off, uint64_t len)
+static inline __attribute__((always_inline)) void gather(uint8_t *dst, const struct ibv_sge *sg,
+							 int n, uint64_t off, uint64_t len)
 {
 	if (soft_likely(n == 1)) {
 		memcpy(dst, (const uint8_t *)(uintptr_t)sg[0].addr + off, len);
@@ -194,7 +195,8 @@ static inline void scatter(const struct ibv_sge *sg, int n, const uint8_t *src, 
  * this one, and the final 8 bytes of a WRITE of 8 bytes or more are stored
  * last, with release semantics (one atomic store when 8-byte aligned).
  */
-static inline void write_ordered(uint8_t *dst, const struct ibv_sge *sg, int n, uint64_t len)
+static inline __attribute__((always_inline)) void
+write_ordered(uint8_t *dst, const struct ibv_sge *sg, int n, uint64_t len)
 {
 	uint64_t last;
 
@@ -203,8 +205,12 @@ static inline void write_ordered(uint8_t *dst, const struct ibv_sge *sg, int n, 
 		gather(dst, sg, n, 0, len);
 		return;
 	}
-	gather(dst, sg, n, 0, len - 8);
-	gather((uint8_t *)&last, sg, n, len - 8, 8);
+	if (len > 8)
+		gather(dst, sg, n, 0, len - 8);
+	if (soft_likely(n == 1)) /* constant-size copy: no call */
+		memcpy(&last, (const uint8_t *)(uintptr_t)sg[0].addr + len - 8, 8);
+	else
+		gather((uint8_t *)&last, sg, n, len - 8, 8);
 	if (soft_likely(((uintptr_t)(dst + len - 8) & 7) == 0)) {
 		atomic_store_explicit((_Atomic uint64_t *)(void *)(dst + len - 8), last,
 				      memory_order_release);
@@ -294,6 +300,13 @@ static inline struct soft_rq_slot *claim_recv(struct soft_qp *qp, uint64_t *idx,
 		return NULL;
 	rq = qp->peer_heap->map + p->rq_off;
 	*idx = h;
+	/* We read this slot's scatter list and then write its completion
+	 * while the receiver polls it: ask for the line exclusive at once,
+	 * and for the next slot's too. */
+	__builtin_prefetch(soft_rq_slot(rq, p->rq_slot_size, p->rq_mask, h), 1);
+	__builtin_prefetch(soft_rq_slot(rq, p->rq_slot_size, p->rq_mask, h + 1), 1);
+	__builtin_prefetch(soft_rq_slot(rq, p->rq_slot_size, p->rq_mask, h + 2), 1);
+	__builtin_prefetch(soft_rq_slot(rq, p->rq_slot_size, p->rq_mask, h + 3), 1);
 	return soft_rq_slot(rq, p->rq_slot_size, p->rq_mask, h);
 }
 
@@ -379,7 +392,7 @@ static int exec_wr(struct soft_qp *qp, struct ibv_send_wr *wr, uint64_t idx)
 	const bool need_write = atomic || op == IBV_WR_RDMA_READ;
 	struct ibv_sge rsg[SOFT_MAX_SGE];
 	struct soft_rq_slot *slot = NULL;
-	uint64_t len = 0, ridx = 0, epoch;
+	uint64_t len = 0, ridx = 0, epoch = 0;
 	uint32_t byte_len = 0;
 	int r = EXEC_DONE, nr = 0;
 	bool rnr;
@@ -567,6 +580,56 @@ complete:
 	return soft_unlikely(st != IBV_WC_SUCCESS) ? -1 : EXEC_DONE;
 }
 
+/*
+ * The fast path for the commonest work request: a single-SGE RDMA WRITE on
+ * a connected QP whose peer is in RTS. Anything unusual (an error, a peer
+ * not ready) returns EXEC_SLOW before any side effect, and exec_wr handles
+ * it with the full rules. Returns EXEC_DONE when the WRITE completed.
+ */
+enum { EXEC_SLOW = 2 };
+
+static inline __attribute__((always_inline)) int
+exec_write1(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t idx)
+{
+	const struct ibv_sge *sg = wr->sg_list;
+	const struct soft_qp_shared *p = qp->peer_qp;
+	const uint64_t len = sg->length;
+	const struct soft_mr_entry *e;
+	uint64_t epoch, off, addr = wr->wr.rdma.remote_addr;
+	uint32_t rkey = wr->wr.rdma.rkey;
+	uint8_t *dst;
+
+	if (soft_unlikely(!p || !len))
+		return EXEC_SLOW;
+	if (!(wr->send_flags & IBV_SEND_INLINE) &&
+	    soft_unlikely(check_local(qp, sg, 1, false) != IBV_WC_SUCCESS))
+		return EXEC_SLOW;
+	epoch = atomic_load_explicit(&qp->sh->op_epoch, memory_order_relaxed) + 1;
+	atomic_store_explicit(&qp->sh->op_epoch, epoch, memory_order_relaxed);
+	atomic_signal_fence(memory_order_seq_cst);
+	e = &qp->peer_dev->mr[rkey & (SOFT_MAX_MR - 1)];
+	off = addr - e->addr;
+	if (soft_unlikely(!soft_peer_alive(qp->peer_heap) ||
+			  atomic_load_explicit(&p->qpn, memory_order_relaxed) != qp->dest_qpn ||
+			  atomic_load_explicit(&p->state, memory_order_acquire) != IBV_QPS_RTS ||
+			  p->dest_tag != qp->my_tag || !rkey ||
+			  atomic_load_explicit(&e->rkey, memory_order_acquire) != rkey ||
+			  e->pd_id != p->pd_id ||
+			  !(e->access & p->access & IBV_ACCESS_REMOTE_WRITE) || addr < e->addr ||
+			  off > e->length || len > e->length - off ||
+			  (!qp->peer_self && !e->in_heap))) {
+		atomic_store_explicit(&qp->sh->op_epoch, epoch + 1, memory_order_release);
+		return EXEC_SLOW;
+	}
+	dst = (uint8_t *)(uintptr_t)(addr + (uint64_t)qp->peer_delta);
+	write_ordered(dst, sg, 1, len);
+	atomic_store_explicit(&qp->sh->op_epoch, epoch + 1, memory_order_release);
+	qp->stalled = false;
+	if (qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED))
+		cq_push(qp, idx, wr->wr_id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, (uint32_t)len);
+	return EXEC_DONE;
+}
+
 /* ---- post_send ---------------------------------------------------------- */
 
 static inline int validate_send(const struct soft_qp *qp, const struct ibv_send_wr *wr)
@@ -670,10 +733,8 @@ void soft_sq_progress(struct soft_qp *qp)
 	sq_unlist(qp);
 }
 
-static int soft_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+static int post_send_slow(struct soft_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
-	struct soft_qp *qp = (struct soft_qp *)q;
-
 	for (; wr; wr = wr->next) {
 		uint64_t idx;
 		int ret = validate_send(qp, wr);
@@ -702,6 +763,28 @@ static int soft_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_se
 		soft_sq_progress(qp);
 	}
 	return 0;
+}
+
+static int soft_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct soft_qp *qp = (struct soft_qp *)q;
+
+	/* One RDMA WRITE on an idle send queue in RTS: the case that carries
+	 * ring-buffer traffic gets the short path (validation included). */
+	if (soft_likely(!wr->next && wr->opcode == IBV_WR_RDMA_WRITE && wr->num_sge == 1 &&
+			qp->state == IBV_QPS_RTS && qp->sq_exec == qp->sq_pi &&
+			qp->sq_pi - qp->sq_retired < qp->cap.max_send_wr &&
+			qp->cap.max_send_sge >= 1 &&
+			(!(wr->send_flags & IBV_SEND_INLINE) ||
+			 wr->sg_list[0].length <= qp->cap.max_inline_data)) &&
+	    exec_write1(qp, wr, qp->sq_pi) == EXEC_DONE) {
+		qp->sq_pi++;
+		qp->sq_exec++;
+		if (soft_unlikely(qp->need_err))
+			after_error(qp);
+		return 0;
+	}
+	return post_send_slow(qp, wr, bad_wr);
 }
 
 /* ---- post_recv ---------------------------------------------------------- */

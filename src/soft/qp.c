@@ -233,6 +233,7 @@ static int resolve_peer(struct soft_qp *qp, const struct ibv_ah_attr *ah, uint32
 	qp->dest_qpn = dest_qpn;
 	memcpy(qp->peer_gid, g, 16);
 	qp->sh->dest_qpn = dest_qpn;
+	qp->sh->dest_tag = soft_conn_tag(id, pid, dest_qpn);
 	memcpy(qp->sh->dest_gid, g, 16);
 	return 0;
 }
@@ -418,6 +419,7 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	sh->type = ia->qp_type;
 	sh->pd_id = pd->id;
 	sh->dest_qpn = 0;
+	sh->dest_tag = 0;
 	sh->access = 0;
 	sh->min_rnr_timer = 0;
 	sh->rq_mask = qp->rq_slots - 1;
@@ -444,6 +446,7 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	qp->cap = *cap;
 	qp->state = IBV_QPS_RESET;
 	memcpy(qp->my_gid, dev->gid.raw, 16);
+	qp->my_tag = soft_conn_tag(dev->sh->id, (uint32_t)heap->pid, qp->base.qp_num);
 	dev->qps[idx] = qp;
 	pd->nqp++;
 	scq->nrefs++;
@@ -599,6 +602,7 @@ int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 		qp->dest_qpn = a->dest_qp_num;
 		qp->attr.dest_qp_num = a->dest_qp_num;
 		qp->sh->dest_qpn = a->dest_qp_num;
+		qp->sh->dest_tag = (qp->sh->dest_tag & ~0xffffffull) | (a->dest_qp_num & 0xffffff);
 		if (qp->peer_dev)
 			qp->peer_qp = &qp->peer_dev->qp[a->dest_qp_num & (SOFT_MAX_QP - 1)];
 	}
@@ -650,6 +654,7 @@ int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 		memset(&qp->attr, 0, sizeof(qp->attr));
 		qp->dest_qpn = 0;
 		qp->sh->dest_qpn = 0;
+		qp->sh->dest_tag = 0;
 		qp->sh->access = 0;
 		memset(qp->sh->dest_gid, 0, sizeof(qp->sh->dest_gid));
 		break;

@@ -113,6 +113,7 @@ struct soft_qp_shared {
 	/* Line 0: written by the owner at modify time only (read-mostly). */
 	_Atomic uint32_t qpn; /* 0 = free */
 	_Atomic uint32_t state;
+	uint64_t dest_tag; /* soft_conn_tag() of the QP this one is connected to */
 	uint32_t type;
 	uint32_t pd_id;
 	uint32_t dest_qpn;
@@ -122,7 +123,6 @@ struct soft_qp_shared {
 	uint32_t rq_slot_size;
 	uint32_t max_recv_sge;
 	uint64_t rq_off; /* heap offset of the receive slots */
-	uint8_t dest_gid[16];
 	/* Line 1: receive-queue head, claimed by the peer requester (CAS). */
 	_Atomic uint64_t rq_head __attribute__((aligned(SOFT_CACHELINE)));
 	/* Line 2: receive-queue tail, written by the owner. */
@@ -130,7 +130,17 @@ struct soft_qp_shared {
 	/* Line 3: odd while this QP, as requester, is inside an operation on
 	 * its peer's memory. */
 	_Atomic uint64_t op_epoch __attribute__((aligned(SOFT_CACHELINE)));
+	/* Line 4: cold. */
+	uint8_t dest_gid[16] __attribute__((aligned(SOFT_CACHELINE)));
 } __attribute__((aligned(SOFT_CACHELINE)));
+
+/* What a responder's dest_tag must equal for a requester to pass: the
+ * requester's device id, the low byte of its pid, and its QP number. The
+ * full GID check stays on the slow path. */
+static inline uint64_t soft_conn_tag(uint32_t dev_id, uint32_t pid, uint32_t qpn)
+{
+	return ((uint64_t)dev_id << 32) | ((uint64_t)(pid & 0xff) << 24) | (qpn & 0xffffff);
+}
 
 struct soft_dev_counters {
 	_Atomic uint64_t uc_drop_access;
@@ -231,6 +241,7 @@ struct soft_qp {
 	intptr_t peer_delta;
 	bool peer_self;
 	uint32_t dest_qpn;
+	uint64_t my_tag; /* soft_conn_tag() of this QP */
 	uint8_t my_gid[16];
 	uint8_t peer_gid[16];
 	bool need_err; /* a completion could not be queued: enter ERR */
