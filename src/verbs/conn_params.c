@@ -43,6 +43,13 @@ QL_EXPORT int ql_conn_params_format(const struct ql_conn_params *p, char *buf, s
 		return -EINVAL;
 	if (!inet_ntop(AF_INET6, p->gid.raw, gid, sizeof(gid)))
 		return -EINVAL;
+	if (p->num_slots)
+		return snprintf(buf, len,
+				"qpn=0x%06" PRIx32 " psn=0x%06" PRIx32
+				" gid=%s mtu=%d vaddr=0x%" PRIx64 " rkey=0x%08" PRIx32
+				" length=%" PRIu64 " slots=%" PRIu32 " slot_size=%" PRIu32,
+				p->qpn, p->psn, gid, mtu_bytes(p->mtu), p->vaddr, p->rkey,
+				p->length, p->num_slots, p->slot_size);
 	return snprintf(buf, len,
 			"qpn=0x%06" PRIx32 " psn=0x%06" PRIx32 " gid=%s mtu=%d vaddr=0x%" PRIx64
 			" rkey=0x%08" PRIx32 " length=%" PRIu64,
@@ -111,6 +118,14 @@ QL_EXPORT int ql_conn_params_parse(const char *text, struct ql_conn_params *p)
 			if (parse_u64(val, UINT32_MAX, &v))
 				goto bad;
 			p->rkey = (uint32_t)v;
+		} else if (!strcmp(key, "slots")) {
+			if (parse_u64(val, UINT32_MAX, &v))
+				goto bad;
+			p->num_slots = (uint32_t)v;
+		} else if (!strcmp(key, "slot_size")) {
+			if (parse_u64(val, UINT32_MAX, &v))
+				goto bad;
+			p->slot_size = (uint32_t)v;
 		} else if (!strcmp(key, "length")) {
 			if (parse_u64(val, UINT64_MAX, &v))
 				goto bad;

@@ -1,0 +1,195 @@
+/*
+ * channel: the transport layer of the data plane (seed 000, layer 1).
+ *
+ * A channel moves whole messages between the network and the layers above
+ * without copying them: receive_burst hands out buffers that wrap the ring
+ * slots the peer wrote into, send_burst transmits buffers taken from a
+ * pre-registered pool. Everything is allocated when the channel is made;
+ * the burst calls never allocate, lock, log or enter the kernel.
+ *
+ * Implementations: the verbs channel (the server side of a qlink ring over
+ * any verbs provider, see ring.h and docs/wire-protocol.md) and the
+ * loopback channel (in memory, for testing the layers above).
+ */
+#ifndef QLINK_CHANNEL_H
+#define QLINK_CHANNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qlink/verbs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- buffers --------------------------------------------------------- */
+
+/* A window on memory the channel owns: | headroom | data | tailroom |. */
+struct ql_buffer {
+	uint8_t *base;	   /* first byte of headroom */
+	uint32_t capacity; /* bytes from base */
+	uint32_t offset;   /* data = base + offset */
+	uint32_t len;	   /* data bytes */
+	uint32_t index;	   /* the owner's index of this buffer */
+	uint64_t tag;	   /* owner's use (the request sequence on RX) */
+};
+
+static inline uint8_t *ql_buffer_data(const struct ql_buffer *b)
+{
+	return b->base + b->offset;
+}
+
+static inline uint32_t ql_buffer_headroom(const struct ql_buffer *b)
+{
+	return b->offset;
+}
+
+static inline uint32_t ql_buffer_tailroom(const struct ql_buffer *b)
+{
+	return b->capacity - b->offset - b->len;
+}
+
+/* Grow the data at the front (into headroom); NULL if there is no room. */
+static inline uint8_t *ql_buffer_prepend(struct ql_buffer *b, uint32_t n)
+{
+	if (n > b->offset)
+		return NULL;
+	b->offset -= n;
+	b->len += n;
+	return b->base + b->offset;
+}
+
+/* Grow the data at the back (into tailroom); returns where the new bytes
+ * go, NULL if there is no room. */
+static inline uint8_t *ql_buffer_append(struct ql_buffer *b, uint32_t n)
+{
+	uint8_t *p;
+
+	if (n > ql_buffer_tailroom(b))
+		return NULL;
+	p = b->base + b->offset + b->len;
+	b->len += n;
+	return p;
+}
+
+static inline void ql_buffer_reset(struct ql_buffer *b, uint32_t headroom)
+{
+	b->offset = headroom <= b->capacity ? headroom : b->capacity;
+	b->len = 0;
+}
+
+/* ---- pools ------------------------------------------------------------ */
+
+/* A fixed set of equal buffers carved from one region; get/put are O(1),
+ * LIFO, single-threaded. */
+struct ql_pool;
+
+int ql_pool_create(void *region, size_t region_len, uint32_t count, uint32_t buf_size,
+		   uint32_t headroom, struct ql_pool **pool);
+void ql_pool_destroy(struct ql_pool *pool);
+struct ql_buffer *ql_pool_get(struct ql_pool *pool);
+void ql_pool_put(struct ql_pool *pool, struct ql_buffer *b);
+uint32_t ql_pool_available(const struct ql_pool *pool);
+
+/* ---- channels --------------------------------------------------------- */
+
+struct ql_channel;
+
+struct ql__channel_ops {
+	int (*receive_burst)(struct ql_channel *ch, struct ql_buffer **bufs, int max);
+	int (*send_burst)(struct ql_channel *ch, struct ql_buffer **bufs, int n);
+	struct ql_buffer *(*acquire_buffer)(struct ql_channel *ch);
+	void (*release_buffer)(struct ql_channel *ch, struct ql_buffer *b);
+	int (*register_memory)(struct ql_channel *ch, void *addr, size_t len, uint32_t *lkey);
+	int (*poll_errors)(struct ql_channel *ch);
+	void (*destroy)(struct ql_channel *ch);
+};
+
+/* Every channel starts with this; applications must not touch it. */
+struct ql__channel_head {
+	const struct ql__channel_ops *ops;
+};
+
+/* Up to `max` received messages, oldest first: buffers wrapping the ring
+ * slots (data = the message, len = its length). Hand each back with
+ * ql_channel_release_buffer. Returns the count or a negative errno. */
+static inline int ql_channel_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int max)
+{
+	return ((const struct ql__channel_head *)(const void *)ch)
+		->ops->receive_burst(ch, bufs, max);
+}
+
+/* Transmit `n` buffers from ql_channel_acquire_buffer (data..data+len).
+ * Returns how many were accepted (the rest stay the caller's) or a
+ * negative errno; accepted buffers return to the pool by themselves. */
+static inline int ql_channel_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)
+{
+	return ((const struct ql__channel_head *)(const void *)ch)->ops->send_burst(ch, bufs, n);
+}
+
+/* A transmit buffer with headroom for the channel's own header, or NULL
+ * when every buffer is in flight. */
+static inline struct ql_buffer *ql_channel_acquire_buffer(struct ql_channel *ch)
+{
+	return ((const struct ql__channel_head *)(const void *)ch)->ops->acquire_buffer(ch);
+}
+
+/* Give back a received buffer (the slot may be reused) or an unsent
+ * transmit buffer. */
+static inline void ql_channel_release_buffer(struct ql_channel *ch, struct ql_buffer *b)
+{
+	((const struct ql__channel_head *)(const void *)ch)->ops->release_buffer(ch, b);
+}
+
+/* Register application memory with the channel's protection domain. */
+int ql_channel_register_memory(struct ql_channel *ch, void *addr, size_t len, uint32_t *lkey);
+
+/* 0 while healthy; a negative errno once the channel failed (peer gone,
+ * QP in error). Cheap: callable from a busy loop. */
+static inline int ql_channel_poll_errors(struct ql_channel *ch)
+{
+	return ((const struct ql__channel_head *)(const void *)ch)->ops->poll_errors(ch);
+}
+
+void ql_channel_destroy(struct ql_channel *ch);
+
+/* ---- the verbs channel: server side of a qlink ring -------------------- */
+
+struct ql_verbs_channel_config {
+	uint32_t num_slots;    /* power of two, 1..65536 */
+	uint32_t slot_size;    /* multiple of 64, 64..65536 */
+	uint32_t tx_buffers;   /* response buffers (0: num_slots) */
+	uint32_t signal_every; /* signal one SEND in n (0: 16) */
+};
+
+/* Create the ring (ql_mem_alloc'd, registered REMOTE_WRITE), an RC QP, its
+ * CQs and the response pool on `dev`. */
+int ql_verbs_channel_create(struct ql_device *dev, const struct ql_verbs_channel_config *cfg,
+			    struct ql_channel **ch);
+/* What the client needs: QP, GID, the ring's vaddr/rkey/length and
+ * geometry. */
+int ql_verbs_channel_local_params(struct ql_channel *ch, struct ql_conn_params *p);
+/* Connect the QP to the client's (RESET -> RTS). */
+int ql_verbs_channel_connect(struct ql_channel *ch, const struct ql_conn_params *client,
+			     const struct ql_qp_connect_opts *opts);
+/* Forget every slot: the next request expected is sequence 1 again (for a
+ * client that reconnects). */
+int ql_verbs_channel_reset_ring(struct ql_channel *ch);
+
+/* ---- the loopback channel: in memory, for tests ------------------------ */
+
+int ql_loop_channel_create(uint32_t num_slots, uint32_t slot_size, struct ql_channel **ch);
+/* Play the client: place a message in the next slot (as the two RDMA
+ * WRITEs would). -EAGAIN when num_slots requests await responses,
+ * -EMSGSIZE when it does not fit a slot. `len` is written to the slot's
+ * length field as given; `msg_bytes` bytes of msg are copied. */
+int ql_loop_channel_push(struct ql_channel *ch, const void *msg, uint32_t len, uint32_t msg_bytes);
+/* Take the oldest response: its length, or -EAGAIN when there is none,
+ * -EMSGSIZE when cap is too small (the response stays). */
+int ql_loop_channel_pop(struct ql_channel *ch, void *buf, uint32_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

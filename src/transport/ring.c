@@ -1,0 +1,340 @@
+/*
+ * The qlink request ring: geometry, header, and the reference client (the
+ * side a QCS implements). See include/qlink/ring.h and
+ * docs/wire-protocol.md.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qlink/error.h"
+#include "qlink/ring.h"
+
+_Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+	       "the ring stores little-endian words with plain stores");
+
+static void put_le16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)v;
+	p[1] = (uint8_t)(v >> 8);
+}
+
+static void put_le32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+int ql_ring_check_geometry(uint32_t num_slots, uint32_t slot_size)
+{
+	if (!num_slots || num_slots > QL_RING_MAX_SLOTS || (num_slots & (num_slots - 1)))
+		return ql_error_set(-EINVAL, "ring: num_slots %u is not a power of two in 1..%u",
+				    num_slots, QL_RING_MAX_SLOTS);
+	if (slot_size < QL_RING_MIN_SLOT || slot_size > QL_RING_MAX_SLOT || (slot_size % 64))
+		return ql_error_set(-EINVAL, "ring: slot_size %u is not a multiple of 64 in %u..%u",
+				    slot_size, QL_RING_MIN_SLOT, QL_RING_MAX_SLOT);
+	return 0;
+}
+
+void ql_ring_format(void *ring, uint32_t num_slots, uint32_t slot_size)
+{
+	uint8_t *h = ring;
+
+	memset(h, 0, QL_RING_HDR_SIZE);
+	put_le32(h + QL_RING_OFF_MAGIC, QL_RING_MAGIC);
+	put_le16(h + QL_RING_OFF_VERSION, QL_RING_VERSION);
+	put_le16(h + QL_RING_OFF_HDR_SIZE, QL_RING_HDR_SIZE);
+	put_le32(h + QL_RING_OFF_NUM_SLOTS, num_slots);
+	put_le32(h + QL_RING_OFF_SLOT_SIZE, slot_size);
+}
+
+/* ---- client -------------------------------------------------------------- */
+
+struct ql_ring_client {
+	struct ql_device *dev;
+	struct ql_pd *pd;
+	struct ql_cq *scq;
+	struct ql_cq *rcq;
+	struct ql_qp *qp;
+	uint8_t *stage; /* per slot: seq u64 | len u32 | reserved u32 | message */
+	struct ql_mr *stage_mr;
+	uint8_t *rbuf; /* window receive buffers of slot_size bytes */
+	struct ql_mr *rbuf_mr;
+	uint64_t vaddr;
+	uint32_t rkey;
+	uint32_t num_slots;
+	uint32_t slot_size;
+	uint32_t window;
+	uint32_t max_inline;
+	uint32_t signal_every;
+	uint64_t sent;
+	uint64_t received;
+	uint64_t wr_posted;
+	uint64_t wr_retired;
+	uint32_t sq_depth;
+	int err;
+};
+
+#define CLIENT_SIGNAL_EVERY 16
+
+static int post_recv_buf(struct ql_ring_client *cl, uint32_t i)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(cl->rbuf + (size_t)i * cl->slot_size),
+		.length = cl->slot_size,
+		.lkey = ql_mr_lkey(cl->rbuf_mr),
+	};
+	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ql_qp_post_recv(cl->qp, &wr, &bad);
+}
+
+int ql_ring_client_create(struct ql_device *dev, const struct ql_conn_params *srv,
+			  const struct ql_ring_client_config *cfg, struct ql_ring_client **out)
+{
+	struct ql_device_attr attr;
+	struct ql_ring_client *cl;
+	struct ql_qp_init_attr ia;
+	size_t stage_len, rbuf_len;
+	int ret;
+
+	if (!dev || !srv || !out)
+		return -EINVAL;
+	ret = ql_ring_check_geometry(srv->num_slots, srv->slot_size);
+	if (ret)
+		return ret;
+	if (srv->length < ql_ring_bytes(srv->num_slots, srv->slot_size))
+		return ql_error_set(-EINVAL,
+				    "ring client: the server's region (%llu bytes) is "
+				    "smaller than its ring",
+				    (unsigned long long)srv->length);
+	ret = ql_device_query(dev, &attr);
+	if (ret)
+		return ret;
+	cl = calloc(1, sizeof(*cl));
+	if (!cl)
+		return -ENOMEM;
+	cl->dev = dev;
+	cl->vaddr = srv->vaddr;
+	cl->rkey = srv->rkey;
+	cl->num_slots = srv->num_slots;
+	cl->slot_size = srv->slot_size;
+	cl->window = cfg && cfg->window ? cfg->window : srv->num_slots;
+	if (cl->window > srv->num_slots)
+		cl->window = srv->num_slots;
+	cl->signal_every = CLIENT_SIGNAL_EVERY;
+	cl->max_inline = attr.max_inline_data < 256 ? attr.max_inline_data : 256;
+	/* two WRITEs per request; unsignaled ones hold their slot until a
+	 * later signaled completion is polled */
+	cl->sq_depth = 2 * (cl->window + 2 * cl->signal_every);
+	if (cl->sq_depth > (uint32_t)attr.dev.max_qp_wr)
+		cl->sq_depth = (uint32_t)attr.dev.max_qp_wr;
+
+	stage_len = (size_t)cl->num_slots * cl->slot_size;
+	rbuf_len = (size_t)cl->window * cl->slot_size;
+	cl->stage = ql_mem_alloc(stage_len);
+	cl->rbuf = ql_mem_alloc(rbuf_len);
+	if (!cl->stage || !cl->rbuf) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	ret = ql_pd_alloc(dev, &cl->pd);
+	if (ret)
+		goto err;
+	ret = ql_mr_reg(cl->pd, cl->stage, stage_len, IBV_ACCESS_LOCAL_WRITE, &cl->stage_mr);
+	if (ret)
+		goto err;
+	ret = ql_mr_reg(cl->pd, cl->rbuf, rbuf_len, IBV_ACCESS_LOCAL_WRITE, &cl->rbuf_mr);
+	if (ret)
+		goto err;
+	ret = ql_cq_create(dev, (int)cl->sq_depth, &cl->scq);
+	if (ret)
+		goto err;
+	ret = ql_cq_create(dev, (int)cl->window, &cl->rcq);
+	if (ret)
+		goto err;
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = cl->scq;
+	ia.recv_cq = cl->rcq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = cl->sq_depth;
+	ia.cap.max_recv_wr = cl->window;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = cl->max_inline;
+	ret = ql_qp_create(cl->pd, &ia, &cl->qp);
+	if (ret)
+		goto err;
+	cl->max_inline = ia.cap.max_inline_data;
+	*out = cl;
+	return 0;
+err:
+	ql_ring_client_destroy(cl);
+	return ret;
+}
+
+void ql_ring_client_destroy(struct ql_ring_client *cl)
+{
+	if (!cl)
+		return;
+	if (cl->qp)
+		ql_qp_destroy(cl->qp);
+	if (cl->scq)
+		ql_cq_destroy(cl->scq);
+	if (cl->rcq)
+		ql_cq_destroy(cl->rcq);
+	if (cl->stage_mr)
+		ql_mr_dereg(cl->stage_mr);
+	if (cl->rbuf_mr)
+		ql_mr_dereg(cl->rbuf_mr);
+	if (cl->pd)
+		ql_pd_free(cl->pd);
+	if (cl->stage)
+		ql_mem_free(cl->stage);
+	if (cl->rbuf)
+		ql_mem_free(cl->rbuf);
+	free(cl);
+}
+
+int ql_ring_client_local_params(struct ql_ring_client *cl, struct ql_conn_params *p)
+{
+	return ql_qp_local_params(cl->qp, p);
+}
+
+int ql_ring_client_connect(struct ql_ring_client *cl, const struct ql_conn_params *srv,
+			   const struct ql_qp_connect_opts *opts)
+{
+	int ret = ql_qp_connect(cl->qp, srv, opts);
+
+	for (uint32_t i = 0; !ret && i < cl->window; i++)
+		ret = post_recv_buf(cl, i);
+	if (!ret) {
+		cl->sent = cl->received = 0;
+		cl->wr_posted = cl->wr_retired = 0;
+		cl->err = 0;
+	}
+	return ret;
+}
+
+/* Retire send-queue slots: poll the signaled WRITE completions. */
+static int reap_sends(struct ql_ring_client *cl)
+{
+	struct ibv_wc wc[8];
+	int n = ql_cq_poll(cl->scq, 8, wc);
+
+	if (n < 0)
+		return cl->err = -EIO;
+	for (int i = 0; i < n; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS)
+			return cl->err = -EIO;
+		cl->wr_retired = wc[i].wr_id + 1;
+	}
+	return 0;
+}
+
+static inline int post_write(struct ql_ring_client *cl, void *src, uint32_t len, uint64_t raddr,
+			     bool signaled)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)src,
+			       .length = len,
+			       .lkey = ql_mr_lkey(cl->stage_mr) };
+	struct ibv_send_wr wr = {
+		.wr_id = cl->wr_posted,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = (len <= cl->max_inline ? IBV_SEND_INLINE : 0) |
+			      (signaled ? IBV_SEND_SIGNALED : 0),
+		.wr.rdma = { .remote_addr = raddr, .rkey = cl->rkey },
+	};
+	struct ibv_send_wr *bad;
+	int ret = ql_qp_post_send(cl->qp, &wr, &bad);
+
+	if (!ret)
+		cl->wr_posted++;
+	return ret;
+}
+
+int ql_ring_client_send(struct ql_ring_client *cl, const void *msg, uint32_t len)
+{
+	uint64_t n = cl->sent, off;
+	uint8_t *st;
+	int ret;
+
+	if (cl->err)
+		return cl->err;
+	if (len > cl->slot_size - QL_RING_SLOT_HDR)
+		return -EMSGSIZE;
+	if (n - cl->received >= cl->window)
+		return -EAGAIN;
+	while (cl->wr_posted + 2 - cl->wr_retired > cl->sq_depth) {
+		ret = reap_sends(cl);
+		if (ret)
+			return ret;
+	}
+	off = ql_ring_slot_offset(cl->num_slots, cl->slot_size, n);
+	st = cl->stage + (off - QL_RING_HDR_SIZE);
+	/* | len | reserved | message |, then the sequence word, as two WRITEs
+	 * on one RC QP: the second is visible only after the first. */
+	memcpy(st + 8, &len, 4); /* little-endian host (asserted above) */
+	memset(st + 12, 0, 4);
+	memcpy(st + 16, msg, len);
+	ret = post_write(cl, st + 8, 8 + len, cl->vaddr + off + 8, false);
+	if (ret)
+		return cl->err = -EIO;
+	{
+		uint64_t seq = n + 1;
+
+		memcpy(st, &seq, 8);
+	}
+	ret = post_write(cl, st, 8, cl->vaddr + off,
+			 (cl->wr_posted / 2) % cl->signal_every == cl->signal_every - 1);
+	if (ret)
+		return cl->err = -EIO;
+	cl->sent = n + 1;
+	return 0;
+}
+
+int ql_ring_client_poll(struct ql_ring_client *cl, struct ql_ring_response *out, int max)
+{
+	struct ibv_wc wc[16];
+	int n, got = 0;
+
+	if (cl->wr_posted != cl->wr_retired && reap_sends(cl))
+		return cl->err;
+	if (max > 16)
+		max = 16;
+	n = ql_cq_poll(cl->rcq, max, wc);
+	if (n < 0)
+		return cl->err = -EIO;
+	for (int i = 0; i < n; i++) {
+		uint32_t b = (uint32_t)wc[i].wr_id;
+
+		if (wc[i].status != IBV_WC_SUCCESS || b >= cl->window)
+			return cl->err = -EIO;
+		out[got].msg = cl->rbuf + (size_t)b * cl->slot_size;
+		out[got].len = wc[i].byte_len;
+		out[got].slot = b;
+		got++;
+		cl->received++;
+	}
+	return got;
+}
+
+int ql_ring_client_release(struct ql_ring_client *cl, const struct ql_ring_response *r)
+{
+	if (r->slot >= cl->window)
+		return -EINVAL;
+	return post_recv_buf(cl, r->slot);
+}
+
+uint32_t ql_ring_client_in_flight(const struct ql_ring_client *cl)
+{
+	return (uint32_t)(cl->sent - cl->received);
+}
+
+uint32_t ql_ring_client_max_msg(const struct ql_ring_client *cl)
+{
+	return cl->slot_size - QL_RING_SLOT_HDR;
+}
