@@ -1,7 +1,8 @@
 /*
  * The loopback channel: a ring in ordinary memory with the client side
  * played by ql_loop_channel_push/pop, so the daemon and RPC layers can be
- * tested (bad requests, flow control, wrap-around) without a NIC.
+ * tested (bad requests, flow control, wrap-around) without a NIC. One
+ * thread may play the client while another serves.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -17,13 +18,18 @@ struct lch {
 	struct ql_rx_ring rx;
 	uint8_t *txmem;
 	struct ql_pool *pool;
-	struct ql_buffer **resp; /* responses sent, oldest first */
-	uint32_t ntx;
-	uint64_t resp_head;
-	uint64_t resp_tail;
-	uint64_t pushed; /* requests the "client" wrote */
-	uint64_t popped; /* responses it took */
+	/* Responses, copied out of the transmit buffers into a single-producer
+	 * single-consumer ring, so that the "client" (push/pop) and the server
+	 * (the burst calls) may run in different threads. */
+	uint8_t *resp;
+	uint32_t nresp;
+	_Atomic uint64_t resp_head; /* written by pop */
+	_Atomic uint64_t resp_tail; /* written by send_burst */
+	uint64_t pushed;	    /* client side only */
+	uint64_t popped;	    /* client side only */
 };
+
+#define RESP_ENTRY(c, i) ((c)->resp + ((i) % (c)->nresp) * (4 + (size_t)(c)->rx.slot_size))
 
 static const struct ql__channel_ops lch_ops;
 
@@ -35,10 +41,19 @@ static int lch_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int
 static int lch_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)
 {
 	struct lch *c = (struct lch *)ch;
+	uint64_t tail = atomic_load_explicit(&c->resp_tail, memory_order_relaxed);
+	uint64_t head = atomic_load_explicit(&c->resp_head, memory_order_acquire);
 	int i;
 
-	for (i = 0; i < n && c->resp_tail - c->resp_head < c->ntx; i++)
-		c->resp[c->resp_tail++ % c->ntx] = bufs[i];
+	for (i = 0; i < n && tail - head < c->nresp; i++, tail++) {
+		uint8_t *e = RESP_ENTRY(c, tail);
+		uint32_t len = bufs[i]->len <= c->rx.slot_size ? bufs[i]->len : c->rx.slot_size;
+
+		memcpy(e, &len, 4);
+		memcpy(e + 4, ql_buffer_data(bufs[i]), len);
+		ql_pool_put(c->pool, bufs[i]);
+	}
+	atomic_store_explicit(&c->resp_tail, tail, memory_order_release);
 	return i;
 }
 
@@ -96,10 +111,10 @@ int ql_loop_channel_create(uint32_t num_slots, uint32_t slot_size, struct ql_cha
 	if (!c)
 		return -ENOMEM;
 	c->head.ops = &lch_ops;
-	c->ntx = num_slots;
+	c->nresp = num_slots;
 	c->ring = aligned_alloc(64, ql_ring_bytes(num_slots, slot_size));
 	c->txmem = aligned_alloc(64, (size_t)num_slots * slot_size);
-	c->resp = calloc(num_slots, sizeof(*c->resp));
+	c->resp = malloc((size_t)num_slots * (4 + (size_t)slot_size));
 	if (!c->ring || !c->txmem || !c->resp) {
 		ret = -ENOMEM;
 		goto err;
@@ -151,21 +166,22 @@ int ql_loop_channel_push(struct ql_channel *ch, const void *msg, uint32_t len, u
 int ql_loop_channel_pop(struct ql_channel *ch, void *buf, uint32_t cap)
 {
 	struct lch *c = to_lch(ch);
-	struct ql_buffer *b;
+	uint64_t head;
 	uint32_t len;
+	uint8_t *e;
 
 	if (!c || (cap && !buf))
 		return -EINVAL;
-	if (c->resp_head == c->resp_tail)
+	head = atomic_load_explicit(&c->resp_head, memory_order_relaxed);
+	if (head == atomic_load_explicit(&c->resp_tail, memory_order_acquire))
 		return -EAGAIN;
-	b = c->resp[c->resp_head % c->ntx];
-	if (b->len > cap)
+	e = RESP_ENTRY(c, head);
+	memcpy(&len, e, 4);
+	if (len > cap)
 		return -EMSGSIZE;
-	len = b->len;
-	memcpy(buf, ql_buffer_data(b), len);
-	c->resp_head++;
+	memcpy(buf, e + 4, len);
+	atomic_store_explicit(&c->resp_head, head + 1, memory_order_release);
 	c->popped++;
-	ql_pool_put(c->pool, b);
 	return (int)len;
 }
 

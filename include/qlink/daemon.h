@@ -1,0 +1,94 @@
+/*
+ * daemon: the RPC server of a real-time host (seed 000, layer 2).
+ *
+ * A daemon owns one channel and a table of registered functions. Its CPU
+ * dispatcher is one thread, pinned to a configured core, that busy-polls
+ * the channel for bursts of up to 32 requests, calls each request's handler
+ * with zero-copy streams over the ring slot and the response buffer, and
+ * sends the responses. Per request: no allocation, lock, syscall or log.
+ * Statistics (counts by outcome and by function, a handler-time histogram)
+ * are kept by the dispatcher and can be read at any time.
+ */
+#ifndef QLINK_DAEMON_H
+#define QLINK_DAEMON_H
+
+#include <stdint.h>
+
+#include "qlink/channel.h"
+#include "qlink/histogram.h"
+#include "qlink/rpc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define QL_DAEMON_MAX_BURST 32
+
+struct ql_daemon;
+
+struct ql_daemon_config {
+	int cpu;		/* dispatcher core; -1: leave unpinned */
+	uint32_t burst;		/* requests per burst, 1..32 (0: 32) */
+	uint32_t max_functions; /* capacity of the function table (0: 64) */
+};
+
+/* Counters by outcome. Every request taken from the channel ends in exactly
+ * one of ok, handler_error or one of the protocol errors. */
+struct ql_daemon_stats {
+	uint64_t requests;  /* taken from the channel */
+	uint64_t responses; /* handed to the channel */
+	uint64_t ok;
+	uint64_t handler_error; /* handler returned a positive status */
+	uint64_t err_short;	/* message shorter than an RPCHeader */
+	uint64_t err_bad_magic;
+	uint64_t err_bad_length; /* arg_len beyond the message or the slot */
+	uint64_t err_unknown_function;
+	uint64_t err_args;	      /* arguments do not match the schema */
+	uint64_t err_result_overflow; /* results would not fit */
+	uint64_t err_internal;	      /* handler failed (negative return) */
+	uint64_t send_failed;	      /* responses the channel refused */
+	uint64_t bursts;
+	int channel_error; /* 0, or the channel's negative errno */
+	int running;
+};
+
+struct ql_daemon_function_stats {
+	char name[64];
+	uint32_t id;
+	uint64_t calls;
+	uint64_t errors; /* handler or result errors of this function */
+};
+
+int ql_daemon_create(const struct ql_daemon_config *cfg, struct ql_channel *ch,
+		     struct ql_daemon **d);
+/* Stops the dispatcher if it runs; the channel stays the caller's. */
+void ql_daemon_destroy(struct ql_daemon *d);
+
+/* Register a function (typed or raw, see rpc.h). Allowed while stopped;
+ * -EBUSY while running, -EEXIST for a duplicate name or id. */
+int ql_daemon_register(struct ql_daemon *d, const struct ql_rpc_function *fn);
+
+/* Start the dispatcher thread; -EALREADY if running. Requests that arrived
+ * while stopped are served first. */
+int ql_daemon_start(struct ql_daemon *d);
+/* Stop it after the burst in progress (every request taken is answered);
+ * requests still in the channel wait for the next start. */
+int ql_daemon_stop(struct ql_daemon *d);
+
+/* One burst in the calling thread (for single-threaded programs and
+ * tests): the number of requests served, 0 if none, or the channel's
+ * negative errno. Must not be used while the dispatcher thread runs. */
+int ql_daemon_poll(struct ql_daemon *d);
+
+/* Snapshots, consistent per counter, readable while running. */
+void ql_daemon_stats(const struct ql_daemon *d, struct ql_daemon_stats *s);
+uint32_t ql_daemon_function_count(const struct ql_daemon *d);
+int ql_daemon_function_stats(const struct ql_daemon *d, uint32_t index,
+			     struct ql_daemon_function_stats *s);
+/* Handler time (ns, dispatch of one request) so far. */
+void ql_daemon_handler_hist(const struct ql_daemon *d, struct ql_hist *h);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

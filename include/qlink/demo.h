@@ -1,0 +1,39 @@
+/*
+ * demo: the built-in demonstration function, so a fresh install has
+ * something real to call. `qlink_parity` takes a syndrome of 256 bit-packed
+ * detection events and returns its parity (u8) and weight (i32): the
+ * shape of a QEC decoding round, with real work on every bit. qlink bench,
+ * the tests and the examples all use it; the VPPU side generates
+ * reproducible syndromes and checks every answer.
+ */
+#ifndef QLINK_DEMO_H
+#define QLINK_DEMO_H
+
+#include <stdint.h>
+
+#include "qlink/rpc.h"
+#include "qlink/vppu.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define QL_DEMO_PARITY_NAME "qlink_parity"
+#define QL_DEMO_PARITY_BITS 256
+#define QL_DEMO_PARITY_ARG_LEN (QL_DEMO_PARITY_BITS / 8)
+#define QL_DEMO_PARITY_RESULT_LEN 5 /* u8 parity, i32 weight */
+
+/* The function, ready for ql_daemon_register / ql_rpc_table_add. */
+const struct ql_rpc_function *ql_demo_parity_function(void);
+
+/* The syndrome of call n (deterministic in seed and n). */
+void ql_demo_parity_syndrome(uint64_t seed, uint64_t n, uint8_t out[QL_DEMO_PARITY_ARG_LEN]);
+
+/* A VPPU call of qlink_parity whose syndromes come from seed and whose
+ * answers are checked bit for bit. `seed` must outlive the call. */
+void ql_demo_parity_call(struct ql_vppu_call *call, uint64_t *seed);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

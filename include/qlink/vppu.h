@@ -1,0 +1,75 @@
+/*
+ * vppu: the virtual PPU, a software QCS.
+ *
+ * It plays the quantum control system against a real-time host: writes
+ * requests into the host's ring through the reference client (ring.h),
+ * stamps each with its send time in ptp_timestamp, matches responses by
+ * request_id, checks every result, and measures round trips from the
+ * echoed timestamp. Two modes: closed loop with a window of calls in
+ * flight, and paced at a fixed rate (syndrome streaming at, say, 1 MHz),
+ * where a call that cannot leave on time is counted late.
+ */
+#ifndef QLINK_VPPU_H
+#define QLINK_VPPU_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "qlink/histogram.h"
+#include "qlink/ring.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The device call the VPPU makes over and over. */
+struct ql_vppu_call {
+	const char *function; /* handler name; function_id = FNV-1a of it */
+	uint32_t arg_len;
+	/* Fill the arguments of call n (arg_len bytes). */
+	void (*make_args)(void *ctx, uint64_t n, uint8_t *args);
+	/* 0 if the response to call n is right, non-zero if not. NULL: any
+	 * status 0 response is right. */
+	int (*check)(void *ctx, uint64_t n, int32_t status, const uint8_t *results,
+		     uint32_t result_len);
+	void *ctx;
+};
+
+struct ql_vppu_config {
+	uint32_t window;      /* closed loop: calls in flight (0: the ring's slots) */
+	double rate_hz;	      /* 0: closed loop; > 0: paced at this rate */
+	uint64_t count;	      /* calls to make (0: run for duration_ns) */
+	uint64_t duration_ns; /* when count is 0 */
+	uint64_t timeout_ns;  /* give up waiting for responses (0: 1 s) */
+};
+
+struct ql_vppu_report {
+	uint64_t sent;
+	uint64_t received;
+	uint64_t ok;
+	uint64_t wrong;		  /* status 0 but check() said wrong */
+	uint64_t handler_errors;  /* status > 0 */
+	uint64_t protocol_errors; /* status < 0 */
+	uint64_t unexpected;	  /* response matching no call in flight */
+	uint64_t timeouts;	  /* calls still unanswered after timeout_ns */
+	uint64_t late;		  /* paced: calls that left more than a period late */
+	uint64_t lost;		  /* sent - received at the end */
+	double elapsed_s;
+	double rpc_per_s;
+	struct ql_hist rtt_ns;
+	int transport_error; /* 0 or the client's negative errno */
+};
+
+/* Run one phase. Returns 0 (whatever the counts say) or a negative errno
+ * if it could not run at all. */
+int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
+		const struct ql_vppu_config *cfg, struct ql_vppu_report *rep);
+
+/* The report as one JSON object (rtt_ns.{min,p50,p90,p99,p999,max},
+ * rpc_per_s, sent, received, ok, wrong, ..., lost). */
+void ql_vppu_report_json(const struct ql_vppu_report *rep, const char *name, FILE *f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

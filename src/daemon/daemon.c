@@ -1,0 +1,318 @@
+/*
+ * The RPC daemon and its CPU dispatcher (see include/qlink/daemon.h).
+ *
+ * The dispatcher is the only writer of the statistics; it updates each
+ * counter with a relaxed atomic store so a reader in another thread sees
+ * whole values without the dispatcher paying for atomic read-modify-write.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "qlink/clock.h"
+#include "qlink/daemon.h"
+#include "qlink/error.h"
+#include "qlink/log.h"
+
+#define BUMP(x) __atomic_store_n(&(x), (x) + 1, __ATOMIC_RELAXED)
+#define ADD(x, n) __atomic_store_n(&(x), (x) + (n), __ATOMIC_RELAXED)
+#define READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
+
+struct ql_daemon {
+	struct ql_daemon_config cfg;
+	struct ql_channel *ch;
+	struct ql_rpc_table *table;
+	pthread_mutex_t lock;
+	pthread_t thread;
+	bool thread_live;
+	_Atomic int stop;
+	struct ql_daemon_stats st;
+	uint64_t *fn_calls;
+	uint64_t *fn_errors;
+	uint64_t tick_ns_q32; /* ns per TSC tick, 32.32 fixed point */
+	struct ql_hist hist;
+};
+
+int ql_daemon_create(const struct ql_daemon_config *cfg, struct ql_channel *ch,
+		     struct ql_daemon **out)
+{
+	struct ql_daemon *d;
+	uint32_t cap;
+	int ret;
+
+	if (!cfg || !ch || !out)
+		return -EINVAL;
+	if (cfg->burst > QL_DAEMON_MAX_BURST)
+		return ql_error_set(-EINVAL, "daemon: burst %u above %d", cfg->burst,
+				    QL_DAEMON_MAX_BURST);
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	d->cfg = *cfg;
+	if (!d->cfg.burst)
+		d->cfg.burst = QL_DAEMON_MAX_BURST;
+	cap = d->cfg.max_functions ? d->cfg.max_functions : 64;
+	d->cfg.max_functions = cap;
+	d->ch = ch;
+	ret = ql_rpc_table_create(cap, &d->table);
+	if (ret)
+		goto err;
+	d->fn_calls = calloc(cap, sizeof(*d->fn_calls));
+	d->fn_errors = calloc(cap, sizeof(*d->fn_errors));
+	if (!d->fn_calls || !d->fn_errors) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	ql_hist_init(&d->hist);
+	d->tick_ns_q32 = (uint64_t)((1ull << 32) / ql_tsc_ghz());
+	pthread_mutex_init(&d->lock, NULL);
+	*out = d;
+	return 0;
+err:
+	if (d->table)
+		ql_rpc_table_destroy(d->table);
+	free(d->fn_calls);
+	free(d->fn_errors);
+	free(d);
+	return ret;
+}
+
+void ql_daemon_destroy(struct ql_daemon *d)
+{
+	if (!d)
+		return;
+	ql_daemon_stop(d);
+	ql_rpc_table_destroy(d->table);
+	pthread_mutex_destroy(&d->lock);
+	free(d->fn_calls);
+	free(d->fn_errors);
+	free(d);
+}
+
+int ql_daemon_register(struct ql_daemon *d, const struct ql_rpc_function *fn)
+{
+	int ret;
+
+	if (!d || !fn)
+		return -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	if (d->thread_live) {
+		pthread_mutex_unlock(&d->lock);
+		return ql_error_set(-EBUSY, "daemon: register functions while stopped");
+	}
+	ret = ql_rpc_table_add(d->table, fn);
+	pthread_mutex_unlock(&d->lock);
+	return ret < 0 ? ret : 0;
+}
+
+static void account(struct ql_daemon *d, const struct ql_rpc_dispatch_info *info)
+{
+	switch (info->kind) {
+	case QL_RPC_ERR_NONE:
+		BUMP(d->st.ok);
+		break;
+	case QL_RPC_ERR_HANDLER:
+		BUMP(d->st.handler_error);
+		break;
+	case QL_RPC_ERR_SHORT:
+		BUMP(d->st.err_short);
+		break;
+	case QL_RPC_ERR_BAD_MAGIC:
+		BUMP(d->st.err_bad_magic);
+		break;
+	case QL_RPC_ERR_BAD_LENGTH:
+		BUMP(d->st.err_bad_length);
+		break;
+	case QL_RPC_ERR_UNKNOWN_FUNCTION:
+		BUMP(d->st.err_unknown_function);
+		break;
+	case QL_RPC_ERR_ARGS_MISMATCH:
+		BUMP(d->st.err_args);
+		break;
+	case QL_RPC_ERR_RESULT_OVERFLOW:
+		BUMP(d->st.err_result_overflow);
+		break;
+	default:
+		BUMP(d->st.err_internal);
+		break;
+	}
+	if (info->index >= 0 && (uint32_t)info->index < d->cfg.max_functions) {
+		BUMP(d->fn_calls[info->index]);
+		if (info->kind != QL_RPC_ERR_NONE)
+			BUMP(d->fn_errors[info->index]);
+	}
+}
+
+int ql_daemon_poll(struct ql_daemon *d)
+{
+	struct ql_buffer *rx[QL_DAEMON_MAX_BURST], *tx[QL_DAEMON_MAX_BURST];
+	int n = ql_channel_receive_burst(d->ch, rx, (int)d->cfg.burst);
+	int m = 0, sent;
+
+	if (n <= 0) {
+		if (n < 0 && !d->st.channel_error)
+			__atomic_store_n(&d->st.channel_error, n, __ATOMIC_RELAXED);
+		return n;
+	}
+	ADD(d->st.requests, (uint64_t)n);
+	BUMP(d->st.bursts);
+	for (int i = 0; i < n; i++) {
+		struct ql_rpc_dispatch_info info;
+		struct ql_buffer *t;
+		uint64_t t0, t1;
+		size_t rlen = 0;
+
+		/* Every response buffer may be in flight while the client is
+		 * slow to re-post receives: wait, the channel reaps as we ask. */
+		while (!(t = ql_channel_acquire_buffer(d->ch))) {
+			int err = ql_channel_poll_errors(d->ch);
+
+			if (err || atomic_load_explicit(&d->stop, memory_order_relaxed)) {
+				/* no way to answer the rest of the burst */
+				if (err)
+					__atomic_store_n(&d->st.channel_error, err,
+							 __ATOMIC_RELAXED);
+				ADD(d->st.send_failed, (uint64_t)(n - i));
+				for (int j = i; j < n; j++)
+					ql_channel_release_buffer(d->ch, rx[j]);
+				goto send;
+			}
+		}
+		t0 = ql_tsc();
+		ql_rpc_dispatch(d->table, ql_buffer_data(rx[i]), rx[i]->len, ql_buffer_data(t),
+				ql_buffer_tailroom(t), &rlen, &info);
+		t1 = ql_tsc();
+		ql_hist_record(&d->hist, ((t1 - t0) * d->tick_ns_q32) >> 32);
+		account(d, &info);
+		ql_channel_release_buffer(d->ch, rx[i]);
+		t->len = (uint32_t)rlen;
+		tx[m++] = t;
+	}
+send:
+	sent = m ? ql_channel_send_burst(d->ch, tx, m) : 0;
+	if (sent < 0) {
+		__atomic_store_n(&d->st.channel_error, sent, __ATOMIC_RELAXED);
+		sent = 0;
+	}
+	ADD(d->st.responses, (uint64_t)sent);
+	if (sent < m) {
+		ADD(d->st.send_failed, (uint64_t)(m - sent));
+		for (int j = sent; j < m; j++)
+			ql_channel_release_buffer(d->ch, tx[j]);
+	}
+	return n;
+}
+
+static void *dispatcher(void *arg)
+{
+	struct ql_daemon *d = arg;
+
+	if (d->cfg.cpu >= 0) {
+		int ret = ql_cpu_pin(d->cfg.cpu);
+
+		if (ret)
+			ql_log_warn("daemon", "cannot pin the dispatcher to cpu %d: %s", d->cfg.cpu,
+				    ql_strerror(ret));
+	}
+	while (!atomic_load_explicit(&d->stop, memory_order_relaxed)) {
+		int n = ql_daemon_poll(d);
+
+		if (n < 0) {
+			/* The channel failed (peer gone): nothing will arrive;
+			 * stop burning the core until told to stop. */
+			struct timespec ts = { 0, 1000000 };
+
+			nanosleep(&ts, NULL);
+		}
+	}
+	return NULL;
+}
+
+int ql_daemon_start(struct ql_daemon *d)
+{
+	int ret;
+
+	if (!d)
+		return -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	if (d->thread_live) {
+		pthread_mutex_unlock(&d->lock);
+		return -EALREADY;
+	}
+	atomic_store(&d->stop, 0);
+	ret = -pthread_create(&d->thread, NULL, dispatcher, d);
+	if (!ret) {
+		d->thread_live = true;
+		__atomic_store_n(&d->st.running, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&d->lock);
+	return ret;
+}
+
+int ql_daemon_stop(struct ql_daemon *d)
+{
+	if (!d)
+		return -EINVAL;
+	pthread_mutex_lock(&d->lock);
+	if (!d->thread_live) {
+		pthread_mutex_unlock(&d->lock);
+		return 0;
+	}
+	atomic_store(&d->stop, 1);
+	pthread_join(d->thread, NULL);
+	d->thread_live = false;
+	__atomic_store_n(&d->st.running, 0, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&d->lock);
+	return 0;
+}
+
+void ql_daemon_stats(const struct ql_daemon *d, struct ql_daemon_stats *s)
+{
+	s->requests = READ(d->st.requests);
+	s->responses = READ(d->st.responses);
+	s->ok = READ(d->st.ok);
+	s->handler_error = READ(d->st.handler_error);
+	s->err_short = READ(d->st.err_short);
+	s->err_bad_magic = READ(d->st.err_bad_magic);
+	s->err_bad_length = READ(d->st.err_bad_length);
+	s->err_unknown_function = READ(d->st.err_unknown_function);
+	s->err_args = READ(d->st.err_args);
+	s->err_result_overflow = READ(d->st.err_result_overflow);
+	s->err_internal = READ(d->st.err_internal);
+	s->send_failed = READ(d->st.send_failed);
+	s->bursts = READ(d->st.bursts);
+	s->channel_error = READ(d->st.channel_error);
+	s->running = READ(d->st.running);
+}
+
+uint32_t ql_daemon_function_count(const struct ql_daemon *d)
+{
+	return ql_rpc_table_count(d->table);
+}
+
+int ql_daemon_function_stats(const struct ql_daemon *d, uint32_t index,
+			     struct ql_daemon_function_stats *s)
+{
+	const struct ql_rpc_function *fn = ql_rpc_table_get(d->table, (int)index);
+
+	if (!fn || !s)
+		return -EINVAL;
+	memset(s, 0, sizeof(*s));
+	strncpy(s->name, fn->name ? fn->name : "", sizeof(s->name) - 1);
+	s->id = fn->id;
+	s->calls = READ(d->fn_calls[index]);
+	s->errors = READ(d->fn_errors[index]);
+	return 0;
+}
+
+void ql_daemon_handler_hist(const struct ql_daemon *d, struct ql_hist *h)
+{
+	/* The dispatcher keeps writing: this is a snapshot, each bucket whole. */
+	memcpy(h, &d->hist, sizeof(*h));
+}

@@ -1,0 +1,196 @@
+/*
+ * The virtual PPU (see include/qlink/vppu.h): a QCS in software, the
+ * developer's test partner and the benchmark client.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qlink/clock.h"
+#include "qlink/error.h"
+#include "qlink/rpc.h"
+#include "qlink/vppu.h"
+
+/* Nanoseconds from TSC ticks, relative to the start of a run. */
+struct vclock {
+	uint64_t tsc0;
+	uint64_t ns0;	   /* CLOCK_MONOTONIC at tsc0 */
+	uint64_t mult_q32; /* ns per tick, 32.32 */
+};
+
+static void vclock_init(struct vclock *c)
+{
+	c->mult_q32 = (uint64_t)((double)(1ull << 32) / ql_tsc_ghz());
+	c->ns0 = ql_clock_ns();
+	c->tsc0 = ql_tsc();
+}
+
+static inline uint64_t vclock_ns(const struct vclock *c)
+{
+	return c->ns0 + (uint64_t)(((unsigned __int128)(ql_tsc() - c->tsc0) * c->mult_q32) >> 32);
+}
+
+struct run {
+	struct ql_ring_client *cl;
+	const struct ql_vppu_call *call;
+	struct ql_vppu_report *rep;
+	struct vclock clk;
+	uint8_t *msg;
+	uint32_t msg_len;
+	uint32_t fid;
+	uint64_t last_rx_ns;
+};
+
+static int send_one(struct run *r, uint64_t n, uint64_t now)
+{
+	struct ql_rpc_header h = {
+		.magic = QL_RPC_MAGIC_REQUEST,
+		.function_id = r->fid,
+		.arg_len = r->call->arg_len,
+		.request_id = (uint32_t)n,
+		.ptp_timestamp = now,
+	};
+
+	ql_rpc_header_encode(r->msg, &h);
+	if (r->call->make_args)
+		r->call->make_args(r->call->ctx, n, r->msg + QL_RPC_HEADER_SIZE);
+	return ql_ring_client_send(r->cl, r->msg, r->msg_len);
+}
+
+/* Take whatever responses arrived; returns how many or a negative errno. */
+static int reap(struct run *r)
+{
+	struct ql_ring_response resp[16];
+	struct ql_vppu_report *rep = r->rep;
+	int n = ql_ring_client_poll(r->cl, resp, 16);
+	uint64_t now;
+
+	if (n <= 0)
+		return n;
+	now = vclock_ns(&r->clk);
+	for (int i = 0; i < n; i++) {
+		struct ql_rpc_response rh;
+		uint64_t want = rep->received; /* one RC QP: answers come in order */
+
+		rep->received++;
+		if (resp[i].len >= QL_RPC_RESPONSE_SIZE)
+			ql_rpc_response_decode(resp[i].msg, &rh);
+		if (resp[i].len < QL_RPC_RESPONSE_SIZE || rh.magic != QL_RPC_MAGIC_RESPONSE ||
+		    rh.request_id != (uint32_t)want) {
+			rep->unexpected++;
+		} else {
+			ql_hist_record(&rep->rtt_ns, now - rh.ptp_timestamp);
+			if (rh.status < 0)
+				rep->protocol_errors++;
+			else if (rh.status > 0)
+				rep->handler_errors++;
+			else if (rh.result_len > resp[i].len - QL_RPC_RESPONSE_SIZE ||
+				 (r->call->check &&
+				  r->call->check(r->call->ctx, want, rh.status,
+						 resp[i].msg + QL_RPC_RESPONSE_SIZE,
+						 rh.result_len)))
+				rep->wrong++;
+			else
+				rep->ok++;
+		}
+		ql_ring_client_release(r->cl, &resp[i]);
+	}
+	r->last_rx_ns = now;
+	return n;
+}
+
+int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
+		const struct ql_vppu_config *cfg, struct ql_vppu_report *rep)
+{
+	struct run r = { .cl = cl, .call = call, .rep = rep };
+	uint64_t start, end, target, timeout, window, period = 0, due;
+	int ret = 0;
+
+	if (!cl || !call || !call->function || !cfg || !rep)
+		return -EINVAL;
+	if (cfg->rate_hz < 0 || (!cfg->count && !cfg->duration_ns))
+		return ql_error_set(-EINVAL, "vppu: give a call count or a duration");
+	memset(rep, 0, sizeof(*rep));
+	ql_hist_init(&rep->rtt_ns);
+	r.msg_len = QL_RPC_HEADER_SIZE + call->arg_len;
+	if (r.msg_len > ql_ring_client_max_msg(cl))
+		return ql_error_set(-EMSGSIZE, "vppu: %u bytes of arguments do not fit a slot",
+				    call->arg_len);
+	r.msg = calloc(1, r.msg_len);
+	if (!r.msg)
+		return -ENOMEM;
+	r.fid = ql_rpc_fnv1a(call->function);
+	window = cfg->window ? cfg->window : UINT32_MAX; /* the client caps it */
+	timeout = cfg->timeout_ns ? cfg->timeout_ns : 1000000000ull;
+	if (cfg->rate_hz > 0)
+		period = (uint64_t)(1e9 / cfg->rate_hz);
+	target = cfg->count;
+	if (!target && period)
+		target = cfg->duration_ns / period;
+
+	vclock_init(&r.clk);
+	start = vclock_ns(&r.clk);
+	end = cfg->count ? UINT64_MAX : start + cfg->duration_ns;
+	due = start;
+	for (;;) {
+		uint64_t now = vclock_ns(&r.clk);
+
+		if ((target && rep->sent >= target) || (!target && now >= end))
+			break;
+		if (period && now < due) {
+			/* paced: wait for the next departure, reaping meanwhile */
+		} else if (rep->sent - rep->received < window) {
+			ret = send_one(&r, rep->sent, now);
+			if (ret == 0) {
+				if (period && now - due > period)
+					rep->late++;
+				rep->sent++;
+				due += period;
+			} else if (ret != -EAGAIN) {
+				break;
+			}
+			ret = 0;
+		}
+		ret = reap(&r);
+		if (ret < 0)
+			break;
+		ret = 0;
+	}
+	/* Drain: every call gets timeout_ns to be answered. */
+	end = vclock_ns(&r.clk) + timeout;
+	while (!ret && rep->received < rep->sent && vclock_ns(&r.clk) < end) {
+		ret = reap(&r);
+		if (ret > 0)
+			ret = 0;
+	}
+	if (ret < 0)
+		rep->transport_error = ret;
+	rep->timeouts = rep->sent - rep->received;
+	rep->lost = rep->sent - rep->received;
+	rep->elapsed_s =
+		(double)((r.last_rx_ns > start ? r.last_rx_ns : vclock_ns(&r.clk)) - start) / 1e9;
+	rep->rpc_per_s = rep->elapsed_s > 0 ? (double)rep->received / rep->elapsed_s : 0;
+	free(r.msg);
+	return 0;
+}
+
+void ql_vppu_report_json(const struct ql_vppu_report *rep, const char *name, FILE *f)
+{
+	const struct ql_hist *h = &rep->rtt_ns;
+
+	fprintf(f,
+		"{\"phase\":\"%s\",\"sent\":%" PRIu64 ",\"received\":%" PRIu64 ",\"ok\":%" PRIu64
+		",\"wrong\":%" PRIu64 ",\"handler_errors\":%" PRIu64 ",\"protocol_errors\":%" PRIu64
+		",\"unexpected\":%" PRIu64 ",\"timeouts\":%" PRIu64 ",\"late\":%" PRIu64
+		",\"lost\":%" PRIu64
+		",\"elapsed_s\":%.6f,\"rpc_per_s\":%.1f,\"transport_error\":%d,"
+		"\"rtt_ns\":{\"min\":%" PRIu64 ",\"p50\":%" PRIu64 ",\"p90\":%" PRIu64
+		",\"p99\":%" PRIu64 ",\"p999\":%" PRIu64 ",\"max\":%" PRIu64 ",\"mean\":%.1f}}",
+		name ? name : "", rep->sent, rep->received, rep->ok, rep->wrong,
+		rep->handler_errors, rep->protocol_errors, rep->unexpected, rep->timeouts,
+		rep->late, rep->lost, rep->elapsed_s, rep->rpc_per_s, rep->transport_error,
+		ql_hist_count(h) ? ql_hist_min(h) : 0, ql_hist_percentile(h, 50),
+		ql_hist_percentile(h, 90), ql_hist_percentile(h, 99), ql_hist_percentile(h, 99.9),
+		ql_hist_count(h) ? ql_hist_max(h) : 0, ql_hist_mean(h));
+}

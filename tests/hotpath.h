@@ -1,0 +1,31 @@
+/*
+ * hotpath: test support to prove a loop allocates nothing, takes no lock
+ * and makes no system call.
+ *
+ * Allocation and locking: this module defines malloc & co. and the pthread
+ * lock calls, forwarding to libc through dlsym(RTLD_NEXT), and counts the
+ * calls made between hp_begin and hp_end (in any thread). Not available
+ * under AddressSanitizer, which owns malloc.
+ *
+ * System calls: hp_run_strict runs a loop in a forked child under a seccomp
+ * filter that allows read, write, exit and sigreturn only and kills the
+ * child at the first other system call. (Not SECCOMP_MODE_STRICT: on x86
+ * it also disables RDTSC, which code under test may use.)
+ */
+#ifndef QL_TESTS_HOTPATH_H
+#define QL_TESTS_HOTPATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+bool hp_available(void);
+void hp_begin(void);
+void hp_end(unsigned long *allocs, unsigned long *locks);
+
+/* In a forked child: setup(arg) (anything goes), then the seccomp filter,
+ * then loop(arg) (must return 0). Returns 0 if the child got through, else
+ * -1 with a sentence in why. */
+int hp_run_strict(int (*setup)(void *arg), int (*loop)(void *arg), void *arg, char *why,
+		  size_t whylen);
+
+#endif
