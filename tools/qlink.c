@@ -1,7 +1,8 @@
 /*
  * qlink: the command-line tool. Subcommands:
+ *   bench           daemon and VPPU in two processes: round trip and rate
+ *   serve / vppu    the two sides as separate programs
  *   info [URI...]   list RDMA devices of every provider with their limits
- * Later issues add bench and vppu.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -12,12 +13,17 @@
 
 #include "qlink/error.h"
 #include "qlink/verbs.h"
+#include "tools.h"
 
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: qlink <command> [options]\n"
 		   "\n"
 		   "commands:\n"
+		   "  bench           the main job: RPC round trip and rate, daemon and VPPU\n"
+		   "                  in two processes over the software NIC (qlink bench -h)\n"
+		   "  serve           run a daemon serving qlink_parity (qlink serve -h)\n"
+		   "  vppu            the virtual PPU: call a running daemon (qlink vppu -h)\n"
 		   "  info [URI...]   show RDMA devices and their limits (default: every\n"
 		   "                  device of every provider; soft+shm://NAME is shown\n"
 		   "                  as soft+shm://info)\n"
@@ -140,6 +146,12 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(argv[1], "info"))
 		return cmd_info(argc - 2, argv + 2);
+	if (!strcmp(argv[1], "bench"))
+		return tool_bench(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "serve"))
+		return tool_serve(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "vppu"))
+		return tool_vppu(argc - 1, argv + 1);
 	fprintf(stderr, "qlink: unknown command '%s'\n\n", argv[1]);
 	usage(stderr);
 	return 2;

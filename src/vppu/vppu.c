@@ -138,20 +138,22 @@ int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 
 		if ((target && rep->sent >= target) || (!target && now >= end))
 			break;
-		if (period && now < due) {
-			/* paced: wait for the next departure, reaping meanwhile */
-		} else if (rep->sent - rep->received < window) {
+		/* Send what is due (closed loop: all the window allows), then
+		 * reap; paced calls that are due leave back to back. */
+		while ((!period || now >= due) && rep->sent - rep->received < window &&
+		       !(target && rep->sent >= target)) {
 			ret = send_one(&r, rep->sent, now);
-			if (ret == 0) {
-				if (period && now - due > period)
-					rep->late++;
-				rep->sent++;
-				due += period;
-			} else if (ret != -EAGAIN) {
+			if (ret)
 				break;
-			}
-			ret = 0;
+			if (period && now - due > period)
+				rep->late++;
+			rep->sent++;
+			due += period;
 		}
+		if (ret == -EAGAIN)
+			ret = 0;
+		if (ret)
+			break;
 		ret = reap(&r);
 		if (ret < 0)
 			break;

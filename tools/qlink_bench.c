@@ -1,0 +1,416 @@
+/*
+ * qlink bench: the RPC round trip and rate, measured the way a QCS would
+ * see them. A forked daemon process (the RTH) serves qlink_parity over a
+ * verbs channel; this process plays the QCS through the VPPU. Phases:
+ * closed loop with one call in flight (latency), closed loop with a window
+ * (rate), and paced at 1 MHz (syndrome streaming).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "qlink/clock.h"
+#include "qlink/daemon.h"
+#include "qlink/demo.h"
+#include "qlink/error.h"
+#include "qlink/vppu.h"
+#include "tools.h"
+
+struct bench_opts {
+	const char *uri;
+	int client_cpu;
+	int server_cpu;
+	uint32_t slots;
+	uint32_t slot_size;
+	uint32_t window;
+	double rate_hz;
+	double paced_s;
+	double rate_s;
+	uint64_t lat_calls;
+	bool json;
+};
+
+static void bench_usage(FILE *f)
+{
+	fprintf(f, "usage: qlink bench [options]\n"
+		   "\n"
+		   "Runs a daemon (RTH) and a VPPU (QCS) in two processes over the soft NIC's\n"
+		   "shared-memory wire, pinned to two cores, calling the built-in qlink_parity\n"
+		   "function (256 bit-packed detection events -> parity, weight), and prints the\n"
+		   "round trip and rate beside the targets. Every answer is checked.\n"
+		   "\n"
+		   "Phases: latency (closed loop, 1 call in flight), rate (closed loop with a\n"
+		   "window), paced (fixed rate, e.g. 1 MHz syndrome streaming).\n"
+		   "\n"
+		   "options:\n"
+		   "  --uri URI          device both processes open (default soft+shm://qlbench)\n"
+		   "  --client-cpu N     VPPU core (default 0; -1: no pinning)\n"
+		   "  --server-cpu N     dispatcher core (default 1; -1: no pinning)\n"
+		   "  --slots N          ring slots (default 64)\n"
+		   "  --slot-size N      ring slot bytes (default 256)\n"
+		   "  --window N         calls in flight in the rate phase (default 32)\n"
+		   "  --latency-calls N  calls in the latency phase (default 200000)\n"
+		   "  --rate-seconds S   length of the rate phase (default 0.3)\n"
+		   "  --rate HZ          paced phase rate (default 1000000)\n"
+		   "  --paced-seconds S  length of the paced phase (default 1; 0 skips it)\n"
+		   "  --json             one JSON object instead of the table\n"
+		   "  -h, --help         this text\n");
+}
+
+static int parse(int argc, char **argv, struct bench_opts *o)
+{
+	static const struct option lo[] = {
+		{ "uri", required_argument, NULL, 'u' },
+		{ "client-cpu", required_argument, NULL, 'c' },
+		{ "server-cpu", required_argument, NULL, 's' },
+		{ "slots", required_argument, NULL, 'n' },
+		{ "slot-size", required_argument, NULL, 'z' },
+		{ "window", required_argument, NULL, 'w' },
+		{ "latency-calls", required_argument, NULL, 'l' },
+		{ "rate-seconds", required_argument, NULL, 'R' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "paced-seconds", required_argument, NULL, 'p' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	*o = (struct bench_opts){ .uri = "soft+shm://qlbench",
+				  .client_cpu = 0,
+				  .server_cpu = 1,
+				  .slots = 64,
+				  .slot_size = 256,
+				  .window = 32,
+				  .rate_hz = 1e6,
+				  .paced_s = 1.0,
+				  .rate_s = 0.3,
+				  .lat_calls = 200000 };
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+		switch (c) {
+		case 'u':
+			o->uri = optarg;
+			break;
+		case 'c':
+			if (tool_int(optarg, -1, 4095, &o->client_cpu))
+				return tool_bad("bench", "--client-cpu", optarg);
+			break;
+		case 's':
+			if (tool_int(optarg, -1, 4095, &o->server_cpu))
+				return tool_bad("bench", "--server-cpu", optarg);
+			break;
+		case 'n':
+			if (tool_u32(optarg, 1, 65536, &o->slots))
+				return tool_bad("bench", "--slots", optarg);
+			break;
+		case 'z':
+			if (tool_u32(optarg, 64, 65536, &o->slot_size))
+				return tool_bad("bench", "--slot-size", optarg);
+			break;
+		case 'w':
+			if (tool_u32(optarg, 1, 65536, &o->window))
+				return tool_bad("bench", "--window", optarg);
+			break;
+		case 'l':
+			if (tool_u64(optarg, 1, UINT64_MAX, &o->lat_calls))
+				return tool_bad("bench", "--latency-calls", optarg);
+			break;
+		case 'R':
+			if (tool_double(optarg, 0.001, 60, &o->rate_s))
+				return tool_bad("bench", "--rate-seconds", optarg);
+			break;
+		case 'r':
+			if (tool_double(optarg, 1, 1e9, &o->rate_hz))
+				return tool_bad("bench", "--rate", optarg);
+			break;
+		case 'p':
+			if (tool_double(optarg, 0, 60, &o->paced_s))
+				return tool_bad("bench", "--paced-seconds", optarg);
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'h':
+			bench_usage(stdout);
+			exit(0);
+		default:
+			bench_usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "qlink bench: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	if (ql_ring_check_geometry(o->slots, o->slot_size)) {
+		fprintf(stderr, "qlink bench: %s\n", ql_error_detail());
+		return 2;
+	}
+	if (o->window > o->slots)
+		o->window = o->slots;
+	return 0;
+}
+
+/* ---- the daemon process --------------------------------------------------- */
+
+static int server(const struct bench_opts *o, int rfd, int wfd)
+{
+	struct ql_verbs_channel_config vc = { .num_slots = o->slots, .slot_size = o->slot_size };
+	struct ql_daemon_config dc = { .cpu = o->server_cpu };
+	struct ql_device *dev = NULL;
+	struct ql_channel *ch = NULL;
+	struct ql_daemon *d = NULL;
+	struct ql_conn_params sp, cp;
+	struct ql_daemon_stats st;
+	char line[512];
+	int ret;
+
+	if (o->server_cpu >= 0)
+		ql_cpu_pin(o->server_cpu);
+	ret = ql_device_open(o->uri, &dev);
+	if (!ret)
+		ret = ql_verbs_channel_create(dev, &vc, &ch);
+	if (!ret)
+		ret = ql_daemon_create(&dc, ch, &d);
+	if (!ret)
+		ret = ql_daemon_register(d, ql_demo_parity_function());
+	if (!ret)
+		ret = ql_verbs_channel_local_params(ch, &sp);
+	if (ret) {
+		tool_fail("bench server", "setup", ret);
+		return 1;
+	}
+	if (tool_send_params(wfd, &sp) || tool_recv_params(rfd, &cp, line, sizeof(line)))
+		return 1;
+	ret = ql_verbs_channel_connect(ch, &cp, NULL);
+	if (!ret)
+		ret = ql_daemon_start(d);
+	if (ret) {
+		tool_fail("bench server", "connect", ret);
+		return 1;
+	}
+	/* serve until the client says it is done, then report our counts */
+	if (tool_read_line(rfd, line, sizeof(line)) < 0)
+		line[0] = '\0';
+	ql_daemon_stop(d);
+	ql_daemon_stats(d, &st);
+	snprintf(line, sizeof(line),
+		 "requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64 " errors=%" PRIu64 "\n",
+		 st.requests, st.responses, st.ok, st.requests - st.ok);
+	tool_write_all(wfd, line, strlen(line));
+	ql_daemon_destroy(d);
+	ql_channel_destroy(ch);
+	ql_device_close(dev);
+	return 0;
+}
+
+/* ---- the VPPU (this process) ---------------------------------------------- */
+
+struct phase {
+	const char *name;
+	struct ql_vppu_config cfg;
+	struct ql_vppu_report rep;
+};
+
+static void print_table(const struct bench_opts *o, struct phase *ph, int n, const char *srv)
+{
+	const struct ql_vppu_report *lat = &ph[0].rep, *rate = &ph[1].rep;
+	uint64_t lost = 0, wrong = 0;
+
+	printf("qlink bench: qlink_parity (32-byte syndrome -> parity, weight) over %s\n", o->uri);
+	printf("VPPU on cpu %d, dispatcher on cpu %d, ring %u x %u bytes\n\n", o->client_cpu,
+	       o->server_cpu, o->slots, o->slot_size);
+	printf("%-8s %10s %9s %9s %9s %9s %9s %12s %6s %6s\n", "phase", "calls", "p50 us", "p90 us",
+	       "p99 us", "p99.9 us", "max us", "RPC/s", "lost", "wrong");
+	for (int i = 0; i < n; i++) {
+		const struct ql_vppu_report *r = &ph[i].rep;
+		const struct ql_hist *h = &r->rtt_ns;
+
+		printf("%-8s %10" PRIu64 " %9.3f %9.3f %9.3f %9.3f %9.3f %12.0f %6" PRIu64
+		       " %6" PRIu64 "\n",
+		       ph[i].name, r->received, ql_hist_percentile(h, 50) / 1e3,
+		       ql_hist_percentile(h, 90) / 1e3, ql_hist_percentile(h, 99) / 1e3,
+		       ql_hist_percentile(h, 99.9) / 1e3,
+		       (ql_hist_count(h) ? ql_hist_max(h) : 0) / 1e3, r->rpc_per_s, r->lost,
+		       r->wrong + r->protocol_errors + r->handler_errors + r->unexpected);
+		lost += r->lost;
+		wrong += r->wrong + r->protocol_errors + r->handler_errors + r->unexpected;
+	}
+	printf("\nserver: %s\n", srv);
+	printf("\n%-44s %-14s %-14s %s\n", "target", "goal", "measured", "verdict");
+#define ROW(what, goal, meas, ok) \
+	printf("%-44s %-14s %-14s %s\n", what, goal, meas, (ok) ? "met" : "MISSED")
+	{
+		char m[32];
+		double p50 = ql_hist_percentile(&lat->rtt_ns, 50) / 1e3;
+		double p99 = ql_hist_percentile(&lat->rtt_ns, 99) / 1e3;
+
+		snprintf(m, sizeof(m), "%.3f us", p50);
+		ROW("round trip median (issue 4)", "<= 0.8 us", m, p50 <= 0.8);
+		snprintf(m, sizeof(m), "%.3f us", p99);
+		ROW("round trip p99, run <= 1 s (issue 4)", "<= 2 us", m, p99 <= 2.0);
+		ROW("round trip p99 (seed: NVQLink goal)", "< 10 us", m, p99 < 10.0);
+		snprintf(m, sizeof(m), "%.2f M/s", rate->rpc_per_s / 1e6);
+		ROW("closed-loop rate with a window (issue 4)", ">= 3 M/s", m,
+		    rate->rpc_per_s >= 3e6);
+		ROW("packet rate (seed)", "> 1 M/s", m, rate->rpc_per_s > 1e6);
+		if (n > 2) {
+			snprintf(m, sizeof(m), "%" PRIu64 " lost", ph[2].rep.lost);
+			ROW("paced at the rate, nothing lost", "0 lost", m,
+			    ph[2].rep.lost == 0 && ph[2].rep.received == ph[2].rep.sent);
+			snprintf(m, sizeof(m), "%" PRIu64 " late", ph[2].rep.late);
+			/* not a target: host preemption makes calls leave late */
+			printf("%-44s %-14s %-14s %s\n", "paced: calls > 1 period late (info)", "-",
+			       m, "-");
+		}
+		snprintf(m, sizeof(m), "%" PRIu64 " lost", lost);
+		ROW("zero lost, every answer right (seed)", "0 / 0", m, lost == 0 && wrong == 0);
+	}
+#undef ROW
+}
+
+static void print_json(const struct bench_opts *o, struct phase *ph, int n, const char *srv)
+{
+	const struct ql_hist *h = &ph[0].rep.rtt_ns;
+	uint64_t lost = 0, wrong = 0;
+
+	for (int i = 0; i < n; i++) {
+		lost += ph[i].rep.lost;
+		wrong += ph[i].rep.wrong + ph[i].rep.protocol_errors + ph[i].rep.handler_errors +
+			 ph[i].rep.unexpected;
+	}
+	printf("{\"uri\":\"%s\",\"function\":\"%s\",\"slots\":%u,\"slot_size\":%u,", o->uri,
+	       QL_DEMO_PARITY_NAME, o->slots, o->slot_size);
+	printf("\"rtt_ns\":{\"p50\":%" PRIu64 ",\"p90\":%" PRIu64 ",\"p99\":%" PRIu64
+	       ",\"p999\":%" PRIu64 ",\"max\":%" PRIu64 "},",
+	       ql_hist_percentile(h, 50), ql_hist_percentile(h, 90), ql_hist_percentile(h, 99),
+	       ql_hist_percentile(h, 99.9), ql_hist_count(h) ? ql_hist_max(h) : 0);
+	printf("\"rpc_per_s\":%.1f,\"lost\":%" PRIu64 ",\"wrong\":%" PRIu64 ",\"server\":\"%s\",",
+	       ph[1].rep.rpc_per_s, lost, wrong, srv);
+	printf("\"phases\":[");
+	for (int i = 0; i < n; i++) {
+		ql_vppu_report_json(&ph[i].rep, ph[i].name, stdout);
+		printf(i + 1 < n ? "," : "");
+	}
+	printf("]}\n");
+}
+
+int tool_bench(int argc, char **argv)
+{
+	struct bench_opts o;
+	struct ql_device *dev = NULL;
+	struct ql_ring_client *cl = NULL;
+	struct ql_conn_params sp, cp;
+	struct ql_vppu_call call;
+	struct phase ph[3];
+	uint64_t seed = 0x5eed;
+	int to_srv[2], from_srv[2], ret, n = 0, status = 0;
+	char line[512], srv[256] = "no report";
+	pid_t pid;
+
+	ret = parse(argc, argv, &o);
+	if (ret)
+		return ret;
+	if (pipe(to_srv) || pipe(from_srv)) {
+		perror("qlink bench: pipe");
+		return 1;
+	}
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0) {
+		perror("qlink bench: fork");
+		return 1;
+	}
+	if (pid == 0) {
+		close(to_srv[1]);
+		close(from_srv[0]);
+		_exit(server(&o, to_srv[0], from_srv[1]));
+	}
+	close(to_srv[0]);
+	close(from_srv[1]);
+	if (o.client_cpu >= 0)
+		ql_cpu_pin(o.client_cpu);
+
+	if (tool_recv_params(from_srv[0], &sp, line, sizeof(line))) {
+		fprintf(stderr, "qlink bench: the daemon process did not start\n");
+		goto out;
+	}
+	ret = ql_device_open(o.uri, &dev);
+	if (!ret)
+		ret = ql_ring_client_create(dev, &sp, NULL, &cl);
+	if (!ret)
+		ret = ql_ring_client_local_params(cl, &cp);
+	if (!ret)
+		ret = ql_ring_client_connect(cl, &sp, NULL);
+	if (ret) {
+		tool_fail("bench", "client setup", ret);
+		goto out;
+	}
+	if (tool_send_params(to_srv[1], &cp))
+		goto out;
+
+	ql_demo_parity_call(&call, &seed);
+	ph[0] = (struct phase){ .name = "latency", .cfg = { .window = 1, .count = o.lat_calls } };
+	ph[1] = (struct phase){ .name = "rate",
+				.cfg = { .window = o.window,
+					 .duration_ns = (uint64_t)(o.rate_s * 1e9) } };
+	ph[2] = (struct phase){ .name = "paced",
+				.cfg = { .window = o.slots,
+					 .rate_hz = o.rate_hz,
+					 .duration_ns = (uint64_t)(o.paced_s * 1e9) } };
+	for (n = 0; n < (o.paced_s > 0 ? 3 : 2); n++) {
+		/* warm up caches and the host's scheduling before measuring */
+		if (n == 0) {
+			struct ql_vppu_config w = { .window = 1, .count = 20000 };
+
+			ret = ql_vppu_run(cl, &call, &w, &ph[0].rep);
+			if (!ret && ph[0].rep.lost)
+				ret = -EIO;
+		}
+		if (!ret)
+			ret = ql_vppu_run(cl, &call, &ph[n].cfg, &ph[n].rep);
+		if (ret || ph[n].rep.transport_error) {
+			tool_fail("bench", ph[n].name, ret ? ret : ph[n].rep.transport_error);
+			status = 1;
+			n++;
+			break;
+		}
+	}
+	if (getenv("QLINK_BENCH_DEBUG")) {
+		struct ql_device_counters dc;
+
+		ql_device_counters(dev, &dc);
+		fprintf(stderr,
+			"client device: rnr_naks_sent %llu inv_req %llu op_err %llu access %llu\n",
+			(unsigned long long)dc.rc_nak_rnr, (unsigned long long)dc.rc_nak_inv_req,
+			(unsigned long long)dc.rc_nak_op_err, (unsigned long long)dc.rc_nak_access);
+	}
+	tool_write_all(to_srv[1], "done\n", 5);
+	if (tool_read_line(from_srv[0], srv, sizeof(srv)) < 0)
+		snprintf(srv, sizeof(srv), "no report");
+	if (o.json)
+		print_json(&o, ph, n, srv);
+	else
+		print_table(&o, ph, n, srv);
+	for (int i = 0; i < n; i++)
+		if (ph[i].rep.lost || ph[i].rep.wrong || ph[i].rep.unexpected ||
+		    ph[i].rep.protocol_errors || ph[i].rep.handler_errors)
+			status = 1;
+out:
+	close(to_srv[1]);
+	close(from_srv[0]);
+	if (waitpid(pid, &ret, 0) == pid && (!WIFEXITED(ret) || WEXITSTATUS(ret)))
+		status = 1;
+	ql_ring_client_destroy(cl);
+	if (dev)
+		ql_device_close(dev);
+	return n ? status : 1;
+}

@@ -1,0 +1,130 @@
+/* Helpers shared by the qlink subcommands. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "qlink/error.h"
+#include "tools.h"
+
+int tool_int(const char *s, long min, long max, int *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -EINVAL;
+	*out = (int)v;
+	return 0;
+}
+
+int tool_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int tool_u32(const char *s, uint64_t min, uint64_t max, uint32_t *out)
+{
+	uint64_t v;
+
+	if (tool_u64(s, min, max > UINT32_MAX ? UINT32_MAX : max, &v))
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int tool_double(const char *s, double min, double max, double *out)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || isnan(v) || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int tool_bad(const char *cmd, const char *opt, const char *val)
+{
+	fprintf(stderr, "qlink %s: bad value '%s' for %s (see qlink %s --help)\n", cmd, val, opt,
+		cmd);
+	return 2;
+}
+
+void tool_fail(const char *cmd, const char *what, int err)
+{
+	const char *d = ql_error_detail();
+
+	fprintf(stderr, "qlink %s: %s: %s%s%s%s\n", cmd, what, ql_strerror(err), d[0] ? " (" : "",
+		d, d[0] ? ")" : "");
+}
+
+int tool_write_all(int fd, const void *buf, size_t len)
+{
+	const char *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int tool_read_line(int fd, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	while (n + 1 < len) {
+		ssize_t r = read(fd, buf + n, 1);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -1;
+		if (buf[n] == '\n')
+			break;
+		n++;
+	}
+	buf[n] = '\0';
+	return (int)n;
+}
+
+int tool_send_params(int fd, const struct ql_conn_params *p)
+{
+	char line[512];
+	int n = ql_conn_params_format(p, line, sizeof(line) - 1);
+
+	if (n < 0 || (size_t)n >= sizeof(line) - 1)
+		return -1;
+	line[n++] = '\n';
+	return tool_write_all(fd, line, (size_t)n);
+}
+
+int tool_recv_params(int fd, struct ql_conn_params *p, char *line, size_t len)
+{
+	if (tool_read_line(fd, line, len) < 0)
+		return -1;
+	return ql_conn_params_parse(line, p) ? -1 : 0;
+}

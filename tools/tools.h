@@ -1,0 +1,30 @@
+/* Helpers shared by the qlink subcommands (argument parsing, pipes). */
+#ifndef QL_TOOLS_H
+#define QL_TOOLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qlink/verbs.h"
+
+int tool_int(const char *s, long min, long max, int *out);
+int tool_u32(const char *s, uint64_t min, uint64_t max, uint32_t *out);
+int tool_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+int tool_double(const char *s, double min, double max, double *out);
+/* Print "qlink CMD: bad value 'V' for OPT" and return 2. */
+int tool_bad(const char *cmd, const char *opt, const char *val);
+/* Print "qlink CMD: WHAT: error text (detail)". */
+void tool_fail(const char *cmd, const char *what, int err);
+
+int tool_write_all(int fd, const void *buf, size_t len);
+/* Read one line (without the newline) from fd; its length or -1. */
+int tool_read_line(int fd, char *buf, size_t len);
+int tool_send_params(int fd, const struct ql_conn_params *p);
+int tool_recv_params(int fd, struct ql_conn_params *p, char *line, size_t len);
+
+int tool_bench(int argc, char **argv);
+int tool_serve(int argc, char **argv);
+int tool_vppu(int argc, char **argv);
+
+#endif
