@@ -414,12 +414,12 @@ static inline int ql_rpc_read_bytes(struct ql_rpc_in *in, void *dst, size_t n)
 	return 0;
 }
 
-#define QL_RPC__READ(sfx, type)                                                   \
-	static inline type ql_rpc_read_##sfx(struct ql_rpc_in *in)                 \
-	{                                                                          \
-		const uint8_t *p = ql_rpc_in_view(in, sizeof(type));               \
-                                                                                   \
-		return p ? ql_rpc_get_##sfx(p) : (type)0;                          \
+#define QL_RPC__READ(sfx, type)                                      \
+	static inline type ql_rpc_read_##sfx(struct ql_rpc_in *in)   \
+	{                                                            \
+		const uint8_t *p = ql_rpc_in_view(in, sizeof(type)); \
+                                                                     \
+		return p ? ql_rpc_get_##sfx(p) : (type)0;            \
 	}
 QL_RPC__READ(u8, uint8_t)
 QL_RPC__READ(i32, int32_t)
@@ -473,13 +473,13 @@ static inline int ql_rpc_write_bytes(struct ql_rpc_out *out, const void *src, si
 	return 0;
 }
 
-#define QL_RPC__WRITE(sfx, type)                                                  \
-	static inline void ql_rpc_write_##sfx(struct ql_rpc_out *out, type v)      \
-	{                                                                          \
-		uint8_t *p = ql_rpc_out_reserve(out, sizeof(type));                \
-                                                                                   \
-		if (p)                                                             \
-			ql_rpc_put_##sfx(p, v);                                    \
+#define QL_RPC__WRITE(sfx, type)                                              \
+	static inline void ql_rpc_write_##sfx(struct ql_rpc_out *out, type v) \
+	{                                                                     \
+		uint8_t *p = ql_rpc_out_reserve(out, sizeof(type));           \
+                                                                              \
+		if (p)                                                        \
+			ql_rpc_put_##sfx(p, v);                               \
 	}
 QL_RPC__WRITE(u8, uint8_t)
 QL_RPC__WRITE(i32, int32_t)
@@ -505,40 +505,40 @@ QL_RPC__WRITE(f64, double)
  * the response when aligned, else tmp) and _end encodes tmp into the
  * response if that was used. p is the reserved response region.
  */
-#define QL_RPC__ARRAY(sfx, type)                                                          \
+#define QL_RPC__ARRAY(sfx, type)                                                            \
 	static inline const type *ql_rpc_read_##sfx##_array(struct ql_rpc_in *in, size_t n, \
-							    type *tmp)                     \
-	{                                                                                  \
-		const uint8_t *p;                                                          \
-                                                                                           \
-		if (n > SIZE_MAX / sizeof(type)) {                                         \
-			in->err = -EBADMSG;                                                \
-			return tmp;                                                        \
-		}                                                                          \
-		p = ql_rpc_in_view(in, n * sizeof(type));                                  \
-		if (!p)                                                                    \
-			return tmp;                                                        \
-		if (QL_RPC_HOST_LE && ((uintptr_t)p & (_Alignof(type) - 1)) == 0)          \
-			return (const type *)(const void *)p;                              \
-		for (size_t i = 0; i < n; i++)                                             \
-			tmp[i] = ql_rpc_get_##sfx(p + i * sizeof(type));                   \
-		return tmp;                                                                \
-	}                                                                                  \
-	static inline type *ql_rpc__res_##sfx##_begin(uint8_t *p, size_t n, type *tmp)     \
-	{                                                                                  \
-		if (QL_RPC_HOST_LE && ((uintptr_t)p & (_Alignof(type) - 1)) == 0) {        \
-			memset(p, 0, n * sizeof(type));                                    \
-			return (type *)(void *)p;                                          \
-		}                                                                          \
-		memset(tmp, 0, n * sizeof(type));                                          \
-		return tmp;                                                                \
-	}                                                                                  \
-	static inline void ql_rpc__res_##sfx##_end(uint8_t *p, size_t n, const type *v)    \
-	{                                                                                  \
-		if ((const void *)v == (const void *)p)                                    \
-			return;                                                            \
-		for (size_t i = 0; i < n; i++)                                             \
-			ql_rpc_put_##sfx(p + i * sizeof(type), v[i]);                      \
+							    type *tmp)                      \
+	{                                                                                   \
+		const uint8_t *p;                                                           \
+                                                                                            \
+		if (n > SIZE_MAX / sizeof(type)) {                                          \
+			in->err = -EBADMSG;                                                 \
+			return tmp;                                                         \
+		}                                                                           \
+		p = ql_rpc_in_view(in, n * sizeof(type));                                   \
+		if (!p)                                                                     \
+			return tmp;                                                         \
+		if (QL_RPC_HOST_LE && ((uintptr_t)p & (__alignof__(type) - 1)) == 0)        \
+			return (const type *)(const void *)p;                               \
+		for (size_t i = 0; i < n; i++)                                              \
+			tmp[i] = ql_rpc_get_##sfx(p + i * sizeof(type));                    \
+		return tmp;                                                                 \
+	}                                                                                   \
+	static inline type *ql_rpc__res_##sfx##_begin(uint8_t *p, size_t n, type *tmp)      \
+	{                                                                                   \
+		if (QL_RPC_HOST_LE && ((uintptr_t)p & (__alignof__(type) - 1)) == 0) {      \
+			memset(p, 0, n * sizeof(type));                                     \
+			return (type *)(void *)p;                                           \
+		}                                                                           \
+		memset(tmp, 0, n * sizeof(type));                                           \
+		return tmp;                                                                 \
+	}                                                                                   \
+	static inline void ql_rpc__res_##sfx##_end(uint8_t *p, size_t n, const type *v)     \
+	{                                                                                   \
+		if ((const void *)v == (const void *)p)                                     \
+			return;                                                             \
+		for (size_t i = 0; i < n; i++)                                              \
+			ql_rpc_put_##sfx(p + i * sizeof(type), v[i]);                       \
 	}
 QL_RPC__ARRAY(i32, int32_t)
 QL_RPC__ARRAY(f32, float)
@@ -588,8 +588,7 @@ static inline int ql_rpc_response_parse(const void *msg, size_t len, struct ql_r
 	if (r->magic != QL_RPC_MAGIC_RESPONSE || r->result_len > len - QL_RPC_RESPONSE_SIZE)
 		return -EBADMSG;
 	if (results)
-		ql_rpc_in_init(results, (const uint8_t *)msg + QL_RPC_RESPONSE_SIZE,
-			       r->result_len);
+		ql_rpc_in_init(results, (const uint8_t *)msg + QL_RPC_RESPONSE_SIZE, r->result_len);
 	return 0;
 }
 
@@ -797,16 +796,16 @@ int32_t ql_rpc_dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t
  * function, with ctx; _AS gives the wire name explicitly. */
 #define QL_RPC_FUNCTION(f_) QL_RPC_FUNCTION_AS(f_, #f_, NULL)
 #define QL_RPC_FUNCTION_CTX(f_, ctx_) QL_RPC_FUNCTION_AS(f_, #f_, ctx_)
-#define QL_RPC_FUNCTION_AS(f_, wire_name, ctx_)                                              \
-	((struct ql_rpc_function){ .name = (wire_name),                                      \
-				   .id = ql_rpc_fnv1a(wire_name),                            \
-				   .fn = ql_rpc__wrap_##f_,                                  \
-				   .ctx = (ctx_),                                            \
+#define QL_RPC_FUNCTION_AS(f_, wire_name, ctx_)                   \
+	((struct ql_rpc_function){ .name = (wire_name),           \
+				   .id = ql_rpc_fnv1a(wire_name), \
+				   .fn = ql_rpc__wrap_##f_,       \
+				   .ctx = (ctx_),                 \
 				   .schema = &ql_rpc__schema_##f_ })
 
 /* A raw handler (streams, no schema). */
-#define QL_RPC_RAW_FUNCTION(wire_name, fn_, ctx_)                                            \
-	((struct ql_rpc_function){                                                           \
+#define QL_RPC_RAW_FUNCTION(wire_name, fn_, ctx_) \
+	((struct ql_rpc_function){                \
 		.name = (wire_name), .id = ql_rpc_fnv1a(wire_name), .fn = (fn_), .ctx = (ctx_) })
 
 /* -- machinery below: items are (direction, kind, n) tuples ----------------- */
@@ -837,15 +836,14 @@ int32_t ql_rpc_dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t
 #define QL__MAP_5(f, ph, a, b, c, d, e) QL__MAP_4(f, ph, a, b, c, d) f(ph, 4, e)
 #define QL__MAP_6(f, ph, a, b, c, d, e, g) QL__MAP_5(f, ph, a, b, c, d, e) f(ph, 5, g)
 #define QL__MAP_7(f, ph, a, b, c, d, e, g, h) QL__MAP_6(f, ph, a, b, c, d, e, g) f(ph, 6, h)
-#define QL__MAP_8(f, ph, a, b, c, d, e, g, h, j)                                            \
-	QL__MAP_7(f, ph, a, b, c, d, e, g, h) f(ph, 7, j)
-#define QL__MAP_9(f, ph, a, b, c, d, e, g, h, j, k)                                         \
+#define QL__MAP_8(f, ph, a, b, c, d, e, g, h, j) QL__MAP_7(f, ph, a, b, c, d, e, g, h) f(ph, 7, j)
+#define QL__MAP_9(f, ph, a, b, c, d, e, g, h, j, k) \
 	QL__MAP_8(f, ph, a, b, c, d, e, g, h, j) f(ph, 8, k)
-#define QL__MAP_10(f, ph, a, b, c, d, e, g, h, j, k, l)                                     \
+#define QL__MAP_10(f, ph, a, b, c, d, e, g, h, j, k, l) \
 	QL__MAP_9(f, ph, a, b, c, d, e, g, h, j, k) f(ph, 9, l)
-#define QL__MAP_11(f, ph, a, b, c, d, e, g, h, j, k, l, m)                                  \
+#define QL__MAP_11(f, ph, a, b, c, d, e, g, h, j, k, l, m) \
 	QL__MAP_10(f, ph, a, b, c, d, e, g, h, j, k, l) f(ph, 10, m)
-#define QL__MAP_12(f, ph, a, b, c, d, e, g, h, j, k, l, m, o)                               \
+#define QL__MAP_12(f, ph, a, b, c, d, e, g, h, j, k, l, m, o) \
 	QL__MAP_11(f, ph, a, b, c, d, e, g, h, j, k, l, m) f(ph, 11, o)
 
 #define QL__MAPC(f, ph, ...) QL__CAT(QL__MAPC_, QL__NARG(__VA_ARGS__))(f, ph, __VA_ARGS__)
@@ -856,15 +854,15 @@ int32_t ql_rpc_dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t
 #define QL__MAPC_5(f, ph, a, b, c, d, e) QL__MAPC_4(f, ph, a, b, c, d), f(ph, 4, e)
 #define QL__MAPC_6(f, ph, a, b, c, d, e, g) QL__MAPC_5(f, ph, a, b, c, d, e), f(ph, 5, g)
 #define QL__MAPC_7(f, ph, a, b, c, d, e, g, h) QL__MAPC_6(f, ph, a, b, c, d, e, g), f(ph, 6, h)
-#define QL__MAPC_8(f, ph, a, b, c, d, e, g, h, j)                                           \
+#define QL__MAPC_8(f, ph, a, b, c, d, e, g, h, j) \
 	QL__MAPC_7(f, ph, a, b, c, d, e, g, h), f(ph, 7, j)
-#define QL__MAPC_9(f, ph, a, b, c, d, e, g, h, j, k)                                        \
+#define QL__MAPC_9(f, ph, a, b, c, d, e, g, h, j, k) \
 	QL__MAPC_8(f, ph, a, b, c, d, e, g, h, j), f(ph, 8, k)
-#define QL__MAPC_10(f, ph, a, b, c, d, e, g, h, j, k, l)                                    \
+#define QL__MAPC_10(f, ph, a, b, c, d, e, g, h, j, k, l) \
 	QL__MAPC_9(f, ph, a, b, c, d, e, g, h, j, k), f(ph, 9, l)
-#define QL__MAPC_11(f, ph, a, b, c, d, e, g, h, j, k, l, m)                                 \
+#define QL__MAPC_11(f, ph, a, b, c, d, e, g, h, j, k, l, m) \
 	QL__MAPC_10(f, ph, a, b, c, d, e, g, h, j, k, l), f(ph, 10, m)
-#define QL__MAPC_12(f, ph, a, b, c, d, e, g, h, j, k, l, m, o)                              \
+#define QL__MAPC_12(f, ph, a, b, c, d, e, g, h, j, k, l, m, o) \
 	QL__MAPC_11(f, ph, a, b, c, d, e, g, h, j, k, l, m), f(ph, 11, o)
 
 /* Kind traits: wire type id, C element type, stream suffix, shape, size. */
@@ -965,29 +963,29 @@ int32_t ql_rpc_dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t
 #define QL__RD_ql__res(i, k, n) QL__DESC(k, n)
 
 #define QL__POSITIVE(n) _Static_assert((n) > 0, "QL_RPC_FN: array length must be positive");
-#define QL__STACK_OK(k, n)                                                                   \
-	_Static_assert(QL__SZ(k, n) <= QL_RPC_STACK_ARRAY_MAX,                               \
+#define QL__STACK_OK(k, n)                                     \
+	_Static_assert(QL__SZ(k, n) <= QL_RPC_STACK_ARRAY_MAX, \
 		       "QL_RPC_FN: array larger than QL_RPC_STACK_ARRAY_MAX");
 
 /* DECL: before the call, in item order (reads arguments, reserves results) */
 #define QL__DECL_ql__arg_ql__scalar(i, k, n) QL__CT(k) ql__a##i = QL__RDFN(k)(ql__in);
-#define QL__DECL_ql__arg_ql__bytes(i, k, n)                                                      \
+#define QL__DECL_ql__arg_ql__bytes(i, k, n) \
 	QL__POSITIVE(n) const uint8_t *ql__a##i = ql_rpc_in_view(ql__in, QL__SZ(k, n));
 #define QL__DECL_ql__arg_ql__bits QL__DECL_ql__arg_ql__bytes
-#define QL__DECL_ql__arg_ql__wide(i, k, n)                                                       \
-	QL__POSITIVE(n) QL__STACK_OK(k, n) QL__CT(k) ql__b##i[n];                             \
+#define QL__DECL_ql__arg_ql__wide(i, k, n)                        \
+	QL__POSITIVE(n) QL__STACK_OK(k, n) QL__CT(k) ql__b##i[n]; \
 	const QL__CT(k) *ql__a##i = QL__RDFN(k)(ql__in, n, ql__b##i);
-#define QL__DECL_ql__res_ql__scalar(i, k, n)                                                     \
-	uint8_t *ql__p##i = ql_rpc_out_reserve(ql__out, QL__SZ(k, n));                       \
+#define QL__DECL_ql__res_ql__scalar(i, k, n)                           \
+	uint8_t *ql__p##i = ql_rpc_out_reserve(ql__out, QL__SZ(k, n)); \
 	QL__CT(k) ql__r##i = 0;
-#define QL__DECL_ql__res_ql__bytes(i, k, n)                                                      \
-	QL__POSITIVE(n) uint8_t *ql__r##i = ql_rpc_out_reserve(ql__out, QL__SZ(k, n));        \
-	if (ql__r##i)                                                                        \
+#define QL__DECL_ql__res_ql__bytes(i, k, n)                                            \
+	QL__POSITIVE(n) uint8_t *ql__r##i = ql_rpc_out_reserve(ql__out, QL__SZ(k, n)); \
+	if (ql__r##i)                                                                  \
 		memset(ql__r##i, 0, QL__SZ(k, n));
 #define QL__DECL_ql__res_ql__bits QL__DECL_ql__res_ql__bytes
-#define QL__DECL_ql__res_ql__wide(i, k, n)                                                       \
-	QL__POSITIVE(n) QL__STACK_OK(k, n) QL__CT(k) ql__b##i[n];                             \
-	uint8_t *ql__p##i = ql_rpc_out_reserve(ql__out, QL__SZ(k, n));                       \
+#define QL__DECL_ql__res_ql__wide(i, k, n)                             \
+	QL__POSITIVE(n) QL__STACK_OK(k, n) QL__CT(k) ql__b##i[n];      \
+	uint8_t *ql__p##i = ql_rpc_out_reserve(ql__out, QL__SZ(k, n)); \
 	QL__CT(k) *ql__r##i = ql__p##i ? QL__BEGFN(k)(ql__p##i, n, ql__b##i) : ql__b##i;
 
 /* CALL: the expression passed for the item */
@@ -1008,8 +1006,7 @@ int32_t ql_rpc_dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t
 #define QL__POST_ql__res_ql__scalar(i, k, n) QL__PUTFN(k)(ql__p##i, ql__r##i);
 #define QL__POST_ql__res_ql__bytes(i, k, n)
 #define QL__POST_ql__res_ql__bits(i, k, n) ql_rpc_bits_clear_tail(ql__r##i, n);
-#define QL__POST_ql__res_ql__wide(i, k, n)                                                       \
-	QL__ENDFN(k)(ql__p##i, n, ql__r##i);
+#define QL__POST_ql__res_ql__wide(i, k, n) QL__ENDFN(k)(ql__p##i, n, ql__r##i);
 
 /* PTYPE: the parameter type fn must have for the item */
 #define QL__PTYPE_ql__arg_ql__scalar(i, k, n) QL__CT(k)
@@ -1026,38 +1023,37 @@ int32_t ql_rpc_dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t
 #define QL__CTXA_0
 #define QL__CTXA_1 ql__ctx,
 
-#define QL__RPC_DEFINE(fn, c, ...)                                                           \
-	static const struct ql_rpc_schema ql_rpc__schema_##fn __attribute__((unused)) = {                            \
-		.nargs = 0 QL__MAP(QL__PD, QL__NA_, __VA_ARGS__),                            \
-		.nresults = 0 QL__MAP(QL__PD, QL__NR_, __VA_ARGS__),                         \
-		.args = { QL__MAP(QL__PD, QL__AD_, __VA_ARGS__) },                           \
-		.results = { QL__MAP(QL__PD, QL__RD_, __VA_ARGS__) },                        \
-	};                                                                                   \
-	_Static_assert((0 QL__MAP(QL__PD, QL__NA_, __VA_ARGS__)) <= QL_RPC_MAX_ARGS,         \
-		       "QL_RPC_FN(" #fn "): more than 8 arguments");                         \
-	_Static_assert((0 QL__MAP(QL__PD, QL__NR_, __VA_ARGS__)) <= QL_RPC_MAX_RESULTS,      \
-		       "QL_RPC_FN(" #fn "): more than 4 results");                           \
-	_Static_assert(_Generic(&fn,                                                         \
-				int32_t(*)(QL__CTXT_##c QL__MAPC(QL__PH, QL__PTYPE_, __VA_ARGS__)) \
-				: 1, default                                                 \
-				: 0),                                                        \
-		       "QL_RPC_FN(" #fn "): parameter types do not match the items");        \
-	__attribute__((unused)) static int32_t ql_rpc__wrap_##fn(struct ql_rpc_in *ql__in,   \
-								  struct ql_rpc_out *ql__out, \
-								  void *ql__ctx)              \
-	{                                                                                    \
-		int32_t ql__ret;                                                             \
-		(void)ql__in;                                                                \
-		(void)ql__ctx;                                                               \
-		QL__MAP(QL__PH, QL__DECL_, __VA_ARGS__)                                      \
-		if (ql__in->err || ql__out->err)                                             \
-			return -EBADMSG;                                                     \
-		ql__ret = fn(QL__CTXA_##c QL__MAPC(QL__PH, QL__CALL_, __VA_ARGS__));         \
-		if (ql__ret)                                                                 \
-			return ql__ret;                                                      \
-		QL__MAP(QL__PH, QL__POST_, __VA_ARGS__)                                      \
-		return 0;                                                                    \
-	}                                                                                    \
+#define QL__RPC_DEFINE(fn, c, ...)                                                               \
+	static const struct ql_rpc_schema ql_rpc__schema_##fn __attribute__((unused)) = {        \
+		.nargs = 0 QL__MAP(QL__PD, QL__NA_, __VA_ARGS__),                                \
+		.nresults = 0 QL__MAP(QL__PD, QL__NR_, __VA_ARGS__),                             \
+		.args = { QL__MAP(QL__PD, QL__AD_, __VA_ARGS__) },                               \
+		.results = { QL__MAP(QL__PD, QL__RD_, __VA_ARGS__) },                            \
+	};                                                                                       \
+	_Static_assert((0 QL__MAP(QL__PD, QL__NA_, __VA_ARGS__)) <= QL_RPC_MAX_ARGS,             \
+		       "QL_RPC_FN(" #fn "): more than 8 arguments");                             \
+	_Static_assert((0 QL__MAP(QL__PD, QL__NR_, __VA_ARGS__)) <= QL_RPC_MAX_RESULTS,          \
+		       "QL_RPC_FN(" #fn "): more than 4 results");                               \
+	_Static_assert(                                                                          \
+		_Generic(&fn,                                                                    \
+			 int32_t(*)(QL__CTXT_##c QL__MAPC(QL__PH, QL__PTYPE_, __VA_ARGS__)) : 1, \
+			 default : 0),                                                           \
+		"QL_RPC_FN(" #fn "): parameter types do not match the items");                   \
+	__attribute__((unused)) static int32_t ql_rpc__wrap_##fn(                                \
+		struct ql_rpc_in *ql__in, struct ql_rpc_out *ql__out, void *ql__ctx)             \
+	{                                                                                        \
+		int32_t ql__ret;                                                                 \
+		(void)ql__in;                                                                    \
+		(void)ql__ctx;                                                                   \
+		QL__MAP(QL__PH, QL__DECL_, __VA_ARGS__)                                          \
+		if (ql__in->err || ql__out->err)                                                 \
+			return -EBADMSG;                                                         \
+		ql__ret = fn(QL__CTXA_##c QL__MAPC(QL__PH, QL__CALL_, __VA_ARGS__));             \
+		if (ql__ret)                                                                     \
+			return ql__ret;                                                          \
+		QL__MAP(QL__PH, QL__POST_, __VA_ARGS__)                                          \
+		return 0;                                                                        \
+	}                                                                                        \
 	_Static_assert(1, "")
 
 #ifdef __cplusplus

@@ -149,11 +149,28 @@ static void account(struct ql_daemon *d, const struct ql_rpc_dispatch_info *info
 	}
 }
 
+/* Hand the built responses to the channel; unsent ones go back. */
+static void flush(struct ql_daemon *d, struct ql_buffer **tx, int m)
+{
+	int sent = ql_channel_send_burst(d->ch, tx, m);
+
+	if (sent < 0) {
+		__atomic_store_n(&d->st.channel_error, sent, __ATOMIC_RELAXED);
+		sent = 0;
+	}
+	ADD(d->st.responses, (uint64_t)sent);
+	if (sent < m) {
+		ADD(d->st.send_failed, (uint64_t)(m - sent));
+		for (int j = sent; j < m; j++)
+			ql_channel_release_buffer(d->ch, tx[j]);
+	}
+}
+
 int ql_daemon_poll(struct ql_daemon *d)
 {
 	struct ql_buffer *rx[QL_DAEMON_MAX_BURST], *tx[QL_DAEMON_MAX_BURST];
 	int n = ql_channel_receive_burst(d->ch, rx, (int)d->cfg.burst);
-	int m = 0, sent;
+	int m = 0;
 
 	if (n <= 0) {
 		if (n < 0 && !d->st.channel_error)
@@ -168,11 +185,18 @@ int ql_daemon_poll(struct ql_daemon *d)
 		uint64_t t0, t1;
 		size_t rlen = 0;
 
-		/* Every response buffer may be in flight while the client is
-		 * slow to re-post receives: wait, the channel reaps as we ask. */
 		while (!(t = ql_channel_acquire_buffer(d->ch))) {
-			int err = ql_channel_poll_errors(d->ch);
+			int err;
 
+			/* Every response buffer is taken. Send the ones built so
+			 * far first: the completions that free buffers may wait
+			 * on them (the channel signals one SEND in several). */
+			if (m) {
+				flush(d, tx, m);
+				m = 0;
+				continue;
+			}
+			err = ql_channel_poll_errors(d->ch);
 			if (err || atomic_load_explicit(&d->stop, memory_order_relaxed)) {
 				/* no way to answer the rest of the burst */
 				if (err)
@@ -181,7 +205,7 @@ int ql_daemon_poll(struct ql_daemon *d)
 				ADD(d->st.send_failed, (uint64_t)(n - i));
 				for (int j = i; j < n; j++)
 					ql_channel_release_buffer(d->ch, rx[j]);
-				goto send;
+				return n;
 			}
 		}
 		t0 = ql_tsc();
@@ -194,18 +218,8 @@ int ql_daemon_poll(struct ql_daemon *d)
 		t->len = (uint32_t)rlen;
 		tx[m++] = t;
 	}
-send:
-	sent = m ? ql_channel_send_burst(d->ch, tx, m) : 0;
-	if (sent < 0) {
-		__atomic_store_n(&d->st.channel_error, sent, __ATOMIC_RELAXED);
-		sent = 0;
-	}
-	ADD(d->st.responses, (uint64_t)sent);
-	if (sent < m) {
-		ADD(d->st.send_failed, (uint64_t)(m - sent));
-		for (int j = sent; j < m; j++)
-			ql_channel_release_buffer(d->ch, tx[j]);
-	}
+	if (m)
+		flush(d, tx, m);
 	return n;
 }
 

@@ -72,8 +72,7 @@ QL_EXPORT int ql_rpc_table_add(struct ql_rpc_table *t, const struct ql_rpc_funct
 				    f->name, f->id);
 	for (i = 0; i < t->count; i++)
 		if (!strcmp(t->entries[i].f.name, f->name))
-			return ql_error_set(-EEXIST, "rpc function %s already registered",
-					    f->name);
+			return ql_error_set(-EEXIST, "rpc function %s already registered", f->name);
 	if (t->count == t->capacity)
 		return ql_error_set(-ENOSPC, "rpc table full (%u functions)", t->capacity);
 	name = strdup(f->name);

@@ -309,6 +309,11 @@ int ql_ring_client_poll(struct ql_ring_client *cl, struct ql_ring_response *out,
 	n = ql_cq_poll(cl->rcq, max, wc);
 	if (n < 0)
 		return cl->err = -EIO;
+	/* Idle: poll the send CQ too. Besides freeing send-queue slots, that
+	 * is what retries a WRITE that waits (e.g. sent before the server's QP
+	 * was ready: RC retries it after the local ACK timeout). */
+	if (!n && cl->wr_posted != cl->wr_retired && reap_sends(cl))
+		return cl->err;
 	for (int i = 0; i < n; i++) {
 		uint32_t b = (uint32_t)wc[i].wr_id;
 

@@ -6,6 +6,7 @@
  * the pool refills from those completions.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -93,6 +94,8 @@ static int vch_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)
 		return c->err;
 	for (i = 0; i < n; i++) {
 		struct ql_buffer *b = bufs[i];
+		bool signal = c->posted % c->signal_every == c->signal_every - 1 ||
+			      ql_pool_available(c->pool) < c->signal_every;
 		struct ibv_sge sge = {
 			.addr = (uintptr_t)ql_buffer_data(b),
 			.length = b->len,
@@ -103,10 +106,10 @@ static int vch_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)
 			.sg_list = &sge,
 			.num_sge = 1,
 			.opcode = IBV_WR_SEND,
+			/* signal one in signal_every, and every one while the
+			 * pool runs low, so that buffers keep coming back */
 			.send_flags = (b->len <= c->max_inline ? IBV_SEND_INLINE : 0) |
-				      (c->posted % c->signal_every == c->signal_every - 1 ?
-					       IBV_SEND_SIGNALED :
-					       0),
+				      (signal ? IBV_SEND_SIGNALED : 0),
 		};
 		struct ibv_send_wr *bad;
 
