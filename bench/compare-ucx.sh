@@ -65,6 +65,10 @@ if [ ! -x "$bin" ]; then
 	cmake --build build-release -j"$(nproc 2>/dev/null || echo 2)" --target qlink-bench-verbs >&2
 fi
 
+prog=compare-ucx.sh
+# shellcheck source=bench/ucx-lib.sh
+. bench/ucx-lib.sh
+
 tmp=$(mktemp -d)
 srv_pid=
 # shellcheck disable=SC2317 # called through the EXIT trap
@@ -75,53 +79,6 @@ cleanup() {
 trap cleanup EXIT
 
 port=$((20000 + RANDOM % 20000))
-
-listening() { # port
-	if command -v ss >/dev/null 2>&1; then
-		ss -ltnH "sport = :$1" 2>/dev/null | grep -q .
-	else
-		grep -q "Waiting for connection" "$tmp/srv.log" 2>/dev/null
-	fi
-}
-
-# ucx_run TEST ITERS: sets ucx_p50 (one-way p50, us) and ucx_rate (overall msg/s)
-ucx_run() {
-	local test=$1 n=$2 i line vals
-	port=$((port + 1))
-	UCX_TLS=sm,self timeout 30 taskset -c "$scpu" ucx_perftest -p "$port" -c "$scpu" \
-		>"$tmp/srv.log" 2>&1 &
-	srv_pid=$!
-	for i in $(seq 100); do
-		listening "$port" && break
-		if ! kill -0 "$srv_pid" 2>/dev/null; then break; fi
-		sleep 0.05
-	done
-	if ! listening "$port"; then
-		echo "compare-ucx.sh: the ucx_perftest server did not listen on port $port:" >&2
-		cat "$tmp/srv.log" >&2
-		exit 1
-	fi
-	if ! UCX_TLS=sm,self timeout 30 ucx_perftest 127.0.0.1 -p "$port" -c "$ccpu" -t "$test" \
-		-s "$size" -n "$n" >"$tmp/cli.log" 2>&1; then
-		echo "compare-ucx.sh: ucx_perftest -t $test failed:" >&2
-		cat "$tmp/cli.log" "$tmp/srv.log" >&2
-		exit 1
-	fi
-	wait "$srv_pid" || true
-	srv_pid=
-	# The result line: "Final: ITERS P50 AVG OVERALL BW_AVG BW_OVERALL RATE_AVG RATE_OVERALL"
-	line=$(grep -E '^[[:space:]]*Final:' "$tmp/cli.log" | tail -n 1 || true)
-	if [ -z "$line" ]; then
-		echo "compare-ucx.sh: no 'Final:' line in ucx_perftest -t $test output:" >&2
-		cat "$tmp/cli.log" >&2
-		exit 1
-	fi
-	if ! vals=$(echo "$line" | awk '{ if (NF < 9 || $3 !~ /^[0-9.]+$/) exit 1; print $3, $NF }'); then
-		echo "compare-ucx.sh: cannot parse ucx_perftest's result line: $line" >&2
-		exit 1
-	fi
-	read -r ucx_p50 ucx_rate <<<"$vals"
-}
 
 # qlink_run TEST: sets ql_p50 (p50 RTT, ns) and ql_rate (msg/s)
 qlink_run() {
@@ -140,18 +97,6 @@ qlink_run() {
 		exit 1
 	fi
 	read -r ql_p50 ql_rate <<<"$vals"
-}
-
-median() { # values... -> median
-	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END {
-		if (NR == 0) { print "nan"; exit }
-		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
-range() { # FORMAT values... -> "min-max"
-	local f=$1
-	shift
-	printf '%s\n' "$@" | sort -g | awk -v f="$f" 'NR == 1 { lo = $1 } { hi = $1 }
-		END { printf f "-" f "\n", lo, hi }'
 }
 
 declare -a u_put u_tag u_tagbw u_ambw q_wlat q_slat q_wbw q_sbw

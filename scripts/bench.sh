@@ -18,9 +18,9 @@ fi
 
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DQLINK_BUILD_TESTS=OFF >&2
 cmake --build build-release -j"$(nproc 2>/dev/null || echo 2)" >&2
-bin=build-release/bench/qlink-bench-verbs
+bin=build-release/tools/qlink
 if [ ! -x "$bin" ]; then
-	echo "bench.sh: $bin was not built (see bench/CMakeLists.txt)" >&2
+	echo "bench.sh: $bin was not built (see tools/CMakeLists.txt)" >&2
 	exit 1
 fi
-exec "$bin" "$@"
+exec "$bin" bench "$@"
