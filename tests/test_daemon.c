@@ -20,6 +20,7 @@
 #include <qlink/clock.h>
 #include <qlink/daemon.h>
 #include <qlink/demo.h>
+#include <qlink/ring.h>
 #include <qlink/rpc.h>
 
 #include "hotpath.h"
@@ -413,10 +414,52 @@ static void test_hot_path(void **state)
 		fail_msg("%s", why);
 }
 
+/* The worked example of docs/wire-protocol.md, byte for byte. */
+static void test_wire_protocol_example(void **state)
+{
+	static const uint8_t want_req[64] = {
+		0x38, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, /* len 56, reserved */
+		0x52, 0x51, 0x55, 0x43, 0x50, 0x3e, 0xaa, 0x90, /* CUQR, fnv1a */
+		0x20, 0x00, 0x00, 0x00, 0x46, 0x00, 0x00, 0x00, /* arg_len, request_id */
+		0x05, 0x04, 0x03, 0x02, 0x01, 0x00, 0x00, 0x00, /* ptp_timestamp */
+		0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80,
+	};
+	static const uint8_t want_resp[29] = {
+		0x53, 0x51, 0x55, 0x43, 0x00, 0x00, 0x00, 0x00, 0x05, 0x00,
+		0x00, 0x00, 0x46, 0x00, 0x00, 0x00, 0x05, 0x04, 0x03, 0x02,
+		0x01, 0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00,
+	};
+	struct fixture *f = *state;
+	uint8_t slot[64] = { 0 }, syn[QL_DEMO_PARITY_ARG_LEN] = { 0 };
+	struct ql_rpc_header h = {
+		.magic = QL_RPC_MAGIC_REQUEST,
+		.function_id = ql_rpc_fnv1a(QL_DEMO_PARITY_NAME),
+		.arg_len = sizeof(syn),
+		.request_id = 70,
+		.ptp_timestamp = 0x0000000102030405ull,
+	};
+	struct ql_rpc_response r;
+	uint32_t len = QL_RPC_HEADER_SIZE + sizeof(syn);
+
+	ql_rpc_bit_set(syn, 0, 1);
+	ql_rpc_bit_set(syn, 255, 1);
+	memcpy(slot, &len, 4);
+	ql_rpc_header_encode(slot + 8, &h);
+	memcpy(slot + 32, syn, sizeof(syn));
+	assert_memory_equal(slot, want_req, sizeof(want_req));
+	/* slot 70 mod 64 = 6 at vaddr + 0x640 */
+	assert_int_equal(ql_ring_slot_offset(64, 256, 70), 0x640);
+	assert_int_equal(call_raw(f, slot + 8, len, len, &r), (int)sizeof(want_resp));
+	assert_memory_equal(f->resp, want_resp, sizeof(want_resp));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_parity, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_wire_protocol_example, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrap_and_window, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_start_stop_restart, setup, teardown),
