@@ -165,34 +165,24 @@ static int server(const struct bench_opts *o, int rfd, int wfd)
 {
 	struct ql_verbs_channel_config vc = { .num_slots = o->slots, .slot_size = o->slot_size };
 	struct ql_daemon_config dc = { .cpu = o->server_cpu };
-	struct ql_device *dev = NULL;
-	struct ql_channel *ch = NULL;
-	struct ql_daemon *d = NULL;
-	struct ql_conn_params sp, cp;
+	struct tool_server srv;
+	struct ql_conn_params cp;
 	struct ql_daemon_stats st;
 	char line[512];
 	int ret;
 
 	if (o->server_cpu >= 0)
 		ql_cpu_pin(o->server_cpu);
-	ret = ql_device_open(o->uri, &dev);
-	if (!ret)
-		ret = ql_verbs_channel_create(dev, &vc, &ch);
-	if (!ret)
-		ret = ql_daemon_create(&dc, ch, &d);
-	if (!ret)
-		ret = ql_daemon_register(d, ql_demo_parity_function());
-	if (!ret)
-		ret = ql_verbs_channel_local_params(ch, &sp);
+	ret = tool_server_open(&srv, o->uri, &vc, &dc);
 	if (ret) {
 		tool_fail("bench server", "setup", ret);
 		return 1;
 	}
-	if (tool_send_params(wfd, &sp) || tool_recv_params(rfd, &cp, line, sizeof(line)))
+	if (tool_send_params(wfd, &srv.params) || tool_recv_params(rfd, &cp, line, sizeof(line)))
 		return 1;
-	ret = ql_verbs_channel_connect(ch, &cp, NULL);
+	ret = ql_verbs_channel_connect(srv.ch, &cp, NULL);
 	if (!ret)
-		ret = ql_daemon_start(d);
+		ret = ql_daemon_start(srv.d);
 	if (ret) {
 		tool_fail("bench server", "connect", ret);
 		return 1;
@@ -200,15 +190,13 @@ static int server(const struct bench_opts *o, int rfd, int wfd)
 	/* serve until the client says it is done, then report our counts */
 	if (tool_read_line(rfd, line, sizeof(line)) < 0)
 		line[0] = '\0';
-	ql_daemon_stop(d);
-	ql_daemon_stats(d, &st);
+	ql_daemon_stop(srv.d);
+	ql_daemon_stats(srv.d, &st);
 	snprintf(line, sizeof(line),
 		 "requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64 " errors=%" PRIu64 "\n",
 		 st.requests, st.responses, st.ok, st.requests - st.ok);
 	tool_write_all(wfd, line, strlen(line));
-	ql_daemon_destroy(d);
-	ql_channel_destroy(ch);
-	ql_device_close(dev);
+	tool_server_close(&srv);
 	return 0;
 }
 

@@ -134,10 +134,8 @@ int tool_serve(int argc, char **argv)
 	struct ql_verbs_channel_config vc = { .num_slots = 64, .slot_size = 256 };
 	struct ql_daemon_config dc = { .cpu = 1 };
 	const char *file = NULL, *uri = "soft+shm://qlserve";
-	struct ql_device *dev = NULL;
-	struct ql_channel *ch = NULL;
-	struct ql_daemon *d = NULL;
-	struct ql_conn_params sp, cp;
+	struct tool_server srv = { 0 };
+	struct ql_conn_params cp;
 	struct ql_daemon_stats st;
 	char path[4096], text[512];
 	double timeout = 60;
@@ -187,17 +185,9 @@ int tool_serve(int argc, char **argv)
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	ret = ql_device_open(uri, &dev);
+	ret = tool_server_open(&srv, uri, &vc, &dc);
 	if (!ret)
-		ret = ql_verbs_channel_create(dev, &vc, &ch);
-	if (!ret)
-		ret = ql_daemon_create(&dc, ch, &d);
-	if (!ret)
-		ret = ql_daemon_register(d, ql_demo_parity_function());
-	if (!ret)
-		ret = ql_verbs_channel_local_params(ch, &sp);
-	if (!ret)
-		ret = params_text(&sp, text, sizeof(text));
+		ret = params_text(&srv.params, text, sizeof(text));
 	if (!ret)
 		ret = write_file(file, text);
 	if (ret) {
@@ -209,9 +199,9 @@ int tool_serve(int argc, char **argv)
 	if (!ret && ql_conn_params_parse(text, &cp))
 		ret = -EINVAL;
 	if (!ret)
-		ret = ql_verbs_channel_connect(ch, &cp, NULL);
+		ret = ql_verbs_channel_connect(srv.ch, &cp, NULL);
 	if (!ret)
-		ret = ql_daemon_start(d);
+		ret = ql_daemon_start(srv.d);
 	snprintf(path, sizeof(path), "%s.ready", file);
 	if (!ret)
 		ret = write_file(path, "ready\n");
@@ -223,17 +213,14 @@ int tool_serve(int argc, char **argv)
 		uri);
 	while (!stop_requested)
 		sleep_ms(50);
-	ql_daemon_stop(d);
-	ql_daemon_stats(d, &st);
+	ql_daemon_stop(srv.d);
+	ql_daemon_stats(srv.d, &st);
 	printf("requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64 " handler_errors=%" PRIu64
 	       " protocol_errors=%" PRIu64 " channel_error=%d\n",
 	       st.requests, st.responses, st.ok, st.handler_error,
 	       st.requests - st.ok - st.handler_error, st.channel_error);
 out:
-	ql_daemon_destroy(d);
-	ql_channel_destroy(ch);
-	if (dev)
-		ql_device_close(dev);
+	tool_server_close(&srv);
 	return ret ? 1 : 0;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "qlink/demo.h"
 #include "qlink/error.h"
 #include "tools.h"
 
@@ -127,4 +128,33 @@ int tool_recv_params(int fd, struct ql_conn_params *p, char *line, size_t len)
 	if (tool_read_line(fd, line, len) < 0)
 		return -1;
 	return ql_conn_params_parse(line, p) ? -1 : 0;
+}
+
+int tool_server_open(struct tool_server *s, const char *uri,
+		     const struct ql_verbs_channel_config *vc, const struct ql_daemon_config *dc)
+{
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	ret = ql_device_open(uri, &s->dev);
+	if (!ret)
+		ret = ql_verbs_channel_create(s->dev, vc, &s->ch);
+	if (!ret)
+		ret = ql_daemon_create(dc, s->ch, &s->d);
+	if (!ret)
+		ret = ql_daemon_register(s->d, ql_demo_parity_function());
+	if (!ret)
+		ret = ql_verbs_channel_local_params(s->ch, &s->params);
+	if (ret)
+		tool_server_close(s);
+	return ret;
+}
+
+void tool_server_close(struct tool_server *s)
+{
+	ql_daemon_destroy(s->d);
+	ql_channel_destroy(s->ch);
+	if (s->dev)
+		ql_device_close(s->dev);
+	memset(s, 0, sizeof(*s));
 }

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qlink/channel.h"
+#include "qlink/daemon.h"
 #include "qlink/verbs.h"
 
 int tool_int(const char *s, long min, long max, int *out);
@@ -22,6 +24,19 @@ int tool_write_all(int fd, const void *buf, size_t len);
 int tool_read_line(int fd, char *buf, size_t len);
 int tool_send_params(int fd, const struct ql_conn_params *p);
 int tool_recv_params(int fd, struct ql_conn_params *p, char *line, size_t len);
+
+/* An RTH side: device, verbs channel, daemon serving qlink_parity, and the
+ * channel's connection parameters. */
+struct tool_server {
+	struct ql_device *dev;
+	struct ql_channel *ch;
+	struct ql_daemon *d;
+	struct ql_conn_params params;
+};
+
+int tool_server_open(struct tool_server *s, const char *uri,
+		     const struct ql_verbs_channel_config *vc, const struct ql_daemon_config *dc);
+void tool_server_close(struct tool_server *s);
 
 int tool_bench(int argc, char **argv);
 int tool_serve(int argc, char **argv);
