@@ -5,7 +5,9 @@
 #   . scripts/deps.sh; ql_deps PROFILE...   same, as a function (returns 0 or 1)
 #
 # Profiles: build (compile the library and tools), test (build + cmocka),
-# bench (build + ucx-utils, the peer the benchmarks compare against).
+# bench (build + ucx-utils, the peer the benchmarks compare against),
+# rxe (qemu, busybox, rdma-core, perftest...: tests/rxe/run.sh, which boots
+# Debian's kernel with Linux Soft-RoCE in a VM).
 # Missing packages are installed with apt-get when running as root (one
 # `apt-get update` per run); otherwise the exact command to run is printed on
 # stderr and the result is 1. Only Debian's own archive is needed.
@@ -15,11 +17,15 @@ ql_deps_packages() {
 	for profile in "$@"; do
 		case "$profile" in
 		# libc6-dev: gcc only recommends it, and recommends are not installed.
-		build) echo cmake gcc libc6-dev make pkg-config libibverbs-dev ;;
-		test) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libcmocka-dev ;;
-		bench) echo cmake gcc libc6-dev make pkg-config libibverbs-dev ucx-utils ;;
+		build) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev ;;
+		test) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libcmocka-dev ;;
+		bench) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev ucx-utils ;;
+		rxe)
+			echo qemu-system-x86 busybox-static rdma-core ibverbs-providers ibverbs-utils \
+				perftest kmod cpio iproute2 util-linux gzip libc-bin
+			;;
 		*)
-			echo "deps: unknown profile '$profile' (build, test, bench)" >&2
+			echo "deps: unknown profile '$profile' (build, test, bench, rxe)" >&2
 			return 2
 			;;
 		esac
@@ -74,7 +80,7 @@ ql_deps() {
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	set -euo pipefail
 	if [ $# -eq 0 ]; then
-		echo "usage: $0 PROFILE... (build, test, bench)" >&2
+		echo "usage: $0 PROFILE... (build, test, bench, rxe)" >&2
 		exit 2
 	fi
 	ql_deps "$@"

@@ -25,9 +25,12 @@
 #include <unistd.h>
 
 #include "qlink/clock.h"
+#include "qlink/config.h"
+#include "qlink/control.h"
 #include "qlink/daemon.h"
 #include "qlink/demo.h"
 #include "qlink/error.h"
+#include "qlink/program.h"
 #include "qlink/vppu.h"
 #include "tools.h"
 
@@ -228,30 +231,74 @@ out:
 
 static void vppu_usage(FILE *f)
 {
-	fprintf(f, "usage: qlink vppu --params-file FILE [options]\n"
-		   "\n"
-		   "The virtual PPU: a software QCS that calls qlink_parity on a running\n"
-		   "qlink serve, checks every answer and reports the round trips (from the\n"
-		   "echoed ptp_timestamp), the rate, and counts of wrong answers, errors,\n"
-		   "timeouts and lost responses. Exits 1 if anything was wrong or lost.\n"
-		   "\n"
-		   "options:\n"
-		   "  --params-file FILE  the server's rendezvous file (required)\n"
-		   "  --uri URI           device (default soft+shm://qlvppu)\n"
-		   "  --cpu N             core (default 0; -1: no pinning)\n"
-		   "  --count N           calls to make (default: run --seconds)\n"
-		   "  --seconds S         how long to run (default 1)\n"
-		   "  --window N          calls in flight, closed loop (default 1)\n"
-		   "  --rate HZ           paced at HZ instead of closed loop\n"
-		   "  --timeout S         wait for the server (default 60)\n"
-		   "  --json              JSON report\n"
-		   "  -h, --help          this text\n");
+	fprintf(f,
+		"usage: qlink vppu --connect HOST:PORT [--program FILE] [options]\n"
+		"       qlink vppu --params-file FILE [options]\n"
+		"\n"
+		"The virtual PPU: a software QCS. With --connect it discovers a qlinkd through\n"
+		"the UDP control plane (DISCOVER, ACK, START ... STOP, COMPLETE), connects its QP\n"
+		"to the ring it is offered and runs a program of device calls (YAML, see\n"
+		"docs/qlinkd.md) or, without --program, calls qlink_parity. With --params-file\n"
+		"it meets a `qlink serve` through files instead. Every answer is checked; it\n"
+		"reports round trips (from the echoed ptp_timestamp), rates, wrong answers,\n"
+		"errors, timeouts and lost calls, and exits 1 if anything was wrong or lost.\n"
+		"\n"
+		"options:\n"
+		"  --connect HOST:PORT  qlinkd's control address (default port 7700)\n"
+		"  --program FILE       the calls to make (with --connect)\n"
+		"  --secret-file FILE   shared secret for authenticated control messages\n"
+		"  --name NAME          this QCS's name in DISCOVER (default vppu)\n"
+		"  --params-file FILE   a qlink serve's rendezvous file instead of --connect\n"
+		"  --uri URI            device (default soft+shm://qlvppu)\n"
+		"  --cpu N              core (default 0; -1: no pinning)\n"
+		"  --count N            calls to make, no program (default: run --seconds)\n"
+		"  --seconds S          how long to run, no program (default 1)\n"
+		"  --window N           calls in flight, closed loop (default 1)\n"
+		"  --rate HZ            paced at HZ instead of closed loop\n"
+		"  --timeout S          wait for the server (default 60)\n"
+		"  --json               JSON report (one object per program step)\n"
+		"  -h, --help           this text\n");
+}
+
+static void report(const struct ql_vppu_report *rep, const char *name, bool json)
+{
+	const struct ql_hist *h = &rep->rtt_ns;
+
+	if (json) {
+		ql_vppu_report_json(rep, name, stdout);
+		putchar('\n');
+		return;
+	}
+	printf("%s: calls %" PRIu64 " answered %" PRIu64 " ok %" PRIu64 " wrong %" PRIu64
+	       " handler_errors %" PRIu64 " protocol_errors %" PRIu64 " timeouts %" PRIu64
+	       " late %" PRIu64 " lost %" PRIu64 "\n",
+	       name, rep->sent, rep->received, rep->ok, rep->wrong, rep->handler_errors,
+	       rep->protocol_errors, rep->timeouts, rep->late, rep->lost);
+	printf("%s: round trip us: p50 %.3f p90 %.3f p99 %.3f p99.9 %.3f max %.3f; %.0f RPC/s\n",
+	       name, ql_hist_percentile(h, 50) / 1e3, ql_hist_percentile(h, 90) / 1e3,
+	       ql_hist_percentile(h, 99) / 1e3, ql_hist_percentile(h, 99.9) / 1e3,
+	       (ql_hist_count(h) ? ql_hist_max(h) : 0) / 1e3, rep->rpc_per_s);
+}
+
+static bool report_bad(const struct ql_vppu_report *rep)
+{
+	return rep->lost || rep->wrong || rep->protocol_errors || rep->handler_errors ||
+	       rep->unexpected || rep->transport_error;
+}
+
+static void keepalive(void *ctx)
+{
+	ql_ctl_client_keepalive(ctx);
 }
 
 int tool_vppu(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "params-file", required_argument, NULL, 'f' },
+		{ "connect", required_argument, NULL, 'C' },
+		{ "program", required_argument, NULL, 'P' },
+		{ "secret-file", required_argument, NULL, 'S' },
+		{ "name", required_argument, NULL, 'N' },
 		{ "uri", required_argument, NULL, 'u' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "count", required_argument, NULL, 'n' },
@@ -264,16 +311,21 @@ int tool_vppu(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ql_vppu_config cfg = { .window = 1 };
-	const char *file = NULL, *uri = "soft+shm://qlvppu";
+	const char *file = NULL, *uri = "soft+shm://qlvppu", *connect = NULL;
+	const char *program = NULL, *secret_file = NULL, *name = "vppu";
 	struct ql_device *dev = NULL;
 	struct ql_ring_client *cl = NULL;
+	struct ql_ctl_client *ctl = NULL;
+	struct ql_program *prog = NULL;
 	struct ql_conn_params sp, cp;
 	struct ql_vppu_call call;
 	struct ql_vppu_report rep;
 	uint64_t seed = 0x5eed;
-	char path[4096], text[512];
+	uint8_t secret[256];
+	size_t secret_len = 0;
+	char path[4096], text[1024];
 	double seconds = 1, timeout = 60;
-	bool json = false;
+	bool json = false, bad = false;
 	int c, ret, cpu = 0;
 
 	optind = 1;
@@ -281,6 +333,18 @@ int tool_vppu(int argc, char **argv)
 		switch (c) {
 		case 'f':
 			file = optarg;
+			break;
+		case 'C':
+			connect = optarg;
+			break;
+		case 'P':
+			program = optarg;
+			break;
+		case 'S':
+			secret_file = optarg;
+			break;
+		case 'N':
+			name = optarg;
 			break;
 		case 'u':
 			uri = optarg;
@@ -320,73 +384,141 @@ int tool_vppu(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!file || optind < argc) {
+	if (optind < argc || !!file == !!connect || (program && !connect)) {
 		fprintf(stderr, "qlink vppu: %s\n",
-			file ? "unexpected argument" : "--params-file FILE is required");
+			optind < argc ? "unexpected argument" :
+			program && !connect ?
+					"--program needs --connect" :
+					"give one of --connect HOST:PORT or --params-file FILE");
 		return 2;
 	}
-	if (strlen(file) > sizeof(path) - 16) {
+	if (file && strlen(file) > sizeof(path) - 16) {
 		fprintf(stderr, "qlink vppu: --params-file path too long\n");
 		return 2;
 	}
 	if (!cfg.count)
 		cfg.duration_ns = (uint64_t)(seconds * 1e9);
+	if (program) {
+		struct ql_diags diags;
+
+		if (ql_program_load(program, &prog, &diags)) {
+			ql_diags_print(&diags, program, stderr);
+			return 1;
+		}
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	if (cpu >= 0 && ql_cpu_pin(cpu))
 		fprintf(stderr, "qlink vppu: cannot pin to cpu %d; running unpinned\n", cpu);
-	ret = wait_file(file, timeout, text, sizeof(text));
-	if (!ret && ql_conn_params_parse(text, &sp))
-		ret = -EINVAL;
-	if (!ret)
-		ret = ql_device_open(uri, &dev);
+
+	if (connect) {
+		struct ql_ctl_client_config cc = { .name = name };
+		char hp[300];
+
+		/* a bare host means the default control port */
+		snprintf(hp, sizeof(hp), strchr(connect, ':') ? "%s" : "%s:7700", connect);
+		ret = secret_file ?
+			      tool_read_secret(secret_file, secret, sizeof(secret), &secret_len) :
+			      0;
+		if (!ret)
+			ret = ql_ctl_client_create(hp, secret_len ? secret : NULL, secret_len, &cc,
+						   &ctl);
+		if (!ret)
+			ret = ql_ctl_client_discover(ctl, 1, &sp);
+		if (ret) {
+			tool_fail("vppu", "discovering the RTH", ret);
+			goto out;
+		}
+	} else {
+		ret = wait_file(file, timeout, text, sizeof(text));
+		if (!ret && ql_conn_params_parse(text, &sp))
+			ret = -EINVAL;
+		if (ret) {
+			tool_fail("vppu", "reading the server's parameters", ret);
+			goto out;
+		}
+	}
+	ret = ql_device_open(uri, &dev);
 	if (!ret)
 		ret = ql_ring_client_create(dev, &sp, NULL, &cl);
 	if (!ret)
 		ret = ql_ring_client_local_params(cl, &cp);
 	if (!ret)
 		ret = ql_ring_client_connect(cl, &sp, NULL);
-	if (!ret)
+	if (!ret && connect) {
+		ret = ql_ctl_client_ack(ctl, &cp, 1);
+		if (!ret)
+			ret = ql_ctl_client_start(ctl);
+	} else if (!ret) {
 		ret = params_text(&cp, text, sizeof(text));
-	snprintf(path, sizeof(path), "%s.client", file);
-	if (!ret)
-		ret = write_file(path, text);
-	snprintf(path, sizeof(path), "%s.ready", file);
-	if (!ret)
-		ret = wait_file(path, timeout, text, sizeof(text));
+		snprintf(path, sizeof(path), "%s.client", file);
+		if (!ret)
+			ret = write_file(path, text);
+		snprintf(path, sizeof(path), "%s.ready", file);
+		if (!ret)
+			ret = wait_file(path, timeout, text, sizeof(text));
+	}
 	if (ret) {
 		tool_fail("vppu", "connecting to the server", ret);
 		goto out;
 	}
-	ql_demo_parity_call(&call, &seed);
-	ret = ql_vppu_run(cl, &call, &cfg, &rep);
-	if (ret) {
-		tool_fail("vppu", "run", ret);
-		goto out;
-	}
-	if (json) {
-		ql_vppu_report_json(&rep, cfg.rate_hz > 0 ? "paced" : "closed", stdout);
-		putchar('\n');
-	} else {
-		const struct ql_hist *h = &rep.rtt_ns;
+	if (prog) {
+		for (uint32_t i = 0; i < prog->ncalls && !stop_requested; i++) {
+			struct ql_vppu_config pc;
+			char step[160];
 
-		printf("calls %" PRIu64 " answered %" PRIu64 " ok %" PRIu64 " wrong %" PRIu64
-		       " handler_errors %" PRIu64 " protocol_errors %" PRIu64 " timeouts %" PRIu64
-		       " late %" PRIu64 " lost %" PRIu64 "\n",
-		       rep.sent, rep.received, rep.ok, rep.wrong, rep.handler_errors,
-		       rep.protocol_errors, rep.timeouts, rep.late, rep.lost);
-		printf("round trip us: p50 %.3f p90 %.3f p99 %.3f p99.9 %.3f max %.3f; %.0f RPC/s\n",
-		       ql_hist_percentile(h, 50) / 1e3, ql_hist_percentile(h, 90) / 1e3,
-		       ql_hist_percentile(h, 99) / 1e3, ql_hist_percentile(h, 99.9) / 1e3,
-		       (ql_hist_count(h) ? ql_hist_max(h) : 0) / 1e3, rep.rpc_per_s);
+			ret = ql_program_vppu_call(prog, i, &call, &pc);
+			if (ret) {
+				tool_fail("vppu", "program", ret);
+				goto out;
+			}
+			pc.tick = keepalive;
+			pc.tick_ctx = ctl;
+			pc.tick_ns = 500000000ull;
+			ret = ql_vppu_run(cl, &call, &pc, &rep);
+			if (ret) {
+				tool_fail("vppu", "run", ret);
+				goto out;
+			}
+			snprintf(step, sizeof(step), "step %u %s", i + 1, call.function);
+			report(&rep, step, json);
+			bad |= report_bad(&rep);
+			ql_ctl_client_keepalive(ctl);
+		}
+	} else {
+		ql_demo_parity_call(&call, &seed);
+		if (ctl) {
+			cfg.tick = keepalive;
+			cfg.tick_ctx = ctl;
+			cfg.tick_ns = 500000000ull;
+		}
+		ret = ql_vppu_run(cl, &call, &cfg, &rep);
+		if (ret) {
+			tool_fail("vppu", "run", ret);
+			goto out;
+		}
+		report(&rep, cfg.rate_hz > 0 ? "paced" : "closed", json);
+		bad |= report_bad(&rep);
 	}
 	if (rep.transport_error)
 		tool_fail("vppu", "transport", rep.transport_error);
-	ret = rep.lost || rep.wrong || rep.protocol_errors || rep.handler_errors ||
-	      rep.unexpected || rep.transport_error;
+	if (ctl) {
+		char counters[1024];
+
+		if (!ql_ctl_client_status(ctl, counters, sizeof(counters)) && !json)
+			printf("server: %s\n", counters);
+		ret = ql_ctl_client_stop(ctl);
+		if (!ret)
+			ret = ql_ctl_client_complete(ctl);
+		if (ret)
+			tool_fail("vppu", "ending the session", ret);
+	}
+	ret = bad || ret;
 out:
 	ql_ring_client_destroy(cl);
 	if (dev)
 		ql_device_close(dev);
+	ql_ctl_client_destroy(ctl);
+	ql_program_free(prog);
 	return ret ? 1 : 0;
 }

@@ -158,3 +158,21 @@ void tool_server_close(struct tool_server *s)
 		ql_device_close(s->dev);
 	memset(s, 0, sizeof(*s));
 }
+
+int tool_read_secret(const char *path, uint8_t *buf, size_t cap, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	size_t n;
+
+	if (!f)
+		return ql_error_set(-errno, "cannot read the secret file %s: %s", path,
+				    strerror(errno));
+	n = fread(buf, 1, cap, f);
+	fclose(f);
+	while (n && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	if (!n)
+		return ql_error_set(-EINVAL, "the secret file %s is empty", path);
+	*len = n;
+	return 0;
+}

@@ -19,6 +19,8 @@ int tool_bad(const char *cmd, const char *opt, const char *val);
 /* Print "qlink CMD: WHAT: error text (detail)". */
 void tool_fail(const char *cmd, const char *what, int err);
 
+/* A shared secret file: its bytes, trailing newline dropped. */
+int tool_read_secret(const char *path, uint8_t *buf, size_t cap, size_t *len);
 int tool_write_all(int fd, const void *buf, size_t len);
 /* Read one line (without the newline) from fd; its length or -1. */
 int tool_read_line(int fd, char *buf, size_t len);

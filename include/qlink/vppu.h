@@ -41,6 +41,11 @@ struct ql_vppu_config {
 	uint64_t count;	      /* calls to make (0: run for duration_ns) */
 	uint64_t duration_ns; /* when count is 0 */
 	uint64_t timeout_ns;  /* give up waiting for responses (0: 1 s) */
+	/* Called about every tick_ns while running (e.g. the control plane's
+	 * keepalive); NULL: none. Not for measurement-critical work. */
+	void (*tick)(void *tick_ctx);
+	void *tick_ctx;
+	uint64_t tick_ns;
 };
 
 struct ql_vppu_report {

@@ -104,7 +104,7 @@ int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 		const struct ql_vppu_config *cfg, struct ql_vppu_report *rep)
 {
 	struct run r = { .cl = cl, .call = call, .rep = rep };
-	uint64_t start, end, target, timeout, window, period = 0, due;
+	uint64_t start, end, target, timeout, window, period = 0, due, next_tick;
 	int ret = 0;
 
 	if (!cl || !call || !call->function || !cfg || !rep)
@@ -133,8 +133,14 @@ int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 	start = vclock_ns(&r.clk);
 	end = cfg->count ? UINT64_MAX : start + cfg->duration_ns;
 	due = start;
+	next_tick = start + cfg->tick_ns;
 	for (;;) {
 		uint64_t now = vclock_ns(&r.clk);
+
+		if (cfg->tick && now >= next_tick) {
+			cfg->tick(cfg->tick_ctx);
+			next_tick = now + cfg->tick_ns;
+		}
 
 		if ((target && rep->sent >= target) || (!target && now >= end))
 			break;

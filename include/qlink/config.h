@@ -1,0 +1,116 @@
+/*
+ * config: the qlinkd configuration file.
+ *
+ * qlinkd (the RTH daemon) reads one YAML file naming the device URI, the
+ * control-plane address, the dispatcher core, the ring geometry, the
+ * handler plugins and the logging. The file is mapped onto struct
+ * ql_config by libcyaml's schema, then checked beyond what a schema can say
+ * (ring geometry, port and CPU ranges, URI scheme, plugin files, CIDR
+ * lists). Every problem found is reported with the line it is on, so that
+ * `qlinkd --check-config FILE` can print `FILE:LINE: message` lines an
+ * editor can jump to. docs/qlinkd.md documents every key and default.
+ *
+ * The diagnostics type (struct ql_diags) is shared with program.h, which
+ * loads VPPU programs the same way.
+ */
+#ifndef QLINK_CONFIG_H
+#define QLINK_CONFIG_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "qlink/log.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- diagnostics ------------------------------------------------------- */
+
+#define QL_DIAG_MAX 32
+#define QL_DIAG_MSG_MAX 256
+
+/* One problem in an input file; line is 1-based, 0 when it has none (the
+ * file could not be read at all). */
+struct ql_diag {
+	unsigned line;
+	char msg[QL_DIAG_MSG_MAX];
+};
+
+/* The problems found in one file, in the order found; those beyond
+ * QL_DIAG_MAX are counted in dropped. */
+struct ql_diags {
+	unsigned count;
+	unsigned dropped;
+	struct ql_diag d[QL_DIAG_MAX];
+};
+
+/* Print each diagnostic as "file:line: msg" (or "file: msg" without a
+ * line), one per line, and a "... N more" line if some were dropped. */
+void ql_diags_print(const struct ql_diags *diags, const char *file, FILE *f);
+
+/* ---- the configuration --------------------------------------------------- */
+
+#define QL_CONFIG_DEFAULT_DEVICE "soft+shm://qlinkd"
+#define QL_CONFIG_DEFAULT_ADDRESS "0.0.0.0"
+#define QL_CONFIG_DEFAULT_PORT 18515
+#define QL_CONFIG_DEFAULT_BURST 32
+#define QL_CONFIG_DEFAULT_SLOTS 64
+#define QL_CONFIG_DEFAULT_SLOT_SIZE 256
+#define QL_CONFIG_DEFAULT_MAX_SESSIONS 4
+#define QL_CONFIG_MAX_SESSIONS 1024
+
+enum ql_config_log_format { QL_LOG_FORMAT_TEXT = 0, QL_LOG_FORMAT_JSON = 1 };
+
+struct ql_config_plugin {
+	char *path;   /* as resolved: relative paths are taken from the config
+			 file's directory */
+	char *config; /* passed to the plugin's init; NULL if not given */
+	unsigned line;
+};
+
+/* Every string is owned by the struct; absent keys hold the defaults. */
+struct ql_config {
+	char *path;   /* the file it was loaded from */
+	char *device; /* URI: soft://loop, soft+shm://NAME, soft+udp://..., ibv://DEV */
+	struct {
+		char *address;	   /* IPv4 or IPv6 literal to listen on */
+		uint32_t port;	   /* 1..65535 */
+		char *secret_file; /* NULL: no shared secret */
+		char **allow;	   /* CIDR blocks allowed to connect; none: any */
+		uint32_t allow_count;
+	} control;
+	struct {
+		int cpu;	/* dispatcher core; -1: not pinned */
+		uint32_t burst; /* 1..32 */
+	} dispatcher;
+	struct {
+		uint32_t slots;	    /* power of two */
+		uint32_t slot_size; /* multiple of 64 */
+	} ring;
+	uint32_t max_sessions;
+	struct ql_config_plugin *plugins;
+	uint32_t plugins_count;
+	struct {
+		enum ql_log_level level;
+		enum ql_config_log_format format;
+	} log;
+};
+
+/*
+ * Load and check path. Returns 0 and *out (free with ql_config_free), or a
+ * negative errno: -ENOENT/-EACCES/... when the file cannot be read, -EINVAL
+ * when it has problems. diags (may be NULL) receives every problem found;
+ * the first is also the ql_error_detail() sentence, as "FILE:LINE: msg".
+ */
+int ql_config_load(const char *path, struct ql_config **out, struct ql_diags *diags);
+void ql_config_free(struct ql_config *cfg);
+
+/* "error", "warn", "info", "debug"; "text", "json". */
+const char *ql_config_log_level_str(enum ql_log_level level);
+const char *ql_config_log_format_str(enum ql_config_log_format format);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

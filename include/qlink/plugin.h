@@ -1,0 +1,118 @@
+/*
+ * plugin: handler functions loaded from shared libraries.
+ *
+ * qlinkd serves the functions that plugins register. A plugin is a shared
+ * library (a CMake MODULE) exporting one symbol, ql_plugin_info(), which
+ * returns a description: the plugin ABI version it was built for, a name and
+ * version, optional init/fini for state built from a configuration string,
+ * and register_functions(), which registers its handlers through a
+ * registrar. The registrar is a small table of function pointers handed in
+ * by the host, so a plugin needs no symbol from qlinkd or libqlink at run
+ * time: it is compiled against qlink's headers only, whose typed-handler
+ * macros (QL_RPC_FN) and stream functions are header-only inlines. qlinkd
+ * links libqlink statically with hidden visibility and exports nothing.
+ *
+ *   static int32_t decode(const uint8_t *syn, uint8_t *corr) { ... }
+ *   QL_RPC_FN(decode, QL_ARG_BITS(63), QL_RES_BITS(64));
+ *
+ *   static int reg(void *state, const struct ql_plugin_registrar *r)
+ *   {
+ *           return r->register_function(r->host, &QL_RPC_FUNCTION(decode));
+ *   }
+ *   static const struct ql_plugin_info info = {
+ *           .abi_version = QL_PLUGIN_ABI_VERSION, .name = "decoder",
+ *           .version = "1.0", .register_functions = reg,
+ *   };
+ *   QL_PLUGIN_EXPORT const struct ql_plugin_info *ql_plugin_info(void)
+ *   {
+ *           return &info;
+ *   }
+ *
+ * Loading checks the ABI version before calling anything else in the
+ * plugin, so a plugin built against another qlink is refused with a clear
+ * error instead of misbehaving. Handlers run on dispatcher threads, one per
+ * session, possibly concurrently: state shared through ctx must be
+ * read-only or thread-safe.
+ */
+#ifndef QLINK_PLUGIN_H
+#define QLINK_PLUGIN_H
+
+#include <stdint.h>
+
+#include "qlink/log.h"
+#include "qlink/rpc.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*
+ * Bumped whenever anything a plugin sees changes incompatibly: struct
+ * ql_plugin_info, struct ql_plugin_registrar, struct ql_rpc_function,
+ * struct ql_rpc_schema, the stream structs and the handler signature.
+ */
+#define QL_PLUGIN_ABI_VERSION 1u
+
+/* The symbol a plugin exports. */
+#define QL_PLUGIN_SYMBOL "ql_plugin_info"
+#define QL_PLUGIN_EXPORT __attribute__((visibility("default")))
+
+/* What the host hands a plugin to register its functions with. */
+struct ql_plugin_registrar {
+	uint32_t abi_version; /* QL_PLUGIN_ABI_VERSION of the host */
+	void *host;	      /* pass back as the first argument */
+	/* Register one function (typed or raw, see rpc.h; copied, so a
+	 * compound literal is fine; ctx and fn must live until fini). 0 or a
+	 * negative errno: -EEXIST for a name or id already registered. */
+	int (*register_function)(void *host, const struct ql_rpc_function *fn);
+	/* Log a line through the host's logger, attributed to the plugin. */
+	void (*log)(void *host, enum ql_log_level level, const char *msg);
+};
+
+struct ql_plugin_info {
+	uint32_t abi_version; /* QL_PLUGIN_ABI_VERSION it was built with */
+	const char *name;     /* short, for logs */
+	const char *version;
+	/* Optional: build state from the config string (NULL when the config
+	 * file gives none). 0 or a negative errno. */
+	int (*init)(const char *config, void **state);
+	/* Optional: free what init built. */
+	void (*fini)(void *state);
+	/* Register every function; called once per daemon (session). */
+	int (*register_functions)(void *state, const struct ql_plugin_registrar *reg);
+};
+
+typedef const struct ql_plugin_info *(*ql_plugin_info_fn)(void);
+
+struct ql_plugin;
+struct ql_daemon;
+struct ql_rpc_table;
+
+/*
+ * dlopen path (RTLD_NOW | RTLD_LOCAL), find ql_plugin_info, check the ABI
+ * version and the description, and call init(config). 0 and *plugin, or a
+ * negative errno with a detail sentence naming the file and the cause:
+ * -ENOENT no such file, -ENOEXEC not a loadable library or unresolved
+ * symbols, -ENOSYS no ql_plugin_info symbol, -EPROTO an ABI version
+ * mismatch, -EINVAL a malformed description, or init's own error.
+ */
+int ql_plugin_load(const char *path, const char *config, struct ql_plugin **plugin);
+/* fini, then dlclose. Every daemon it registered functions on must be
+ * destroyed first: their tables point at the plugin's code. */
+void ql_plugin_unload(struct ql_plugin *plugin);
+
+const struct ql_plugin_info *ql_plugin_get_info(const struct ql_plugin *plugin);
+const char *ql_plugin_path(const struct ql_plugin *plugin);
+/* Functions registered by the last ql_plugin_register* call. */
+uint32_t ql_plugin_function_count(const struct ql_plugin *plugin);
+
+/* Register the plugin's functions on a (stopped) daemon / a table. */
+int ql_plugin_register(struct ql_plugin *plugin, struct ql_daemon *daemon);
+int ql_plugin_register_table(struct ql_plugin *plugin, struct ql_rpc_table *table);
+/* With a caller-made registrar (abi_version is filled in). */
+int ql_plugin_register_with(struct ql_plugin *plugin, struct ql_plugin_registrar *reg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,390 @@
+/*
+ * The qlinkd configuration file (see qlink/config.h). libcyaml loads the
+ * file into a raw struct whose scalars are pointers, so that an absent key
+ * (NULL) can be told from one set to zero; the raw struct is then checked
+ * key by key and copied into struct ql_config with the defaults filled in.
+ */
+#define _GNU_SOURCE
+#include "qlink/config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config/yaml.h"
+#include "qlink/clock.h"
+#include "qlink/error.h"
+#include "qlink/ring.h"
+
+struct raw_control {
+	char *address;
+	int64_t *port;
+	char *secret_file;
+	char **allow;
+	unsigned allow_count;
+};
+
+struct raw_dispatcher {
+	int64_t *cpu;
+	int64_t *burst;
+};
+
+struct raw_ring {
+	int64_t *slots;
+	int64_t *slot_size;
+};
+
+struct raw_plugin {
+	char *path;
+	char *config;
+};
+
+struct raw_log {
+	char *level;
+	char *format;
+};
+
+struct raw_config {
+	char *device;
+	struct raw_control *control;
+	struct raw_dispatcher *dispatcher;
+	struct raw_ring *ring;
+	int64_t *max_sessions;
+	struct raw_plugin *plugins;
+	unsigned plugins_count;
+	struct raw_log *log;
+};
+
+#define OPT (CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL)
+#define STR(key, type, member) CYAML_FIELD_STRING_PTR(key, OPT, type, member, 0, CYAML_UNLIMITED)
+
+static const cyaml_schema_value_t string_entry = {
+	CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 0, CYAML_UNLIMITED),
+};
+
+static const cyaml_schema_field_t control_fields[] = {
+	STR("address", struct raw_control, address),
+	CYAML_FIELD_INT_PTR("port", OPT, struct raw_control, port),
+	STR("secret_file", struct raw_control, secret_file),
+	CYAML_FIELD_SEQUENCE("allow", OPT, struct raw_control, allow, &string_entry, 0,
+			     CYAML_UNLIMITED),
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_field_t dispatcher_fields[] = {
+	CYAML_FIELD_INT_PTR("cpu", OPT, struct raw_dispatcher, cpu),
+	CYAML_FIELD_INT_PTR("burst", OPT, struct raw_dispatcher, burst),
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_field_t ring_fields[] = {
+	CYAML_FIELD_INT_PTR("slots", OPT, struct raw_ring, slots),
+	CYAML_FIELD_INT_PTR("slot_size", OPT, struct raw_ring, slot_size),
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_field_t plugin_fields[] = {
+	CYAML_FIELD_STRING_PTR("path", CYAML_FLAG_POINTER, struct raw_plugin, path, 1,
+			       CYAML_UNLIMITED),
+	STR("config", struct raw_plugin, config),
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_value_t plugin_entry = {
+	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct raw_plugin, plugin_fields),
+};
+
+static const cyaml_schema_field_t log_fields[] = {
+	STR("level", struct raw_log, level),
+	STR("format", struct raw_log, format),
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_field_t top_fields[] = {
+	STR("device", struct raw_config, device),
+	CYAML_FIELD_MAPPING_PTR("control", OPT, struct raw_config, control, control_fields),
+	CYAML_FIELD_MAPPING_PTR("dispatcher", OPT, struct raw_config, dispatcher,
+				dispatcher_fields),
+	CYAML_FIELD_MAPPING_PTR("ring", OPT, struct raw_config, ring, ring_fields),
+	CYAML_FIELD_INT_PTR("max_sessions", OPT, struct raw_config, max_sessions),
+	CYAML_FIELD_SEQUENCE("plugins", OPT, struct raw_config, plugins, &plugin_entry, 0,
+			     CYAML_UNLIMITED),
+	CYAML_FIELD_MAPPING_PTR("log", OPT, struct raw_config, log, log_fields),
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_value_t top_schema = {
+	CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct raw_config, top_fields),
+};
+
+static const char *const level_names[] = { "error", "warn", "info", "debug" };
+static const char *const format_names[] = { "text", "json" };
+
+const char *ql_config_log_level_str(enum ql_log_level level)
+{
+	return (unsigned)level < 4 ? level_names[level] : "?";
+}
+
+const char *ql_config_log_format_str(enum ql_config_log_format format)
+{
+	return (unsigned)format < 2 ? format_names[format] : "?";
+}
+
+void ql_config_free(struct ql_config *cfg)
+{
+	if (!cfg)
+		return;
+	free(cfg->path);
+	free(cfg->device);
+	free(cfg->control.address);
+	free(cfg->control.secret_file);
+	for (uint32_t i = 0; i < cfg->control.allow_count; i++)
+		free(cfg->control.allow[i]);
+	free(cfg->control.allow);
+	for (uint32_t i = 0; i < cfg->plugins_count; i++) {
+		free(cfg->plugins[i].path);
+		free(cfg->plugins[i].config);
+	}
+	free(cfg->plugins);
+	free(cfg);
+}
+
+/* An integer key within [min, max], or the default when absent. */
+static int64_t int_key(struct ql_yaml_file *f, const int64_t *v, const char *path, int64_t min,
+		       int64_t max, int64_t def, const char *why)
+{
+	if (!v)
+		return def;
+	if (*v < min || *v > max) {
+		ql__diag_add(f, ql__yaml_line(f, path), "%s: %lld is out of range (%lld..%lld%s%s)",
+			     path, (long long)*v, (long long)min, (long long)max, why ? "; " : "",
+			     why ? why : "");
+		return def;
+	}
+	return *v;
+}
+
+static void check_device(struct ql_yaml_file *f, const char *uri)
+{
+	static const char *const schemes[] = { "soft://", "soft+shm://", "soft+udp://", "ibv://" };
+	unsigned line = ql__yaml_line(f, "device");
+
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+		size_t n = strlen(schemes[i]);
+
+		if (!strncmp(uri, schemes[i], n)) {
+			if (!uri[n])
+				ql__diag_add(f, line, "device: '%s' names no device after '%s'",
+					     uri, schemes[i]);
+			else if (strlen(uri) >= 160)
+				ql__diag_add(f, line, "device: URI longer than 159 characters");
+			return;
+		}
+	}
+	ql__diag_add(f, line,
+		     "device: unknown URI scheme in '%s' (known: soft://loop, soft+shm://NAME, "
+		     "soft+udp://HOST, ibv://DEVICE)",
+		     uri);
+}
+
+static int valid_address(const char *s)
+{
+	unsigned char buf[16];
+
+	return inet_pton(AF_INET, s, buf) == 1 || inet_pton(AF_INET6, s, buf) == 1;
+}
+
+static int valid_cidr(const char *s)
+{
+	char addr[64], *slash, *end;
+	unsigned char buf[16];
+	long bits, max;
+
+	if (strlen(s) >= sizeof(addr))
+		return 0;
+	strcpy(addr, s);
+	slash = strchr(addr, '/');
+	if (slash)
+		*slash = '\0';
+	if (inet_pton(AF_INET, addr, buf) == 1)
+		max = 32;
+	else if (inet_pton(AF_INET6, addr, buf) == 1)
+		max = 128;
+	else
+		return 0;
+	if (!slash)
+		return 1;
+	errno = 0;
+	bits = strtol(slash + 1, &end, 10);
+	return slash[1] && !*end && !errno && bits >= 0 && bits <= max;
+}
+
+/* Plugin paths are taken relative to the config file's directory, so a
+ * config and its plugins can move together. */
+static char *resolve_path(const char *cfg_path, const char *p)
+{
+	const char *slash = strrchr(cfg_path, '/');
+	char *out;
+
+	if (p[0] == '/' || !slash)
+		return strdup(p);
+	if (asprintf(&out, "%.*s/%s", (int)(slash - cfg_path), cfg_path, p) < 0)
+		return NULL;
+	return out;
+}
+
+static int name_index(const char *s, const char *const *names, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -1;
+}
+
+static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql_config *c)
+{
+	const struct raw_control *rc = r->control;
+	const struct raw_dispatcher *rd = r->dispatcher;
+	const struct raw_ring *rr = r->ring;
+	int ncpu = ql_cpu_count();
+
+	c->path = strdup(f->path);
+	c->device = strdup(r->device ? r->device : QL_CONFIG_DEFAULT_DEVICE);
+	c->control.address = strdup(rc && rc->address ? rc->address : QL_CONFIG_DEFAULT_ADDRESS);
+	if (!c->path || !c->device || !c->control.address)
+		return -ENOMEM;
+	check_device(f, c->device);
+	if (!valid_address(c->control.address))
+		ql__diag_add(f, ql__yaml_line(f, "control.address"),
+			     "control.address: '%s' is not an IPv4 or IPv6 address",
+			     c->control.address);
+	c->control.port = (uint32_t)int_key(f, rc ? rc->port : NULL, "control.port", 1, 65535,
+					    QL_CONFIG_DEFAULT_PORT, "a UDP port");
+	if (rc && rc->secret_file) {
+		c->control.secret_file = resolve_path(f->path, rc->secret_file);
+		if (!c->control.secret_file)
+			return -ENOMEM;
+		if (access(c->control.secret_file, R_OK))
+			ql__diag_add(f, ql__yaml_line(f, "control.secret_file"),
+				     "control.secret_file: cannot read '%s': %s",
+				     c->control.secret_file, strerror(errno));
+	}
+	if (rc && rc->allow_count) {
+		c->control.allow = calloc(rc->allow_count, sizeof(char *));
+		if (!c->control.allow)
+			return -ENOMEM;
+		for (unsigned i = 0; i < rc->allow_count; i++) {
+			c->control.allow[i] = strdup(rc->allow[i]);
+			if (!c->control.allow[i])
+				return -ENOMEM;
+			c->control.allow_count++;
+			if (!valid_cidr(rc->allow[i]))
+				ql__diag_add(f, ql__yaml_linef(f, "control.allow.%u", i),
+					     "control.allow[%u]: '%s' is not an address or CIDR "
+					     "block (e.g. 10.0.0.0/8, fd00::/8)",
+					     i, rc->allow[i]);
+		}
+	}
+	c->dispatcher.cpu = (int)int_key(f, rd ? rd->cpu : NULL, "dispatcher.cpu", -1, ncpu - 1, -1,
+					 "-1 for no pinning; this host's CPUs");
+	c->dispatcher.burst = (uint32_t)int_key(f, rd ? rd->burst : NULL, "dispatcher.burst", 1, 32,
+						QL_CONFIG_DEFAULT_BURST, NULL);
+	c->ring.slots = (uint32_t)int_key(f, rr ? rr->slots : NULL, "ring.slots", 1,
+					  QL_RING_MAX_SLOTS, QL_CONFIG_DEFAULT_SLOTS, NULL);
+	c->ring.slot_size = (uint32_t)int_key(f, rr ? rr->slot_size : NULL, "ring.slot_size",
+					      QL_RING_MIN_SLOT, QL_RING_MAX_SLOT,
+					      QL_CONFIG_DEFAULT_SLOT_SIZE, NULL);
+	if (ql_ring_check_geometry(c->ring.slots, c->ring.slot_size))
+		ql__diag_add(f,
+			     ql__yaml_line(f, c->ring.slots & (c->ring.slots - 1) ?
+						      "ring.slots" :
+						      "ring.slot_size"),
+			     "%s", ql_error_detail());
+	c->max_sessions = (uint32_t)int_key(f, r->max_sessions, "max_sessions", 1,
+					    QL_CONFIG_MAX_SESSIONS, QL_CONFIG_DEFAULT_MAX_SESSIONS,
+					    NULL);
+	if (r->plugins_count) {
+		c->plugins = calloc(r->plugins_count, sizeof(*c->plugins));
+		if (!c->plugins)
+			return -ENOMEM;
+	}
+	for (unsigned i = 0; i < r->plugins_count; i++) {
+		struct ql_config_plugin *p = &c->plugins[i];
+
+		p->line = ql__yaml_linef(f, "plugins.%u", i);
+		p->path = resolve_path(f->path, r->plugins[i].path);
+		p->config = ql__strdup0(r->plugins[i].config);
+		if (!p->path || (r->plugins[i].config && !p->config))
+			return -ENOMEM;
+		c->plugins_count++;
+		if (access(p->path, R_OK))
+			ql__diag_add(f, ql__yaml_linef(f, "plugins.%u.path", i),
+				     "plugins[%u].path: cannot read '%s': %s", i, p->path,
+				     strerror(errno));
+	}
+	c->log.level = QL_LOG_INFO;
+	c->log.format = QL_LOG_FORMAT_TEXT;
+	if (r->log && r->log->level) {
+		int l = name_index(r->log->level, level_names, 4);
+
+		if (l < 0)
+			ql__diag_add(f, ql__yaml_line(f, "log.level"),
+				     "log.level: '%s' is not one of error, warn, info, debug",
+				     r->log->level);
+		else
+			c->log.level = (enum ql_log_level)l;
+	}
+	if (r->log && r->log->format) {
+		int l = name_index(r->log->format, format_names, 2);
+
+		if (l < 0)
+			ql__diag_add(f, ql__yaml_line(f, "log.format"),
+				     "log.format: '%s' is not one of text, json", r->log->format);
+		else
+			c->log.format = (enum ql_config_log_format)l;
+	}
+	return 0;
+}
+
+int ql_config_load(const char *path, struct ql_config **out, struct ql_diags *diags)
+{
+	struct ql_diags local;
+	struct ql_yaml_file f;
+	struct raw_config *raw = NULL;
+	struct ql_config *c = NULL;
+	int ret;
+
+	*out = NULL;
+	if (!diags)
+		diags = &local;
+	memset(diags, 0, sizeof(*diags));
+	ql_error_clear();
+	ret = ql__yaml_open(&f, path, diags);
+	if (!ret)
+		ret = ql__yaml_cyaml_load(&f, &top_schema, (void **)&raw);
+	if (!ret) {
+		c = calloc(1, sizeof(*c));
+		ret = c ? convert(&f, raw, c) : -ENOMEM;
+		if (ret)
+			ql__diag_add(&f, 0, "out of memory");
+		else if (diags->count)
+			ret = -EINVAL;
+	}
+	ql__yaml_cyaml_free(&top_schema, raw);
+	ql__yaml_close(&f);
+	if (ret) {
+		/* later checks may have overwritten the first sentence */
+		if (diags->count && diags->d[0].line)
+			ql_error_set(ret, "%s:%u: %s", path, diags->d[0].line, diags->d[0].msg);
+		else if (diags->count)
+			ql_error_set(ret, "%s: %s", path, diags->d[0].msg);
+		ql_config_free(c);
+		return ret;
+	}
+	*out = c;
+	return 0;
+}

@@ -1,0 +1,55 @@
+/*
+ * Internal: what config.c and program.c share to load a YAML file with
+ * libcyaml and report every problem with its line. libyaml parses the file
+ * first into a node tree: syntax errors come out of it with their line, and
+ * it maps a key path ("control.port", "plugins.1.path") to the line of that
+ * key for the checks made after libcyaml has loaded the structs. libcyaml's
+ * own errors are captured from its log callback, whose backtrace names the
+ * path and line of the failing value.
+ */
+#ifndef QL_CONFIG_YAML_H
+#define QL_CONFIG_YAML_H
+
+#include <cyaml/cyaml.h>
+#include <stddef.h>
+#include <yaml.h>
+
+#include "qlink/config.h"
+
+struct ql_yaml_file {
+	const char *path;
+	char *text;
+	size_t len;
+	yaml_document_t doc;
+	int have_doc;
+	struct ql_diags *diags;
+};
+
+/* Add a diagnostic (and keep the first as the ql_error detail). */
+void ql__diag_add(struct ql_yaml_file *f, unsigned line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Read and parse path. 0, or a negative errno with a diagnostic added
+ * (-EINVAL for a syntax error or an empty document). */
+int ql__yaml_open(struct ql_yaml_file *f, const char *path, struct ql_diags *diags);
+void ql__yaml_close(struct ql_yaml_file *f);
+
+/* 1-based line of the key (or sequence entry) at a dotted path; of the
+ * deepest part of the path that exists if not all of it does; 1 if none. */
+unsigned ql__yaml_line(const struct ql_yaml_file *f, const char *path);
+/* The same with a printf-formatted path. */
+unsigned ql__yaml_linef(const struct ql_yaml_file *f, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Load the file's text with schema; on failure add libcyaml's error as a
+ * diagnostic with its path and line and return -EINVAL. */
+int ql__yaml_cyaml_load(struct ql_yaml_file *f, const cyaml_schema_value_t *schema, void **out);
+void ql__yaml_cyaml_free(const cyaml_schema_value_t *schema, void *data);
+
+/* "plugins.0.path" -> "plugins[0].path", in place, for messages. */
+void ql__yaml_display_path(char *path);
+
+/* strdup that tolerates NULL; -ENOMEM is the caller's to report. */
+char *ql__strdup0(const char *s);
+
+#endif

@@ -1,0 +1,410 @@
+/*
+ * Control-plane client (QCS side): sends one request at a time and
+ * retransmits it, with the same seq, until the matching reply arrives; the
+ * server's reply cache makes the retransmissions harmless.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sodium.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "qlink/control.h"
+#include "qlink/error.h"
+#include "qlink/log.h"
+
+#define QL_EXPORT __attribute__((visibility("default")))
+
+struct ql_ctl_client {
+	int fd;
+	uint8_t *secret;
+	size_t secret_len;
+	char name[QL_CTL_NAME_MAX];
+	char server[128];
+	uint32_t timeout_ms;
+	uint32_t retries;
+	uint64_t session; /* 0 until discover */
+	uint64_t seq;
+	uint32_t nchannels;
+	bool aborted;	/* the server sent an ABORT notice */
+	bool forgotten; /* the server answered unknown_session */
+	char abort_reason[QL_CTL_TEXT_MAX];
+	struct ql_ctl_msg reply; /* big: kept here, not on the stack */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static int error_errno(const char *code)
+{
+	static const struct {
+		const char *code;
+		int err;
+	} map[] = {
+		{ "malformed", -EBADMSG },
+		{ "too_big", -EMSGSIZE },
+		{ "bad_version", -EPROTONOSUPPORT },
+		{ "bad_type", -EOPNOTSUPP },
+		{ "bad_mac", -EACCES },
+		{ "unknown_session", -ENOTCONN },
+		{ "bad_state", -EPROTO },
+		{ "busy", -EBUSY },
+		{ "refused", -ECONNREFUSED },
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(code, map[i].code))
+			return map[i].err;
+	return -EIO;
+}
+
+/* Read one datagram (non-blocking) and classify it. Returns 1 for the reply to
+ * `seq` (in cl->reply), 0 for anything else (ignored), negative for an ABORT
+ * notice or a socket error. */
+static int receive_one(struct ql_ctl_client *cl, uint64_t seq, bool *unauth)
+{
+	uint8_t buf[QL_CTL_MAX_DGRAM + 64];
+	struct ql_ctl_msg *m = &cl->reply;
+	ssize_t n = recv(cl->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	int ret;
+
+	/* Errors (EAGAIN, or a one-shot ECONNREFUSED from an ICMP) all mean: nothing to read. */
+	if (n < 0)
+		return -EAGAIN;
+	ret = ql_ctl_parse(buf, (size_t)n, cl->secret, cl->secret_len, m);
+	if (ret) {
+		if (ret == -EACCES && m->session == cl->session && m->seq == seq)
+			*unauth = true;
+		return 0;
+	}
+	if (m->session != cl->session)
+		return 0;
+	if (m->type == QL_CTL_ABORT && m->seq == 0) {
+		cl->aborted = true;
+		snprintf(cl->abort_reason, sizeof(cl->abort_reason), "%s", m->text);
+		return ql_error_set(-ECONNRESET, "control: the server aborted the session: %s",
+				    m->text[0] ? m->text : "no reason given");
+	}
+	if (m->seq != seq)
+		return 0;
+	if (m->type == QL_CTL_ERROR && !strcmp(m->code, "unknown_session"))
+		cl->forgotten = true;
+	return 1;
+}
+
+static int check_usable(struct ql_ctl_client *cl)
+{
+	if (cl->aborted)
+		return ql_error_set(-ECONNRESET, "control: the server aborted the session: %s",
+				    cl->abort_reason[0] ? cl->abort_reason : "no reason given");
+	return 0;
+}
+
+/* Send m (seq assigned here) until its reply arrives; the reply is cl->reply. */
+static int transact(struct ql_ctl_client *cl, struct ql_ctl_msg *m, enum ql_ctl_type want)
+{
+	uint8_t buf[QL_CTL_MAX_DGRAM];
+	bool unauth = false;
+	uint32_t wait = cl->timeout_ms;
+	int n, ret;
+
+	ret = check_usable(cl);
+	if (ret)
+		return ret;
+	m->session = cl->session;
+	m->seq = ++cl->seq;
+	m->ts = now_ns();
+	n = ql_ctl_format(m, cl->secret, cl->secret_len, buf, sizeof(buf));
+	if (n < 0)
+		return ql_error_set(n, "control: cannot encode %s: %s", ql_ctl_type_name(m->type),
+				    ql_strerror(n));
+	for (uint32_t attempt = 0; attempt <= cl->retries; attempt++) {
+		uint64_t deadline = now_ns() + (uint64_t)wait * 1000000ull;
+
+		/* ECONNREFUSED from an earlier ICMP port-unreachable is just a lost try. */
+		if (send(cl->fd, buf, (size_t)n, 0) < 0 && errno != ECONNREFUSED)
+			return ql_error_set(-errno, "control: send to %s: %s", cl->server,
+					    strerror(errno));
+		for (;;) {
+			uint64_t now = now_ns();
+			struct pollfd pfd = { .fd = cl->fd, .events = POLLIN };
+
+			if (now >= deadline)
+				break;
+			if (poll(&pfd, 1, (int)((deadline - now + 999999) / 1000000)) <= 0)
+				continue;
+			while ((ret = receive_one(cl, m->seq, &unauth)) == 0)
+				;
+			if (ret == -EAGAIN)
+				continue;
+			if (ret < 0)
+				return ret;
+			goto got;
+		}
+		wait = wait * 2 > cl->timeout_ms * 8 ? cl->timeout_ms * 8 : wait * 2;
+	}
+	if (unauth)
+		return ql_error_set(-ETIMEDOUT,
+				    "control: %s: replies from %s failed authentication "
+				    "(is the secret the same on both ends?)",
+				    ql_ctl_type_name(m->type), cl->server);
+	return ql_error_set(-ETIMEDOUT, "control: no reply to %s from %s after %u tries",
+			    ql_ctl_type_name(m->type), cl->server, cl->retries + 1);
+got:
+	if (cl->reply.type == QL_CTL_ERROR)
+		return ql_error_set(error_errno(cl->reply.code), "server: %s: %s", cl->reply.code,
+				    cl->reply.text);
+	if (cl->reply.type != want || (want == QL_CTL_OK && cl->reply.re != m->type))
+		return ql_error_set(-EPROTO, "control: %s answered with %s",
+				    ql_ctl_type_name(m->type), ql_ctl_type_name(cl->reply.type));
+	return 0;
+}
+
+QL_EXPORT int ql_ctl_client_create(const char *host_port, const uint8_t *secret, size_t secret_len,
+				   const struct ql_ctl_client_config *cfg,
+				   struct ql_ctl_client **out)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *ai = NULL;
+	char host[128];
+	const char *colon;
+	struct ql_ctl_client *cl;
+	int ret;
+
+	if (!host_port || !out || (secret_len && !secret))
+		return ql_error_set(-EINVAL, "control client: host:port required");
+	colon = strrchr(host_port, ':');
+	if (!colon || colon == host_port || (size_t)(colon - host_port) >= sizeof(host) ||
+	    !colon[1])
+		return ql_error_set(-EINVAL, "control client: '%s' is not HOST:PORT", host_port);
+	memcpy(host, host_port, (size_t)(colon - host_port));
+	host[colon - host_port] = 0;
+	if (sodium_init() < 0)
+		return ql_error_set(-EIO, "control client: libsodium failed to initialize");
+	ret = getaddrinfo(host, colon + 1, &hints, &ai);
+	if (ret)
+		return ql_error_set(-EHOSTUNREACH, "control client: cannot resolve '%s': %s",
+				    host_port, gai_strerror(ret));
+	cl = calloc(1, sizeof(*cl));
+	if (!cl) {
+		freeaddrinfo(ai);
+		return ql_error_set(-ENOMEM, "control client: out of memory");
+	}
+	snprintf(cl->server, sizeof(cl->server), "%s", host_port);
+	snprintf(cl->name, sizeof(cl->name), "%s", cfg && cfg->name ? cfg->name : "qcs");
+	cl->timeout_ms = cfg && cfg->timeout_ms ? cfg->timeout_ms : 200;
+	cl->retries = cfg && cfg->retries ? cfg->retries : 5;
+	cl->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (cl->fd < 0) {
+		ret = ql_error_set(-errno, "control client: socket: %s", strerror(errno));
+		goto fail;
+	}
+	if (cfg && cfg->bind_addr) {
+		struct sockaddr_in a = { .sin_family = AF_INET };
+
+		if (inet_pton(AF_INET, cfg->bind_addr, &a.sin_addr) != 1) {
+			ret = ql_error_set(-EINVAL, "control client: bind address '%s' is not IPv4",
+					   cfg->bind_addr);
+			goto fail;
+		}
+		if (bind(cl->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+			ret = ql_error_set(-errno, "control client: cannot bind %s: %s",
+					   cfg->bind_addr, strerror(errno));
+			goto fail;
+		}
+	}
+	/* A connected UDP socket only receives from the server. */
+	if (connect(cl->fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+		ret = ql_error_set(-errno, "control client: connect %s: %s", host_port,
+				   strerror(errno));
+		goto fail;
+	}
+	if (secret_len) {
+		cl->secret = malloc(secret_len);
+		if (!cl->secret) {
+			ret = ql_error_set(-ENOMEM, "control client: out of memory");
+			goto fail;
+		}
+		memcpy(cl->secret, secret, secret_len);
+		cl->secret_len = secret_len;
+	}
+	freeaddrinfo(ai);
+	*out = cl;
+	return 0;
+fail:
+	freeaddrinfo(ai);
+	if (cl->fd >= 0)
+		close(cl->fd);
+	free(cl);
+	return ret;
+}
+
+QL_EXPORT void ql_ctl_client_destroy(struct ql_ctl_client *cl)
+{
+	if (!cl)
+		return;
+	close(cl->fd);
+	if (cl->secret)
+		sodium_memzero(cl->secret, cl->secret_len);
+	free(cl->secret);
+	free(cl);
+}
+
+QL_EXPORT int ql_ctl_client_discover(struct ql_ctl_client *cl, uint32_t n,
+				     struct ql_conn_params *rth)
+{
+	struct ql_ctl_msg m;
+	int ret;
+
+	if (n < 1 || n > QL_CTL_MAX_CHANNELS || !rth)
+		return ql_error_set(-EINVAL, "control: 1 to %d channels per session, not %u",
+				    QL_CTL_MAX_CHANNELS, n);
+	/* A fresh random id per DISCOVER: a restarted QCS never collides with its old
+	 * session, and a stranger cannot guess it. */
+	do {
+		if (getrandom(&cl->session, sizeof(cl->session), 0) != sizeof(cl->session))
+			randombytes_buf(&cl->session, sizeof(cl->session));
+	} while (!cl->session);
+	cl->seq = 0;
+	cl->aborted = false;
+	cl->forgotten = false;
+	memset(&m, 0, sizeof(m));
+	m.type = QL_CTL_DISCOVER;
+	snprintf(m.name, sizeof(m.name), "%s", cl->name);
+	m.nchannels = n;
+	ret = transact(cl, &m, QL_CTL_CONNECTION_PARAMS);
+	if (ret)
+		return ret;
+	if (cl->reply.nchannels != n)
+		return ql_error_set(-EPROTO, "control: asked for %u channels, offered %u", n,
+				    cl->reply.nchannels);
+	if (cl->reply.proto != QL_CTL_PROTO)
+		return ql_error_set(-EPROTONOSUPPORT,
+				    "control: server offers ring protocol %u, "
+				    "this client speaks %u",
+				    cl->reply.proto, QL_CTL_PROTO);
+	cl->nchannels = n;
+	memcpy(rth, cl->reply.ch, n * sizeof(*rth));
+	return 0;
+}
+
+QL_EXPORT int ql_ctl_client_ack(struct ql_ctl_client *cl, const struct ql_conn_params *mine,
+				uint32_t n)
+{
+	struct ql_ctl_msg m;
+
+	if (!cl->session)
+		return ql_error_set(-ENOTCONN, "control: ACK before DISCOVER");
+	if (n != cl->nchannels || !mine)
+		return ql_error_set(-EINVAL, "control: ACK needs %u channel(s), got %u",
+				    cl->nchannels, n);
+	memset(&m, 0, sizeof(m));
+	m.type = QL_CTL_ACK;
+	m.nchannels = n;
+	memcpy(m.ch, mine, n * sizeof(*mine));
+	return transact(cl, &m, QL_CTL_OK);
+}
+
+static int simple(struct ql_ctl_client *cl, enum ql_ctl_type t)
+{
+	struct ql_ctl_msg m;
+
+	if (!cl->session)
+		return ql_error_set(-ENOTCONN, "control: %s before DISCOVER", ql_ctl_type_name(t));
+	memset(&m, 0, sizeof(m));
+	m.type = t;
+	return transact(cl, &m, QL_CTL_OK);
+}
+
+QL_EXPORT int ql_ctl_client_start(struct ql_ctl_client *cl)
+{
+	return simple(cl, QL_CTL_START);
+}
+
+QL_EXPORT int ql_ctl_client_stop(struct ql_ctl_client *cl)
+{
+	return simple(cl, QL_CTL_STOP);
+}
+
+QL_EXPORT int ql_ctl_client_abort(struct ql_ctl_client *cl)
+{
+	return simple(cl, QL_CTL_ABORT);
+}
+
+QL_EXPORT int ql_ctl_client_complete(struct ql_ctl_client *cl)
+{
+	return simple(cl, QL_CTL_COMPLETE);
+}
+
+QL_EXPORT int ql_ctl_client_status(struct ql_ctl_client *cl, char *json, size_t len)
+{
+	struct ql_ctl_msg m;
+	int ret;
+
+	if (!cl->session)
+		return ql_error_set(-ENOTCONN, "control: STATUS before DISCOVER");
+	memset(&m, 0, sizeof(m));
+	m.type = QL_CTL_STATUS;
+	ret = transact(cl, &m, QL_CTL_STATUS_REPLY);
+	if (ret)
+		return ret;
+	if (json && len) {
+		if (strlen(cl->reply.status) >= len)
+			return ql_error_set(-ENOSPC, "control: status needs %zu bytes",
+					    strlen(cl->reply.status) + 1);
+		strcpy(json, cl->reply.status);
+	}
+	return 0;
+}
+
+QL_EXPORT int ql_ctl_client_keepalive(struct ql_ctl_client *cl)
+{
+	uint8_t buf[QL_CTL_MAX_DGRAM];
+	struct ql_ctl_msg m;
+	bool unauth = false;
+	int n, ret;
+
+	if (!cl->session)
+		return ql_error_set(-ENOTCONN, "control: KEEPALIVE before DISCOVER");
+	/* Replies to earlier keepalives, and any ABORT notice, are waiting here. */
+	while ((ret = receive_one(cl, cl->seq, &unauth)) >= 0)
+		;
+	if (ret != -EAGAIN)
+		return ret;
+	ret = check_usable(cl);
+	if (ret)
+		return ret;
+	if (cl->forgotten)
+		return ql_error_set(-ENOTCONN,
+				    "control: the server no longer knows session "
+				    "%016llx",
+				    (unsigned long long)cl->session);
+	memset(&m, 0, sizeof(m));
+	m.type = QL_CTL_KEEPALIVE;
+	m.session = cl->session;
+	m.seq = ++cl->seq;
+	m.ts = now_ns();
+	n = ql_ctl_format(&m, cl->secret, cl->secret_len, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	if (send(cl->fd, buf, (size_t)n, 0) < 0 && errno != ECONNREFUSED)
+		return -errno;
+	return 0;
+}
+
+QL_EXPORT uint64_t ql_ctl_client_session(const struct ql_ctl_client *cl)
+{
+	return cl->session;
+}

@@ -1,0 +1,813 @@
+/*
+ * Control-plane server (RTH side): one UDP socket, a fixed table of sessions,
+ * a reply cache per session, and the state machine of docs/control-plane.md.
+ * Everything runs in the caller's ql_ctl_server_poll(); nothing allocates
+ * after create except jansson while encoding and decoding.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sodium.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "qlink/control.h"
+#include "qlink/error.h"
+#include "qlink/log.h"
+
+#define QL_EXPORT __attribute__((visibility("default")))
+
+static uint64_t ql_ctl_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#define RX_BURST 64    /* datagrams per poll call, so timers still run under a flood */
+#define LOG_PER_SEC 10 /* reject lines per second before suppression */
+#define PEER_STR_MAX 24
+
+struct ql_ctl_session {
+	struct ql_ctl_server *srv;
+	bool used;
+	bool open; /* offer succeeded and no ending callback yet */
+	uint64_t id;
+	char name[QL_CTL_NAME_MAX];
+	uint32_t nchannels;
+	enum ql_ctl_state state;
+	struct sockaddr_in peer;
+	char peer_str[PEER_STR_MAX];
+	uint64_t last_seq;
+	uint64_t last_rx_ns;
+	uint64_t requests; /* requests that ran (duplicates excluded) */
+	size_t reply_len;
+	uint8_t reply[QL_CTL_MAX_DGRAM];
+	void *data;
+};
+
+struct allow_net {
+	uint32_t net; /* host order */
+	uint32_t mask;
+};
+
+struct ql_ctl_server {
+	int fd;
+	uint16_t port;
+	struct ql_ctl_server_ops ops;
+	void *ctx;
+	uint8_t *secret;
+	size_t secret_len;
+	struct allow_net *allow;
+	size_t nallow; /* 0 with allow == NULL: everyone */
+	uint32_t max_sessions;
+	uint64_t timeout_ns;
+	struct ql_ctl_session *sessions;
+	struct ql_ctl_stats st; /* updated atomically: read from other threads */
+	uint64_t log_window_ns;
+	unsigned int log_lines;
+	uint64_t log_suppressed;
+};
+
+#define STAT_ADD(srv, f, n) __atomic_fetch_add(&(srv)->st.f, (n), __ATOMIC_RELAXED)
+#define STAT_INC(srv, f) STAT_ADD(srv, f, 1)
+
+static bool state_open(enum ql_ctl_state s)
+{
+	return s >= QL_CTL_S_OFFERED && s <= QL_CTL_S_STOPPED;
+}
+
+static void peer_format(const struct sockaddr_in *a, char *buf, size_t len)
+{
+	char ip[INET_ADDRSTRLEN] = "?";
+
+	inet_ntop(AF_INET, &a->sin_addr, ip, sizeof(ip));
+	snprintf(buf, len, "%s:%u", ip, ntohs(a->sin_port));
+}
+
+/* Rejects are logged with their source, but a flood must not flood the log:
+ * at most LOG_PER_SEC lines a second, then one line saying how many were
+ * suppressed. */
+static void __attribute__((format(printf, 3, 4)))
+reject_log(struct ql_ctl_server *srv, const struct sockaddr_in *from, const char *fmt, ...)
+{
+	uint64_t now = ql_ctl_now_ns();
+	char peer[PEER_STR_MAX], msg[256];
+	va_list ap;
+
+	if (now - srv->log_window_ns >= 1000000000ull) {
+		if (srv->log_suppressed)
+			ql_log_warn("control", "suppressed %llu rejected-datagram lines",
+				    (unsigned long long)srv->log_suppressed);
+		srv->log_window_ns = now;
+		srv->log_lines = 0;
+		srv->log_suppressed = 0;
+	}
+	if (srv->log_lines >= LOG_PER_SEC) {
+		srv->log_suppressed++;
+		return;
+	}
+	srv->log_lines++;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	peer_format(from, peer, sizeof(peer));
+	ql_log_warn("control", "rejected datagram from %s: %s", peer, msg);
+}
+
+static int parse_cidr(const char *text, struct allow_net *out)
+{
+	char ip[INET_ADDRSTRLEN];
+	const char *slash = strchr(text, '/');
+	size_t n = slash ? (size_t)(slash - text) : strlen(text);
+	struct in_addr a;
+	long bits = 32;
+
+	if (n >= sizeof(ip))
+		return -EINVAL;
+	memcpy(ip, text, n);
+	ip[n] = 0;
+	if (inet_pton(AF_INET, ip, &a) != 1)
+		return -EINVAL;
+	if (slash) {
+		char *end;
+
+		bits = strtol(slash + 1, &end, 10);
+		if (end == slash + 1 || *end || bits < 0 || bits > 32)
+			return -EINVAL;
+	}
+	out->mask = bits ? ~0u << (32 - bits) : 0;
+	out->net = ntohl(a.s_addr) & out->mask;
+	return 0;
+}
+
+static bool allowed(const struct ql_ctl_server *srv, const struct sockaddr_in *from)
+{
+	uint32_t a = ntohl(from->sin_addr.s_addr);
+
+	if (!srv->allow)
+		return true;
+	for (size_t i = 0; i < srv->nallow; i++)
+		if ((a & srv->allow[i].mask) == srv->allow[i].net)
+			return true;
+	return false;
+}
+
+static void count_active(struct ql_ctl_server *srv);
+
+static void send_dgram(struct ql_ctl_server *srv, const struct sockaddr_in *to, const uint8_t *buf,
+		       size_t len)
+{
+	/* Counters are current when a reply leaves: a QCS that reads them next sees its own step. */
+	count_active(srv);
+	/* Best effort: a reply lost here is a reply lost on the wire, and the client retries. */
+	if (sendto(srv->fd, buf, len, MSG_DONTWAIT, (const struct sockaddr *)to, sizeof(*to)) >= 0)
+		STAT_INC(srv, replied);
+}
+
+/* Encode m; returns its length in buf or 0 when it cannot be encoded. */
+static size_t encode(struct ql_ctl_server *srv, struct ql_ctl_msg *m, uint8_t *buf)
+{
+	int n;
+
+	m->ts = ql_ctl_now_ns();
+	n = ql_ctl_format(m, srv->secret, srv->secret_len, buf, QL_CTL_MAX_DGRAM);
+	if (n < 0) {
+		ql_log_error("control", "cannot encode %s reply: %s", ql_ctl_type_name(m->type),
+			     ql_strerror(n));
+		return 0;
+	}
+	return (size_t)n;
+}
+
+static void error_msg(struct ql_ctl_msg *r, const struct ql_ctl_msg *req, const char *code,
+		      const char *text)
+{
+	memset(r, 0, sizeof(*r));
+	r->type = QL_CTL_ERROR;
+	r->session = req->session;
+	r->seq = req->seq;
+	snprintf(r->code, sizeof(r->code), "%s", code);
+	snprintf(r->text, sizeof(r->text), "%s", text);
+}
+
+/* An ERROR for a datagram that belongs to no session (nothing cached). */
+static void reply_error(struct ql_ctl_server *srv, const struct sockaddr_in *to,
+			const struct ql_ctl_msg *req, const char *code, const char *text)
+{
+	uint8_t buf[QL_CTL_MAX_DGRAM];
+	struct ql_ctl_msg r;
+	size_t n;
+
+	error_msg(&r, req, code, text);
+	n = encode(srv, &r, buf);
+	if (n)
+		send_dgram(srv, to, buf, n);
+}
+
+static struct ql_ctl_session *session_find(struct ql_ctl_server *srv, uint64_t id)
+{
+	for (uint32_t i = 0; i < srv->max_sessions; i++)
+		if (srv->sessions[i].used && srv->sessions[i].id == id)
+			return &srv->sessions[i];
+	return NULL;
+}
+
+static void session_free(struct ql_ctl_session *s)
+{
+	struct ql_ctl_server *srv = s->srv;
+
+	memset(s, 0, sizeof(*s));
+	s->srv = srv;
+}
+
+static void count_active(struct ql_ctl_server *srv)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < srv->max_sessions; i++)
+		n += srv->sessions[i].used && state_open(srv->sessions[i].state);
+	__atomic_store_n(&srv->st.sessions_active, n, __ATOMIC_RELAXED);
+}
+
+/* Callback failures go back to the QCS as ERROR "refused" with the detail sentence. */
+static int op_result(struct ql_ctl_msg *r, const struct ql_ctl_msg *req, int ret, const char *what)
+{
+	char text[QL_CTL_TEXT_MAX];
+
+	if (!ret)
+		return 0;
+	snprintf(text, sizeof(text), "%s failed: %s%s%s", what, ql_strerror(ret),
+		 ql_error_detail()[0] ? ": " : "", ql_error_detail());
+	error_msg(r, req, "refused", text);
+	return ret;
+}
+
+static void end_session(struct ql_ctl_session *s, enum ql_ctl_state st)
+{
+	s->state = st;
+	s->open = false;
+}
+
+/* Run one new request of an existing session; fills the reply. */
+static void session_request(struct ql_ctl_server *srv, struct ql_ctl_session *s,
+			    const struct ql_ctl_msg *req, struct ql_ctl_msg *r)
+{
+	const struct ql_ctl_server_ops *ops = &srv->ops;
+	enum ql_ctl_state st = s->state, next = st;
+	int ret = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->type = QL_CTL_OK;
+	r->session = s->id;
+	r->seq = req->seq;
+	r->re = req->type;
+	ql_error_clear();
+	switch (req->type) {
+	case QL_CTL_ACK:
+		if (st != QL_CTL_S_OFFERED)
+			goto bad_state;
+		if (req->nchannels != s->nchannels) {
+			error_msg(r, req, "malformed",
+				  "ACK must carry one entry per offered channel");
+			STAT_INC(srv, malformed);
+			STAT_INC(srv, rejected);
+			return;
+		}
+		ret = ops->accept ? ops->accept(srv->ctx, s, req->ch, req->nchannels) : 0;
+		if (op_result(r, req, ret, "accept")) {
+			/* The offer reserved resources: release them through abort. */
+			end_session(s, QL_CTL_S_ABORTED);
+			if (ops->abort)
+				ops->abort(srv->ctx, s);
+			goto refused;
+		}
+		next = QL_CTL_S_CONNECTED;
+		break;
+	case QL_CTL_START:
+		if (st != QL_CTL_S_CONNECTED && st != QL_CTL_S_STOPPED)
+			goto bad_state;
+		ret = ops->start ? ops->start(srv->ctx, s) : 0;
+		if (op_result(r, req, ret, "start"))
+			goto refused;
+		next = QL_CTL_S_RUNNING;
+		break;
+	case QL_CTL_STOP:
+		if (st != QL_CTL_S_RUNNING)
+			goto bad_state;
+		ret = ops->stop ? ops->stop(srv->ctx, s) : 0;
+		if (op_result(r, req, ret, "stop"))
+			goto refused;
+		next = QL_CTL_S_STOPPED;
+		break;
+	case QL_CTL_COMPLETE:
+		if (st != QL_CTL_S_CONNECTED && st != QL_CTL_S_RUNNING && st != QL_CTL_S_STOPPED)
+			goto bad_state;
+		end_session(s, QL_CTL_S_COMPLETE);
+		ret = ops->complete ? ops->complete(srv->ctx, s) : 0;
+		if (op_result(r, req, ret, "complete"))
+			goto refused;
+		next = QL_CTL_S_COMPLETE;
+		break;
+	case QL_CTL_ABORT:
+		if (!state_open(st))
+			goto bad_state;
+		end_session(s, QL_CTL_S_ABORTED);
+		ret = ops->abort ? ops->abort(srv->ctx, s) : 0;
+		if (op_result(r, req, ret, "abort"))
+			goto refused;
+		next = QL_CTL_S_ABORTED;
+		break;
+	case QL_CTL_KEEPALIVE:
+		break;
+	case QL_CTL_STATUS:
+		r->type = QL_CTL_STATUS_REPLY;
+		r->re = QL_CTL_NONE;
+		r->state = st;
+		if (ops->status && st >= QL_CTL_S_CONNECTED && st <= QL_CTL_S_STOPPED) {
+			ret = ops->status(srv->ctx, s, r->status, sizeof(r->status));
+			r->status[sizeof(r->status) - 1] = 0;
+			if (op_result(r, req, ret, "status"))
+				goto refused;
+		} else {
+			snprintf(r->status, sizeof(r->status), "{\"requests\":%llu}",
+				 (unsigned long long)s->requests);
+		}
+		return;
+	case QL_CTL_DISCOVER:
+	default:
+		goto bad_state;
+	}
+	s->state = next;
+	r->state = next;
+	return;
+bad_state:
+	STAT_INC(srv, bad_state);
+	STAT_INC(srv, rejected);
+	{
+		char text[QL_CTL_TEXT_MAX];
+
+		snprintf(text, sizeof(text), "%s is not valid in state %s",
+			 ql_ctl_type_name(req->type), ql_ctl_state_name(st));
+		error_msg(r, req, "bad_state", text);
+	}
+	return;
+refused:
+	STAT_INC(srv, refused);
+	STAT_INC(srv, rejected);
+	ql_log_warn("control", "session %016llx (%s): %s", (unsigned long long)s->id, s->peer_str,
+		    r->text);
+}
+
+static void session_discover(struct ql_ctl_server *srv, const struct ql_ctl_msg *req,
+			     const struct sockaddr_in *from, uint64_t now)
+{
+	struct ql_ctl_session *s = NULL;
+	struct ql_ctl_msg r;
+	int ret;
+
+	for (uint32_t i = 0; i < srv->max_sessions && !s; i++)
+		if (!srv->sessions[i].used)
+			s = &srv->sessions[i];
+	if (!s) {
+		STAT_INC(srv, busy);
+		STAT_INC(srv, rejected);
+		reject_log(srv, from, "DISCOVER refused: %u sessions open", srv->max_sessions);
+		reply_error(srv, from, req, "busy", "the server has no free session");
+		return;
+	}
+	s->used = true;
+	s->id = req->session;
+	snprintf(s->name, sizeof(s->name), "%s", req->name);
+	s->nchannels = req->nchannels;
+	s->state = QL_CTL_S_NEW;
+	s->peer = *from;
+	peer_format(from, s->peer_str, sizeof(s->peer_str));
+	s->last_seq = req->seq;
+	s->last_rx_ns = now;
+
+	memset(&r, 0, sizeof(r));
+	r.type = QL_CTL_CONNECTION_PARAMS;
+	r.session = s->id;
+	r.seq = req->seq;
+	r.proto = QL_CTL_PROTO;
+	r.nchannels = s->nchannels;
+	ql_error_clear();
+	ret = srv->ops.offer(srv->ctx, s, s->nchannels, r.ch);
+	if (op_result(&r, req, ret, "offer")) {
+		STAT_INC(srv, refused);
+		STAT_INC(srv, rejected);
+		ql_log_warn("control", "DISCOVER from %s refused: %s", s->peer_str, r.text);
+		reply_error(srv, from, req, "refused", r.text);
+		session_free(s);
+		return;
+	}
+	s->state = QL_CTL_S_OFFERED;
+	s->open = true;
+	s->requests = 1;
+	s->reply_len = encode(srv, &r, s->reply);
+	if (!s->reply_len) {
+		/* Parameters that do not encode are a bug of the embedding RTH: give them back. */
+		end_session(s, QL_CTL_S_ABORTED);
+		if (srv->ops.abort)
+			srv->ops.abort(srv->ctx, s);
+		reply_error(srv, from, req, "refused",
+			    "connection parameters could not be encoded");
+		session_free(s);
+		return;
+	}
+	STAT_INC(srv, sessions_total);
+	ql_log_info("control", "session %016llx from %s (%s): %u channel(s) offered",
+		    (unsigned long long)s->id, s->peer_str, s->name, s->nchannels);
+	send_dgram(srv, from, s->reply, s->reply_len);
+}
+
+static bool same_peer(const struct sockaddr_in *a, const struct sockaddr_in *b)
+{
+	return a->sin_addr.s_addr == b->sin_addr.s_addr && a->sin_port == b->sin_port;
+}
+
+static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, size_t real_len,
+		   const struct sockaddr_in *from)
+{
+	uint64_t now = ql_ctl_now_ns();
+	struct ql_ctl_session *s;
+	struct ql_ctl_msg req, r;
+	int ret;
+
+	STAT_INC(srv, received);
+	if (!allowed(srv, from)) {
+		/* Unanswered: a reply would tell a stranger that something listens here. */
+		STAT_INC(srv, not_allowed);
+		STAT_INC(srv, rejected);
+		reject_log(srv, from, "source not in the allowlist");
+		return;
+	}
+	if (real_len > len)
+		ret = -EMSGSIZE;
+	else
+		ret = ql_ctl_parse(buf, len, srv->secret, srv->secret_len, &req);
+	if (ret) {
+		const char *code, *text;
+
+		if (real_len > len)
+			memset(&req, 0, sizeof(req));
+		switch (ret) {
+		case -EMSGSIZE:
+			STAT_INC(srv, too_big);
+			code = "too_big";
+			text = "datagram longer than 1400 bytes";
+			break;
+		case -EPROTONOSUPPORT:
+			STAT_INC(srv, bad_version);
+			code = "bad_version";
+			text = "protocol version not supported (this server speaks v=1)";
+			break;
+		case -EOPNOTSUPP:
+			STAT_INC(srv, bad_type);
+			code = "bad_type";
+			text = "unknown message type";
+			break;
+		case -EACCES:
+			STAT_INC(srv, bad_mac);
+			code = "bad_mac";
+			text = "message authentication failed (MAC missing or wrong)";
+			break;
+		default:
+			STAT_INC(srv, malformed);
+			code = "malformed";
+			text = "not a valid control message (JSON object with v, type, session, seq)";
+			break;
+		}
+		STAT_INC(srv, rejected);
+		reject_log(srv, from, "%s (%zu bytes)", code, real_len);
+		reply_error(srv, from, &req, code, text);
+		return;
+	}
+	switch (req.type) {
+	case QL_CTL_CONNECTION_PARAMS:
+	case QL_CTL_STATUS_REPLY:
+	case QL_CTL_OK:
+	case QL_CTL_ERROR:
+		STAT_INC(srv, bad_type);
+		STAT_INC(srv, rejected);
+		reject_log(srv, from, "%s is sent by servers only", ql_ctl_type_name(req.type));
+		reply_error(srv, from, &req, "bad_type",
+			    "this message type is sent by servers only");
+		return;
+	default:
+		break;
+	}
+	s = session_find(srv, req.session);
+	if (s && !same_peer(&s->peer, from))
+		s = NULL; /* a session is bound to the address that opened it */
+	if (!s) {
+		if (req.type == QL_CTL_DISCOVER) {
+			if (session_find(srv, req.session)) {
+				STAT_INC(srv, bad_state);
+				STAT_INC(srv, rejected);
+				reject_log(srv, from,
+					   "session id already in use from another address");
+				reply_error(srv, from, &req, "bad_state", "session id in use");
+				return;
+			}
+			session_discover(srv, &req, from, now);
+			return;
+		}
+		STAT_INC(srv, unknown_session);
+		STAT_INC(srv, rejected);
+		reject_log(srv, from, "%s for unknown session %016llx", ql_ctl_type_name(req.type),
+			   (unsigned long long)req.session);
+		reply_error(srv, from, &req, "unknown_session", "no such session on this server");
+		return;
+	}
+	if (req.seq == s->last_seq) {
+		/* A retransmission: same answer, no second side effect. */
+		STAT_INC(srv, duplicates);
+		s->last_rx_ns = now;
+		if (s->reply_len)
+			send_dgram(srv, from, s->reply, s->reply_len);
+		return;
+	}
+	if (req.seq < s->last_seq) {
+		/* Older than what was answered: a late copy or a replay. It does not count as a
+		 * sign of life, so a replay cannot keep a dead session open. */
+		STAT_INC(srv, replayed);
+		STAT_INC(srv, rejected);
+		reject_log(srv, from, "%s seq %llu older than %llu (session %016llx)",
+			   ql_ctl_type_name(req.type), (unsigned long long)req.seq,
+			   (unsigned long long)s->last_seq, (unsigned long long)s->id);
+		return;
+	}
+	s->last_seq = req.seq;
+	s->last_rx_ns = now;
+	s->requests++;
+	session_request(srv, s, &req, &r);
+	if (r.type == QL_CTL_ERROR && !strcmp(r.code, "bad_state"))
+		reject_log(srv, from, "%s", r.text);
+	s->reply_len = encode(srv, &r, s->reply);
+	if (s->reply_len)
+		send_dgram(srv, from, s->reply, s->reply_len);
+}
+
+static uint64_t expire(struct ql_ctl_server *srv, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (uint32_t i = 0; i < srv->max_sessions; i++) {
+		struct ql_ctl_session *s = &srv->sessions[i];
+		uint64_t deadline = s->last_rx_ns + srv->timeout_ns;
+
+		if (!s->used)
+			continue;
+		if (now < deadline) {
+			next = deadline < next ? deadline : next;
+			continue;
+		}
+		if (s->open) {
+			ql_log_warn("control",
+				    "session %016llx from %s (%s) lost: silent for %llu ms",
+				    (unsigned long long)s->id, s->peer_str, s->name,
+				    (unsigned long long)(srv->timeout_ns / 1000000));
+			end_session(s, QL_CTL_S_LOST);
+			STAT_INC(srv, sessions_lost);
+			if (srv->ops.lost)
+				srv->ops.lost(srv->ctx, s);
+		}
+		/* Ended sessions were kept this long only to answer duplicates. */
+		session_free(s);
+	}
+	count_active(srv);
+	return next;
+}
+
+QL_EXPORT int ql_ctl_server_poll(struct ql_ctl_server *srv, int timeout_ms)
+{
+	uint8_t buf[QL_CTL_MAX_DGRAM + 64];
+	uint64_t now = ql_ctl_now_ns(), next = expire(srv, now);
+	struct pollfd pfd = { .fd = srv->fd, .events = POLLIN };
+	int handled = 0, ret;
+
+	if (next != UINT64_MAX) {
+		uint64_t ms = (next - now + 999999) / 1000000;
+
+		if (timeout_ms < 0 || ms < (uint64_t)timeout_ms)
+			timeout_ms = (int)ms;
+	}
+	ret = poll(&pfd, 1, timeout_ms);
+	if (ret < 0 && errno != EINTR)
+		return -errno;
+	while (handled < RX_BURST) {
+		struct sockaddr_in from;
+		socklen_t flen = sizeof(from);
+		ssize_t n = recvfrom(srv->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC,
+				     (struct sockaddr *)&from, &flen);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
+				break;
+			/* ICMP errors from earlier sends surface here; they are not ours to fail on. */
+			if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH)
+				continue;
+			return -errno;
+		}
+		handled++;
+		if (flen != sizeof(from) || from.sin_family != AF_INET)
+			continue;
+		handle(srv, buf, (size_t)n > sizeof(buf) ? sizeof(buf) : (size_t)n, (size_t)n,
+		       &from);
+	}
+	expire(srv, ql_ctl_now_ns());
+	return handled;
+}
+
+QL_EXPORT int ql_ctl_server_create(const struct ql_ctl_server_config *cfg,
+				   const struct ql_ctl_server_ops *ops, void *ctx,
+				   struct ql_ctl_server **out)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof(a);
+	struct ql_ctl_server *srv;
+	const char *bind_addr;
+	int ret, one = 1;
+
+	if (!cfg || !ops || !ops->offer || !out)
+		return ql_error_set(-EINVAL,
+				    "control server: config, ops and ops->offer are required");
+	if (cfg->secret_len && !cfg->secret)
+		return ql_error_set(-EINVAL, "control server: secret_len set without a secret");
+	if (sodium_init() < 0)
+		return ql_error_set(-EIO, "control server: libsodium failed to initialize");
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return ql_error_set(-ENOMEM, "control server: out of memory");
+	srv->fd = -1;
+	srv->ops = *ops;
+	srv->ctx = ctx;
+	srv->max_sessions = cfg->max_sessions ? cfg->max_sessions : 16;
+	srv->timeout_ns =
+		(uint64_t)(cfg->session_timeout_ms ? cfg->session_timeout_ms : 3000) * 1000000ull;
+	srv->sessions = calloc(srv->max_sessions, sizeof(*srv->sessions));
+	ret = ql_error_set(-ENOMEM, "control server: out of memory");
+	if (!srv->sessions)
+		goto fail;
+	for (uint32_t i = 0; i < srv->max_sessions; i++)
+		srv->sessions[i].srv = srv;
+	if (cfg->secret_len) {
+		srv->secret = malloc(cfg->secret_len);
+		if (!srv->secret)
+			goto fail;
+		memcpy(srv->secret, cfg->secret, cfg->secret_len);
+		srv->secret_len = cfg->secret_len;
+	}
+	if (cfg->allow) {
+		size_t n = 0;
+
+		while (cfg->allow[n])
+			n++;
+		srv->allow = calloc(n ? n : 1, sizeof(*srv->allow));
+		if (!srv->allow)
+			goto fail;
+		for (size_t i = 0; i < n; i++) {
+			ret = parse_cidr(cfg->allow[i], &srv->allow[i]);
+			if (ret) {
+				ret = ql_error_set(ret,
+						   "control server: allowlist entry '%s' is not "
+						   "an IPv4 address or CIDR",
+						   cfg->allow[i]);
+				goto fail;
+			}
+		}
+		srv->nallow = n;
+	}
+	bind_addr = cfg->bind_addr ? cfg->bind_addr : "0.0.0.0";
+	if (inet_pton(AF_INET, bind_addr, &a.sin_addr) != 1) {
+		ret = ql_error_set(-EINVAL,
+				   "control server: bind address '%s' is not an IPv4 "
+				   "address",
+				   bind_addr);
+		goto fail;
+	}
+	a.sin_port = htons(cfg->port);
+	srv->fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (srv->fd < 0) {
+		ret = ql_error_set(-errno, "control server: socket: %s", strerror(errno));
+		goto fail;
+	}
+	setsockopt(srv->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(srv->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+		ret = ql_error_set(-errno, "control server: cannot bind %s:%u: %s", bind_addr,
+				   cfg->port, strerror(errno));
+		goto fail;
+	}
+	getsockname(srv->fd, (struct sockaddr *)&a, &alen);
+	srv->port = ntohs(a.sin_port);
+	srv->log_window_ns = ql_ctl_now_ns();
+	*out = srv;
+	return 0;
+fail:
+	if (srv->fd >= 0)
+		close(srv->fd);
+	free(srv->allow);
+	if (srv->secret)
+		sodium_memzero(srv->secret, srv->secret_len);
+	free(srv->secret);
+	free(srv->sessions);
+	free(srv);
+	return ret;
+}
+
+QL_EXPORT void ql_ctl_server_destroy(struct ql_ctl_server *srv)
+{
+	if (!srv)
+		return;
+	for (uint32_t i = 0; i < srv->max_sessions; i++) {
+		struct ql_ctl_session *s = &srv->sessions[i];
+		uint8_t buf[QL_CTL_MAX_DGRAM];
+		struct ql_ctl_msg m;
+		size_t n;
+
+		if (!s->used || !s->open)
+			continue;
+		/* Tell the QCS rather than let it find out by timeouts. */
+		memset(&m, 0, sizeof(m));
+		m.type = QL_CTL_ABORT;
+		m.session = s->id;
+		m.seq = 0;
+		snprintf(m.text, sizeof(m.text), "server shutdown");
+		n = encode(srv, &m, buf);
+		if (n)
+			send_dgram(srv, &s->peer, buf, n);
+		end_session(s, QL_CTL_S_ABORTED);
+		if (srv->ops.abort)
+			srv->ops.abort(srv->ctx, s);
+	}
+	close(srv->fd);
+	free(srv->allow);
+	if (srv->secret)
+		sodium_memzero(srv->secret, srv->secret_len);
+	free(srv->secret);
+	free(srv->sessions);
+	free(srv);
+}
+
+QL_EXPORT int ql_ctl_server_fd(const struct ql_ctl_server *srv)
+{
+	return srv->fd;
+}
+
+QL_EXPORT uint16_t ql_ctl_server_port(const struct ql_ctl_server *srv)
+{
+	return srv->port;
+}
+
+QL_EXPORT void ql_ctl_server_stats(const struct ql_ctl_server *srv, struct ql_ctl_stats *st)
+{
+	const uint64_t *src = (const uint64_t *)&srv->st;
+	uint64_t *dst = (uint64_t *)st;
+
+	for (size_t i = 0; i < sizeof(*st) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+}
+
+QL_EXPORT uint64_t ql_ctl_session_id(const struct ql_ctl_session *s)
+{
+	return s->id;
+}
+
+QL_EXPORT const char *ql_ctl_session_name(const struct ql_ctl_session *s)
+{
+	return s->name;
+}
+
+QL_EXPORT uint32_t ql_ctl_session_nchannels(const struct ql_ctl_session *s)
+{
+	return s->nchannels;
+}
+
+QL_EXPORT enum ql_ctl_state ql_ctl_session_state(const struct ql_ctl_session *s)
+{
+	return s->state;
+}
+
+QL_EXPORT const char *ql_ctl_session_peer(const struct ql_ctl_session *s)
+{
+	return s->peer_str;
+}
+
+QL_EXPORT void ql_ctl_session_set_data(struct ql_ctl_session *s, void *data)
+{
+	s->data = data;
+}
+
+QL_EXPORT void *ql_ctl_session_data(const struct ql_ctl_session *s)
+{
+	return s->data;
+}

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# qlinkd end to end: a config with the example plugin, `qlink vppu` over the
+# params-file rendezvous, SIGUSR1 prints counters, SIGTERM with calls in
+# flight exits 0; bad configs and plugins fail with a message, not a signal.
+set -u
+qlinkd=$1 qlink=$2 plugin=$3 bad_plugin=$4 examples=$5
+dir=$(mktemp -d)
+srv=
+trap '[ -n "$srv" ] && kill $srv 2>/dev/null; rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; for f in "$dir"/*.out "$dir"/*.err; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done; exit 1; }
+
+cat >"$dir/qlinkd.yaml" <<YAML
+device: soft+shm://qlinkd-e2e-$$
+dispatcher:
+  cpu: -1
+ring:
+  slots: 64
+  slot_size: 256
+plugins:
+  - path: $plugin
+    config: max_weight=8
+log:
+  level: info
+  format: text
+YAML
+"$qlinkd" --check-config "$dir/qlinkd.yaml" >"$dir/check.out" 2>&1 || fail "check-config of a good file"
+grep -q "qlinkd.yaml: OK" "$dir/check.out" || fail "check-config output"
+"$qlinkd" --check-config "$examples/qlinkd.yaml" >/dev/null 2>&1 || true # plugin path may differ
+
+"$qlinkd" --config "$dir/qlinkd.yaml" --params-file "$dir/p" --timeout 20 \
+	>"$dir/qlinkd.out" 2>"$dir/qlinkd.err" &
+srv=$!
+timeout 30 "$qlink" vppu --params-file "$dir/p" --cpu -1 --count 5000 --window 4 \
+	--timeout 20 >"$dir/vppu.out" 2>&1 || fail "vppu exited $?"
+grep -q "calls 5000 answered 5000 ok 5000 wrong 0" "$dir/vppu.out" || fail "vppu report"
+kill -USR1 $srv
+for _ in $(seq 50); do grep -q "requests=5000" "$dir/qlinkd.out" && break; sleep 0.1; done
+grep -q "counters session session=0 running=1 requests=5000 responses=5000 ok=5000" \
+	"$dir/qlinkd.out" || fail "SIGUSR1 counters"
+grep -q "function=repcode_decode" "$dir/qlinkd.out" || fail "plugin function not registered"
+grep -q "plugin=repcode_decoder" "$dir/qlinkd.err" || fail "plugin load not logged"
+
+# calls in flight when SIGTERM arrives: qlinkd still exits 0
+timeout 30 "$qlink" vppu --params-file "$dir/p" --cpu -1 --seconds 5 --timeout 2 \
+	>"$dir/vppu2.out" 2>&1 &
+vp=$!
+sleep 0.5
+kill -TERM $srv
+for _ in $(seq 100); do kill -0 $srv 2>/dev/null || break; sleep 0.1; done
+kill -0 $srv 2>/dev/null && fail "qlinkd did not stop on SIGTERM"
+wait $srv
+rc=$?
+srv=
+[ $rc -eq 0 ] || fail "qlinkd exited $rc after SIGTERM"
+grep -q "stopped status=0" "$dir/qlinkd.err" || fail "no clean-stop log line"
+wait $vp 2>/dev/null
+
+# bad inputs: non-zero exit, a message, never a signal (exit status > 128)
+expect_fail() { # name, expected message, command...
+	local name=$1 msg=$2
+	shift 2
+	"$@" >"$dir/bad.out" 2>&1
+	local rc=$?
+	[ $rc -ne 0 ] || fail "$name: accepted"
+	[ $rc -lt 128 ] || fail "$name: killed by signal $((rc - 128))"
+	grep -q -- "$msg" "$dir/bad.out" || { cat "$dir/bad.out"; fail "$name: message"; }
+}
+printf 'device: soft+shm://x\nring:\n  slots: 48\n' >"$dir/geom.yaml"
+expect_fail "bad geometry" "geom.yaml:3: ring: num_slots 48" "$qlinkd" --config "$dir/geom.yaml"
+expect_fail "check bad geometry" "geom.yaml:3:" "$qlinkd" --check-config "$dir/geom.yaml"
+printf 'device: [x\n' >"$dir/syntax.yaml"
+expect_fail "malformed" "syntax.yaml:2: YAML syntax error" "$qlinkd" --config "$dir/syntax.yaml"
+printf 'plugins:\n  - path: %s\n' "$bad_plugin" >"$dir/abi.yaml"
+expect_fail "bad plugin ABI" "abi.yaml:2: plugins\[0\]: .*plugin ABI version 42" \
+	"$qlinkd" --config "$dir/abi.yaml"
+expect_fail "check bad plugin ABI" "plugin ABI version 42" "$qlinkd" --check-config "$dir/abi.yaml"
+printf 'plugins:\n  - path: %s\n' "$qlink" >"$dir/exe.yaml"
+expect_fail "executable as plugin" "cannot be loaded\|not a qlink plugin" \
+	"$qlinkd" --config "$dir/exe.yaml"
+expect_fail "missing config" "cannot read the file" "$qlinkd" --config "$dir/nope.yaml"
+expect_fail "no arguments" "give one of" "$qlinkd"
+echo "PASS: qlinkd end to end"

@@ -1,0 +1,234 @@
+/*
+ * qlinkd's config file: defaults, every key, and every error path reported
+ * with its line (unknown key, wrong type, bad geometry, bad port, missing
+ * plugin, malformed YAML, empty file, nonexistent file, ...).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <qlink/config.h>
+#include <qlink/error.h>
+
+static char dir[] = "/tmp/qlink-test-config-XXXXXX";
+
+static const char *write_tmp(const char *name, const char *text)
+{
+	static char path[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path;
+}
+
+/* Load text expecting failure; the diagnostics must include line:substr. */
+static void expect_error(const char *text, unsigned line, const char *substr)
+{
+	const char *path = write_tmp("bad.yaml", text);
+	struct ql_config *c = (void *)1;
+	struct ql_diags d;
+	int found = 0;
+
+	assert_int_equal(ql_config_load(path, &c, &d), -EINVAL);
+	assert_null(c);
+	assert_true(d.count >= 1);
+	for (unsigned i = 0; i < d.count; i++)
+		if (d.d[i].line == line && strstr(d.d[i].msg, substr))
+			found = 1;
+	if (!found) {
+		ql_diags_print(&d, path, stderr);
+		fail_msg("no diagnostic at line %u with '%s'", line, substr);
+	}
+	/* the first problem is the detail sentence, with file and line */
+	assert_non_null(strstr(ql_error_detail(), "bad.yaml:"));
+}
+
+static void test_defaults(void **state)
+{
+	const char *path = write_tmp("min.yaml", "# nothing but defaults\ndevice: soft://loop\n");
+	struct ql_config *c;
+
+	assert_int_equal(ql_config_load(path, &c, NULL), 0);
+	assert_string_equal(c->device, "soft://loop");
+	assert_string_equal(c->control.address, QL_CONFIG_DEFAULT_ADDRESS);
+	assert_int_equal(c->control.port, QL_CONFIG_DEFAULT_PORT);
+	assert_null(c->control.secret_file);
+	assert_int_equal(c->control.allow_count, 0);
+	assert_int_equal(c->dispatcher.cpu, -1);
+	assert_int_equal(c->dispatcher.burst, 32);
+	assert_int_equal(c->ring.slots, QL_CONFIG_DEFAULT_SLOTS);
+	assert_int_equal(c->ring.slot_size, QL_CONFIG_DEFAULT_SLOT_SIZE);
+	assert_int_equal(c->max_sessions, QL_CONFIG_DEFAULT_MAX_SESSIONS);
+	assert_int_equal(c->plugins_count, 0);
+	assert_int_equal(c->log.level, QL_LOG_INFO);
+	assert_int_equal(c->log.format, QL_LOG_FORMAT_TEXT);
+	ql_config_free(c);
+}
+
+static void test_full(void **state)
+{
+	char text[1024];
+	struct ql_config *c;
+	const char *path;
+
+	write_tmp("secret", "s3cret\n");
+	snprintf(text, sizeof(text),
+		 "device: soft+shm://rth\n"
+		 "control:\n"
+		 "  address: \"::1\"\n"
+		 "  port: 9000\n"
+		 "  secret_file: secret\n"
+		 "  allow: [10.0.0.0/8, 192.168.1.7, \"fd00::/8\"]\n"
+		 "dispatcher: { cpu: 0, burst: 8 }\n"
+		 "ring: { slots: 128, slot_size: 512 }\n"
+		 "max_sessions: 2\n"
+		 "plugins:\n"
+		 "  - path: %s\n"
+		 "    config: max_weight=3\n"
+		 "log: { level: debug, format: json }\n",
+		 QL_TEST_PLUGIN);
+	path = write_tmp("full.yaml", text);
+	assert_int_equal(ql_config_load(path, &c, NULL), 0);
+	assert_string_equal(c->control.address, "::1");
+	assert_int_equal(c->control.port, 9000);
+	assert_non_null(strstr(c->control.secret_file, "/secret"));
+	assert_int_equal(c->control.allow_count, 3);
+	assert_string_equal(c->control.allow[2], "fd00::/8");
+	assert_int_equal(c->dispatcher.cpu, 0);
+	assert_int_equal(c->dispatcher.burst, 8);
+	assert_int_equal(c->ring.slots, 128);
+	assert_int_equal(c->ring.slot_size, 512);
+	assert_int_equal(c->max_sessions, 2);
+	assert_int_equal(c->plugins_count, 1);
+	assert_string_equal(c->plugins[0].path, QL_TEST_PLUGIN);
+	assert_string_equal(c->plugins[0].config, "max_weight=3");
+	assert_int_equal(c->plugins[0].line, 11);
+	assert_int_equal(c->log.level, QL_LOG_DEBUG);
+	assert_int_equal(c->log.format, QL_LOG_FORMAT_JSON);
+	ql_config_free(c);
+}
+
+static void test_unknown_key(void **state)
+{
+	expect_error("device: soft://loop\ncontrol:\n  port: 1\n  prot: 2\n", 4,
+		     "unknown key 'prot' in control");
+	expect_error("devcie: soft://loop\n", 1, "unknown key 'devcie'");
+	expect_error("plugins:\n  - path: x\n    cfg: 1\n", 3, "unknown key 'cfg' in plugins[0]");
+}
+
+static void test_wrong_type(void **state)
+{
+	expect_error("control:\n  port: [1, 2]\n", 2, "control.port: wrong type");
+	expect_error("control:\n  port: eighty\n", 2, "not an integer");
+	expect_error("ring: 64\n", 1, "ring: wrong type: expected a mapping");
+	expect_error("plugins: libx.so\n", 1, "plugins: wrong type: expected a list");
+	expect_error("- a\n- b\n", 1, "wrong type");
+}
+
+static void test_bad_geometry(void **state)
+{
+	expect_error("ring:\n  slots: 100\n  slot_size: 256\n", 2, "num_slots 100");
+	expect_error("ring:\n  slots: 64\n  slot_size: 100\n", 3, "slot_size 100");
+	expect_error("ring:\n  slots: 0\n", 2, "out of range");
+}
+
+static void test_bad_port_cpu_and_more(void **state)
+{
+	expect_error("control:\n  port: 70000\n", 2, "control.port: 70000 is out of range");
+	expect_error("control:\n  port: 0\n", 2, "out of range");
+	expect_error("dispatcher:\n  cpu: 100000\n", 2, "dispatcher.cpu");
+	expect_error("dispatcher:\n  cpu: -2\n", 2, "dispatcher.cpu");
+	expect_error("dispatcher:\n  burst: 33\n", 2, "dispatcher.burst");
+	expect_error("max_sessions: 0\n", 1, "max_sessions");
+	expect_error("device: rdma://mlx5_0\n", 1, "unknown URI scheme");
+	expect_error("device: soft+shm://\n", 1, "names no device");
+	expect_error("control:\n  address: localhost\n", 2, "not an IPv4 or IPv6");
+	expect_error("control:\n  allow:\n    - 10.0.0.0/8\n    - 10.0.0.0/33\n", 4,
+		     "control.allow[1]");
+	expect_error("control:\n  secret_file: /nonexistent/secret\n", 2, "cannot read");
+	expect_error("log:\n  level: verbose\n", 2, "log.level: 'verbose'");
+	expect_error("log:\n  format: xml\n", 2, "log.format: 'xml'");
+}
+
+static void test_several_errors(void **state)
+{
+	const char *path = write_tmp("many.yaml", "control:\n  port: 0\nring:\n  slots: 3\n"
+						  "log:\n  level: loud\n");
+	struct ql_config *c;
+	struct ql_diags d;
+
+	assert_int_equal(ql_config_load(path, &c, &d), -EINVAL);
+	assert_int_equal(d.count, 3);
+	assert_int_equal(d.d[0].line, 2);
+	assert_int_equal(d.d[1].line, 4);
+	assert_int_equal(d.d[2].line, 6);
+}
+
+static void test_missing_plugin(void **state)
+{
+	expect_error("plugins:\n  - path: /nonexistent/libdecoder.so\n", 2,
+		     "plugins[0].path: cannot read '/nonexistent/libdecoder.so'");
+	expect_error("plugins:\n  - config: x\n", 2, "missing required key 'path' in plugins[0]");
+	/* relative paths are taken from the config file's directory */
+	expect_error("plugins:\n  - path: nothere.so\n", 2, "qlink-test-config-");
+}
+
+static void test_malformed_empty_missing(void **state)
+{
+	struct ql_config *c;
+	struct ql_diags d;
+
+	expect_error("device: [soft://loop\n", 2, "YAML syntax error");
+	expect_error("control:\n  port: 1\n port: 2\n", 3, "YAML syntax error");
+	expect_error("device: \"unterminated\n", 2, "YAML syntax error");
+	expect_error("", 1, "empty");
+	expect_error("# only a comment\n", 1, "empty");
+	assert_int_equal(ql_config_load("/nonexistent/qlinkd.yaml", &c, &d), -ENOENT);
+	assert_int_equal(d.count, 1);
+	assert_int_equal(d.d[0].line, 0);
+	assert_non_null(strstr(d.d[0].msg, "cannot read the file"));
+	assert_int_equal(ql_config_load(dir, &c, &d), -EISDIR);
+}
+
+static int setup(void **state)
+{
+	return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) ? -1 : 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_defaults),
+		cmocka_unit_test(test_full),
+		cmocka_unit_test(test_unknown_key),
+		cmocka_unit_test(test_wrong_type),
+		cmocka_unit_test(test_bad_geometry),
+		cmocka_unit_test(test_bad_port_cpu_and_more),
+		cmocka_unit_test(test_several_errors),
+		cmocka_unit_test(test_missing_plugin),
+		cmocka_unit_test(test_malformed_empty_missing),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

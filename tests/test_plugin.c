@@ -1,0 +1,147 @@
+/*
+ * Plugins: the example decoder loads, registers and answers through
+ * ql_rpc_dispatch and on a daemon; a wrong ABI version, a library that is
+ * not a plugin, one with unresolved symbols, a missing file and a bad
+ * config string are refused with a clear error.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <qlink/channel.h>
+#include <qlink/daemon.h>
+#include <qlink/demo.h>
+#include <qlink/error.h>
+#include <qlink/plugin.h>
+
+/* A request for repcode_decode with the errors at `flips` (distance 64). */
+static long decode_request(uint8_t *msg, size_t cap, const int *flips, int nflips)
+{
+	uint8_t err[8] = { 0 }, syn[8] = { 0 };
+	struct ql_rpc_out out;
+
+	for (int i = 0; i < nflips; i++)
+		ql_rpc_bit_set(err, (size_t)flips[i], 1);
+	for (int i = 0; i < 63; i++)
+		ql_rpc_bit_set(syn, (size_t)i,
+			       ql_rpc_bit_get(err, (size_t)i) ^ ql_rpc_bit_get(err, (size_t)i + 1));
+	ql_rpc_request_begin(&out, msg, cap);
+	ql_rpc_write_bytes(&out, syn, 8);
+	return ql_rpc_request_finish(&out, ql_rpc_fnv1a("repcode_decode"), 7, 99);
+}
+
+static void test_load_and_dispatch(void **state)
+{
+	struct ql_plugin *p;
+	struct ql_rpc_table *t;
+	uint8_t msg[128], resp[128];
+	struct ql_rpc_response r;
+	struct ql_rpc_in in = { 0 };
+	size_t rlen;
+	const int flips[] = { 5, 6, 40 };
+	long n;
+
+	assert_int_equal(ql_plugin_load(QL_TEST_PLUGIN, "max_weight=4", &p), 0);
+	assert_string_equal(ql_plugin_get_info(p)->name, "repcode_decoder");
+	assert_int_equal(ql_plugin_get_info(p)->abi_version, QL_PLUGIN_ABI_VERSION);
+	assert_int_equal(ql_rpc_table_create(8, &t), 0);
+	assert_int_equal(ql_plugin_register_table(p, t), 0);
+	assert_int_equal(ql_plugin_function_count(p), 1);
+	assert_non_null(ql_rpc_table_lookup(t, ql_rpc_fnv1a("repcode_decode")));
+
+	n = decode_request(msg, sizeof(msg), flips, 3);
+	assert_true(n > 0);
+	assert_int_equal(ql_rpc_dispatch(t, msg, (size_t)n, resp, sizeof(resp), &rlen, NULL), 0);
+	assert_int_equal(ql_rpc_response_parse(resp, rlen, &r, &in), 0);
+	assert_int_equal(r.request_id, 7);
+	assert_int_equal(r.result_len, 8 + 4);
+	const uint8_t *corr = ql_rpc_in_view(&in, 8);
+	for (int i = 0; i < 64; i++)
+		assert_int_equal(ql_rpc_bit_get(corr, (size_t)i), i == 5 || i == 6 || i == 40);
+	assert_int_equal(ql_rpc_read_i32(&in), 3);
+
+	/* 40 flips: the complement (24) is lighter, and above max_weight 4 */
+	int many[40];
+	for (int i = 0; i < 40; i++)
+		many[i] = i;
+	n = decode_request(msg, sizeof(msg), many, 40);
+	assert_int_equal(ql_rpc_dispatch(t, msg, (size_t)n, resp, sizeof(resp), &rlen, NULL), 1);
+
+	/* registering twice on one table: -EEXIST, reported */
+	assert_int_equal(ql_plugin_register_table(p, t), -EEXIST);
+	assert_non_null(strstr(ql_error_detail(), "repcode_decode"));
+	ql_rpc_table_destroy(t);
+	ql_plugin_unload(p);
+}
+
+static void test_on_daemon(void **state)
+{
+	struct ql_daemon_config dc = { .cpu = -1 };
+	struct ql_channel *ch;
+	struct ql_daemon *d;
+	struct ql_plugin *p;
+	uint8_t msg[128], resp[256];
+	struct ql_rpc_response r;
+	const int flips[] = { 63 };
+	long n;
+	int len;
+
+	assert_int_equal(ql_plugin_load(QL_TEST_PLUGIN, NULL, &p), 0);
+	assert_int_equal(ql_loop_channel_create(8, 128, &ch), 0);
+	assert_int_equal(ql_daemon_create(&dc, ch, &d), 0);
+	assert_int_equal(ql_daemon_register(d, ql_demo_parity_function()), 0);
+	assert_int_equal(ql_plugin_register(p, d), 0);
+	assert_int_equal(ql_daemon_function_count(d), 2);
+	n = decode_request(msg, sizeof(msg), flips, 1);
+	assert_int_equal(ql_loop_channel_push(ch, msg, (uint32_t)n, (uint32_t)n), 0);
+	assert_int_equal(ql_daemon_poll(d), 1);
+	len = ql_loop_channel_pop(ch, resp, sizeof(resp));
+	assert_true(len > 0);
+	assert_int_equal(ql_rpc_response_parse(resp, (size_t)len, &r, NULL), 0);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(ql_rpc_get_i32(resp + 24 + 8), 1);
+	ql_daemon_destroy(d);
+	ql_channel_destroy(ch);
+	ql_plugin_unload(p);
+}
+
+static void expect_refused(const char *path, const char *config, int err, const char *substr)
+{
+	struct ql_plugin *p = (void *)1;
+
+	assert_int_equal(ql_plugin_load(path, config, &p), err);
+	assert_null(p);
+	if (!strstr(ql_error_detail(), substr))
+		fail_msg("detail '%s' lacks '%s'", ql_error_detail(), substr);
+}
+
+static void test_refused(void **state)
+{
+	expect_refused(QL_TEST_PLUGIN_BAD_ABI, NULL, -EPROTO, "plugin ABI version 42");
+	expect_refused(QL_TEST_PLUGIN_NOT_PLUGIN, NULL, -ENOSYS, "not a qlink plugin");
+	expect_refused(QL_TEST_PLUGIN_UNRESOLVED, NULL, -ENOEXEC,
+		       "ql_test_symbol_that_does_not_exist");
+	expect_refused("/nonexistent/plugin.so", NULL, -ENOENT, "/nonexistent/plugin.so");
+	expect_refused("/tmp", NULL, -ENOEXEC, "not a regular file");
+	expect_refused("/etc/hostname", NULL, -ENOEXEC, "cannot be loaded");
+	expect_refused(QL_TEST_PLUGIN, "max_weight=lots", -EINVAL, "init failed");
+	expect_refused("", NULL, -EINVAL, "no path");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_load_and_dispatch),
+		cmocka_unit_test(test_on_daemon),
+		cmocka_unit_test(test_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,916 @@
+/*
+ * qlinkd: the real-time host daemon.
+ *
+ *   qlinkd --config FILE [--params-file P]   run in the foreground
+ *   qlinkd --check-config FILE               validate FILE (and its plugins)
+ *
+ * It reads the YAML configuration (qlink/config.h), opens the device, loads
+ * the handler plugins (qlink/plugin.h) and serves sessions: a session is one
+ * verbs channel (a request ring and its QP) and one daemon with the
+ * built-in qlink_parity and every plugin function registered, made when a
+ * QCS asks for one. The UDP control plane will drive sessions
+ * (session_create on DISCOVER, session_connect on ACK, session_destroy on
+ * STOP); until it is wired in, --params-file runs one session over the
+ * same file rendezvous as `qlink serve`, so qlinkd can be driven by
+ * `qlink vppu --params-file P` today.
+ *
+ * Signals arrive through a signalfd read by the main loop (no work in
+ * handlers): SIGINT/SIGTERM stop every dispatcher, print the final counters
+ * and free everything, exit 0; SIGUSR1 prints the counters. Logs are
+ * structured lines on stderr, text or JSON per the config; counters go to
+ * stdout in the same format.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "qlink/channel.h"
+#include "qlink/clock.h"
+#include "qlink/config.h"
+#include "qlink/control.h"
+#include "qlink/daemon.h"
+#include "qlink/demo.h"
+#include "qlink/error.h"
+#include "qlink/plugin.h"
+#include "qlink/verbs.h"
+#include "tools.h"
+
+#ifndef QLINK_VERSION
+#define QLINK_VERSION "0"
+#endif
+
+/* ---- structured logs ------------------------------------------------------ */
+
+static struct {
+	enum ql_log_level level;
+	enum ql_config_log_format format;
+} logcfg = { QL_LOG_INFO, QL_LOG_FORMAT_TEXT };
+
+static void json_str(FILE *f, const char *s, size_t n)
+{
+	fputc('"', f);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static bool is_number(const char *s, size_t n)
+{
+	char buf[64], *end;
+
+	if (!n || n >= sizeof(buf))
+		return false;
+	memcpy(buf, s, n);
+	buf[n] = '\0';
+	if (strspn(buf, "-0123456789.") != n)
+		return false; /* no hex, inf or nan: not JSON numbers */
+	strtod(buf, &end);
+	return *end == '\0';
+}
+
+/*
+ * One line: time, level, component, message, then the key=value pairs of
+ * kv (printf-formatted; pairs separated by spaces, values without spaces).
+ * Lines at or under the configured level go to stderr; force sends to out
+ * whatever the level (the counters).
+ */
+static void qlog_to(FILE *out, bool force, enum ql_log_level level, const char *comp,
+		    const char *msg, const char *kv, ...) __attribute__((format(printf, 6, 7)));
+static void qlog_to(FILE *out, bool force, enum ql_log_level level, const char *comp,
+		    const char *msg, const char *kv, ...)
+{
+	static const char *const names[] = { "error", "warn", "info", "debug" };
+	char pairs[1024] = "", ts[40], *p;
+	struct timespec now;
+	struct tm tm;
+	va_list ap;
+
+	if (!force && (int)level > (int)logcfg.level)
+		return;
+	if (kv) {
+		va_start(ap, kv);
+		vsnprintf(pairs, sizeof(pairs), kv, ap);
+		va_end(ap);
+	}
+	clock_gettime(CLOCK_REALTIME, &now);
+	gmtime_r(&now.tv_sec, &tm);
+	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
+	flockfile(out);
+	if (logcfg.format == QL_LOG_FORMAT_TEXT) {
+		fprintf(out, "%s.%06ldZ %s %s ", ts, now.tv_nsec / 1000, names[level], comp);
+		if (strchr(msg, ' '))
+			fprintf(out, "\"%s\"", msg);
+		else
+			fputs(msg, out);
+		if (pairs[0])
+			fprintf(out, " %s", pairs);
+		fputc('\n', out);
+	} else {
+		fprintf(out, "{\"ts\":\"%s.%06ldZ\",\"level\":\"%s\",\"component\":", ts,
+			now.tv_nsec / 1000, names[level]);
+		json_str(out, comp, strlen(comp));
+		fputs(",\"msg\":", out);
+		json_str(out, msg, strlen(msg));
+		for (p = pairs; *p;) {
+			char *sp = strchr(p, ' '), *eq;
+			size_t n = sp ? (size_t)(sp - p) : strlen(p);
+
+			eq = memchr(p, '=', n);
+			if (eq) {
+				fputc(',', out);
+				json_str(out, p, (size_t)(eq - p));
+				fputc(':', out);
+				if (is_number(eq + 1, n - (size_t)(eq - p) - 1))
+					fwrite(eq + 1, 1, n - (size_t)(eq - p) - 1, out);
+				else
+					json_str(out, eq + 1, n - (size_t)(eq - p) - 1);
+			}
+			p += n;
+			while (*p == ' ')
+				p++;
+		}
+		fputs("}\n", out);
+	}
+	fflush(out);
+	funlockfile(out);
+}
+
+#define qlog(level, comp, msg, ...) qlog_to(stderr, false, level, comp, msg, __VA_ARGS__)
+
+/* ---- the daemon's state ------------------------------------------------------ */
+
+struct qlinkd;
+
+/* One QCS's connection: a ring + QP (the channel) and a dispatcher. */
+struct qlinkd_session {
+	uint32_t id;
+	struct qlinkd *q;
+	struct ql_channel *ch;
+	struct ql_daemon *d;
+	struct ql_conn_params local;
+	bool connected;
+	int reported_error;
+};
+
+struct qlinkd {
+	struct ql_config *cfg;
+	struct ql_device *dev;
+	struct ql_ctl_server *ctl;
+	struct ql_plugin **plugins;
+	uint32_t nplugins;
+	struct qlinkd_session **sessions; /* cfg->max_sessions entries */
+	uint32_t next_id;
+	int sigfd;
+};
+
+struct reg_host {
+	struct ql_daemon *d;
+	const char *plugin;
+};
+
+static int reg_function(void *host, const struct ql_rpc_function *fn)
+{
+	return ql_daemon_register(((struct reg_host *)host)->d, fn);
+}
+
+/* Plugins log through qlinkd's structured logger. */
+static void reg_log(void *host, enum ql_log_level level, const char *msg)
+{
+	qlog(level, "plugin", msg ? msg : "", "plugin=%s", ((struct reg_host *)host)->plugin);
+}
+
+/* Register the built-in and every plugin function on a fresh daemon. */
+static int session_register(struct qlinkd *q, struct qlinkd_session *s)
+{
+	int ret = ql_daemon_register(s->d, ql_demo_parity_function());
+
+	for (uint32_t i = 0; !ret && i < q->nplugins; i++) {
+		struct reg_host h = { s->d, ql_plugin_get_info(q->plugins[i])->name };
+		struct ql_plugin_registrar r = {
+			.host = &h,
+			.register_function = reg_function,
+			.log = reg_log,
+		};
+
+		ret = ql_plugin_register_with(q->plugins[i], &r);
+	}
+	return ret;
+}
+
+static void session_destroy(struct qlinkd_session *s);
+
+/*
+ * A new session: its channel on the device and a daemon with every function
+ * registered, not yet connected. *params are what the QCS needs (QP, GID,
+ * ring address, rkey, geometry), for CONNECTION_PARAMS.
+ */
+static int session_create(struct qlinkd *q, struct qlinkd_session **out,
+			  struct ql_conn_params *params)
+{
+	struct ql_verbs_channel_config vc = {
+		.num_slots = q->cfg->ring.slots,
+		.slot_size = q->cfg->ring.slot_size,
+	};
+	struct ql_daemon_config dc = {
+		.cpu = q->cfg->dispatcher.cpu,
+		.burst = q->cfg->dispatcher.burst,
+	};
+	struct qlinkd_session *s;
+	uint32_t slot;
+	int ret;
+
+	for (slot = 0; slot < q->cfg->max_sessions && q->sessions[slot]; slot++)
+		;
+	if (slot == q->cfg->max_sessions)
+		return ql_error_set(-EBUSY, "all %u sessions (max_sessions) are in use",
+				    q->cfg->max_sessions);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->q = q;
+	s->id = q->next_id++;
+	ret = ql_verbs_channel_create(q->dev, &vc, &s->ch);
+	if (!ret)
+		ret = ql_daemon_create(&dc, s->ch, &s->d);
+	if (!ret)
+		ret = session_register(q, s);
+	if (!ret)
+		ret = ql_verbs_channel_local_params(s->ch, &s->local);
+	if (ret) {
+		session_destroy(s);
+		return ret;
+	}
+	q->sessions[slot] = s;
+	if (params)
+		*params = s->local;
+	qlog(QL_LOG_INFO, "session", "created", "session=%u qpn=%u slots=%u slot_size=%u", s->id,
+	     s->local.qpn, vc.num_slots, vc.slot_size);
+	*out = s;
+	return 0;
+}
+
+/* Connect the session's QP to the QCS's and start its dispatcher. */
+static int session_connect(struct qlinkd_session *s, const struct ql_conn_params *client)
+{
+	int ret = ql_verbs_channel_connect(s->ch, client, NULL);
+
+	if (!ret)
+		ret = ql_daemon_start(s->d);
+	if (ret)
+		return ret;
+	s->connected = true;
+	qlog(QL_LOG_INFO, "session", "connected", "session=%u peer_qpn=%u cpu=%d", s->id,
+	     client->qpn, s->q->cfg->dispatcher.cpu);
+	return 0;
+}
+
+static void session_counters(const struct qlinkd_session *s, FILE *out)
+{
+	struct ql_daemon_stats st;
+	struct ql_daemon_function_stats fs;
+	struct ql_hist h;
+
+	ql_daemon_stats(s->d, &st);
+	ql_daemon_handler_hist(s->d, &h);
+	qlog_to(out, true, QL_LOG_INFO, "counters", "session",
+		"session=%u running=%d requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64
+		" handler_errors=%" PRIu64 " protocol_errors=%" PRIu64 " send_failed=%" PRIu64
+		" bursts=%" PRIu64 " channel_error=%d handler_ns_p50=%.0f handler_ns_p99=%.0f",
+		s->id, st.running, st.requests, st.responses, st.ok, st.handler_error,
+		st.requests - st.ok - st.handler_error, st.send_failed, st.bursts, st.channel_error,
+		ql_hist_count(&h) ? ql_hist_percentile(&h, 50) : 0.0,
+		ql_hist_count(&h) ? ql_hist_percentile(&h, 99) : 0.0);
+	for (uint32_t i = 0; i < ql_daemon_function_count(s->d); i++) {
+		if (ql_daemon_function_stats(s->d, i, &fs))
+			continue;
+		qlog_to(out, true, QL_LOG_INFO, "counters", "function",
+			"session=%u function=%s id=0x%08x calls=%" PRIu64 " errors=%" PRIu64, s->id,
+			fs.name, fs.id, fs.calls, fs.errors);
+	}
+}
+
+/* Stop the dispatcher (every request taken is answered), then free. */
+static void session_destroy(struct qlinkd_session *s)
+{
+	struct qlinkd *q;
+
+	if (!s)
+		return;
+	q = s->q;
+	if (s->d) {
+		ql_daemon_stop(s->d);
+		session_counters(s, stdout);
+		ql_daemon_destroy(s->d);
+	}
+	ql_channel_destroy(s->ch);
+	for (uint32_t i = 0; q && i < q->cfg->max_sessions; i++)
+		if (q->sessions[i] == s)
+			q->sessions[i] = NULL;
+	qlog(QL_LOG_INFO, "session", "destroyed", "session=%u", s->id);
+	free(s);
+}
+
+static void print_counters(struct qlinkd *q)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < q->cfg->max_sessions; i++) {
+		if (q->sessions[i]) {
+			session_counters(q->sessions[i], stdout);
+			n++;
+		}
+	}
+	qlog_to(stdout, true, QL_LOG_INFO, "counters", "qlinkd", "sessions=%u plugins=%u", n,
+		q->nplugins);
+}
+
+/* ---- plugins ------------------------------------------------------------------ */
+
+static int load_plugins(struct qlinkd *q, bool check_only)
+{
+	const struct ql_config *c = q->cfg;
+	int ret = 0;
+
+	q->plugins = calloc(c->plugins_count ? c->plugins_count : 1, sizeof(*q->plugins));
+	if (!q->plugins)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->plugins_count; i++) {
+		struct ql_plugin *p;
+		int r = ql_plugin_load(c->plugins[i].path, c->plugins[i].config, &p);
+
+		if (r) {
+			fprintf(stderr, "%s:%u: plugins[%u]: %s\n", c->path, c->plugins[i].line, i,
+				ql_error_detail()[0] ? ql_error_detail() : ql_strerror(r));
+			ret = ret ? ret : r;
+			continue;
+		}
+		q->plugins[q->nplugins++] = p;
+		if (!check_only)
+			qlog(QL_LOG_INFO, "plugin", "loaded", "plugin=%s version=%s path=%s",
+			     ql_plugin_get_info(p)->name,
+			     ql_plugin_get_info(p)->version ? ql_plugin_get_info(p)->version : "-",
+			     c->plugins[i].path);
+	}
+	return ret;
+}
+
+static void unload_plugins(struct qlinkd *q)
+{
+	for (uint32_t i = 0; i < q->nplugins; i++)
+		ql_plugin_unload(q->plugins[i]);
+	free(q->plugins);
+	q->plugins = NULL;
+	q->nplugins = 0;
+}
+
+/* In --check-config, also make every function table once: a plugin whose
+ * functions clash with another's (or the built-in) is caught here. */
+static int check_registration(struct qlinkd *q)
+{
+	struct ql_rpc_table *t;
+	int ret = ql_rpc_table_create(1024, &t);
+
+	if (ret)
+		return ret;
+	ret = ql_rpc_table_add(t, ql_demo_parity_function());
+	for (uint32_t i = 0; ret >= 0 && i < q->nplugins; i++) {
+		ret = ql_plugin_register_table(q->plugins[i], t);
+		if (ret)
+			fprintf(stderr, "%s:%u: plugins[%u]: %s\n", q->cfg->path,
+				q->cfg->plugins[i].line, i, ql_error_detail());
+	}
+	ql_rpc_table_destroy(t);
+	return ret < 0 ? ret : 0;
+}
+
+/* ---- the control plane ---------------------------------------------------------- */
+
+/* The channel sessions behind one control-plane session (one per channel
+ * the QCS asked for). */
+struct ctl_link {
+	uint32_t n;
+	struct qlinkd_session *s[QL_CTL_MAX_CHANNELS];
+};
+
+static void ctl_link_free(struct ql_ctl_session *cs)
+{
+	struct ctl_link *l = ql_ctl_session_data(cs);
+
+	if (!l)
+		return;
+	for (uint32_t i = 0; i < l->n; i++)
+		session_destroy(l->s[i]);
+	free(l);
+	ql_ctl_session_set_data(cs, NULL);
+}
+
+static int ctl_offer(void *ctx, struct ql_ctl_session *cs, uint32_t n, struct ql_conn_params *out)
+{
+	struct qlinkd *q = ctx;
+	struct ctl_link *l = calloc(1, sizeof(*l));
+	int ret = 0;
+
+	if (!l)
+		return -ENOMEM;
+	ql_ctl_session_set_data(cs, l);
+	for (; l->n < n && !ret; l->n++) {
+		ret = session_create(q, &l->s[l->n], &out[l->n]);
+		if (ret)
+			break;
+	}
+	if (ret) {
+		ctl_link_free(cs);
+		return ret;
+	}
+	qlog(QL_LOG_INFO, "control", "offered", "qcs=%s peer=%s channels=%u",
+	     ql_ctl_session_name(cs), ql_ctl_session_peer(cs), n);
+	return 0;
+}
+
+static int ctl_accept(void *ctx, struct ql_ctl_session *cs, const struct ql_conn_params *client,
+		      uint32_t n)
+{
+	struct ctl_link *l = ql_ctl_session_data(cs);
+
+	(void)ctx;
+	if (!l || n != l->n)
+		return ql_error_set(-EINVAL, "ACK for %u channels, %u offered", n, l ? l->n : 0);
+	for (uint32_t i = 0; i < n; i++) {
+		int ret = session_connect(l->s[i], &client[i]);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int ctl_start(void *ctx, struct ql_ctl_session *cs)
+{
+	(void)ctx;
+	qlog(QL_LOG_INFO, "control", "started", "qcs=%s", ql_ctl_session_name(cs));
+	return 0;
+}
+
+/* STOP: the run is over; stop the dispatchers (every request taken is
+ * answered) and keep the counters until COMPLETE, ABORT or loss. */
+static int ctl_stop(void *ctx, struct ql_ctl_session *cs)
+{
+	struct ctl_link *l = ql_ctl_session_data(cs);
+
+	(void)ctx;
+	for (uint32_t i = 0; l && i < l->n; i++)
+		ql_daemon_stop(l->s[i]->d);
+	qlog(QL_LOG_INFO, "control", "stopped", "qcs=%s", ql_ctl_session_name(cs));
+	return 0;
+}
+
+static int ctl_end(void *ctx, struct ql_ctl_session *cs)
+{
+	(void)ctx;
+	qlog(QL_LOG_INFO, "control", "session ended", "qcs=%s state=%s", ql_ctl_session_name(cs),
+	     ql_ctl_state_name(ql_ctl_session_state(cs)));
+	ctl_link_free(cs);
+	return 0;
+}
+
+static void ctl_lost(void *ctx, struct ql_ctl_session *cs)
+{
+	(void)ctx;
+	qlog(QL_LOG_WARN, "control", "QCS lost: tearing its channels down", "qcs=%s peer=%s",
+	     ql_ctl_session_name(cs), ql_ctl_session_peer(cs));
+	ctl_link_free(cs);
+}
+
+static int ctl_status(void *ctx, struct ql_ctl_session *cs, char *json, size_t len)
+{
+	struct ctl_link *l = ql_ctl_session_data(cs);
+	uint64_t req = 0, resp = 0, ok = 0, herr = 0;
+	int chan_err = 0;
+
+	(void)ctx;
+	for (uint32_t i = 0; l && i < l->n; i++) {
+		struct ql_daemon_stats st;
+
+		ql_daemon_stats(l->s[i]->d, &st);
+		req += st.requests;
+		resp += st.responses;
+		ok += st.ok;
+		herr += st.handler_error;
+		if (st.channel_error)
+			chan_err = st.channel_error;
+	}
+	snprintf(json, len,
+		 "{\"channels\":%u,\"requests\":%" PRIu64 ",\"responses\":%" PRIu64
+		 ",\"ok\":%" PRIu64 ",\"handler_errors\":%" PRIu64 ",\"protocol_errors\":%" PRIu64
+		 ",\"channel_error\":%d}",
+		 l ? l->n : 0, req, resp, ok, herr, req - ok - herr, chan_err);
+	return 0;
+}
+
+static const struct ql_ctl_server_ops ctl_ops = {
+	.offer = ctl_offer,
+	.accept = ctl_accept,
+	.start = ctl_start,
+	.stop = ctl_stop,
+	.abort = ctl_end,
+	.complete = ctl_end,
+	.status = ctl_status,
+	.lost = ctl_lost,
+};
+
+static int control_open(struct qlinkd *q)
+{
+	const struct ql_config *c = q->cfg;
+	const char **allow = NULL;
+	uint8_t secret[256];
+	size_t secret_len = 0;
+	int ret;
+
+	if (c->control.secret_file) {
+		ret = tool_read_secret(c->control.secret_file, secret, sizeof(secret), &secret_len);
+		if (ret)
+			return ret;
+	}
+	if (c->control.allow_count) {
+		allow = calloc(c->control.allow_count + 1, sizeof(*allow));
+		if (!allow)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < c->control.allow_count; i++)
+			allow[i] = c->control.allow[i];
+	}
+	struct ql_ctl_server_config sc = {
+		.bind_addr = c->control.address,
+		.port = (uint16_t)c->control.port,
+		.allow = allow,
+		.secret = secret_len ? secret : NULL,
+		.secret_len = secret_len,
+		.max_sessions = c->max_sessions,
+	};
+	ret = ql_ctl_server_create(&sc, &ctl_ops, q, &q->ctl);
+	free(allow);
+	if (!ret)
+		qlog(QL_LOG_INFO, "control", "listening", "address=%s port=%u auth=%s allow=%u",
+		     c->control.address, ql_ctl_server_port(q->ctl), secret_len ? "hmac" : "none",
+		     c->control.allow_count);
+	return ret;
+}
+
+static void control_counters(struct qlinkd *q)
+{
+	struct ql_ctl_stats st;
+
+	if (!q->ctl)
+		return;
+	ql_ctl_server_stats(q->ctl, &st);
+	qlog_to(stdout, true, QL_LOG_INFO, "counters", "control",
+		"received=%" PRIu64 " replied=%" PRIu64 " duplicates=%" PRIu64 " rejected=%" PRIu64
+		" malformed=%" PRIu64 " too_big=%" PRIu64 " bad_version=%" PRIu64
+		" not_allowed=%" PRIu64 " bad_mac=%" PRIu64 " replayed=%" PRIu64
+		" sessions_active=%" PRIu64 " sessions_lost=%" PRIu64,
+		st.received, st.replied, st.duplicates, st.rejected, st.malformed, st.too_big,
+		st.bad_version, st.not_allowed, st.bad_mac, st.replayed, st.sessions_active,
+		st.sessions_lost);
+}
+
+/* ---- signals and the params-file rendezvous --------------------------------- */
+
+enum { EV_NONE, EV_STOP, EV_COUNTERS };
+
+/* Wait up to ms for a signal, serving the control plane meanwhile; what
+ * the signal asks for. */
+static int wait_signal(struct qlinkd *q, int ms)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = q->sigfd, .events = POLLIN },
+		{ .fd = q->ctl ? ql_ctl_server_fd(q->ctl) : -1, .events = POLLIN },
+	};
+	struct signalfd_siginfo si;
+	int n = poll(pfd, 2, ms);
+
+	/* datagrams, and session deadlines even when none came */
+	if (q->ctl)
+		ql_ctl_server_poll(q->ctl, 0);
+	if (n <= 0 || !(pfd[0].revents & POLLIN))
+		return EV_NONE;
+	if (read(q->sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		return EV_NONE;
+	if (si.ssi_signo == SIGUSR1)
+		return EV_COUNTERS;
+	qlog(QL_LOG_INFO, "qlinkd", "stopping", "signal=%s",
+	     si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+	return EV_STOP;
+}
+
+static int write_file(const char *path, const char *text)
+{
+	char tmp[4200];
+	size_t n = strlen(text);
+	int fd, ret = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, n) != (ssize_t)n)
+		ret = -EIO;
+	close(fd);
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+/* Wait for path to appear, serving signals; its first line, -ETIMEDOUT, or
+ * -EINTR when told to stop. */
+static int wait_file(struct qlinkd *q, const char *path, double timeout_s, char *line, size_t len)
+{
+	uint64_t deadline = ql_clock_ns() + (uint64_t)(timeout_s * 1e9);
+
+	for (;;) {
+		FILE *f = fopen(path, "r");
+
+		if (f) {
+			bool ok = fgets(line, (int)len, f) != NULL;
+
+			fclose(f);
+			if (ok) {
+				line[strcspn(line, "\n")] = '\0';
+				return 0;
+			}
+		}
+		if (ql_clock_ns() > deadline)
+			return -ETIMEDOUT;
+		switch (wait_signal(q, 10)) {
+		case EV_STOP:
+			return -EINTR;
+		case EV_COUNTERS:
+			print_counters(q);
+			break;
+		}
+	}
+}
+
+static int params_rendezvous(struct qlinkd *q, const char *file, double timeout)
+{
+	struct qlinkd_session *s = NULL;
+	struct ql_conn_params sp, cp;
+	char path[4200], text[512];
+	int n, ret;
+
+	ret = session_create(q, &s, &sp);
+	if (ret)
+		return ret;
+	n = ql_conn_params_format(&sp, text, sizeof(text) - 2);
+	if (n < 0)
+		return n;
+	strcat(text, "\n");
+	ret = write_file(file, text);
+	if (ret)
+		return ql_error_set(ret, "cannot write %s: %s", file, ql_strerror(ret));
+	qlog(QL_LOG_INFO, "session", "waiting for a client", "session=%u params_file=%s", s->id,
+	     file);
+	snprintf(path, sizeof(path), "%s.client", file);
+	ret = wait_file(q, path, timeout, text, sizeof(text));
+	if (ret)
+		return ret;
+	if (ql_conn_params_parse(text, &cp))
+		return ql_error_set(-EINVAL, "%s: not connection parameters", path);
+	ret = session_connect(s, &cp);
+	if (ret)
+		return ret;
+	snprintf(path, sizeof(path), "%s.ready", file);
+	return write_file(path, "ready\n");
+}
+
+/* ---- main ---------------------------------------------------------------------- */
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: qlinkd --config FILE [--params-file FILE]\n"
+		   "       qlinkd --check-config FILE\n"
+		   "\n"
+		   "The qlink real-time host daemon: serves RPC functions (the built-in\n"
+		   "qlink_parity and those of the plugins in the config) to quantum control\n"
+		   "systems over RDMA. Runs in the foreground; SIGINT or SIGTERM stop it\n"
+		   "cleanly, SIGUSR1 prints its counters. See docs/qlinkd.md.\n"
+		   "\n"
+		   "options:\n"
+		   "  -c, --config FILE        the YAML configuration\n"
+		   "  --check-config FILE      check FILE and its plugins; print FILE: OK or\n"
+		   "                           FILE:LINE: message per problem; exit 0 or 1\n"
+		   "  --params-file FILE       serve one session over a rendezvous file, as\n"
+		   "                           `qlink serve` does (until the control plane)\n"
+		   "  --timeout S              how long to wait for that client (default 60)\n"
+		   "  -h, --help               this text\n"
+		   "  -V, --version            the version\n");
+}
+
+static int check_config(const char *path)
+{
+	struct qlinkd q = { 0 };
+	struct ql_diags diags;
+	int ret = ql_config_load(path, &q.cfg, &diags);
+
+	if (ret) {
+		ql_diags_print(&diags, path, stderr);
+		return 1;
+	}
+	ret = load_plugins(&q, true);
+	if (!ret)
+		ret = check_registration(&q);
+	unload_plugins(&q);
+	ql_config_free(q.cfg);
+	if (ret)
+		return 1;
+	printf("%s: OK\n", path);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "check-config", required_argument, NULL, 'C' },
+		{ "params-file", required_argument, NULL, 'p' },
+		{ "timeout", required_argument, NULL, 't' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *config = NULL, *check = NULL, *params = NULL;
+	struct qlinkd q = { .sigfd = -1 };
+	struct ql_diags diags;
+	double timeout = 60;
+	sigset_t mask;
+	int c, ret, ev;
+
+	while ((c = getopt_long(argc, argv, "c:hV", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			config = optarg;
+			break;
+		case 'C':
+			check = optarg;
+			break;
+		case 'p':
+			params = optarg;
+			break;
+		case 't': {
+			char *end;
+
+			timeout = strtod(optarg, &end);
+			if (*end || !(timeout > 0 && timeout <= 86400)) {
+				fprintf(stderr, "qlinkd: bad value '%s' for --timeout\n", optarg);
+				return 2;
+			}
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			printf("qlinkd %s (plugin ABI %u)\n", QLINK_VERSION, QL_PLUGIN_ABI_VERSION);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc || (!config && !check) || (config && check)) {
+		fprintf(stderr, "qlinkd: %s\n",
+			optind < argc ? "unexpected argument" :
+					"give one of --config FILE or --check-config FILE");
+		usage(stderr);
+		return 2;
+	}
+	if (check)
+		return check_config(check);
+
+	ret = ql_config_load(config, &q.cfg, &diags);
+	if (ret) {
+		ql_diags_print(&diags, config, stderr);
+		return 1;
+	}
+	logcfg.level = q.cfg->log.level;
+	logcfg.format = q.cfg->log.format;
+	ql_log_set_level(q.cfg->log.level);
+	/* Blocked before any thread exists, so every dispatcher inherits the
+	 * mask and the signals reach only the signalfd. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGUSR1);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	q.sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	q.sessions = calloc(q.cfg->max_sessions, sizeof(*q.sessions));
+	if (q.sigfd < 0 || !q.sessions) {
+		ret = q.sigfd < 0 ? -errno : -ENOMEM;
+		qlog(QL_LOG_ERROR, "qlinkd", "setup failed", "error=%s", ql_strerror(ret));
+		goto out;
+	}
+	qlog(QL_LOG_INFO, "qlinkd", "starting",
+	     "version=%s config=%s device=%s control=%s:%u cpu=%d slots=%u slot_size=%u",
+	     QLINK_VERSION, config, q.cfg->device, q.cfg->control.address, q.cfg->control.port,
+	     q.cfg->dispatcher.cpu, q.cfg->ring.slots, q.cfg->ring.slot_size);
+	ret = load_plugins(&q, false);
+	if (ret)
+		goto out;
+	ret = ql_device_open(q.cfg->device, &q.dev);
+	if (ret) {
+		qlog(QL_LOG_ERROR, "qlinkd", "cannot open the device", "device=%s error=\"%s\"",
+		     q.cfg->device, ql_error_detail()[0] ? ql_error_detail() : ql_strerror(ret));
+		fprintf(stderr, "%s: device %s: %s\n", config, q.cfg->device,
+			ql_error_detail()[0] ? ql_error_detail() : ql_strerror(ret));
+		goto out;
+	}
+	ret = control_open(&q);
+	if (ret) {
+		qlog(QL_LOG_ERROR, "control", "cannot listen", "address=%s port=%u error=\"%s\"",
+		     q.cfg->control.address, q.cfg->control.port,
+		     ql_error_detail()[0] ? ql_error_detail() : ql_strerror(ret));
+		fprintf(stderr, "%s: control %s:%u: %s\n", config, q.cfg->control.address,
+			q.cfg->control.port,
+			ql_error_detail()[0] ? ql_error_detail() : ql_strerror(ret));
+		goto out;
+	}
+	if (params) {
+		ret = params_rendezvous(&q, params, timeout);
+		if (ret == -EINTR) {
+			ret = 0;
+			goto out;
+		}
+		if (ret) {
+			qlog(QL_LOG_ERROR, "session", "rendezvous failed", "params_file=%s",
+			     params);
+			fprintf(stderr, "qlinkd: %s: %s\n", params,
+				ql_error_detail()[0] ? ql_error_detail() : ql_strerror(ret));
+			goto out;
+		}
+	}
+	qlog(QL_LOG_INFO, "qlinkd", "serving", "control_port=%u params_sessions=%u",
+	     ql_ctl_server_port(q.ctl), params ? 1u : 0u);
+	for (;;) {
+		ev = wait_signal(&q, 200);
+		if (ev == EV_STOP)
+			break;
+		if (ev == EV_COUNTERS) {
+			print_counters(&q);
+			control_counters(&q);
+		}
+		for (uint32_t i = 0; i < q.cfg->max_sessions; i++) {
+			struct qlinkd_session *s = q.sessions[i];
+			struct ql_daemon_stats st;
+
+			if (!s || !s->connected || s->reported_error)
+				continue;
+			ql_daemon_stats(s->d, &st);
+			if (st.channel_error) {
+				s->reported_error = st.channel_error;
+				qlog(QL_LOG_WARN, "session", "channel failed (peer gone?)",
+				     "session=%u error=\"%s\"", s->id,
+				     ql_strerror(st.channel_error));
+			}
+		}
+	}
+	ret = 0;
+out:
+	/* tells every connected QCS (ABORT "server shutdown") and ends their
+	 * sessions through the abort callback */
+	ql_ctl_server_destroy(q.ctl);
+	q.ctl = NULL;
+	if (q.sessions)
+		for (uint32_t i = 0; i < q.cfg->max_sessions; i++)
+			session_destroy(q.sessions[i]);
+	free(q.sessions);
+	unload_plugins(&q);
+	if (q.dev)
+		ql_device_close(q.dev);
+	if (q.sigfd >= 0)
+		close(q.sigfd);
+	qlog(QL_LOG_INFO, "qlinkd", ret ? "exiting on an error" : "stopped", "status=%d",
+	     ret ? 1 : 0);
+	ql_config_free(q.cfg);
+	return ret ? 1 : 0;
+}
