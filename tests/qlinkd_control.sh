@@ -52,6 +52,13 @@ done
 grep -q '"requests":12000,"responses":12000,"ok":12000' "$dir/prog.out" ||
 	fail "STATUS counters do not match the calls"
 grep -q 'state=COMPLETE' "$dir/qlinkd.err" || fail "session did not end COMPLETE"
+# qlink bench against the running daemon
+timeout 60 "$qlink" bench --connect "127.0.0.1:$port" --secret-file "$dir/secret" \
+	--client-cpu -1 --latency-calls 2000 --rate-seconds 0.05 --paced-seconds 0 --json \
+	>"$dir/bench.out" 2>&1 || fail "qlink bench --connect exited $?"
+grep -q '"lost":0,"wrong":0' "$dir/bench.out" || fail "qlink bench --connect report"
+grep -q '\\"requests\\":' "$dir/bench.out" || grep -q 'requests' "$dir/bench.out" ||
+	fail "qlink bench --connect: no server counters"
 
 # 2. bad input while a run is in progress
 timeout 60 "$qlink" vppu --connect "127.0.0.1:$port" --secret-file "$dir/secret" --cpu -1 \

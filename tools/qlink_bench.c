@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "qlink/clock.h"
+#include "qlink/control.h"
 #include "qlink/daemon.h"
 #include "qlink/demo.h"
 #include "qlink/error.h"
@@ -25,6 +26,8 @@
 
 struct bench_opts {
 	const char *uri;
+	const char *connect; /* a running qlinkd's control address, or NULL */
+	const char *secret_file;
 	int client_cpu;
 	int server_cpu;
 	uint32_t slots;
@@ -51,6 +54,9 @@ static void bench_usage(FILE *f)
 		   "\n"
 		   "options:\n"
 		   "  --uri URI          device both processes open (default soft+shm://qlbench)\n"
+		   "  --connect HOST:PORT  run against a running qlinkd through its control\n"
+		   "                     plane instead of forking a daemon (--server-cpu unused)\n"
+		   "  --secret-file FILE shared secret for the control plane\n"
 		   "  --client-cpu N     VPPU core (default 0; -1: no pinning)\n"
 		   "  --server-cpu N     dispatcher core (default 1; -1: no pinning)\n"
 		   "  --slots N          ring slots (default 64)\n"
@@ -68,6 +74,8 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 {
 	static const struct option lo[] = {
 		{ "uri", required_argument, NULL, 'u' },
+		{ "connect", required_argument, NULL, 'C' },
+		{ "secret-file", required_argument, NULL, 'S' },
 		{ "client-cpu", required_argument, NULL, 'c' },
 		{ "server-cpu", required_argument, NULL, 's' },
 		{ "slots", required_argument, NULL, 'n' },
@@ -98,6 +106,12 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		switch (c) {
 		case 'u':
 			o->uri = optarg;
+			break;
+		case 'C':
+			o->connect = optarg;
+			break;
+		case 'S':
+			o->secret_file = optarg;
 			break;
 		case 'c':
 			if (tool_int(optarg, -1, 4095, &o->client_cpu))
@@ -214,8 +228,11 @@ static void print_table(const struct bench_opts *o, struct phase *ph, int n, con
 	uint64_t lost = 0, wrong = 0;
 
 	printf("qlink bench: qlink_parity (32-byte syndrome -> parity, weight) over %s\n", o->uri);
-	printf("VPPU on cpu %d, dispatcher on cpu %d, ring %u x %u bytes\n\n", o->client_cpu,
-	       o->server_cpu, o->slots, o->slot_size);
+	if (o->connect)
+		printf("VPPU on cpu %d, against the qlinkd at %s\n\n", o->client_cpu, o->connect);
+	else
+		printf("VPPU on cpu %d, dispatcher on cpu %d, ring %u x %u bytes\n\n",
+		       o->client_cpu, o->server_cpu, o->slots, o->slot_size);
 	printf("%-8s %10s %9s %9s %9s %9s %9s %12s %6s %6s\n", "phase", "calls", "p50 us", "p90 us",
 	       "p99 us", "p99.9 us", "max us", "RPC/s", "lost", "wrong");
 	for (int i = 0; i < n; i++) {
@@ -291,6 +308,11 @@ static void print_json(const struct bench_opts *o, struct phase *ph, int n, cons
 	printf("]}\n");
 }
 
+static void bench_keepalive(void *ctl)
+{
+	ql_ctl_client_keepalive(ctl);
+}
+
 int tool_bench(int argc, char **argv)
 {
 	struct bench_opts o;
@@ -300,13 +322,37 @@ int tool_bench(int argc, char **argv)
 	struct ql_vppu_call call;
 	struct phase ph[3];
 	uint64_t seed = 0x5eed;
-	int to_srv[2], from_srv[2], ret, n = 0, status = 0;
-	char line[512], srv[256] = "no report";
-	pid_t pid;
+	int to_srv[2] = { -1, -1 }, from_srv[2] = { -1, -1 }, ret, n = 0, status = 0;
+	char line[512], srv[1024] = "no report";
+	struct ql_ctl_client *ctl = NULL;
+	pid_t pid = -1;
 
 	ret = parse(argc, argv, &o);
 	if (ret)
 		return ret;
+	if (o.connect) {
+		/* a running qlinkd: the control plane offers its ring */
+		struct ql_ctl_client_config cc = { .name = "qlink-bench" };
+		uint8_t secret[256];
+		size_t slen = 0;
+
+		ret = o.secret_file ?
+			      tool_read_secret(o.secret_file, secret, sizeof(secret), &slen) :
+			      0;
+		if (!ret)
+			ret = ql_ctl_client_create(o.connect, slen ? secret : NULL, slen, &cc,
+						   &ctl);
+		if (!ret)
+			ret = ql_ctl_client_discover(ctl, 1, &sp);
+		if (ret) {
+			tool_fail("bench", "discovering the RTH", ret);
+			ql_ctl_client_destroy(ctl);
+			return 1;
+		}
+		if (o.client_cpu >= 0)
+			ql_cpu_pin(o.client_cpu);
+		goto client;
+	}
 	if (pipe(to_srv) || pipe(from_srv)) {
 		perror("qlink bench: pipe");
 		return 1;
@@ -331,6 +377,7 @@ int tool_bench(int argc, char **argv)
 		fprintf(stderr, "qlink bench: the daemon process did not start\n");
 		goto out;
 	}
+client:
 	ret = ql_device_open(o.uri, &dev);
 	if (!ret)
 		ret = ql_ring_client_create(dev, &sp, NULL, &cl);
@@ -342,8 +389,17 @@ int tool_bench(int argc, char **argv)
 		tool_fail("bench", "client setup", ret);
 		goto out;
 	}
-	if (tool_send_params(to_srv[1], &cp))
+	if (ctl) {
+		ret = ql_ctl_client_ack(ctl, &cp, 1);
+		if (!ret)
+			ret = ql_ctl_client_start(ctl);
+		if (ret) {
+			tool_fail("bench", "connecting to the RTH", ret);
+			goto out;
+		}
+	} else if (tool_send_params(to_srv[1], &cp)) {
 		goto out;
+	}
 
 	ql_demo_parity_call(&call, &seed);
 	ph[0] = (struct phase){ .name = "latency", .cfg = { .window = 1, .count = o.lat_calls } };
@@ -363,6 +419,11 @@ int tool_bench(int argc, char **argv)
 			if (!ret && ph[0].rep.lost)
 				ret = -EIO;
 		}
+		if (ctl) {
+			ph[n].cfg.tick = bench_keepalive;
+			ph[n].cfg.tick_ctx = ctl;
+			ph[n].cfg.tick_ns = 500000000ull;
+		}
 		if (!ret)
 			ret = ql_vppu_run(cl, &call, &ph[n].cfg, &ph[n].rep);
 		if (ret || ph[n].rep.transport_error) {
@@ -381,9 +442,16 @@ int tool_bench(int argc, char **argv)
 			(unsigned long long)dc.rc_nak_rnr, (unsigned long long)dc.rc_nak_inv_req,
 			(unsigned long long)dc.rc_nak_op_err, (unsigned long long)dc.rc_nak_access);
 	}
-	tool_write_all(to_srv[1], "done\n", 5);
-	if (tool_read_line(from_srv[0], srv, sizeof(srv)) < 0)
-		snprintf(srv, sizeof(srv), "no report");
+	if (ctl) {
+		/* STOP, then the daemon's final counters by STATUS */
+		if (ql_ctl_client_stop(ctl) || ql_ctl_client_status(ctl, srv, sizeof(srv)))
+			snprintf(srv, sizeof(srv), "no report (%s)", ql_error_detail());
+		ql_ctl_client_complete(ctl);
+	} else {
+		tool_write_all(to_srv[1], "done\n", 5);
+		if (tool_read_line(from_srv[0], srv, sizeof(srv)) < 0)
+			snprintf(srv, sizeof(srv), "no report");
+	}
 	if (o.json)
 		print_json(&o, ph, n, srv);
 	else
@@ -393,10 +461,13 @@ int tool_bench(int argc, char **argv)
 		    ph[i].rep.protocol_errors || ph[i].rep.handler_errors)
 			status = 1;
 out:
-	close(to_srv[1]);
-	close(from_srv[0]);
-	if (waitpid(pid, &ret, 0) == pid && (!WIFEXITED(ret) || WEXITSTATUS(ret)))
+	if (to_srv[1] >= 0)
+		close(to_srv[1]);
+	if (from_srv[0] >= 0)
+		close(from_srv[0]);
+	if (pid > 0 && waitpid(pid, &ret, 0) == pid && (!WIFEXITED(ret) || WEXITSTATUS(ret)))
 		status = 1;
+	ql_ctl_client_destroy(ctl);
 	ql_ring_client_destroy(cl);
 	if (dev)
 		ql_device_close(dev);

@@ -505,9 +505,10 @@ int tool_vppu(int argc, char **argv)
 	if (ctl) {
 		char counters[1024];
 
-		if (!ql_ctl_client_status(ctl, counters, sizeof(counters)) && !json)
-			printf("server: %s\n", counters);
+		/* STOP first, so the counters are final when STATUS reads them */
 		ret = ql_ctl_client_stop(ctl);
+		if (!ret && !ql_ctl_client_status(ctl, counters, sizeof(counters)) && !json)
+			printf("server: %s\n", counters);
 		if (!ret)
 			ret = ql_ctl_client_complete(ctl);
 		if (ret)
