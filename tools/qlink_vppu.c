@@ -232,7 +232,7 @@ out:
 static void vppu_usage(FILE *f)
 {
 	fprintf(f,
-		"usage: qlink vppu --connect HOST:PORT [--program FILE] [options]\n"
+		"usage: qlink vppu --connect HOST:PORT [--program FILE | --device] [options]\n"
 		"       qlink vppu --params-file FILE [options]\n"
 		"\n"
 		"The virtual PPU: a software QCS. With --connect it discovers a qlinkd through\n"
@@ -242,10 +242,14 @@ static void vppu_usage(FILE *f)
 		"it meets a `qlink serve` through files instead. Every answer is checked; it\n"
 		"reports round trips (from the echoed ptp_timestamp), rates, wrong answers,\n"
 		"errors, timeouts and lost calls, and exits 1 if anything was wrong or lost.\n"
+		"With --device the RTH drives it (QCSDevice, include/qlink/qcs.h): after\n"
+		"DISCOVER and ACK it waits for the RTH to upload a program (PROGRAM) and\n"
+		"TRIGGER it, runs it, and says COMPLETE; an ABORT from the RTH stops it (exit 3).\n"
 		"\n"
 		"options:\n"
 		"  --connect HOST:PORT  qlinkd's control address (default port 7700)\n"
 		"  --program FILE       the calls to make (with --connect)\n"
+		"  --device             wait for the RTH's program and trigger (with --connect)\n"
 		"  --secret-file FILE   shared secret for authenticated control messages\n"
 		"  --name NAME          this QCS's name in DISCOVER (default vppu)\n"
 		"  --params-file FILE   a qlink serve's rendezvous file instead of --connect\n"
@@ -255,7 +259,7 @@ static void vppu_usage(FILE *f)
 		"  --seconds S          how long to run, no program (default 1)\n"
 		"  --window N           calls in flight, closed loop (default 1)\n"
 		"  --rate HZ            paced at HZ instead of closed loop\n"
-		"  --timeout S          wait for the server (default 60)\n"
+		"  --timeout S          wait for the server, or the trigger (default 60)\n"
 		"  --json               JSON report (one object per program step)\n"
 		"  -h, --help           this text\n");
 }
@@ -291,12 +295,229 @@ static void keepalive(void *ctx)
 	ql_ctl_client_keepalive(ctx);
 }
 
+/* ---- vppu --device: the RTH drives this QCS ---------------------------------- */
+
+#define DEVICE_EXIT_ABORTED 3
+
+struct device {
+	struct ql_ctl_client *ctl;
+	struct ql_program *prog; /* the program uploaded last */
+	bool triggered;
+	bool aborted;
+};
+
+/* The program loader reads files: give it the uploaded bytes as one. */
+static int device_program(void *ctx, const void *bytes, size_t len)
+{
+	struct device *d = ctx;
+	char path[] = "/tmp/qlink-vppu-program-XXXXXX";
+	struct ql_program *p = NULL;
+	struct ql_diags diags;
+	int fd, ret;
+
+	fd = mkstemp(path);
+	if (fd < 0)
+		return ql_error_set(-errno, "cannot write the program to a temporary file: %s",
+				    strerror(errno));
+	ret = tool_write_all(fd, bytes, len);
+	close(fd);
+	if (!ret) {
+		memset(&diags, 0, sizeof(diags));
+		ret = ql_program_load(path, &p, &diags);
+		if (ret && diags.count)
+			ql_error_set(ret, "line %u: %s", diags.d[0].line, diags.d[0].msg);
+		else if (ret)
+			ql_error_set(ret, "the program does not load");
+	} else {
+		ql_error_set(ret, "cannot write the program to %s", path);
+	}
+	unlink(path);
+	if (ret)
+		return ret;
+	ql_program_free(d->prog);
+	d->prog = p;
+	fprintf(stderr, "qlink vppu: program of %zu bytes, %u step(s) uploaded\n", len, p->ncalls);
+	return 0;
+}
+
+static int device_trigger(void *ctx)
+{
+	((struct device *)ctx)->triggered = true;
+	return 0;
+}
+
+static void device_abort(void *ctx, const char *reason)
+{
+	((struct device *)ctx)->aborted = true;
+	fprintf(stderr, "qlink vppu: aborted: %s\n", reason);
+}
+
+static const struct ql_ctl_client_ops device_ops = {
+	.program = device_program,
+	.trigger = device_trigger,
+	.abort = device_abort,
+};
+
+static void device_tick(void *ctx)
+{
+	struct device *d = ctx;
+
+	if (!d->aborted)
+		ql_ctl_client_serve(d->ctl, 0, &device_ops, d);
+}
+
+/* ql_vppu_run cannot be stopped midway, so a step runs in slices (about
+ * 0.1 s paced, 4096 calls closed loop) and ABORT takes effect between them.
+ * Call n of a slice is call base + n of the step, so generated arguments and
+ * checks are those of one uninterrupted run. */
+struct slice {
+	const struct ql_vppu_call *step;
+	uint64_t base;
+};
+
+static void slice_args(void *ctx, uint64_t n, uint8_t *args)
+{
+	struct slice *s = ctx;
+
+	s->step->make_args(s->step->ctx, s->base + n, args);
+}
+
+static int slice_check(void *ctx, uint64_t n, int32_t status, const uint8_t *results,
+		       uint32_t result_len)
+{
+	struct slice *s = ctx;
+
+	return s->step->check(s->step->ctx, s->base + n, status, results, result_len);
+}
+
+static void report_add(struct ql_vppu_report *sum, const struct ql_vppu_report *r)
+{
+	sum->sent += r->sent;
+	sum->received += r->received;
+	sum->ok += r->ok;
+	sum->wrong += r->wrong;
+	sum->handler_errors += r->handler_errors;
+	sum->protocol_errors += r->protocol_errors;
+	sum->unexpected += r->unexpected;
+	sum->timeouts += r->timeouts;
+	sum->late += r->late;
+	sum->lost += r->lost;
+	sum->elapsed_s += r->elapsed_s;
+	sum->rpc_per_s = sum->elapsed_s > 0 ? (double)sum->received / sum->elapsed_s : 0;
+	ql_hist_merge(&sum->rtt_ns, &r->rtt_ns);
+	if (!sum->transport_error)
+		sum->transport_error = r->transport_error;
+}
+
+static int device_step(struct device *d, struct ql_ring_client *cl, uint32_t i,
+		       struct ql_vppu_report *sum)
+{
+	struct ql_vppu_call step, call;
+	struct ql_vppu_config pc, sc;
+	struct ql_vppu_report rep;
+	struct slice sl = { .step = &step };
+	uint64_t chunk;
+	int ret;
+
+	ret = ql_program_vppu_call(d->prog, i, &step, &pc);
+	if (ret)
+		return ret;
+	memset(sum, 0, sizeof(*sum));
+	ql_hist_init(&sum->rtt_ns);
+	call = step;
+	call.make_args = step.make_args ? slice_args : NULL;
+	call.check = step.check ? slice_check : NULL;
+	call.ctx = &sl;
+	chunk = pc.rate_hz > 0 ? (uint64_t)(pc.rate_hz / 10) : 4096;
+	chunk = chunk ? chunk : 1;
+	while (sl.base < pc.count && !d->aborted && !stop_requested) {
+		sc = pc;
+		sc.count = pc.count - sl.base < chunk ? pc.count - sl.base : chunk;
+		sc.tick = device_tick;
+		sc.tick_ctx = d;
+		sc.tick_ns = 50000000ull;
+		ret = ql_vppu_run(cl, &call, &sc, &rep);
+		if (ret)
+			return ret;
+		report_add(sum, &rep);
+		if (rep.transport_error)
+			break;
+		sl.base += sc.count;
+		ql_ctl_client_serve(d->ctl, 0, &device_ops, d);
+	}
+	return 0;
+}
+
+/* Wait for PROGRAM and TRIGGER, run the program, say COMPLETE; an ABORT
+ * from the RTH ends it early. Returns the exit status. */
+static int device_run(struct ql_ctl_client *ctl, struct ql_ring_client *cl, double timeout,
+		      bool json)
+{
+	struct device d = { .ctl = ctl };
+	struct ql_vppu_report rep;
+	uint64_t deadline = ql_clock_ns() + (uint64_t)(timeout * 1e9);
+	bool bad = false;
+	int ret = 0;
+
+	fprintf(stderr, "qlink vppu: connected; waiting for the RTH's program and trigger\n");
+	while (!d.triggered && !d.aborted && !stop_requested) {
+		if (ql_clock_ns() > deadline) {
+			ret = ql_error_set(-ETIMEDOUT, "no TRIGGER from the RTH within %.1f s",
+					   timeout);
+			break;
+		}
+		ret = ql_ctl_client_serve(ctl, 100, &device_ops, &d);
+		if (ret == -ECONNRESET)
+			ret = 0; /* aborted: device_abort said so */
+		if (ret < 0)
+			break;
+		ret = 0;
+	}
+	if (ret) {
+		tool_fail("vppu", "waiting for the RTH", ret);
+		goto out;
+	}
+	for (uint32_t i = 0; d.triggered && i < d.prog->ncalls && !d.aborted && !stop_requested;
+	     i++) {
+		char step[160];
+
+		ret = device_step(&d, cl, i, &rep);
+		if (ret) {
+			tool_fail("vppu", "run", ret);
+			goto out;
+		}
+		snprintf(step, sizeof(step), "step %u %s", i + 1, d.prog->calls[i].function);
+		report(&rep, step, json);
+		bad |= report_bad(&rep);
+		if (rep.transport_error) {
+			tool_fail("vppu", "transport", rep.transport_error);
+			break;
+		}
+	}
+	if (d.aborted) {
+		ql_program_free(d.prog);
+		return DEVICE_EXIT_ABORTED;
+	}
+	if (stop_requested) {
+		ql_ctl_client_abort(ctl);
+		ret = -EINTR;
+		goto out;
+	}
+	ret = ql_ctl_client_complete(ctl);
+	if (ret)
+		tool_fail("vppu", "sending COMPLETE", ret);
+out:
+	ql_program_free(d.prog);
+	return ret || bad ? 1 : 0;
+}
+
 int tool_vppu(int argc, char **argv)
 {
 	static const struct option lo[] = {
 		{ "params-file", required_argument, NULL, 'f' },
 		{ "connect", required_argument, NULL, 'C' },
 		{ "program", required_argument, NULL, 'P' },
+		{ "device", no_argument, NULL, 'D' },
 		{ "secret-file", required_argument, NULL, 'S' },
 		{ "name", required_argument, NULL, 'N' },
 		{ "uri", required_argument, NULL, 'u' },
@@ -325,7 +546,7 @@ int tool_vppu(int argc, char **argv)
 	size_t secret_len = 0;
 	char path[4096], text[1024];
 	double seconds = 1, timeout = 60;
-	bool json = false, bad = false;
+	bool json = false, bad = false, device = false;
 	int c, ret, cpu = 0;
 
 	optind = 1;
@@ -339,6 +560,9 @@ int tool_vppu(int argc, char **argv)
 			break;
 		case 'P':
 			program = optarg;
+			break;
+		case 'D':
+			device = true;
 			break;
 		case 'S':
 			secret_file = optarg;
@@ -384,12 +608,14 @@ int tool_vppu(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind < argc || !!file == !!connect || (program && !connect)) {
+	if (optind < argc || !!file == !!connect || (program && !connect) ||
+	    (device && (!connect || program))) {
 		fprintf(stderr, "qlink vppu: %s\n",
-			optind < argc ? "unexpected argument" :
-			program && !connect ?
-					"--program needs --connect" :
-					"give one of --connect HOST:PORT or --params-file FILE");
+			optind < argc	    ? "unexpected argument" :
+			program && !connect ? "--program needs --connect" :
+			device && !connect  ? "--device needs --connect" :
+			device && program   ? "--device gets its program from the RTH" :
+					    "give one of --connect HOST:PORT or --params-file FILE");
 		return 2;
 	}
 	if (file && strlen(file) > sizeof(path) - 16) {
@@ -447,7 +673,7 @@ int tool_vppu(int argc, char **argv)
 		ret = ql_ring_client_connect(cl, &sp, NULL);
 	if (!ret && connect) {
 		ret = ql_ctl_client_ack(ctl, &cp, 1);
-		if (!ret)
+		if (!ret && !device)
 			ret = ql_ctl_client_start(ctl);
 	} else if (!ret) {
 		ret = params_text(&cp, text, sizeof(text));
@@ -461,6 +687,10 @@ int tool_vppu(int argc, char **argv)
 	if (ret) {
 		tool_fail("vppu", "connecting to the server", ret);
 		goto out;
+	}
+	if (device) {
+		ret = device_run(ctl, cl, timeout, json);
+		goto done;
 	}
 	if (prog) {
 		for (uint32_t i = 0; i < prog->ncalls && !stop_requested; i++) {
@@ -516,10 +746,12 @@ int tool_vppu(int argc, char **argv)
 	}
 	ret = bad || ret;
 out:
+	ret = ret ? 1 : 0;
+done:
 	ql_ring_client_destroy(cl);
 	if (dev)
 		ql_device_close(dev);
 	ql_ctl_client_destroy(ctl);
 	ql_program_free(prog);
-	return ret ? 1 : 0;
+	return ret;
 }

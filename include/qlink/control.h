@@ -9,6 +9,12 @@
  * answers ACK with its own QP parameters, then START, STOP, ABORT, COMPLETE,
  * STATUS and KEEPALIVE.
  *
+ * Once a session is connected the RTH may also drive the QCS (qcs.h builds
+ * on this): it sends PROGRAM (a chunk of an opaque program), TRIGGER and
+ * ABORT to the session's address, each numbered in a second sequence space
+ * ("rseq") and retransmitted until the QCS answers OK or ERROR; the QCS
+ * answers a duplicate from its own reply cache (ql_ctl_client_serve).
+ *
  * UDP loses, duplicates and reorders datagrams, so every request carries a
  * per-session sequence number: the client retransmits until the reply with
  * the same (session, seq) arrives, and the server answers a duplicate from a
@@ -47,6 +53,8 @@ extern "C" {
 #define QL_CTL_CODE_MAX 24    /* ERROR "code" */
 #define QL_CTL_STATUS_MAX 768 /* STATUS_REPLY "counters", compact JSON text */
 #define QL_CTL_DEFAULT_PORT 7700
+#define QL_CTL_CHUNK_MAX 768		/* PROGRAM "data" bytes (1024 in base64) */
+#define QL_CTL_PROGRAM_MAX (256u << 10) /* PROGRAM "total": largest program */
 
 /* ---- messages -------------------------------------------------------- */
 
@@ -57,13 +65,16 @@ enum ql_ctl_type {
 	QL_CTL_ACK,		  /* QCS -> RTH: the QCS's QP parameters */
 	QL_CTL_START,		  /* QCS -> RTH */
 	QL_CTL_STOP,		  /* QCS -> RTH */
-	QL_CTL_ABORT,		  /* either way (RTH: seq 0, a shutdown notice) */
+	QL_CTL_ABORT,		  /* either way (RTH: seq 0; a notice, or a request with rseq) */
 	QL_CTL_COMPLETE,	  /* QCS -> RTH: the program finished; session ends */
 	QL_CTL_STATUS,		  /* QCS -> RTH */
 	QL_CTL_STATUS_REPLY,	  /* RTH -> QCS: reply to STATUS */
 	QL_CTL_KEEPALIVE,	  /* QCS -> RTH: heartbeat */
-	QL_CTL_OK,		  /* RTH -> QCS: reply to ACK/START/STOP/ABORT/COMPLETE/KEEPALIVE */
-	QL_CTL_ERROR,		  /* RTH -> QCS: the request was refused */
+	QL_CTL_OK,    /* reply to ACK/START/STOP/ABORT/COMPLETE/KEEPALIVE; QCS: to RTH's */
+	QL_CTL_ERROR, /* the request was refused (either way) */
+	/* RTH -> QCS requests (with "rseq"; ABORT too), answered OK or ERROR by the QCS */
+	QL_CTL_PROGRAM, /* a chunk of the program to run */
+	QL_CTL_TRIGGER, /* run the uploaded program */
 	QL_CTL_TYPE_COUNT
 };
 
@@ -87,6 +98,9 @@ struct ql_ctl_msg {
 	uint32_t version;
 	uint64_t session;
 	uint64_t seq;
+	/* RTH -> QCS requests and their answers: the RTH's request number (>= 1),
+	 * with seq 0; 0 in every QCS -> RTH request and its reply. */
+	uint64_t rseq;
 	uint64_t ts;
 	bool mac_ok; /* a MAC was present and verified against the secret */
 	/* DISCOVER */
@@ -103,6 +117,11 @@ struct ql_ctl_msg {
 	char text[QL_CTL_TEXT_MAX];
 	/* STATUS_REPLY: the "counters" object as compact JSON text */
 	char status[QL_CTL_STATUS_MAX];
+	/* PROGRAM: bytes [offset, offset + data_len) of a program of total bytes */
+	uint32_t offset;
+	uint32_t total;
+	uint32_t data_len;
+	uint8_t data[QL_CTL_CHUNK_MAX];
 };
 
 /* Decode one datagram. Pure and total: any bytes give 0 or a negative
@@ -130,6 +149,9 @@ const char *ql_ctl_type_name(enum ql_ctl_type t);
 enum ql_ctl_type ql_ctl_type_from_name(const char *name);
 /* "NEW", "OFFERED", ..., or "?". */
 const char *ql_ctl_state_name(enum ql_ctl_state s);
+/* The errno an ERROR "code" stands for (docs/control-plane.md §6); -EIO for
+ * a code this library does not know. */
+int ql_ctl_error_errno(const char *code);
 
 /* ---- server (RTH) ---------------------------------------------------- */
 
@@ -145,6 +167,11 @@ struct ql_ctl_server_config {
 	size_t secret_len;
 	uint32_t max_sessions;	     /* 0: 16 */
 	uint32_t session_timeout_ms; /* 0: 3000 */
+	/* RTH -> QCS requests (ql_ctl_server_request): first wait for the
+	 * answer (0: 200 ms, doubled per retry up to 8x) and retransmissions
+	 * (0: 5), as the client does for its requests. */
+	uint32_t request_timeout_ms;
+	uint32_t request_retries;
 };
 
 /* What the embedding RTH does at each step. Callbacks run inside
@@ -207,6 +234,20 @@ uint16_t ql_ctl_server_port(const struct ql_ctl_server *srv);
 int ql_ctl_server_poll(struct ql_ctl_server *srv, int timeout_ms);
 void ql_ctl_server_stats(const struct ql_ctl_server *srv, struct ql_ctl_stats *st);
 
+/* Send an RTH -> QCS request on an open session and serve the socket
+ * (ql_ctl_server_poll, callbacks included) until the QCS answers, the
+ * retries run out or timeout_ms passes. m->type is QL_CTL_PROGRAM (offset,
+ * total, data, data_len), QL_CTL_TRIGGER or QL_CTL_ABORT (text: an optional
+ * reason); the server fills session, seq and rseq. An ABORT ends the session
+ * (the `abort` callback runs) whatever the answer. One request at a time per
+ * session; not from inside a callback. Returns 0 when the QCS answered OK,
+ * else -ENOTCONN (no such open session, or it ended meanwhile), -EPROTO
+ * (PROGRAM or TRIGGER before ACK), -EBUSY (a request is in flight),
+ * -ETIMEDOUT, or the QCS's ERROR as its errno with "qcs: CODE: MESSAGE" in
+ * ql_error_detail(). */
+int ql_ctl_server_request(struct ql_ctl_server *srv, uint64_t session, const struct ql_ctl_msg *m,
+			  int timeout_ms);
+
 /* Session accessors, valid inside callbacks (a session is freed after its
  * ending callback returns and its reply cache expires). */
 uint64_t ql_ctl_session_id(const struct ql_ctl_session *s);
@@ -227,6 +268,7 @@ struct ql_ctl_client_config {
 	const char *bind_addr; /* local IPv4 address; NULL: any */
 	uint32_t timeout_ms;   /* first wait for a reply; 0: 200, doubled per retry up to 8x */
 	uint32_t retries;      /* retransmissions after the first send; 0: 5 */
+	uint32_t keepalive_ms; /* ql_ctl_client_serve's KEEPALIVE period; 0: 1000 */
 };
 
 /* host_port: "HOST:PORT" (IPv4 literal or name). cfg may be NULL. */
@@ -257,6 +299,30 @@ int ql_ctl_client_status(struct ql_ctl_client *cl, char *json, size_t len);
  * session. */
 int ql_ctl_client_keepalive(struct ql_ctl_client *cl);
 uint64_t ql_ctl_client_session(const struct ql_ctl_client *cl);
+
+/* What a QCS does when its RTH drives it. Callbacks run inside
+ * ql_ctl_client_serve() and return 0 or a negative errno; a failure is
+ * answered ERROR "refused" with ql_error_detail() as its message. */
+struct ql_ctl_client_ops {
+	/* The upload is complete: len bytes (the buffer is the library's, valid
+	 * during the call). Required. */
+	int (*program)(void *ctx, const void *bytes, size_t len);
+	/* Run the program uploaded last. Required. */
+	int (*trigger)(void *ctx);
+	/* The RTH gave up the session: stop. Optional. */
+	void (*abort)(void *ctx, const char *reason);
+};
+
+/* Serve the RTH's requests (PROGRAM, TRIGGER, ABORT) for up to timeout_ms
+ * (0: only what is waiting), answering each, retransmissions from a reply
+ * cache; send KEEPALIVE when keepalive_ms has passed since the last one.
+ * Returns as soon as a request was handled: the number handled, 0 when none
+ * came, -ECONNRESET once the session was aborted (an ABORT from the RTH,
+ * after ops->abort ran, or its shutdown notice), -ENOTCONN when the server no
+ * longer knows the session, another negative errno on socket errors. Not
+ * while another request of this client is in progress (one thread). */
+int ql_ctl_client_serve(struct ql_ctl_client *cl, int timeout_ms,
+			const struct ql_ctl_client_ops *ops, void *ctx);
 
 #ifdef __cplusplus
 }

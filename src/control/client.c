@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sodium.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,10 +35,21 @@ struct ql_ctl_client {
 	uint64_t session; /* 0 until discover */
 	uint64_t seq;
 	uint32_t nchannels;
-	bool aborted;	/* the server sent an ABORT notice */
+	bool aborted;	/* the server sent an ABORT notice, or an ABORT request */
 	bool forgotten; /* the server answered unknown_session */
 	char abort_reason[QL_CTL_TEXT_MAX];
 	struct ql_ctl_msg reply; /* big: kept here, not on the stack */
+	/* Serving the RTH's requests (ql_ctl_client_serve). */
+	uint32_t keepalive_ms;
+	uint64_t last_ka_ns;
+	enum ql_ctl_state qstate; /* this QCS's state, as its OK answers tell the RTH */
+	uint64_t rseq_last;	  /* last RTH request handled, and its cached answer */
+	size_t rreply_len;
+	uint8_t rreply[QL_CTL_MAX_DGRAM];
+	uint8_t *prog; /* the upload being reassembled: prog_have of prog_total bytes */
+	uint32_t prog_total, prog_have;
+	bool prog_ready; /* a complete upload was accepted by ops->program */
+	struct ql_ctl_msg rq;
 };
 
 static uint64_t now_ns(void)
@@ -46,29 +58,6 @@ static uint64_t now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static int error_errno(const char *code)
-{
-	static const struct {
-		const char *code;
-		int err;
-	} map[] = {
-		{ "malformed", -EBADMSG },
-		{ "too_big", -EMSGSIZE },
-		{ "bad_version", -EPROTONOSUPPORT },
-		{ "bad_type", -EOPNOTSUPP },
-		{ "bad_mac", -EACCES },
-		{ "unknown_session", -ENOTCONN },
-		{ "bad_state", -EPROTO },
-		{ "busy", -EBUSY },
-		{ "refused", -ECONNREFUSED },
-	};
-
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (!strcmp(code, map[i].code))
-			return map[i].err;
-	return -EIO;
 }
 
 /* Read one datagram (non-blocking) and classify it. Returns 1 for the reply to
@@ -91,6 +80,10 @@ static int receive_one(struct ql_ctl_client *cl, uint64_t seq, bool *unauth)
 		return 0;
 	}
 	if (m->session != cl->session)
+		return 0;
+	/* An RTH request (rseq set) is not a reply: ql_ctl_client_serve answers it, and
+	 * the RTH retransmits it until then. */
+	if (m->rseq)
 		return 0;
 	if (m->type == QL_CTL_ABORT && m->seq == 0) {
 		cl->aborted = true;
@@ -165,8 +158,8 @@ static int transact(struct ql_ctl_client *cl, struct ql_ctl_msg *m, enum ql_ctl_
 			    ql_ctl_type_name(m->type), cl->server, cl->retries + 1);
 got:
 	if (cl->reply.type == QL_CTL_ERROR)
-		return ql_error_set(error_errno(cl->reply.code), "server: %s: %s", cl->reply.code,
-				    cl->reply.text);
+		return ql_error_set(ql_ctl_error_errno(cl->reply.code), "server: %s: %s",
+				    cl->reply.code, cl->reply.text);
 	if (cl->reply.type != want || (want == QL_CTL_OK && cl->reply.re != m->type))
 		return ql_error_set(-EPROTO, "control: %s answered with %s",
 				    ql_ctl_type_name(m->type), ql_ctl_type_name(cl->reply.type));
@@ -206,6 +199,7 @@ QL_EXPORT int ql_ctl_client_create(const char *host_port, const uint8_t *secret,
 	snprintf(cl->name, sizeof(cl->name), "%s", cfg && cfg->name ? cfg->name : "qcs");
 	cl->timeout_ms = cfg && cfg->timeout_ms ? cfg->timeout_ms : 200;
 	cl->retries = cfg && cfg->retries ? cfg->retries : 5;
+	cl->keepalive_ms = cfg && cfg->keepalive_ms ? cfg->keepalive_ms : 1000;
 	cl->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (cl->fd < 0) {
 		ret = ql_error_set(-errno, "control client: socket: %s", strerror(errno));
@@ -259,6 +253,7 @@ QL_EXPORT void ql_ctl_client_destroy(struct ql_ctl_client *cl)
 	if (cl->secret)
 		sodium_memzero(cl->secret, cl->secret_len);
 	free(cl->secret);
+	free(cl->prog);
 	free(cl);
 }
 
@@ -280,6 +275,11 @@ QL_EXPORT int ql_ctl_client_discover(struct ql_ctl_client *cl, uint32_t n,
 	cl->seq = 0;
 	cl->aborted = false;
 	cl->forgotten = false;
+	cl->qstate = QL_CTL_S_OFFERED;
+	cl->rseq_last = 0;
+	cl->rreply_len = 0;
+	cl->prog_have = cl->prog_total = 0;
+	cl->prog_ready = false;
 	memset(&m, 0, sizeof(m));
 	m.type = QL_CTL_DISCOVER;
 	snprintf(m.name, sizeof(m.name), "%s", cl->name);
@@ -304,6 +304,7 @@ QL_EXPORT int ql_ctl_client_ack(struct ql_ctl_client *cl, const struct ql_conn_p
 				uint32_t n)
 {
 	struct ql_ctl_msg m;
+	int ret;
 
 	if (!cl->session)
 		return ql_error_set(-ENOTCONN, "control: ACK before DISCOVER");
@@ -314,7 +315,10 @@ QL_EXPORT int ql_ctl_client_ack(struct ql_ctl_client *cl, const struct ql_conn_p
 	m.type = QL_CTL_ACK;
 	m.nchannels = n;
 	memcpy(m.ch, mine, n * sizeof(*mine));
-	return transact(cl, &m, QL_CTL_OK);
+	ret = transact(cl, &m, QL_CTL_OK);
+	if (!ret)
+		cl->qstate = QL_CTL_S_CONNECTED;
+	return ret;
 }
 
 static int simple(struct ql_ctl_client *cl, enum ql_ctl_type t)
@@ -345,7 +349,11 @@ QL_EXPORT int ql_ctl_client_abort(struct ql_ctl_client *cl)
 
 QL_EXPORT int ql_ctl_client_complete(struct ql_ctl_client *cl)
 {
-	return simple(cl, QL_CTL_COMPLETE);
+	int ret = simple(cl, QL_CTL_COMPLETE);
+
+	if (!ret)
+		cl->qstate = QL_CTL_S_COMPLETE;
+	return ret;
 }
 
 QL_EXPORT int ql_ctl_client_status(struct ql_ctl_client *cl, char *json, size_t len)
@@ -369,12 +377,30 @@ QL_EXPORT int ql_ctl_client_status(struct ql_ctl_client *cl, char *json, size_t 
 	return 0;
 }
 
-QL_EXPORT int ql_ctl_client_keepalive(struct ql_ctl_client *cl)
+static int send_keepalive(struct ql_ctl_client *cl)
 {
 	uint8_t buf[QL_CTL_MAX_DGRAM];
 	struct ql_ctl_msg m;
+	int n;
+
+	memset(&m, 0, sizeof(m));
+	m.type = QL_CTL_KEEPALIVE;
+	m.session = cl->session;
+	m.seq = ++cl->seq;
+	m.ts = now_ns();
+	n = ql_ctl_format(&m, cl->secret, cl->secret_len, buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	cl->last_ka_ns = now_ns();
+	if (send(cl->fd, buf, (size_t)n, 0) < 0 && errno != ECONNREFUSED)
+		return -errno;
+	return 0;
+}
+
+QL_EXPORT int ql_ctl_client_keepalive(struct ql_ctl_client *cl)
+{
 	bool unauth = false;
-	int n, ret;
+	int ret;
 
 	if (!cl->session)
 		return ql_error_set(-ENOTCONN, "control: KEEPALIVE before DISCOVER");
@@ -391,20 +417,221 @@ QL_EXPORT int ql_ctl_client_keepalive(struct ql_ctl_client *cl)
 				    "control: the server no longer knows session "
 				    "%016llx",
 				    (unsigned long long)cl->session);
-	memset(&m, 0, sizeof(m));
-	m.type = QL_CTL_KEEPALIVE;
-	m.session = cl->session;
-	m.seq = ++cl->seq;
-	m.ts = now_ns();
-	n = ql_ctl_format(&m, cl->secret, cl->secret_len, buf, sizeof(buf));
-	if (n < 0)
-		return n;
-	if (send(cl->fd, buf, (size_t)n, 0) < 0 && errno != ECONNREFUSED)
-		return -errno;
-	return 0;
+	return send_keepalive(cl);
 }
 
 QL_EXPORT uint64_t ql_ctl_client_session(const struct ql_ctl_client *cl)
 {
 	return cl->session;
+}
+
+/* ---- serving the RTH's requests --------------------------------------------- */
+
+static void rth_error(struct ql_ctl_msg *r, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void rth_error(struct ql_ctl_msg *r, const char *code, const char *fmt, ...)
+{
+	va_list ap;
+
+	r->type = QL_CTL_ERROR;
+	snprintf(r->code, sizeof(r->code), "%s", code);
+	va_start(ap, fmt);
+	vsnprintf(r->text, sizeof(r->text), fmt, ap);
+	va_end(ap);
+}
+
+static void rth_refused(struct ql_ctl_msg *r, const char *what, int ret)
+{
+	rth_error(r, "refused", "%s failed: %s%s%s", what, ql_strerror(ret),
+		  ql_error_detail()[0] ? ": " : "", ql_error_detail());
+}
+
+/* PROGRAM chunks arrive in order (the RTH has one request in flight and
+ * duplicates never get here), so reassembly is an append; offset 0 starts a
+ * new upload, which lets the RTH restart one it gave up on. */
+static void rth_program(struct ql_ctl_client *cl, const struct ql_ctl_msg *m, struct ql_ctl_msg *r,
+			const struct ql_ctl_client_ops *ops, void *ctx)
+{
+	int ret;
+
+	if (cl->qstate == QL_CTL_S_RUNNING) {
+		rth_error(r, "bad_state", "PROGRAM is not valid while a program runs");
+		return;
+	}
+	if (m->offset == 0) {
+		uint8_t *p = realloc(cl->prog, m->total);
+
+		if (!p) {
+			rth_error(r, "refused", "no memory for a %u-byte program", m->total);
+			return;
+		}
+		cl->prog = p;
+		cl->prog_total = m->total;
+		cl->prog_have = 0;
+		cl->prog_ready = false;
+	} else if (m->total != cl->prog_total || m->offset != cl->prog_have) {
+		rth_error(r, "malformed", "PROGRAM chunk at %u of %u, expected one at %u of %u",
+			  m->offset, m->total, cl->prog_have, cl->prog_total);
+		return;
+	}
+	memcpy(cl->prog + m->offset, m->data, m->data_len);
+	cl->prog_have += m->data_len;
+	if (cl->prog_have < cl->prog_total)
+		return;
+	ql_error_clear();
+	ret = ops->program(ctx, cl->prog, cl->prog_total);
+	if (ret) {
+		cl->prog_have = 0;
+		rth_refused(r, "program", ret);
+		return;
+	}
+	cl->prog_ready = true;
+}
+
+static void rth_request(struct ql_ctl_client *cl, const struct ql_ctl_msg *m,
+			const struct ql_ctl_client_ops *ops, void *ctx)
+{
+	struct ql_ctl_msg r;
+	int n, ret;
+
+	if (m->rseq == cl->rseq_last) {
+		/* Our answer was lost: the same bytes again, no second side effect. */
+		if (cl->rreply_len)
+			send(cl->fd, cl->rreply, cl->rreply_len, 0);
+		return;
+	}
+	if (m->rseq < cl->rseq_last)
+		return; /* a late copy of something answered */
+	cl->rseq_last = m->rseq;
+	memset(&r, 0, sizeof(r));
+	r.type = QL_CTL_OK;
+	r.session = cl->session;
+	r.rseq = m->rseq;
+	r.re = m->type;
+	switch (m->type) {
+	case QL_CTL_PROGRAM:
+		rth_program(cl, m, &r, ops, ctx);
+		break;
+	case QL_CTL_TRIGGER:
+		if (cl->qstate == QL_CTL_S_RUNNING) {
+			rth_error(&r, "bad_state", "TRIGGER is not valid while a program runs");
+			break;
+		}
+		if (!cl->prog_ready) {
+			rth_error(&r, "bad_state", "TRIGGER before a complete PROGRAM");
+			break;
+		}
+		ql_error_clear();
+		ret = ops->trigger(ctx);
+		if (ret) {
+			rth_refused(&r, "trigger", ret);
+			break;
+		}
+		cl->qstate = QL_CTL_S_RUNNING;
+		break;
+	default: /* QL_CTL_ABORT */
+		if (cl->aborted)
+			break; /* already over: the answer is all that is left to give */
+		cl->qstate = QL_CTL_S_ABORTED;
+		cl->aborted = true;
+		snprintf(cl->abort_reason, sizeof(cl->abort_reason), "%s",
+			 m->text[0] ? m->text : "aborted by the RTH");
+		if (ops->abort)
+			ops->abort(ctx, cl->abort_reason);
+		break;
+	}
+	r.state = cl->qstate;
+	r.ts = now_ns();
+	n = ql_ctl_format(&r, cl->secret, cl->secret_len, cl->rreply, sizeof(cl->rreply));
+	if (n < 0) {
+		ql_log_error("control", "cannot encode the answer to %s: %s",
+			     ql_ctl_type_name(m->type), ql_strerror(n));
+		cl->rreply_len = 0;
+		return;
+	}
+	cl->rreply_len = (size_t)n;
+	send(cl->fd, cl->rreply, cl->rreply_len, 0);
+}
+
+/* Drain the socket. Returns the RTH requests handled, or a negative errno
+ * for a socket error. */
+static int serve_drain(struct ql_ctl_client *cl, const struct ql_ctl_client_ops *ops, void *ctx)
+{
+	uint8_t buf[QL_CTL_MAX_DGRAM + 64];
+	struct ql_ctl_msg *m = &cl->rq;
+	int handled = 0;
+
+	for (;;) {
+		ssize_t n = recv(cl->fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n < 0) {
+			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
+			    errno == ECONNREFUSED)
+				return handled;
+			return -errno;
+		}
+		/* Unauthenticated or foreign datagrams get no answer: only the RTH may drive us. */
+		if (ql_ctl_parse(buf, (size_t)n, cl->secret, cl->secret_len, m) ||
+		    m->session != cl->session)
+			continue;
+		if (m->rseq && (m->type == QL_CTL_PROGRAM || m->type == QL_CTL_TRIGGER ||
+				m->type == QL_CTL_ABORT)) {
+			rth_request(cl, m, ops, ctx);
+			handled++;
+		} else if (m->type == QL_CTL_ABORT && m->seq == 0) {
+			if (!cl->aborted) {
+				cl->aborted = true;
+				cl->qstate = QL_CTL_S_ABORTED;
+				snprintf(cl->abort_reason, sizeof(cl->abort_reason), "%s",
+					 m->text[0] ? m->text : "no reason given");
+				if (ops->abort)
+					ops->abort(ctx, cl->abort_reason);
+			}
+		} else if (m->type == QL_CTL_ERROR && !strcmp(m->code, "unknown_session")) {
+			cl->forgotten = true;
+		}
+		/* Anything else: replies to our keepalives. */
+	}
+}
+
+QL_EXPORT int ql_ctl_client_serve(struct ql_ctl_client *cl, int timeout_ms,
+				  const struct ql_ctl_client_ops *ops, void *ctx)
+{
+	uint64_t deadline = now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+	uint64_t period = (uint64_t)cl->keepalive_ms * 1000000ull;
+
+	if (!ops || !ops->program || !ops->trigger)
+		return ql_error_set(-EINVAL, "control: serve needs ops->program and ops->trigger");
+	if (!cl->session)
+		return ql_error_set(-ENOTCONN, "control: serve before DISCOVER");
+	for (;;) {
+		struct pollfd pfd = { .fd = cl->fd, .events = POLLIN };
+		uint64_t now = now_ns(), wake;
+		int ret = serve_drain(cl, ops, ctx);
+
+		if (ret < 0)
+			return ql_error_set(ret, "control: receive from %s: %s", cl->server,
+					    strerror(-ret));
+		if (cl->aborted)
+			return ql_error_set(-ECONNRESET, "control: the session was aborted: %s",
+					    cl->abort_reason);
+		if (cl->forgotten)
+			return ql_error_set(-ENOTCONN,
+					    "control: the server no longer knows session %016llx",
+					    (unsigned long long)cl->session);
+		if (ret > 0)
+			return ret;
+		now = now_ns();
+		if (now - cl->last_ka_ns >= period) {
+			ret = send_keepalive(cl);
+			if (ret)
+				return ql_error_set(ret, "control: KEEPALIVE to %s: %s", cl->server,
+						    ql_strerror(ret));
+		}
+		if (now >= deadline)
+			return 0;
+		wake = cl->last_ka_ns + period < deadline ? cl->last_ka_ns + period : deadline;
+		poll(&pfd, 1, wake > now ? (int)((wake - now + 999999) / 1000000) : 0);
+	}
 }

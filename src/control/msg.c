@@ -29,6 +29,8 @@ static const char *const type_names[QL_CTL_TYPE_COUNT] = {
 	[QL_CTL_KEEPALIVE] = "KEEPALIVE",
 	[QL_CTL_OK] = "OK",
 	[QL_CTL_ERROR] = "ERROR",
+	[QL_CTL_PROGRAM] = "PROGRAM",
+	[QL_CTL_TRIGGER] = "TRIGGER",
 };
 
 static const char *const state_names[QL_CTL_S_COUNT] = {
@@ -51,6 +53,29 @@ QL_EXPORT enum ql_ctl_type ql_ctl_type_from_name(const char *name)
 QL_EXPORT const char *ql_ctl_state_name(enum ql_ctl_state s)
 {
 	return ((unsigned)s < QL_CTL_S_COUNT) ? state_names[s] : "?";
+}
+
+QL_EXPORT int ql_ctl_error_errno(const char *code)
+{
+	static const struct {
+		const char *code;
+		int err;
+	} map[] = {
+		{ "malformed", -EBADMSG },
+		{ "too_big", -EMSGSIZE },
+		{ "bad_version", -EPROTONOSUPPORT },
+		{ "bad_type", -EOPNOTSUPP },
+		{ "bad_mac", -EACCES },
+		{ "unknown_session", -ENOTCONN },
+		{ "bad_state", -EPROTO },
+		{ "busy", -EBUSY },
+		{ "refused", -ECONNREFUSED },
+	};
+
+	for (size_t i = 0; code && i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strcmp(code, map[i].code))
+			return map[i].err;
+	return -EIO;
 }
 
 static enum ql_ctl_state state_from_name(const char *name)
@@ -227,6 +252,28 @@ static int get_channels(json_t *o, struct ql_ctl_msg *m)
 	return 0;
 }
 
+/* PROGRAM: the chunk must lie inside the program, and a program is at most
+ * QL_CTL_PROGRAM_MAX bytes, so a receiver can size its buffer from "total". */
+static int get_chunk(json_t *o, struct ql_ctl_msg *m)
+{
+	json_t *d = json_object_get(o, "data");
+	const char *end = NULL;
+	size_t n = 0;
+
+	if (get_u32(o, "offset", true, &m->offset) || get_u32(o, "total", true, &m->total) ||
+	    !json_is_string(d))
+		return -EBADMSG;
+	if (sodium_base642bin(m->data, sizeof(m->data), json_string_value(d), json_string_length(d),
+			      NULL, &n, &end, sodium_base64_VARIANT_ORIGINAL) ||
+	    end != json_string_value(d) + json_string_length(d))
+		return -EBADMSG;
+	m->data_len = (uint32_t)n;
+	if (!m->data_len || !m->total || m->total > QL_CTL_PROGRAM_MAX ||
+	    m->offset > m->total - m->data_len)
+		return -EBADMSG;
+	return 0;
+}
+
 static int parse_body(json_t *o, struct ql_ctl_msg *m)
 {
 	char name[QL_CTL_CODE_MAX] = "";
@@ -250,6 +297,8 @@ static int parse_body(json_t *o, struct ql_ctl_msg *m)
 		return get_channels(o, m);
 	case QL_CTL_ABORT:
 		return get_str(o, "reason", false, m->text, sizeof(m->text));
+	case QL_CTL_PROGRAM:
+		return get_chunk(o, m);
 	case QL_CTL_OK:
 		if (get_str(o, "re", true, name, sizeof(name)))
 			return -EBADMSG;
@@ -314,12 +363,14 @@ QL_EXPORT int ql_ctl_parse(const uint8_t *dgram, size_t len, const uint8_t *secr
 	get_hex64(o, "session", false, false, &out->session);
 	get_u64(o, "seq", false, UINT64_MAX >> 1, &out->seq);
 	get_u64(o, "ts", false, UINT64_MAX >> 1, &out->ts);
+	get_u64(o, "rseq", false, UINT64_MAX >> 1, &out->rseq);
 	if (!get_str(o, "type", false, type, sizeof(type)))
 		out->type = ql_ctl_type_from_name(type);
 	if (get_u64(o, "v", true, UINT32_MAX, &v) || get_str(o, "type", true, type, sizeof(type)) ||
 	    get_hex64(o, "session", true, false, &out->session) ||
 	    get_u64(o, "seq", true, UINT64_MAX >> 1, &out->seq) ||
-	    get_u64(o, "ts", false, UINT64_MAX >> 1, &out->ts))
+	    get_u64(o, "ts", false, UINT64_MAX >> 1, &out->ts) ||
+	    get_u64(o, "rseq", false, UINT64_MAX >> 1, &out->rseq))
 		goto out;
 	out->version = (uint32_t)v;
 	if (secret_len) {
@@ -409,6 +460,20 @@ static int body_json(json_t *o, const struct ql_ctl_msg *m)
 		if (m->text[0])
 			json_object_set_new(o, "reason", json_string(m->text));
 		return 0;
+	case QL_CTL_PROGRAM: {
+		char b64[sodium_base64_ENCODED_LEN(QL_CTL_CHUNK_MAX,
+						   sodium_base64_VARIANT_ORIGINAL)];
+
+		if (!m->data_len || m->data_len > QL_CTL_CHUNK_MAX || !m->total ||
+		    m->total > QL_CTL_PROGRAM_MAX || m->offset > m->total - m->data_len)
+			return -EINVAL;
+		sodium_bin2base64(b64, sizeof(b64), m->data, m->data_len,
+				  sodium_base64_VARIANT_ORIGINAL);
+		json_object_set_new(o, "offset", json_integer(m->offset));
+		json_object_set_new(o, "total", json_integer(m->total));
+		json_object_set_new(o, "data", json_string(b64));
+		return 0;
+	}
 	case QL_CTL_OK:
 		json_object_set_new(o, "re", json_string(ql_ctl_type_name(m->re)));
 		json_object_set_new(o, "state", json_string(ql_ctl_state_name(m->state)));
@@ -450,6 +515,9 @@ QL_EXPORT int ql_ctl_format(const struct ql_ctl_msg *m, const uint8_t *secret, s
 	json_object_set_new(o, "session", json_string(session));
 	json_object_set_new(o, "seq", json_integer((json_int_t)(m->seq & (UINT64_MAX >> 1))));
 	json_object_set_new(o, "ts", json_integer((json_int_t)(m->ts & (UINT64_MAX >> 1))));
+	if (m->rseq)
+		json_object_set_new(o, "rseq",
+				    json_integer((json_int_t)(m->rseq & (UINT64_MAX >> 1))));
 	ret = body_json(o, m);
 	if (ret)
 		goto out;

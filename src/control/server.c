@@ -51,6 +51,17 @@ struct ql_ctl_session {
 	size_t reply_len;
 	uint8_t reply[QL_CTL_MAX_DGRAM];
 	void *data;
+	/* The RTH -> QCS request in flight (ql_ctl_server_request), if any. */
+	uint64_t rseq;	  /* last rseq used */
+	bool rq_pending;  /* sent, not answered, retries left */
+	int rq_result;	  /* 0, or the answer's errno once not pending */
+	uint64_t rq_next; /* next retransmission, ns */
+	uint32_t rq_wait_ms, rq_tries;
+	enum ql_ctl_type rq_type;
+	char rq_code[QL_CTL_CODE_MAX];
+	char rq_text[QL_CTL_TEXT_MAX];
+	size_t rq_len;
+	uint8_t rq[QL_CTL_MAX_DGRAM];
 };
 
 struct allow_net {
@@ -69,6 +80,7 @@ struct ql_ctl_server {
 	size_t nallow; /* 0 with allow == NULL: everyone */
 	uint32_t max_sessions;
 	uint64_t timeout_ns;
+	uint32_t rq_timeout_ms, rq_retries;
 	struct ql_ctl_session *sessions;
 	struct ql_ctl_stats st; /* updated atomically: read from other threads */
 	uint64_t log_window_ns;
@@ -434,6 +446,35 @@ static bool same_peer(const struct sockaddr_in *a, const struct sockaddr_in *b)
 	return a->sin_addr.s_addr == b->sin_addr.s_addr && a->sin_port == b->sin_port;
 }
 
+/* The QCS's answer to an RTH request. Never answered itself: an answer to
+ * an answer could ping-pong between two confused peers. */
+static void rth_answer(struct ql_ctl_server *srv, const struct ql_ctl_msg *m,
+		       const struct sockaddr_in *from, uint64_t now)
+{
+	struct ql_ctl_session *s = session_find(srv, m->session);
+
+	if (!s || !same_peer(&s->peer, from)) {
+		STAT_INC(srv, unknown_session);
+		STAT_INC(srv, rejected);
+		reject_log(srv, from, "%s answer for unknown session %016llx",
+			   ql_ctl_type_name(m->type), (unsigned long long)m->session);
+		return;
+	}
+	s->last_rx_ns = now;
+	if (!s->rq_pending || m->rseq != s->rseq) {
+		/* The answer to a retransmission of a request already settled. */
+		STAT_INC(srv, duplicates);
+		return;
+	}
+	s->rq_pending = false;
+	s->rq_result = 0;
+	if (m->type == QL_CTL_ERROR) {
+		s->rq_result = ql_ctl_error_errno(m->code);
+		snprintf(s->rq_code, sizeof(s->rq_code), "%s", m->code);
+		snprintf(s->rq_text, sizeof(s->rq_text), "%s", m->text);
+	}
+}
+
 static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, size_t real_len,
 		   const struct sockaddr_in *from)
 {
@@ -491,11 +532,17 @@ static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, si
 		reply_error(srv, from, &req, code, text);
 		return;
 	}
+	if (req.rseq && (req.type == QL_CTL_OK || req.type == QL_CTL_ERROR)) {
+		rth_answer(srv, &req, from, now);
+		return;
+	}
 	switch (req.type) {
 	case QL_CTL_CONNECTION_PARAMS:
 	case QL_CTL_STATUS_REPLY:
 	case QL_CTL_OK:
 	case QL_CTL_ERROR:
+	case QL_CTL_PROGRAM:
+	case QL_CTL_TRIGGER:
 		STAT_INC(srv, bad_type);
 		STAT_INC(srv, rejected);
 		reject_log(srv, from, "%s is sent by servers only", ql_ctl_type_name(req.type));
@@ -557,9 +604,38 @@ static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, si
 		send_dgram(srv, from, s->reply, s->reply_len);
 }
 
-static uint64_t expire(struct ql_ctl_server *srv, uint64_t now)
+/* Retransmit RTH requests that are due, with the client's back-off; give
+ * up after the retries. Returns the next retransmission time. */
+static uint64_t resend(struct ql_ctl_server *srv, uint64_t now)
 {
 	uint64_t next = UINT64_MAX;
+
+	for (uint32_t i = 0; i < srv->max_sessions; i++) {
+		struct ql_ctl_session *s = &srv->sessions[i];
+
+		if (!s->used || !s->rq_pending)
+			continue;
+		if (now >= s->rq_next) {
+			if (s->rq_tries > srv->rq_retries) {
+				s->rq_pending = false;
+				s->rq_result = -ETIMEDOUT;
+				continue;
+			}
+			s->rq_tries++;
+			s->rq_wait_ms = s->rq_wait_ms * 2 > srv->rq_timeout_ms * 8 ?
+						srv->rq_timeout_ms * 8 :
+						s->rq_wait_ms * 2;
+			s->rq_next = now + (uint64_t)s->rq_wait_ms * 1000000ull;
+			send_dgram(srv, &s->peer, s->rq, s->rq_len);
+		}
+		next = s->rq_next < next ? s->rq_next : next;
+	}
+	return next;
+}
+
+static uint64_t expire(struct ql_ctl_server *srv, uint64_t now)
+{
+	uint64_t next = resend(srv, now);
 
 	for (uint32_t i = 0; i < srv->max_sessions; i++) {
 		struct ql_ctl_session *s = &srv->sessions[i];
@@ -654,6 +730,8 @@ QL_EXPORT int ql_ctl_server_create(const struct ql_ctl_server_config *cfg,
 	srv->max_sessions = cfg->max_sessions ? cfg->max_sessions : 16;
 	srv->timeout_ns =
 		(uint64_t)(cfg->session_timeout_ms ? cfg->session_timeout_ms : 3000) * 1000000ull;
+	srv->rq_timeout_ms = cfg->request_timeout_ms ? cfg->request_timeout_ms : 200;
+	srv->rq_retries = cfg->request_retries ? cfg->request_retries : 5;
 	srv->sessions = calloc(srv->max_sessions, sizeof(*srv->sessions));
 	ret = ql_error_set(-ENOMEM, "control server: out of memory");
 	if (!srv->sessions)
@@ -756,6 +834,71 @@ QL_EXPORT void ql_ctl_server_destroy(struct ql_ctl_server *srv)
 	free(srv->secret);
 	free(srv->sessions);
 	free(srv);
+}
+
+QL_EXPORT int ql_ctl_server_request(struct ql_ctl_server *srv, uint64_t session,
+				    const struct ql_ctl_msg *m, int timeout_ms)
+{
+	uint64_t now = ql_ctl_now_ns(),
+		 deadline = now + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
+	const char *what = ql_ctl_type_name(m->type);
+	struct ql_ctl_session *s = session_find(srv, session);
+	struct ql_ctl_msg r;
+	int ret;
+
+	if (m->type != QL_CTL_PROGRAM && m->type != QL_CTL_TRIGGER && m->type != QL_CTL_ABORT)
+		return ql_error_set(-EINVAL, "control: %s is not a request the RTH sends", what);
+	if (!s || !s->open)
+		return ql_error_set(-ENOTCONN, "control: %s: no open session %016llx", what,
+				    (unsigned long long)session);
+	if (m->type != QL_CTL_ABORT && s->state == QL_CTL_S_OFFERED)
+		return ql_error_set(-EPROTO, "control: %s before the QCS's ACK", what);
+	if (s->rq_pending)
+		return ql_error_set(-EBUSY, "control: %s: session %016llx has a request in flight",
+				    what, (unsigned long long)session);
+	r = *m;
+	r.session = session;
+	r.seq = 0;
+	r.rseq = ++s->rseq;
+	s->rq_len = encode(srv, &r, s->rq);
+	if (!s->rq_len)
+		return ql_error_set(-EINVAL, "control: %s could not be encoded", what);
+	s->rq_type = m->type;
+	s->rq_pending = true;
+	s->rq_tries = 0;
+	s->rq_wait_ms = srv->rq_timeout_ms;
+	s->rq_next = now + (uint64_t)s->rq_wait_ms * 1000000ull;
+	send_dgram(srv, &s->peer, s->rq, s->rq_len);
+	for (;;) {
+		now = ql_ctl_now_ns();
+		/* The slot is reused once a lost session is forgotten: check it is still ours. */
+		if (!s->used || s->id != session)
+			return ql_error_set(-ENOTCONN, "control: %s: session %016llx ended", what,
+					    (unsigned long long)session);
+		if (!s->rq_pending || now >= deadline)
+			break;
+		ret = ql_ctl_server_poll(srv, (int)((deadline - now + 999999) / 1000000));
+		if (ret < 0)
+			return ret;
+	}
+	if (s->rq_pending) {
+		s->rq_pending = false;
+		s->rq_result = -ETIMEDOUT;
+	}
+	ret = s->rq_result;
+	if (m->type == QL_CTL_ABORT && s->open) {
+		/* The RTH has given up whatever the QCS said: release the channels now. */
+		end_session(s, QL_CTL_S_ABORTED);
+		if (srv->ops.abort)
+			srv->ops.abort(srv->ctx, s);
+		count_active(srv);
+	}
+	if (ret == -ETIMEDOUT)
+		return ql_error_set(ret, "control: no answer to %s from %s (%s)", what, s->peer_str,
+				    s->name);
+	if (ret)
+		return ql_error_set(ret, "qcs: %s: %s", s->rq_code, s->rq_text);
+	return 0;
 }
 
 QL_EXPORT int ql_ctl_server_fd(const struct ql_ctl_server *srv)
