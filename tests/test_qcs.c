@@ -14,6 +14,7 @@
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -414,6 +415,7 @@ struct intruder {
 	uint16_t port;
 	int result;
 	char detail[256];
+	_Atomic int done;
 };
 
 static void *intruder_main(void *arg)
@@ -431,6 +433,7 @@ static void *intruder_main(void *arg)
 	in->result = ql_ctl_client_discover(cl, 1, &rth);
 	snprintf(in->detail, sizeof(in->detail), "%s", ql_error_detail());
 	ql_ctl_client_destroy(cl);
+	atomic_store(&in->done, 1);
 	return NULL;
 }
 
@@ -446,6 +449,9 @@ static void test_wrong_name_refused(void **state)
 	assert_int_equal(pthread_create(&t, NULL, intruder_main, &in), 0);
 	pid = vppu_start(r.port, "qcs0");
 	assert_int_equal(ql_qcs_establish_connection(r.qcs, r.ch, 10000), 0);
+	/* the intruder's DISCOVER may still be on its way: keep answering */
+	for (int i = 0; i < 2000 && !atomic_load(&in.done); i++)
+		ql_qcs_poll(r.qcs, 10);
 	pthread_join(t, NULL);
 	assert_int_equal(in.result, -ECONNREFUSED);
 	assert_non_null(strstr(in.detail, "waits for QCS 'qcs0', not 'intruder'"));

@@ -15,6 +15,19 @@
 #define RADDR(e, off) ((uint64_t)(uintptr_t)((e)->buf + (off)))
 #define BADKEY(k) ((k) ^ 0x00a5a500u)
 
+/* Responder counters: the soft NIC's ql_device_counters; a real device
+ * keeps none (its own are in sysfs), so there the checks are left out. */
+#define CNT_EQ(pr, a, b)                            \
+	do {                                        \
+		if (vt_has_counters((pr)->param))   \
+			assert_int_equal((a), (b)); \
+	} while (0)
+#define CNT_TRUE(pr, x)                           \
+	do {                                      \
+		if (vt_has_counters((pr)->param)) \
+			assert_true(x);           \
+	} while (0)
+
 /* A pair built inside a test (custom options); the teardown frees it. */
 static struct vt_pair *cur;
 
@@ -50,6 +63,13 @@ static struct vt_pair *pair_simple(void **state, enum ibv_qp_type t)
 }
 
 #define assert_state(qp, s) assert_int_equal(ql_qp_state(qp), (s))
+
+/* What Linux rxe does differently (docs/ibv-provider.md); accepted on ibv
+ * devices only, and noted on the output when seen. */
+#define RXE_LKEY "a bad L_Key (rxe: local QP operation error)"
+#define RXE_NO_SQE "UC send-side error (rxe has no SQE: the QP goes to ERR)"
+#define RXE_RECV_LEN "receive buffer too small (rxe 6.1: a malformed receive WQE)"
+#define RXE_RECV_KEY "receive SGE with a bad L_Key (rxe: a malformed receive WQE)"
 
 /* Back to RTS after an error: both ends through RESET, as a real
  * application reconnects (PSNs start over on both sides). */
@@ -91,10 +111,14 @@ static void local_error_then_flush(void **state, enum ibv_qp_type t)
 
 	memset(pr->a.buf, 0x77, 32);
 	assert_int_equal(ql_qp_post_send(pr->a.qp, &w1, &bad), 0);
-	vt_expect_wc(pr->a.scq, &wc, 1, IBV_WC_LOC_PROT_ERR, -1);
+	vt_expect_wc_alt(pr->param, pr->a.scq, &wc, 1, IBV_WC_LOC_PROT_ERR, IBV_WC_LOC_QP_OP_ERR,
+			 RXE_LKEY);
 	assert_int_equal(wc.qp_num, ql_qp_num(pr->a.qp));
 	vt_expect_wc(pr->a.scq, &wc, 2, IBV_WC_WR_FLUSH_ERR, -1);
-	assert_state(pr->a.qp, t == IBV_QPT_RC ? IBV_QPS_ERR : IBV_QPS_SQE);
+	if (t == IBV_QPT_RC)
+		assert_state(pr->a.qp, IBV_QPS_ERR);
+	else
+		vt_state_alt(pr->param, pr->a.qp, IBV_QPS_SQE, IBV_QPS_ERR, RXE_NO_SQE);
 	assert_int_equal(pr->b.buf[0], 0);
 	assert_int_equal(pr->b.buf[64], 0);
 	assert_state(pr->b.qp, IBV_QPS_RTS);
@@ -182,9 +206,13 @@ static void test_loc_atomic_into_readonly_mr(void **state)
 
 /* ---- remote access, RC: NAK ----------------------------------------- */
 
-/* Post one op that the responder must refuse; check the RC outcome. */
-static void expect_rc_access_nak(struct vt_pair *pr, struct ibv_send_wr *wr, const uint8_t *target,
-				 uint8_t untouched)
+/* Post one op that the responder must refuse; check the RC outcome: the
+ * NAK's status at the requester (REM_ACCESS_ERR for an rkey, bounds or MR
+ * rights violation; REM_INV_REQ_ERR for an operation the responder QP does
+ * not enable), both QPs in ERR (IB spec: a Class C responder error takes
+ * the responder QP to the Error state too), a's receives flushed, b's too. */
+static void expect_rc_nak(struct vt_pair *pr, struct ibv_send_wr *wr, enum ibv_wc_status st,
+			  const uint8_t *target, uint8_t untouched)
 {
 	struct ql_device_counters c0, c1;
 	struct ibv_send_wr *bad = NULL;
@@ -192,16 +220,28 @@ static void expect_rc_access_nak(struct vt_pair *pr, struct ibv_send_wr *wr, con
 
 	vt_counters(pr->b.dev, &c0);
 	assert_int_equal(vt_post_recv(pr->a.qp, 90, pr->a.buf + 60000, 64, LK(&pr->a)), 0);
+	assert_int_equal(vt_post_recv(pr->b.qp, 91, pr->b.buf + 60000, 64, LK(&pr->b)), 0);
 	assert_int_equal(ql_qp_post_send(pr->a.qp, wr, &bad), 0);
-	vt_expect_wc(pr->a.scq, &wc, wr->wr_id, IBV_WC_REM_ACCESS_ERR, -1);
+	vt_expect_wc(pr->a.scq, &wc, wr->wr_id, st, -1);
 	assert_state(pr->a.qp, IBV_QPS_ERR);
 	/* the QP going to ERR flushes its receive queue too */
 	vt_expect_wc(pr->a.rcq, &wc, 90, IBV_WC_WR_FLUSH_ERR, -1);
-	assert_state(pr->b.qp, IBV_QPS_RTS);
+	/* and so does the responder's */
+	vt_expect_wc(pr->b.rcq, &wc, 91, IBV_WC_WR_FLUSH_ERR, -1);
+	assert_state(pr->b.qp, IBV_QPS_ERR);
 	vt_counters(pr->b.dev, &c1);
-	assert_int_equal(c1.rc_nak_access, c0.rc_nak_access + 1);
+	if (st == IBV_WC_REM_ACCESS_ERR)
+		CNT_EQ(pr, c1.rc_nak_access, c0.rc_nak_access + 1);
+	else
+		CNT_EQ(pr, c1.rc_nak_inv_req, c0.rc_nak_inv_req + 1);
 	if (target)
 		assert_int_equal(*target, untouched);
+}
+
+static void expect_rc_access_nak(struct vt_pair *pr, struct ibv_send_wr *wr, const uint8_t *target,
+				 uint8_t untouched)
+{
+	expect_rc_nak(pr, wr, IBV_WC_REM_ACCESS_ERR, target, untouched);
 }
 
 static void write_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, struct vt_end *from, uint32_t len,
@@ -229,7 +269,13 @@ static void test_rc_bad_rkey(void **state)
 	memset(pr->a.buf, 0x31, 64);
 	write_wr(&wr, &sge, &pr->a, 64, RADDR(&pr->b, 0), BADKEY(RK(&pr->b)));
 	expect_rc_access_nak(pr, &wr, pr->b.buf, 0);
-	/* the lkey is not an rkey either */
+	/* the lkey is not an rkey either (where they differ: the IB spec lets
+	 * them be equal, as on rxe) */
+	if (LK(&pr->b) == RK(&pr->b)) {
+		vt_note(pr->param, "lkey == rkey (0x%x): the lkey-as-rkey case does not apply",
+			LK(&pr->b));
+		return;
+	}
 	reconnect(pr);
 	write_wr(&wr, &sge, &pr->a, 64, RADDR(&pr->b, 0), LK(&pr->b));
 	expect_rc_access_nak(pr, &wr, pr->b.buf, 0);
@@ -325,9 +371,12 @@ static void test_rc_qp_access_flags(void **state)
 	struct ibv_sge sge;
 	struct ibv_wc wc;
 
+	/* An operation the responder QP does not enable is an invalid request
+	 * for it (IB spec; "remote invalid request": the operation is not
+	 * supported by this receive queue), not an rkey violation. */
 	memset(pr->a.buf, 0x34, 64);
 	write_wr(&wr, &sge, &pr->a, 64, RADDR(&pr->b, 0), RK(&pr->b));
-	expect_rc_access_nak(pr, &wr, pr->b.buf, 0);
+	expect_rc_nak(pr, &wr, IBV_WC_REM_INV_REQ_ERR, pr->b.buf, 0);
 
 	reconnect(pr);
 	write_wr(&wr, &sge, &pr->a, 8, RADDR(&pr->b, 0), RK(&pr->b));
@@ -336,7 +385,7 @@ static void test_rc_qp_access_flags(void **state)
 	wr.wr.atomic.rkey = RK(&pr->b);
 	wr.wr.atomic.compare_add = 0;
 	wr.wr.atomic.swap = 0x1111;
-	expect_rc_access_nak(pr, &wr, pr->b.buf, 0);
+	expect_rc_nak(pr, &wr, IBV_WC_REM_INV_REQ_ERR, pr->b.buf, 0);
 
 	/* READ is granted */
 	reconnect(pr);
@@ -358,7 +407,7 @@ static void test_rc_qp_access_no_read(void **state)
 
 	write_wr(&wr, &sge, &pr->a, 64, RADDR(&pr->b, 0), RK(&pr->b));
 	wr.opcode = IBV_WR_RDMA_READ;
-	expect_rc_access_nak(pr, &wr, NULL, 0);
+	expect_rc_nak(pr, &wr, IBV_WC_REM_INV_REQ_ERR, NULL, 0);
 }
 
 /* ---- remote access, UC: silently dropped ---------------------------- */
@@ -376,7 +425,7 @@ static void expect_uc_drop(struct vt_pair *pr, uint32_t len, uint64_t raddr, uin
 			 0);
 	vt_expect_wc(pr->a.scq, &wc, 5, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
 	vt_counters(pr->b.dev, &c1);
-	assert_int_equal(c1.uc_drop_access, c0.uc_drop_access + 1);
+	CNT_EQ(pr, c1.uc_drop_access, c0.uc_drop_access + 1);
 	assert_int_equal(*target, 0);
 	assert_state(pr->a.qp, IBV_QPS_RTS);
 	assert_state(pr->b.qp, IBV_QPS_RTS);
@@ -423,7 +472,7 @@ static void test_uc_write_imm_bad_rkey_keeps_recv(void **state)
 			 0);
 	vt_expect_wc(pr->a.scq, &wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
 	vt_counters(pr->b.dev, &c1);
-	assert_int_equal(c1.uc_drop_access, c0.uc_drop_access + 1);
+	CNT_EQ(pr, c1.uc_drop_access, c0.uc_drop_access + 1);
 	assert_int_equal(pr->b.buf[0], 0);
 	/* the dropped message consumed no receive: the next one gets it */
 	vt_expect_none(pr->b.rcq, 5);
@@ -460,17 +509,25 @@ static void test_atomic_misaligned(void **state)
 	struct vt_pair *pr = pair_simple(state, IBV_QPT_RC);
 	struct ql_device_counters c0, c1;
 	struct ibv_wc wc;
+	int ret;
 
 	vt_counters(pr->b.dev, &c0);
 	memset(pr->b.buf, 0, 16);
-	assert_int_equal(vt_post_atomic(pr->a.qp, IBV_WR_ATOMIC_FETCH_AND_ADD, 1, pr->a.buf,
-					LK(&pr->a), RADDR(&pr->b, 4), RK(&pr->b), 1, 0,
-					IBV_SEND_SIGNALED),
-			 0);
-	vt_expect_wc(pr->a.scq, &wc, 1, IBV_WC_REM_INV_REQ_ERR, -1);
-	assert_state(pr->a.qp, IBV_QPS_ERR);
-	vt_counters(pr->b.dev, &c1);
-	assert_int_equal(c1.rc_nak_inv_req, c0.rc_nak_inv_req + 1);
+	ret = vt_post_atomic(pr->a.qp, IBV_WR_ATOMIC_FETCH_AND_ADD, 1, pr->a.buf, LK(&pr->a),
+			     RADDR(&pr->b, 4), RK(&pr->b), 1, 0, IBV_SEND_SIGNALED);
+	if (ret == -EINVAL && pr->param->ibv) {
+		/* a requester may refuse it at once; rxe does */
+		vt_note(pr->param, "misaligned atomic refused when posted (-EINVAL)");
+		assert_state(pr->a.qp, IBV_QPS_RTS);
+	} else {
+		assert_int_equal(ret, 0);
+		vt_expect_wc(pr->a.scq, &wc, 1, IBV_WC_REM_INV_REQ_ERR, -1);
+		assert_state(pr->a.qp, IBV_QPS_ERR);
+		/* a Class C error: the responder goes to ERR too */
+		assert_state(pr->b.qp, IBV_QPS_ERR);
+		vt_counters(pr->b.dev, &c1);
+		CNT_EQ(pr, c1.rc_nak_inv_req, c0.rc_nak_inv_req + 1);
+	}
 	for (int i = 0; i < 16; i++)
 		assert_int_equal(pr->b.buf[i], 0);
 }
@@ -486,13 +543,47 @@ static void test_atomic_local_len(void **state)
 			       .rkey = RK(&pr->b) },
 	}, *bad;
 	struct ibv_wc wc;
+	int ret = ql_qp_post_send(pr->a.qp, &wr, &bad);
 
-	assert_int_equal(ql_qp_post_send(pr->a.qp, &wr, &bad), 0);
+	if (ret == -EINVAL && pr->param->ibv) {
+		vt_note(pr->param, "atomic with a 4-byte SGE refused when posted (-EINVAL)");
+		assert_ptr_equal(bad, &wr);
+		assert_state(pr->a.qp, IBV_QPS_RTS);
+		return;
+	}
+	assert_int_equal(ret, 0);
 	vt_expect_wc(pr->a.scq, &wc, 1, IBV_WC_LOC_LEN_ERR, -1);
 	assert_state(pr->a.qp, IBV_QPS_ERR);
 }
 
 /* ---- invalid posts -------------------------------------------------- */
+
+/* A send WR that must never execute: refused when posted (-EINVAL with
+ * bad_wr set, as the soft NIC does for every check below), or, on a
+ * libibverbs device that checks it only when executing (rxe, for some),
+ * completed in error; with may_run, a device may even execute it (noted).
+ * Either way the connection is fresh afterwards. */
+static void expect_refused(struct vt_pair *pr, struct ibv_send_wr *wr, const char *what,
+			   bool may_run)
+{
+	struct ibv_send_wr *bad = NULL;
+	struct ibv_wc wc;
+	int ret = ql_qp_post_send(pr->a.qp, wr, &bad);
+
+	if (ret == 0 && pr->param->ibv) {
+		assert_int_equal(vt_poll_one(pr->a.scq, &wc, VT_TIMEOUT_MS), 1);
+		assert_int_equal(wc.wr_id, wr->wr_id);
+		if (!may_run)
+			assert_int_not_equal(wc.status, IBV_WC_SUCCESS);
+		vt_note(pr->param, "%s: accepted when posted, completed with %s", what,
+			vt_status_str(wc.status));
+		reconnect(pr);
+		return;
+	}
+	if (ret != -EINVAL)
+		fail_msg("%s: posting returned %d, expected -EINVAL", what, ret);
+	assert_ptr_equal(bad, wr);
+}
 
 static void test_post_invalid(void **state)
 {
@@ -557,7 +648,7 @@ static void test_post_invalid(void **state)
 	wr.num_sge = 1;
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.opcode = (enum ibv_wr_opcode)0x55;
-	assert_int_equal(ql_qp_post_send(pr->a.qp, &wr, &bad), -EINVAL);
+	expect_refused(pr, &wr, "unknown opcode 0x55", false);
 
 	/* atomics take exactly one SGE */
 	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
@@ -565,9 +656,11 @@ static void test_post_invalid(void **state)
 	wr.wr.atomic.remote_addr = RADDR(&pr->b, 0);
 	wr.wr.atomic.rkey = RK(&pr->b);
 	wr.wr.atomic.compare_add = 1;
-	assert_int_equal(ql_qp_post_send(pr->a.qp, &wr, &bad), -EINVAL);
+	/* (rxe runs it, on the first 8 bytes: the IB spec wants one SGE) */
+	expect_refused(pr, &wr, "atomic with 2 SGEs", true);
+	memset(pr->b.buf, 0, 8);
 	wr.num_sge = 0;
-	assert_int_equal(ql_qp_post_send(pr->a.qp, &wr, &bad), -EINVAL);
+	expect_refused(pr, &wr, "atomic with no SGE", false);
 
 	/* nothing of the above ran */
 	vt_expect_none(pr->a.scq, 5);
@@ -578,9 +671,12 @@ static void test_post_invalid(void **state)
 	{
 		struct ibv_send_wr w2 = wr, w1;
 
+		/* too many SGEs: refused when posted by every provider */
 		w2.wr_id = 2;
-		w2.opcode = (enum ibv_wr_opcode)0x55;
-		w2.num_sge = 1;
+		w2.opcode = IBV_WR_RDMA_WRITE;
+		w2.num_sge = (int)nsge + 1;
+		w2.wr.rdma.remote_addr = RADDR(&pr->b, 0);
+		w2.wr.rdma.rkey = RK(&pr->b);
 		memset(&w1, 0, sizeof(w1));
 		w1.wr_id = 1;
 		w1.next = &w2;
@@ -624,9 +720,12 @@ static void test_post_invalid_uc(void **state)
 
 	for (size_t i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		struct ibv_send_wr wr = {
-			.wr_id = i, .sg_list = &sge, .num_sge = 1, .opcode = ops[i],
+			.wr_id = i,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.opcode = ops[i],
 			.send_flags = IBV_SEND_SIGNALED,
-		}, *bad = NULL;
+		};
 
 		if (ops[i] == IBV_WR_RDMA_READ) {
 			wr.wr.rdma.remote_addr = RADDR(&pr->b, 0);
@@ -635,8 +734,8 @@ static void test_post_invalid_uc(void **state)
 			wr.wr.atomic.remote_addr = RADDR(&pr->b, 0);
 			wr.wr.atomic.rkey = RK(&pr->b);
 		}
-		assert_int_equal(ql_qp_post_send(pr->a.qp, &wr, &bad), -EINVAL);
-		assert_ptr_equal(bad, &wr);
+		expect_refused(pr, &wr, ops[i] == IBV_WR_RDMA_READ ? "READ on UC" : "atomic on UC",
+			       false);
 	}
 	assert_int_equal(vt_post_write(pr->a.qp, 9, pr->a.buf, 8, LK(&pr->a), RADDR(&pr->b, 0),
 				       RK(&pr->b), IBV_SEND_SIGNALED),
@@ -668,9 +767,9 @@ static void rnr_exceeded(void **state, bool write_imm)
 	assert_state(pr->a.qp, IBV_QPS_ERR);
 	assert_state(pr->b.qp, IBV_QPS_RTS);
 	vt_counters(pr->b.dev, &c1);
-	assert_true(c1.rc_nak_rnr > c0.rc_nak_rnr);
+	CNT_TRUE(pr, c1.rc_nak_rnr > c0.rc_nak_rnr);
 	/* at most the first try and rnr_retry retries were refused */
-	assert_true(c1.rc_nak_rnr - c0.rc_nak_rnr <= 3);
+	CNT_TRUE(pr, c1.rc_nak_rnr - c0.rc_nak_rnr <= 3);
 	vt_expect_none(pr->b.rcq, 5);
 }
 
@@ -699,7 +798,7 @@ static void test_rnr_then_recv(void **state)
 	vt_expect_none(pr->a.scq, 30);
 	assert_state(pr->a.qp, IBV_QPS_RTS);
 	vt_counters(pr->b.dev, &c1);
-	assert_true(c1.rc_nak_rnr > c0.rc_nak_rnr);
+	CNT_TRUE(pr, c1.rc_nak_rnr > c0.rc_nak_rnr);
 
 	assert_int_equal(vt_post_recv(pr->b.qp, 2, pr->b.buf + 1024, 256, LK(&pr->b)), 0);
 	vt_expect_wc(pr->a.scq, &wc, 1, IBV_WC_SUCCESS, IBV_WC_SEND);
@@ -746,7 +845,7 @@ static void test_uc_no_recv_drops(void **state)
 			 0);
 	vt_expect_wc(pr->a.scq, &wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
 	vt_counters(pr->b.dev, &c1);
-	assert_int_equal(c1.uc_drop_no_recv, c0.uc_drop_no_recv + 2);
+	CNT_EQ(pr, c1.uc_drop_no_recv, c0.uc_drop_no_recv + 2);
 	assert_state(pr->b.qp, IBV_QPS_RTS);
 
 	/* the next SEND finds the receive: the dropped one is gone */
@@ -774,16 +873,18 @@ static void recv_too_small(void **state, enum ibv_qp_type t)
 	assert_int_equal(vt_post_recv(pr->b.qp, 2, pr->b.buf + 1024, 1024, LK(&pr->b)), 0);
 	assert_int_equal(vt_post_send(pr->a.qp, 3, pr->a.buf, 100, LK(&pr->a), IBV_SEND_SIGNALED),
 			 0);
-	vt_expect_wc(pr->b.rcq, &wc, 1, IBV_WC_LOC_LEN_ERR, -1);
+	vt_expect_wc_alt(pr->param, pr->b.rcq, &wc, 1, IBV_WC_LOC_LEN_ERR, IBV_WC_LOC_QP_OP_ERR,
+			 RXE_RECV_LEN);
 	assert_int_equal(wc.qp_num, ql_qp_num(pr->b.qp));
 	/* the receiver's QP is in ERR: the next receive is flushed */
 	vt_expect_wc(pr->b.rcq, &wc, 2, IBV_WC_WR_FLUSH_ERR, -1);
 	assert_state(pr->b.qp, IBV_QPS_ERR);
 	if (t == IBV_QPT_RC) {
-		vt_expect_wc(pr->a.scq, &wc, 3, IBV_WC_REM_INV_REQ_ERR, -1);
+		vt_expect_wc_alt(pr->param, pr->a.scq, &wc, 3, IBV_WC_REM_INV_REQ_ERR,
+				 IBV_WC_REM_OP_ERR, RXE_RECV_LEN);
 		assert_state(pr->a.qp, IBV_QPS_ERR);
 		vt_counters(pr->b.dev, &c1);
-		assert_int_equal(c1.rc_nak_inv_req, c0.rc_nak_inv_req + 1);
+		CNT_EQ(pr, c1.rc_nak_inv_req, c0.rc_nak_inv_req + 1);
 	}
 }
 
@@ -808,13 +909,14 @@ static void test_recv_bad_lkey(void **state)
 	memset(pr->a.buf, 0x71, 64);
 	assert_int_equal(vt_post_send(pr->a.qp, 2, pr->a.buf, 64, LK(&pr->a), IBV_SEND_SIGNALED),
 			 0);
-	vt_expect_wc(pr->b.rcq, &wc, 1, IBV_WC_LOC_PROT_ERR, -1);
+	vt_expect_wc_alt(pr->param, pr->b.rcq, &wc, 1, IBV_WC_LOC_PROT_ERR, IBV_WC_LOC_QP_OP_ERR,
+			 RXE_RECV_KEY);
 	vt_expect_wc(pr->a.scq, &wc, 2, IBV_WC_REM_OP_ERR, -1);
 	assert_state(pr->a.qp, IBV_QPS_ERR);
 	assert_state(pr->b.qp, IBV_QPS_ERR);
 	assert_int_equal(pr->b.buf[0], 0);
 	vt_counters(pr->b.dev, &c1);
-	assert_int_equal(c1.rc_nak_op_err, c0.rc_nak_op_err + 1);
+	CNT_EQ(pr, c1.rc_nak_op_err, c0.rc_nak_op_err + 1);
 }
 
 /* ---- peer not ready ------------------------------------------------- */
@@ -868,7 +970,7 @@ static void test_peer_not_ready_uc(void **state)
 			 0);
 	vt_expect_wc(pr->a.scq, &wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
 	vt_counters(pr->b.dev, &c1);
-	assert_int_equal(c1.uc_drop_not_ready, c0.uc_drop_not_ready + 1);
+	CNT_EQ(pr, c1.uc_drop_not_ready, c0.uc_drop_not_ready + 1);
 	assert_int_equal(pr->b.buf[0], 0);
 	assert_state(pr->a.qp, IBV_QPS_RTS);
 }
@@ -918,10 +1020,15 @@ static void test_err_flushes_uc(void **state)
 
 static void test_cq_overrun(void **state)
 {
-	struct vt_pair *pr = pair_with(state, IBV_QPT_RC, 4, VT_ACCESS_ALL, 7, 14, 7, 12);
+	struct vt_pair *pr;
 	struct ibv_wc wc;
 	int ok = 0, ret = 0;
 	uint64_t deadline = vt_now_ns() + VT_TIMEOUT_MS * 1000000ull;
+
+	VT_SOFT_ONLY((const struct vt_param *)*state,
+		     "CQ overrun reported by ql_cq_poll as -EOVERFLOW (a real device raises an "
+		     "asynchronous IBV_EVENT_CQ_ERR, and may lose completions)");
+	pr = pair_with(state, IBV_QPT_RC, 4, VT_ACCESS_ALL, 7, 14, 7, 12);
 
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(vt_post_write(pr->a.qp, i, pr->a.buf, 8, LK(&pr->a),
@@ -946,8 +1053,13 @@ static void test_cq_overrun(void **state)
 
 static void test_cq_recv_not_counted(void **state)
 {
-	struct vt_pair *pr = pair_with(state, IBV_QPT_RC, 2, VT_ACCESS_ALL, 7, 14, 7, 12);
+	struct vt_pair *pr;
 	struct ibv_wc wc;
+
+	VT_SOFT_ONLY((const struct vt_param *)*state,
+		     "receive completions held in the receive queue, never overrunning a CQ (a "
+		     "real device puts them in the CQ, which must be sized for them)");
+	pr = pair_with(state, IBV_QPT_RC, 2, VT_ACCESS_ALL, 7, 14, 7, 12);
 
 	for (int i = 0; i < 6; i++)
 		assert_int_equal(vt_post_recv(pr->b.qp, 30 + i, pr->b.buf + i * 64, 64, LK(&pr->b)),

@@ -14,6 +14,15 @@
 #define RK(e) ql_mr_rkey((e)->mr)
 #define RADDR(e, off) ((uint64_t)(uintptr_t)((e)->buf + (off)))
 
+/* The source QP of a receive completion: the soft NIC reports it on RC and
+ * UC too; libibverbs defines wc.src_qp for UD only, so on ibv it is not
+ * checked. */
+#define assert_src_qp(pr, wc, qpn)                            \
+	do {                                                  \
+		if (!(pr)->param->ibv)                        \
+			assert_int_equal((wc).src_qp, (qpn)); \
+	} while (0)
+
 static bool all_bytes(const uint8_t *p, size_t len, uint8_t v)
 {
 	for (size_t i = 0; i < len; i++)
@@ -76,7 +85,7 @@ static void test_write_imm(void **state)
 	assert_true(wc.wc_flags & IBV_WC_WITH_IMM);
 	assert_int_equal(wc.imm_data, imm);
 	assert_int_equal(wc.qp_num, ql_qp_num(pr->b.qp));
-	assert_int_equal(wc.src_qp, ql_qp_num(pr->a.qp));
+	assert_src_qp(pr, wc, ql_qp_num(pr->a.qp));
 	assert_true(vt_check(pr->b.buf + 100, 1000, 3));
 	/* the receive buffer itself is not written */
 	assert_true(all_bytes(pr->b.buf + 32768, 256, 0));
@@ -103,7 +112,7 @@ static void do_send(struct vt_pair *pr, bool with_imm)
 	vt_expect_wc(pr->b.rcq, &wc, 77, IBV_WC_SUCCESS, IBV_WC_RECV);
 	assert_int_equal(wc.byte_len, 100);
 	assert_int_equal(wc.qp_num, ql_qp_num(pr->b.qp));
-	assert_int_equal(wc.src_qp, ql_qp_num(pr->a.qp));
+	assert_src_qp(pr, wc, ql_qp_num(pr->a.qp));
 	if (with_imm) {
 		assert_true(wc.wc_flags & IBV_WC_WITH_IMM);
 		assert_int_equal(wc.imm_data, imm);
@@ -391,11 +400,20 @@ static struct vt_pair *small_sq_pair(const struct vt_param *p, uint32_t n)
 	return pr;
 }
 
+#define SQ_ACCOUNTING_WHY                                                                     \
+	"a send-queue slot stays taken until its completion (or a later signaled one's) "     \
+	"is polled; libibverbs devices may free it earlier (rxe: when its completer retires " \
+	"the WQE), which the IB spec allows"
+
 static void test_sq_accounting_unsignaled(void **state)
 {
-	struct vt_pair *pr = small_sq_pair(*state, 8);
-	uint32_t n = pr->a.init.cap.max_send_wr;
+	struct vt_pair *pr;
+	uint32_t n;
 	struct ibv_wc wc;
+
+	VT_SOFT_ONLY((const struct vt_param *)*state, SQ_ACCOUNTING_WHY);
+	pr = small_sq_pair(*state, 8);
+	n = pr->a.init.cap.max_send_wr;
 
 	assert_true(n >= 8 && n <= 1024);
 	/* n-1 unsignaled and one signaled fill the queue */
@@ -426,11 +444,18 @@ static void test_sq_accounting_unsignaled(void **state)
 
 static void test_sq_accounting_signaled(void **state)
 {
-	struct vt_pair *pr = small_sq_pair(*state, 8);
-	uint32_t n = pr->a.init.cap.max_send_wr;
+	struct vt_pair *pr;
+	uint32_t n;
 	struct ibv_send_wr wr, *bad = NULL;
-	struct ibv_sge sge = { (uintptr_t)pr->a.buf, 8, LK(&pr->a) };
+	struct ibv_sge sge;
 	struct ibv_wc wc;
+
+	VT_SOFT_ONLY((const struct vt_param *)*state, SQ_ACCOUNTING_WHY);
+	pr = small_sq_pair(*state, 8);
+	n = pr->a.init.cap.max_send_wr;
+	sge.addr = (uintptr_t)pr->a.buf;
+	sge.length = 8;
+	sge.lkey = LK(&pr->a);
 
 	assert_true(n >= 8 && n <= 256); /* the CQ holds 256 */
 	for (uint32_t i = 0; i < n; i++)
@@ -613,9 +638,9 @@ static void test_bidirectional(void **state)
 	vt_expect_wc(pr->a.scq, &wc, 3, IBV_WC_SUCCESS, IBV_WC_SEND);
 	vt_expect_wc(pr->b.scq, &wc, 4, IBV_WC_SUCCESS, IBV_WC_SEND);
 	vt_expect_wc(pr->a.rcq, &wc, 1, IBV_WC_SUCCESS, IBV_WC_RECV);
-	assert_int_equal(wc.src_qp, ql_qp_num(pr->b.qp));
+	assert_src_qp(pr, wc, ql_qp_num(pr->b.qp));
 	vt_expect_wc(pr->b.rcq, &wc, 2, IBV_WC_SUCCESS, IBV_WC_RECV);
-	assert_int_equal(wc.src_qp, ql_qp_num(pr->a.qp));
+	assert_src_qp(pr, wc, ql_qp_num(pr->a.qp));
 	assert_string_equal((char *)pr->a.buf + 8192, "from b");
 	assert_string_equal((char *)pr->b.buf + 8192, "from a");
 }

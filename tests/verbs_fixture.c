@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,68 @@ int vt_group_shm(void **state)
 	return 0;
 }
 
+static struct vt_param ibv_param = { .name = "ibv", .ibv = true };
+static char ibv_group_name[2 * QL_DEVICE_URI_MAX + 16];
+
+const struct vt_param *vt_ibv_param(void)
+{
+	const char *a = getenv("QLINK_TEST_IBV_A");
+	const char *b = getenv("QLINK_TEST_IBV_B");
+
+	if (!a || !*a)
+		return NULL;
+	ibv_param.uri = a;
+	ibv_param.uri_b = b && *b ? b : a;
+	return &ibv_param;
+}
+
+bool vt_soft_enabled(void)
+{
+	const char *s = getenv("QLINK_TEST_SOFT");
+
+	return !s || strcmp(s, "0") != 0;
+}
+
+int vt_group_ibv(void **state)
+{
+	const struct vt_param *p = vt_ibv_param();
+
+	if (!p)
+		return -1;
+	*state = (void *)p;
+	return 0;
+}
+
+int vt_run_per_uri(const struct CMUnitTest *tests, size_t n)
+{
+	const struct vt_param *ibv = vt_ibv_param();
+	int failed = 0;
+
+	if (vt_soft_enabled()) {
+		failed += _cmocka_run_group_tests("soft://loop", tests, n, vt_group_loop, NULL);
+		failed +=
+			_cmocka_run_group_tests("soft+shm://qltest", tests, n, vt_group_shm, NULL);
+	} else {
+		print_message("QLINK_TEST_SOFT=0: soft://loop and soft+shm:// groups left out\n");
+	}
+	if (ibv) {
+		snprintf(ibv_group_name, sizeof(ibv_group_name), "%s <-> %s", ibv->uri, ibv->uri_b);
+		failed += _cmocka_run_group_tests(ibv_group_name, tests, n, vt_group_ibv, NULL);
+	}
+	return failed;
+}
+
+void vt_note(const struct vt_param *p, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	print_message("[     NOTE ] %s: %s\n", p->uri, msg);
+}
+
 void vt_dev_uri(const struct vt_param *p, char *buf, size_t len)
 {
 	static unsigned int seq;
@@ -38,17 +101,29 @@ void vt_dev_uri(const struct vt_param *p, char *buf, size_t len)
 		snprintf(buf, len, "%s-%d-%u", p->uri, (int)getpid(), seq++);
 }
 
-int vt_dev_open(const struct vt_param *p, struct ql_device **dev)
+static int dev_open_uri(const char *uri, struct ql_device **dev)
 {
-	char uri[QL_DEVICE_URI_MAX];
-	int ret;
+	int ret = ql_device_open(uri, dev);
 
-	vt_dev_uri(p, uri, sizeof(uri));
-	ret = ql_device_open(uri, dev);
 	if (ret)
 		print_error("ql_device_open(%s): %s (%s)\n", uri, ql_strerror(ret),
 			    ql_error_detail());
 	return ret;
+}
+
+int vt_dev_open(const struct vt_param *p, struct ql_device **dev)
+{
+	char uri[QL_DEVICE_URI_MAX];
+
+	vt_dev_uri(p, uri, sizeof(uri));
+	return dev_open_uri(uri, dev);
+}
+
+int vt_dev_open_b(const struct vt_param *p, struct ql_device **dev)
+{
+	if (p->ibv)
+		return dev_open_uri(p->uri_b, dev);
+	return vt_dev_open(p, dev);
 }
 
 const char *vt_status_str(enum ibv_wc_status s)
@@ -81,6 +156,13 @@ const char *vt_status_str(enum ibv_wc_status s)
 	if ((unsigned int)s < sizeof(names) / sizeof(names[0]) && names[s])
 		return names[s];
 	return "?";
+}
+
+const char *vt_state_str(enum ibv_qp_state s)
+{
+	static const char *const n[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };
+
+	return (unsigned int)s < 7 ? n[s] : "?";
 }
 
 /* ---- manual transitions --------------------------------------------- */
@@ -129,12 +211,23 @@ int vt_attr_rts(struct ibv_qp_attr *a, enum ibv_qp_type type)
 	       IBV_QP_MAX_QP_RD_ATOMIC;
 }
 
+/* ql_qp_modify, saying why when it fails */
+static int modify(struct ql_qp *qp, struct ibv_qp_attr *a, int mask, const char *what)
+{
+	int ret = ql_qp_modify(qp, a, mask);
+
+	if (ret)
+		print_message("vt: %s (mask 0x%x): %s (%s)\n", what, mask, ql_strerror(ret),
+			      ql_error_detail());
+	return ret;
+}
+
 int vt_modify_init(struct ql_qp *qp, unsigned int access)
 {
 	struct ibv_qp_attr a;
 	int mask = vt_attr_init(&a, access);
 
-	return ql_qp_modify(qp, &a, mask);
+	return modify(qp, &a, mask, "-> INIT");
 }
 
 int vt_modify_rtr(struct ql_qp *qp, enum ibv_qp_type type, const struct ql_conn_params *remote)
@@ -142,7 +235,7 @@ int vt_modify_rtr(struct ql_qp *qp, enum ibv_qp_type type, const struct ql_conn_
 	struct ibv_qp_attr a;
 	int mask = vt_attr_rtr(&a, type, remote);
 
-	return ql_qp_modify(qp, &a, mask);
+	return modify(qp, &a, mask, "-> RTR");
 }
 
 int vt_modify_rts(struct ql_qp *qp, enum ibv_qp_type type)
@@ -150,16 +243,18 @@ int vt_modify_rts(struct ql_qp *qp, enum ibv_qp_type type)
 	struct ibv_qp_attr a;
 	int mask = vt_attr_rts(&a, type);
 
-	return ql_qp_modify(qp, &a, mask);
+	return modify(qp, &a, mask, "-> RTS");
 }
 
 int vt_modify_state(struct ql_qp *qp, enum ibv_qp_state s)
 {
+	static const char *const names[] = { "-> RESET", "-> INIT", "-> RTR", "-> RTS",
+					     "-> SQD",	 "-> SQE",  "-> ERR" };
 	struct ibv_qp_attr a;
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = s;
-	return ql_qp_modify(qp, &a, IBV_QP_STATE);
+	return modify(qp, &a, IBV_QP_STATE, (unsigned int)s < 7 ? names[s] : "-> ?");
 }
 
 /* ---- pairs ---------------------------------------------------------- */
@@ -185,12 +280,13 @@ static void end_destroy(struct vt_end *e)
 	memset(e, 0, sizeof(*e));
 }
 
-static int end_create(const struct vt_param *p, const struct vt_opts *o, struct vt_end *e)
+static int end_create(const struct vt_param *p, const struct vt_opts *o, struct vt_end *e,
+		      bool b_end)
 {
 	int cqe = o->cqe ? o->cqe : 256;
 	int ret;
 
-	ret = vt_dev_open(p, &e->dev);
+	ret = b_end ? vt_dev_open_b(p, &e->dev) : vt_dev_open(p, &e->dev);
 	if (ret)
 		return ret;
 	ret = ql_device_query(e->dev, &e->attr);
@@ -255,9 +351,9 @@ int vt_pair_create(const struct vt_param *p, const struct vt_opts *opts, struct 
 	pr->opts = *opts;
 	if (!pr->opts.type)
 		pr->opts.type = IBV_QPT_RC;
-	ret = end_create(p, &pr->opts, &pr->a);
+	ret = end_create(p, &pr->opts, &pr->a, false);
 	if (!ret)
-		ret = end_create(p, &pr->opts, &pr->b);
+		ret = end_create(p, &pr->opts, &pr->b, true);
 	if (!ret && !pr->opts.no_connect) {
 		ret = vt_end_connect(&pr->a, &pr->b, pr->opts.have_conn ? &pr->opts.conn_a : NULL);
 		if (!ret)
@@ -497,8 +593,21 @@ int vt_poll_for(struct ql_cq *cq, struct ibv_wc *wc, int max, int ms)
 
 void vt_counters(struct ql_device *dev, struct ql_device_counters *c)
 {
+	struct ql_device_attr a;
+
 	memset(c, 0, sizeof(*c));
+	assert_int_equal(ql_device_query(dev, &a), 0);
+	if (strcmp(a.provider, "soft") != 0) {
+		assert_int_equal(ql_device_counters(dev, c), -EOPNOTSUPP);
+		memset(c, 0, sizeof(*c));
+		return;
+	}
 	assert_int_equal(ql_device_counters(dev, c), 0);
+}
+
+bool vt_has_counters(const struct vt_param *p)
+{
+	return !p->ibv;
 }
 
 void vt_fill(void *buf, size_t len, uint32_t seed)

@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -98,37 +99,59 @@ static int pick_gid(struct ibvp_device *dev, int gid_tbl_len)
 	return any_v2 >= 0 ? any_v2 : 0;
 }
 
-/* The inline limit is a QP property; probe the largest the device grants. */
+/* Whether the device creates an RC QP with this much inline data; what it
+ * granted (at least the request) in *granted. */
+static bool inline_ok(struct ibv_pd *pd, struct ibv_cq *cq, uint32_t n, uint32_t *granted)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq,
+		.recv_cq = cq,
+		.cap = { .max_send_wr = 4,
+			 .max_recv_wr = 4,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1,
+			 .max_inline_data = n },
+		.qp_type = IBV_QPT_RC,
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	if (!qp)
+		return false;
+	*granted = ia.cap.max_inline_data > n ? ia.cap.max_inline_data : n;
+	ibv_destroy_qp(qp);
+	return true;
+}
+
+/* The inline limit is a QP property, not a device attribute: find the
+ * largest a QP of this device is created with (bisection, up to 4 KiB), so
+ * that max_inline_data is exact: one more byte is refused. */
 static uint32_t probe_inline(struct ibv_context *ctx)
 {
-	static const uint32_t tries[] = { 1024, 512, 256, 220, 128, 64, 32 };
 	struct ibv_pd *pd = ibv_alloc_pd(ctx);
 	struct ibv_cq *cq = pd ? ibv_create_cq(ctx, 4, NULL, NULL, 0) : NULL;
-	uint32_t found = 0;
+	uint32_t lo = 0, hi = 4096, g = 0;
 
-	for (size_t i = 0; cq && i < sizeof(tries) / sizeof(tries[0]) && !found; i++) {
-		struct ibv_qp_init_attr ia = {
-			.send_cq = cq,
-			.recv_cq = cq,
-			.cap = { .max_send_wr = 4,
-				 .max_recv_wr = 4,
-				 .max_send_sge = 1,
-				 .max_recv_sge = 1,
-				 .max_inline_data = tries[i] },
-			.qp_type = IBV_QPT_RC,
-		};
-		struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+	if (!cq)
+		goto out;
+	if (inline_ok(pd, cq, hi, &g)) {
+		lo = g;
+	} else {
+		/* invariant: lo is granted, hi is refused */
+		while (hi - lo > 1) {
+			uint32_t mid = lo + (hi - lo) / 2;
 
-		if (qp) {
-			found = ia.cap.max_inline_data;
-			ibv_destroy_qp(qp);
+			if (inline_ok(pd, cq, mid, &g))
+				lo = g < hi ? g : mid;
+			else
+				hi = mid;
 		}
 	}
+out:
 	if (cq)
 		ibv_destroy_cq(cq);
 	if (pd)
 		ibv_dealloc_pd(pd);
-	return found;
+	return lo;
 }
 
 IBVP_HIDDEN int ql_ibv_open(const char *uri, const char *rest, struct ql_device **out);
@@ -495,14 +518,35 @@ static int ibvp_qp_query(struct ql_qp *q, struct ibv_qp_attr *attr, int mask,
 	return 0;
 }
 
+/*
+ * Posting hands the caller's WR chain to libibverbs as it is. One check
+ * first, on the QP state libibverbs keeps (ibv_modify_qp updates it; the
+ * states below RTS are entered only that way): the API promises -EINVAL with
+ * *bad_wr at the first WR for a send in RESET, INIT or RTR and a receive in
+ * RESET, as the IB spec has it, and not every provider does so. Linux rxe's,
+ * for one, queues the WRs, fails only the doorbell, leaves *bad_wr NULL, and
+ * would run those WRs once the QP reached RTS.
+ */
 static int ibvp_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-	return -ibv_post_send(((struct ibvp_qp *)q)->qp, wr, bad);
+	struct ibv_qp *qp = ((struct ibvp_qp *)q)->qp;
+
+	if (__builtin_expect(qp->state < IBV_QPS_RTS, 0)) {
+		*bad = wr;
+		return -EINVAL;
+	}
+	return -ibv_post_send(qp, wr, bad);
 }
 
 static int ibvp_post_recv(struct ql_qp *q, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	return -ibv_post_recv(((struct ibvp_qp *)q)->qp, wr, bad);
+	struct ibv_qp *qp = ((struct ibvp_qp *)q)->qp;
+
+	if (__builtin_expect(qp->state == IBV_QPS_RESET, 0)) {
+		*bad = wr;
+		return -EINVAL;
+	}
+	return -ibv_post_recv(qp, wr, bad);
 }
 
 static int ibvp_poll(struct ql_cq *c, int n, struct ibv_wc *wc)

@@ -382,6 +382,41 @@ static void sg_to_sg(const struct ibv_sge *dst, int nd, const struct ibv_sge *sr
 
 #define CNT(field) atomic_fetch_add_explicit(&qp->peer_dev->counters.field, 1, memory_order_relaxed)
 
+/* A Class C responder error on RC (the request NAK'd as a remote access
+ * error or an invalid request): the responder's QP goes to ERR as well (IB
+ * spec 9.9.3.1: affiliated "local access violation" / "invalid request"
+ * work queue errors; Linux rxe and ConnectX do the same). We run in the
+ * requester's process: mark the responder's shared state, and its owner
+ * flushes it at its next call (soft_qp_sync_err). */
+static void resp_to_err(struct soft_qp *qp)
+{
+	_Atomic uint32_t *st = &qp->peer_qp->state;
+	uint32_t s = atomic_load_explicit(st, memory_order_relaxed);
+
+	while (s == IBV_QPS_RTR || s == IBV_QPS_RTS || s == IBV_QPS_SQD || s == IBV_QPS_SQE)
+		if (atomic_compare_exchange_weak_explicit(st, &s, IBV_QPS_ERR, memory_order_release,
+							  memory_order_relaxed))
+			break;
+}
+
+/* The responder QP's own permission for a remote operation (its
+ * qp_access_flags). Missing, the request is invalid for this QP: RC NAKs it
+ * as an invalid request (not a remote access error, which is about the MR
+ * and rkey), UC drops it. Returns false when refused, with *st set. */
+static inline bool resp_allows(struct soft_qp *qp, uint32_t need, enum ibv_wc_status *st)
+{
+	if (soft_likely(qp->peer_qp->access & need))
+		return true;
+	if (qp->type == IBV_QPT_RC) {
+		CNT(rc_nak_inv_req);
+		*st = IBV_WC_REM_INV_REQ_ERR;
+		resp_to_err(qp);
+	} else {
+		CNT(uc_drop_access);
+	}
+	return false;
+}
+
 static int exec_wr(struct soft_qp *qp, struct ibv_send_wr *wr, uint64_t idx)
 {
 	enum ibv_wc_status st = IBV_WC_SUCCESS;
@@ -471,6 +506,8 @@ static int exec_wr(struct soft_qp *qp, struct ibv_send_wr *wr, uint64_t idx)
 
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		if (!resp_allows(qp, IBV_ACCESS_REMOTE_WRITE, &st))
+			break;
 		if (op == IBV_WR_RDMA_WRITE_WITH_IMM) {
 			const struct soft_qp_shared *pq = qp->peer_qp;
 
@@ -494,6 +531,7 @@ static int exec_wr(struct soft_qp *qp, struct ibv_send_wr *wr, uint64_t idx)
 				if (rc) {
 					CNT(rc_nak_access);
 					st = IBV_WC_REM_ACCESS_ERR;
+					resp_to_err(qp);
 				} else {
 					CNT(uc_drop_access);
 				}
@@ -520,12 +558,15 @@ static int exec_wr(struct soft_qp *qp, struct ibv_send_wr *wr, uint64_t idx)
 		break;
 
 	case IBV_WR_RDMA_READ:
+		if (!resp_allows(qp, IBV_ACCESS_REMOTE_READ, &st))
+			break;
 		if (len) {
 			p = check_remote(qp, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
 					 IBV_ACCESS_REMOTE_READ);
 			if (soft_unlikely(!p)) {
 				CNT(rc_nak_access);
 				st = IBV_WC_REM_ACCESS_ERR;
+				resp_to_err(qp);
 				break;
 			}
 			atomic_thread_fence(memory_order_acquire);
@@ -538,9 +579,12 @@ static int exec_wr(struct soft_qp *qp, struct ibv_send_wr *wr, uint64_t idx)
 	case IBV_WR_ATOMIC_FETCH_AND_ADD: {
 		uint64_t orig;
 
+		if (!resp_allows(qp, IBV_ACCESS_REMOTE_ATOMIC, &st))
+			break;
 		if (soft_unlikely(wr->wr.atomic.remote_addr & 7)) {
 			CNT(rc_nak_inv_req);
 			st = IBV_WC_REM_INV_REQ_ERR;
+			resp_to_err(qp);
 			break;
 		}
 		p = check_remote(qp, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, 8,
@@ -548,6 +592,7 @@ static int exec_wr(struct soft_qp *qp, struct ibv_send_wr *wr, uint64_t idx)
 		if (soft_unlikely(!p)) {
 			CNT(rc_nak_access);
 			st = IBV_WC_REM_ACCESS_ERR;
+			resp_to_err(qp);
 			break;
 		}
 		if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
@@ -769,6 +814,8 @@ static int soft_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_se
 {
 	struct soft_qp *qp = (struct soft_qp *)q;
 
+	soft_qp_sync_err(qp);
+
 	/* One RDMA WRITE on an idle send queue in RTS: the case that carries
 	 * ring-buffer traffic gets the short path (validation included). */
 	if (soft_likely(!wr->next && wr->opcode == IBV_WR_RDMA_WRITE && wr->num_sge == 1 &&
@@ -793,9 +840,11 @@ static int soft_post_recv(struct ql_qp *q, struct ibv_recv_wr *wr, struct ibv_re
 {
 	struct soft_qp *qp = (struct soft_qp *)q;
 	struct soft_qp_shared *sh = qp->sh;
-	uint64_t t = atomic_load_explicit(&sh->rq_tail, memory_order_relaxed);
+	uint64_t t;
 	int ret = 0;
 
+	soft_qp_sync_err(qp);
+	t = atomic_load_explicit(&sh->rq_tail, memory_order_relaxed);
 	for (; wr; wr = wr->next) {
 		struct soft_rq_slot *s;
 
@@ -893,6 +942,8 @@ static int soft_poll(struct ql_cq *c, int n, struct ibv_wc *wc)
 		if (soft_unlikely(qp->peer_heap && !soft_peer_alive(qp->peer_heap) &&
 				  qp->state != IBV_QPS_ERR && qp->state != IBV_QPS_RESET))
 			soft_qp_enter_err(qp);
+		else
+			soft_qp_sync_err(qp); /* put in ERR by its peer? */
 	}
 	return 0;
 }

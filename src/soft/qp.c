@@ -562,6 +562,7 @@ int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 	int ret, allowed;
 
 	pthread_mutex_lock(&dev->lock);
+	soft_qp_sync_err(qp); /* put in ERR by its peer? then that is the state */
 	cur = qp->state;
 	if ((mask & M(CUR_STATE)) && a->cur_qp_state != cur) {
 		ret = ql_error_set(-EINVAL, "ql_qp_modify: cur_qp_state %d but the QP is in %d",
@@ -685,6 +686,7 @@ int soft_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct ql_qp
 	struct soft_qp *qp = (struct soft_qp *)q;
 
 	(void)mask;
+	soft_qp_sync_err(qp);
 	*a = qp->attr;
 	a->qp_state = qp->state;
 	a->cur_qp_state = qp->state;

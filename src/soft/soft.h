@@ -337,6 +337,18 @@ SOFT_HIDDEN int soft_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int a
 SOFT_HIDDEN int soft_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 			      struct ql_qp_init_attr *init_attr);
 SOFT_HIDDEN void soft_qp_enter_err(struct soft_qp *qp);
+
+/* A responder QP can be put in ERR by its peer's requester, which found a
+ * Class C error (remote access, invalid request) executing a request on it
+ * and stored ERR in the shared state (IB spec: the responder QP goes to the
+ * Error state). The owner catches up at its next call: flush and all. */
+static inline void soft_qp_sync_err(struct soft_qp *qp)
+{
+	if (soft_unlikely(atomic_load_explicit(&qp->sh->state, memory_order_acquire) ==
+				  IBV_QPS_ERR &&
+			  qp->state != IBV_QPS_ERR))
+		soft_qp_enter_err(qp);
+}
 SOFT_HIDDEN void soft_qp_set_state(struct soft_qp *qp, enum ibv_qp_state s);
 SOFT_HIDDEN void soft_rq_flush(struct soft_qp *qp, bool peer_dead);
 SOFT_HIDDEN void soft_sq_flush(struct soft_qp *qp);

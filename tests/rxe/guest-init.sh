@@ -1,0 +1,193 @@
+#!/bin/sh
+# guest-init.sh: /init of the rxe test guest (see tests/rxe/run.sh).
+#
+# Runs inside qemu on Debian's own kernel, with busybox. Brings up Linux
+# Soft-RoCE on a veth pair (rxe0 on veth0 = 198.18.0.1, rxe1 on veth1 =
+# 198.18.0.2, both in the one network namespace, with policy routing so that
+# traffic between the two addresses crosses the veth wire instead of lo),
+# shows the devices with `qlink info`, runs the verbs test programs with the
+# ibv parametrisation (end a on ibv://rxe0, end b on ibv://rxe1), then the
+# latency benchmark pairs (perftest and qlink-bench-verbs, alternately), and
+# powers off. Results go to the 9p share mounted at /mnt/share:
+#   results.txt   one line per step: "test NAME rc=N seconds=S" / "bench ..."
+#   NAME.log      the output of each step
+# The host (run.sh) reads them; the console shows progress.
+export PATH=/usr/sbin:/usr/bin:/bb
+/usr/bin/busybox --install -s /bb
+mount -t proc proc /proc
+mount -t sysfs sys /sys
+mount -t devtmpfs dev /dev
+mount -t tmpfs tmp /tmp
+mount -t tmpfs run /run
+
+ip() { /usr/sbin/ip "$@"; } # busybox sh prefers its own applets: force iproute2
+up() { cut -d' ' -f1 /proc/uptime; }
+mark() { echo "@@MARK $1 uptime=$(up)"; }
+bye() {
+	mark poweroff
+	sync
+	umount /mnt/share 2>/dev/null
+	poweroff -f
+	sleep 10
+	echo "poweroff failed" >&2
+	exit 1
+}
+
+. /rxe.conf
+mark init
+for ko in $(cat /modules.list); do
+	insmod "$ko" || echo "insmod FAILED: $ko"
+done
+mkdir -p /mnt/share
+if ! mount -t 9p -o trans=virtio,version=9p2000.L share /mnt/share; then
+	echo "@@FATAL cannot mount the 9p share"
+	bye
+fi
+R=/mnt/share/results.txt
+: >"$R"
+res() {
+	echo "$*" >>"$R"
+	echo "@@RESULT $*"
+}
+since() { echo "$(up) $1" | awk '{printf "%.1f", $1 - $2}'; }
+
+# ---- network: veth0 = 198.18.0.1, veth1 = 198.18.0.2, same namespace ----
+ip link set lo up
+ip link add veth0 type veth peer name veth1
+ip addr add 198.18.0.1/24 dev veth0
+ip addr add 198.18.0.2/24 dev veth1
+for k in all default veth0 veth1; do
+	sysctl -qw net.ipv4.conf.$k.accept_local=1 net.ipv4.conf.$k.rp_filter=0
+done
+ip link set veth0 up
+ip link set veth1 up
+# locally generated traffic to the other address goes out the veth, not lo
+ip route add 198.18.0.2 dev veth0 src 198.18.0.1 table 100
+ip route add 198.18.0.1 dev veth1 src 198.18.0.2 table 101
+ip rule add pref 10 to 198.18.0.2 iif lo lookup 100
+ip rule add pref 11 to 198.18.0.1 iif lo lookup 101
+ip rule add pref 1000 lookup local
+ip rule del pref 0
+ping -c 1 -W 2 198.18.0.2 >/dev/null || echo "warning: ping 198.18.0.2 failed"
+
+# ---- Soft-RoCE ----------------------------------------------------------
+rc=0
+rdma link add rxe0 type rxe netdev veth0 || rc=1
+rdma link add rxe1 type rxe netdev veth1 || rc=1
+# The IPv4-mapped RoCE v2 GID of a device (its index on port 1), once the
+# kernel has added it.
+gid_index() {
+	# shellcheck disable=SC2046,SC2183 # the four octets, split on purpose
+	want=$(printf '0000:0000:0000:0000:0000:ffff:%02x%02x:%02x%02x' $(echo "$2" | tr . ' '))
+	for g in /sys/class/infiniband/$1/ports/1/gids/*; do
+		i=${g##*/}
+		if [ "$(cat "$g" 2>/dev/null)" = "$want" ] &&
+			[ "$(cat /sys/class/infiniband/$1/ports/1/gid_attrs/types/$i 2>/dev/null)" = "RoCE v2" ]; then
+			echo "$i"
+			return 0
+		fi
+	done
+	return 1
+}
+n=0
+until G0=$(gid_index rxe0 198.18.0.1) && G1=$(gid_index rxe1 198.18.0.2); do
+	n=$((n + 1))
+	if [ $n -gt 50 ]; then
+		rc=1
+		break
+	fi
+	sleep 0.2
+done
+rdma link show
+echo "rxe0 GID[$G0] rxe1 GID[$G1]"
+res "setup rxe rc=$rc seconds=$(since 0)"
+if [ $rc -ne 0 ]; then
+	echo "@@FATAL Soft-RoCE did not come up"
+	dmesg | tail -20
+	bye
+fi
+mark rxe_ready
+
+cd /qlink || bye
+s=$(up)
+bin/qlink info >/mnt/share/qlink-info.log 2>&1
+rc=$?
+cat /mnt/share/qlink-info.log
+res "info qlink-info rc=$rc seconds=$(since "$s")"
+
+# ---- the verbs test suite on ibv://rxe0 (end a) and ibv://rxe1 (end b) ----
+export QLINK_TEST_IBV_A=ibv://rxe0 QLINK_TEST_IBV_B=ibv://rxe1 QLINK_TEST_SOFT="$QL_SOFT"
+for t in $QL_TESTS; do
+	mark "test_$t"
+	s=$(up)
+	timeout "$QL_TEST_TIMEOUT" "bin/$t" >"/mnt/share/$t.log" 2>&1
+	rc=$?
+	# cmocka's per-test verdicts, for the console
+	grep -E '^\[ *(PASSED|FAILED|SKIPPED|  ERROR) *\]|^\[==========\]' "/mnt/share/$t.log" |
+		grep -vE '^\[==========\] Running' | sed "s/^/  $t: /"
+	res "test $t rc=$rc seconds=$(since "$s")"
+done
+
+# ---- latency: perftest and qlink-bench-verbs, alternately --------------
+# Server on rxe0 (cpu 1), client on rxe1 (cpu 0), 8-byte messages, RC.
+# Both benchmarks busy-poll on both vCPUs while rxe does its work in softirq
+# context; softirq work that spills over to ksoftirqd would wait behind a
+# spinner's time slice. ksoftirqd runs at real-time priority, as on hosts
+# tuned for busy polling, the same for both benchmarks.
+for c in /proc/[0-9]*/comm; do
+	case "$(cat "$c" 2>/dev/null)" in
+	ksoftirqd/*)
+		p=${c#/proc/}
+		p=${p%/comm}
+		chrt -f -p 50 "$p" >/dev/null 2>&1 || echo "chrt $p failed"
+		echo "ksoftirqd pid $p: $(chrt -p "$p" 2>&1 | tr '\n' ' ')"
+		;;
+	esac
+done
+pair() { # name server-cmd client-cmd
+	s=$(up)
+	taskset -c 1 $2 >"/mnt/share/$1.server.log" 2>&1 &
+	sp=$!
+	# perftest's client does not retry: wait until the server listens on
+	# TCP 18515 (0x4853)
+	n=0
+	until grep -q ':4853 00000000:0000 0A' /proc/net/tcp || [ $n -ge 100 ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+	timeout 120 taskset -c 0 $3 >"/mnt/share/$1.log" 2>&1
+	crc=$?
+	# perftest's server ends by itself; never wait forever
+	n=0
+	while kill -0 $sp 2>/dev/null && [ $n -lt 100 ]; do
+		sleep 0.2
+		n=$((n + 1))
+	done
+	kill -9 $sp 2>/dev/null
+	wait $sp
+	src=$?
+	res "bench $1 rc=$crc server_rc=$src seconds=$(since "$s")"
+}
+# (what else runs, should the numbers look odd)
+[ "$QL_BENCH_ROUNDS" -gt 0 ] && ps >/mnt/share/ps-before-bench.log
+r=1
+while [ "$r" -le "$QL_BENCH_ROUNDS" ]; do
+	for op in write send; do
+		pair "perftest-$op-lat-r$r" \
+			"ib_${op}_lat -d rxe0 -x $G0 -F -s 8 -n $QL_BENCH_ITERS" \
+			"ib_${op}_lat -d rxe1 -x $G1 -F -s 8 -n $QL_BENCH_ITERS 198.18.0.1"
+		# qlink-bench-verbs forks its server itself and pins both ends
+		s=$(up)
+		timeout 120 bin/qlink-bench-verbs --test "$op-lat" --size 8 \
+			--iters "$QL_BENCH_ITERS" --warmup $((QL_BENCH_ITERS / 10)) \
+			--uri ibv://rxe1 --server-uri ibv://rxe0 --client-cpu 0 --server-cpu 1 \
+			--timeout 30 --json >"/mnt/share/qlink-$op-lat-r$r.log" 2>&1
+		res "bench qlink-$op-lat-r$r rc=$? server_rc=0 seconds=$(since "$s")"
+	done
+	r=$((r + 1))
+done
+
+dmesg >/mnt/share/dmesg.log
+echo "===== kernel messages (rxe, errors)"
+dmesg | grep -iE 'rxe|infiniband|error|fail|bug|warn' | tail -20
+bye
