@@ -350,38 +350,23 @@ static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql
 	return 0;
 }
 
+static int build_config(struct ql_yaml_file *f, void *raw, void *ctx)
+{
+	return convert(f, raw, ctx);
+}
+
 int ql_config_load(const char *path, struct ql_config **out, struct ql_diags *diags)
 {
 	struct ql_diags local;
-	struct ql_yaml_file f;
-	struct raw_config *raw = NULL;
-	struct ql_config *c = NULL;
+	struct ql_config *c;
 	int ret;
 
 	*out = NULL;
-	if (!diags)
-		diags = &local;
-	memset(diags, 0, sizeof(*diags));
-	ql_error_clear();
-	ret = ql__yaml_open(&f, path, diags);
-	if (!ret)
-		ret = ql__yaml_cyaml_load(&f, &top_schema, (void **)&raw);
-	if (!ret) {
-		c = calloc(1, sizeof(*c));
-		ret = c ? convert(&f, raw, c) : -ENOMEM;
-		if (ret)
-			ql__diag_add(&f, 0, "out of memory");
-		else if (diags->count)
-			ret = -EINVAL;
-	}
-	ql__yaml_cyaml_free(&top_schema, raw);
-	ql__yaml_close(&f);
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	ret = ql__yaml_load(path, &top_schema, diags ? diags : &local, build_config, c);
 	if (ret) {
-		/* later checks may have overwritten the first sentence */
-		if (diags->count && diags->d[0].line)
-			ql_error_set(ret, "%s:%u: %s", path, diags->d[0].line, diags->d[0].msg);
-		else if (diags->count)
-			ql_error_set(ret, "%s: %s", path, diags->d[0].msg);
 		ql_config_free(c);
 		return ret;
 	}

@@ -586,37 +586,25 @@ static int compile(struct ql_yaml_file *f, const struct raw_program *r, struct q
 	return 0;
 }
 
+static int build_program(struct ql_yaml_file *f, void *raw, void *ctx)
+{
+	return compile(f, raw, ctx);
+}
+
 int ql_program_load(const char *path, struct ql_program **out, struct ql_diags *diags)
 {
 	struct ql_diags local;
-	struct ql_yaml_file f;
-	struct raw_program *raw = NULL;
-	struct ql_program *p = NULL;
+	struct ql_program *p;
 	int ret;
 
 	*out = NULL;
-	if (!diags)
-		diags = &local;
-	memset(diags, 0, sizeof(*diags));
-	ql_error_clear();
-	ret = ql__yaml_open(&f, path, diags);
-	if (!ret)
-		ret = ql__yaml_cyaml_load(&f, &top_schema, (void **)&raw);
-	if (!ret) {
-		p = calloc(1, sizeof(*p));
-		ret = p && (p->path = strdup(path)) ? compile(&f, raw, p) : -ENOMEM;
-		if (ret)
-			ql__diag_add(&f, 0, "out of memory");
-		else if (diags->count)
-			ret = -EINVAL;
+	p = calloc(1, sizeof(*p));
+	if (!p || !(p->path = strdup(path))) {
+		free(p);
+		return -ENOMEM;
 	}
-	ql__yaml_cyaml_free(&top_schema, raw);
-	ql__yaml_close(&f);
+	ret = ql__yaml_load(path, &top_schema, diags ? diags : &local, build_program, p);
 	if (ret) {
-		if (diags->count && diags->d[0].line)
-			ql_error_set(ret, "%s:%u: %s", path, diags->d[0].line, diags->d[0].msg);
-		else if (diags->count)
-			ql_error_set(ret, "%s: %s", path, diags->d[0].msg);
 		ql_program_free(p);
 		return ret;
 	}

@@ -431,3 +431,32 @@ void ql__yaml_cyaml_free(const cyaml_schema_value_t *schema, void *data)
 	if (data)
 		cyaml_free(&cc, schema, data, 0);
 }
+
+int ql__yaml_load(const char *path, const cyaml_schema_value_t *schema, struct ql_diags *diags,
+		  int (*build)(struct ql_yaml_file *f, void *raw, void *ctx), void *ctx)
+{
+	struct ql_yaml_file f;
+	void *raw = NULL;
+	int ret;
+
+	memset(diags, 0, sizeof(*diags));
+	ql_error_clear();
+	ret = ql__yaml_open(&f, path, diags);
+	if (!ret)
+		ret = ql__yaml_cyaml_load(&f, schema, &raw);
+	if (!ret) {
+		ret = build(&f, raw, ctx);
+		if (ret)
+			ql__diag_add(&f, 0, "out of memory");
+		else if (diags->count)
+			ret = -EINVAL;
+	}
+	ql__yaml_cyaml_free(schema, raw);
+	ql__yaml_close(&f);
+	/* later checks may have overwritten the first sentence */
+	if (ret && diags->count && diags->d[0].line)
+		ql_error_set(ret, "%s:%u: %s", path, diags->d[0].line, diags->d[0].msg);
+	else if (ret && diags->count)
+		ql_error_set(ret, "%s: %s", path, diags->d[0].msg);
+	return ret;
+}

@@ -45,6 +45,13 @@ unsigned ql__yaml_linef(const struct ql_yaml_file *f, const char *fmt, ...)
  * diagnostic with its path and line and return -EINVAL. */
 int ql__yaml_cyaml_load(struct ql_yaml_file *f, const cyaml_schema_value_t *schema, void **out);
 void ql__yaml_cyaml_free(const cyaml_schema_value_t *schema, void *data);
+/* The one way config and program files are read: open and parse path with
+ * schema, then build(f, raw, ctx) turns the raw tree into the caller's object
+ * (adding a diagnostic per problem; non-zero only when out of memory).
+ * Returns 0, or a negative errno with diags filled and the detail sentence
+ * ("FILE:LINE: message") set from the first problem. */
+int ql__yaml_load(const char *path, const cyaml_schema_value_t *schema, struct ql_diags *diags,
+		  int (*build)(struct ql_yaml_file *f, void *raw, void *ctx), void *ctx);
 
 /* "plugins.0.path" -> "plugins[0].path", in place, for messages. */
 void ql__yaml_display_path(char *path);
