@@ -1,7 +1,8 @@
 /*
  * qlink serve / qlink vppu: the two sides of the data plane as separate
- * programs, connected through a parameters file until the UDP control
- * plane does it (a later release):
+ * programs. qlink vppu --connect meets a qlinkd through the UDP control
+ * plane (and --device serves an RTH's QCSDevice); without qlinkd, qlink
+ * serve and qlink vppu --params-file meet through files:
  *
  *   qlink serve --params-file /tmp/ql   writes /tmp/ql (its ring and QP),
  *                                       waits for /tmp/ql.client, connects,

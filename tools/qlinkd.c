@@ -721,7 +721,7 @@ static void usage(FILE *f)
 		   "  --check-config FILE      check FILE and its plugins; print FILE: OK or\n"
 		   "                           FILE:LINE: message per problem; exit 0 or 1\n"
 		   "  --params-file FILE       serve one session over a rendezvous file, as\n"
-		   "                           `qlink serve` does (until the control plane)\n"
+		   "                           `qlink serve` does (besides the control plane)\n"
 		   "  --timeout S              how long to wait for that client (default 60)\n"
 		   "  -h, --help               this text\n"
 		   "  -V, --version            the version\n");

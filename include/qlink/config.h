@@ -53,7 +53,7 @@ void ql_diags_print(const struct ql_diags *diags, const char *file, FILE *f);
 
 #define QL_CONFIG_DEFAULT_DEVICE "soft+shm://qlinkd"
 #define QL_CONFIG_DEFAULT_ADDRESS "0.0.0.0"
-#define QL_CONFIG_DEFAULT_PORT 18515
+#define QL_CONFIG_DEFAULT_PORT 7700 /* QL_CTL_DEFAULT_PORT */
 #define QL_CONFIG_DEFAULT_BURST 32
 #define QL_CONFIG_DEFAULT_SLOTS 64
 #define QL_CONFIG_DEFAULT_SLOT_SIZE 256
