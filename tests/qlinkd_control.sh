@@ -7,7 +7,8 @@
 #     wrong-type, wrong-version, unauthenticated, wrongly signed, replayed and
 #     non-allowlisted datagrams: the run loses nothing, qlinkd answers or drops
 #     and counts each, and keeps running;
-#  3. SIGTERM with calls in flight: qlinkd exits 0 and tells the QCS.
+#  3. a QCS killed mid-run is detected (session timeout) and torn down;
+#  4. SIGTERM with calls in flight: qlinkd exits 0 and tells the QCS.
 set -u
 qlinkd=$1 qlink=$2 plugin=$3 send=$4 corpus=$5 program=$6
 dir=$(mktemp -d)
@@ -106,6 +107,20 @@ for k in malformed too_big bad_version bad_mac not_allowed duplicates; do
 	v=$(echo "$line" | sed -n "s/.* $k=\([0-9]*\).*/\1/p")
 	[ -n "$v" ] && [ "$v" -gt 0 ] || fail "control counter $k not counted: $line"
 done
+
+# a QCS that disappears (SIGKILL, no COMPLETE, no keepalives) is detected
+# after the session timeout and its channel torn down; qlinkd serves on
+timeout 60 "$qlink" vppu --connect "127.0.0.1:$port" --secret-file "$dir/secret" --cpu -1 \
+	--seconds 20 --window 4 >"$dir/killed.out" 2>&1 &
+vp=$!
+sleep 1
+kill -KILL $vp
+wait $vp 2>/dev/null
+for _ in $(seq 100); do grep -q "QCS lost" "$dir/qlinkd.err" && break; sleep 0.1; done
+grep -q "QCS lost: tearing its channels down" "$dir/qlinkd.err" || fail "a vanished QCS was not detected"
+kill -0 $srv || fail "qlinkd died after losing a QCS"
+timeout 60 "$qlink" vppu --connect "127.0.0.1:$port" --secret-file "$dir/secret" --cpu -1 \
+	--count 1000 --window 4 >"$dir/after.out" 2>&1 || fail "no service after a QCS was lost"
 
 # 3. SIGTERM with calls in flight
 timeout 60 "$qlink" vppu --connect "127.0.0.1:$port" --secret-file "$dir/secret" --cpu -1 \
