@@ -289,6 +289,16 @@ static void mp_spawn(struct mp_child *c, mp_child_fn fn, void *arg)
 	c->wfd = to_child[1];
 }
 
+/* The common start of a test: a child running fn, our node and QP, and the
+ * two QPs connected through the pipes. */
+static void mp_start(struct mp_child *c, mp_child_fn fn, struct mp_node *n, struct mp_qp *q)
+{
+	mp_spawn(c, fn, NULL);
+	assert_int_equal(mp_node_open(n, MP_BUF_LEN), 0);
+	assert_int_equal(mp_qp_create(n, q), 0);
+	assert_int_equal(mp_exchange(q, c->rfd, c->wfd, NULL), 0);
+}
+
 /* Wait for a child: its exit status, or -1 (killed after the timeout). */
 static int mp_wait(struct mp_child *c, int timeout_ms)
 {
@@ -377,10 +387,7 @@ static void test_mp_write(void **state)
 	struct ibv_wc wc;
 	char line[64];
 
-	mp_spawn(&c, child_write_target, NULL);
-	assert_int_equal(mp_node_open(&n, MP_BUF_LEN), 0);
-	assert_int_equal(mp_qp_create(&n, &q), 0);
-	assert_int_equal(mp_exchange(&q, c.rfd, c.wfd, NULL), 0);
+	mp_start(&c, child_write_target, &n, &q);
 	assert_int_equal(mp_get(c.rfd, line, sizeof(line), 10000), 0);
 	assert_string_equal(line, "ready");
 	assert_int_equal(q.remote.length, MP_BUF_LEN);
@@ -437,10 +444,7 @@ static void test_mp_read(void **state)
 	struct ibv_wc wc;
 	char line[64];
 
-	mp_spawn(&c, child_read_target, NULL);
-	assert_int_equal(mp_node_open(&n, MP_BUF_LEN), 0);
-	assert_int_equal(mp_qp_create(&n, &q), 0);
-	assert_int_equal(mp_exchange(&q, c.rfd, c.wfd, NULL), 0);
+	mp_start(&c, child_read_target, &n, &q);
 	assert_int_equal(mp_get(c.rfd, line, sizeof(line), 10000), 0);
 	assert_string_equal(line, "ready");
 
@@ -528,10 +532,7 @@ static void test_mp_send_recv_imm(void **state)
 	struct ibv_wc wc;
 	char line[64];
 
-	mp_spawn(&c, child_echo, NULL);
-	assert_int_equal(mp_node_open(&n, MP_BUF_LEN), 0);
-	assert_int_equal(mp_qp_create(&n, &q), 0);
-	assert_int_equal(mp_exchange(&q, c.rfd, c.wfd, NULL), 0);
+	mp_start(&c, child_echo, &n, &q);
 	assert_int_equal(vt_post_recv(q.qp, 50, n.buf + 16384, 4096, ql_mr_lkey(n.mr)), 0);
 	assert_int_equal(mp_get(c.rfd, line, sizeof(line), 10000), 0);
 	assert_string_equal(line, "ready");
