@@ -8,7 +8,8 @@
  * flags, opcodes, completion statuses) so that the `ibv` provider is a thin
  * pass-through with no translation of work requests or completions.
  *
- * Devices are opened by URI:
+ * Devices are opened by URI; the scheme picks the provider from a table
+ * (docs/verbs.md, "Providers"):
  *   soft://loop        software NIC, both ends in one process
  *   soft+shm://NAME    software NIC, ends in processes on one host
  *   soft+udp://...     reserved (RoCEv2 over UDP), not supported yet
@@ -56,13 +57,14 @@ struct ql_device_attr {
 	union ibv_gid gid;	       /* this device's address (GID index 0) */
 };
 
-/* Open a device by URI. Unknown schemes and reserved-but-unimplemented
- * ones fail with -EPROTONOSUPPORT, an ibv device that is not there with
- * -ENODEV listing the devices found; ql_error_detail() says which. */
+/* Open a device by URI. Unknown schemes (the detail lists the known ones)
+ * and reserved-but-unimplemented ones ("not supported yet") fail with
+ * -EPROTONOSUPPORT, an ibv device that is not there with -ENODEV listing
+ * the devices found; ql_error_detail() says which. */
 int ql_device_open(const char *uri, struct ql_device **dev);
-/* List device URIs that can be opened here: soft://loop, soft+shm://NAME
- * (any NAME), and ibv://DEVICE for each libibverbs device. Writes up to
- * `max` entries; returns how many exist. */
+/* List device URIs that can be opened here, as each provider enumerates
+ * them: soft://loop, soft+shm://NAME (any NAME), and ibv://DEVICE for each
+ * libibverbs device. Writes up to `max` entries; returns how many exist. */
 int ql_device_list(char (*uris)[QL_DEVICE_URI_MAX], int max);
 /* Close a device; -EBUSY while any PD or CQ of it exists. */
 int ql_device_close(struct ql_device *dev);
@@ -87,10 +89,25 @@ int ql_pd_alloc(struct ql_device *dev, struct ql_pd **pd);
 /* -EBUSY while MRs or QPs of the PD exist. */
 int ql_pd_free(struct ql_pd *pd);
 
-/* Memory that every provider can expose to remote peers. On soft+shm a
- * peer in another process can reach only memory from ql_mem_alloc() (see
- * docs/soft-provider.md); ordinary memory serves for local access there.
- * Zero-filled, page-aligned. Returns NULL with errno set on failure. */
+/* Memory scoped to a PD, as UCX scopes memory to a memory domain: what the
+ * PD's provider can register on it and expose to peers (soft+shm: its
+ * shared heap, which peers in other processes map; ibv: anonymous pages for
+ * ibv_reg_mr; soft://loop: anonymous pages). Zero-filled, page-aligned,
+ * `length` rounded up to whole pages. -EINVAL for a NULL argument, length 0
+ * or one that overflows when rounded; -ENOMEM when none is left. While any
+ * is outstanding, ql_pd_free fails with -EBUSY (and so the device stays
+ * open). */
+int ql_pd_mem_alloc(struct ql_pd *pd, size_t length, void **addr);
+/* Free memory from ql_pd_mem_alloc on the same PD; -EINVAL for any other
+ * address (memory of another PD, an interior pointer, a second free).
+ * Deregister MRs over it first. */
+int ql_pd_mem_free(struct ql_pd *pd, void *addr);
+
+/* The process-wide default: the soft provider's shared heap, which every
+ * provider can register and which soft+shm peers in other processes can
+ * reach (see docs/soft-provider.md). Kept for code written before PD-scoped
+ * memory; prefer ql_pd_mem_alloc. Zero-filled, page-aligned. Returns NULL
+ * with errno set on failure. */
 void *ql_mem_alloc(size_t length);
 void ql_mem_free(void *addr);
 

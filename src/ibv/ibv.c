@@ -17,11 +17,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "qlink/error.h"
-#include "verbs/provider.h"
-
-#define IBVP_HIDDEN __attribute__((visibility("hidden")))
+#include "verbs/registry.h"
 
 struct ibvp_device {
 	struct ql_device base;
@@ -31,9 +30,6 @@ struct ibvp_device {
 	int gid_index;
 	union ibv_gid gid;
 	uint32_t max_inline;
-	pthread_mutex_t lock;
-	uint32_t npd;
-	uint32_t ncq;
 };
 
 struct ibvp_pd {
@@ -154,9 +150,7 @@ out:
 	return lo;
 }
 
-IBVP_HIDDEN int ql_ibv_open(const char *uri, const char *rest, struct ql_device **out);
-
-int ql_ibv_open(const char *uri, const char *rest, struct ql_device **out)
+static int ibvp_open(const char *uri, const char *scheme, const char *rest, struct ql_device **out)
 {
 	char name[QL_DEVICE_NAME_MAX], found[512] = "";
 	struct ibv_device **list;
@@ -169,6 +163,7 @@ int ql_ibv_open(const char *uri, const char *rest, struct ql_device **out)
 	size_t nlen = colon ? (size_t)(colon - rest) : strlen(rest);
 	int n = 0, ret;
 
+	(void)scheme; /* the one scheme, "ibv" */
 	if (!nlen || nlen >= sizeof(name))
 		return ql_error_set(-EINVAL, "'%s': expected ibv://DEVICE[:PORT[:GID_INDEX]]", uri);
 	memcpy(name, rest, nlen);
@@ -237,7 +232,6 @@ int ql_ibv_open(const char *uri, const char *rest, struct ql_device **out)
 		goto err;
 	}
 	dev->max_inline = probe_inline(ctx);
-	pthread_mutex_init(&dev->lock, NULL);
 	*out = &dev->base;
 	return 0;
 err:
@@ -250,15 +244,8 @@ static int ibvp_close(struct ql_device *d)
 {
 	struct ibvp_device *dev = to_dev(d);
 
-	pthread_mutex_lock(&dev->lock);
-	if (dev->npd || dev->ncq) {
-		pthread_mutex_unlock(&dev->lock);
-		return ql_error_set(-EBUSY, "ibv: device %s still has %u PDs and %u CQs", dev->name,
-				    dev->npd, dev->ncq);
-	}
-	pthread_mutex_unlock(&dev->lock);
+	/* the verbs layer has checked that no PD or CQ is left */
 	ibv_close_device(dev->ctx);
-	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 	return 0;
 }
@@ -270,8 +257,6 @@ static int ibvp_query(struct ql_device *d, struct ql_device_attr *a)
 
 	memset(a, 0, sizeof(*a));
 	snprintf(a->name, sizeof(a->name), "%s", dev->name);
-	snprintf(a->uri, sizeof(a->uri), "%s", dev->base.uri);
-	snprintf(a->provider, sizeof(a->provider), "ibv");
 	ret = ibv_query_device(dev->ctx, &a->dev);
 	if (!ret)
 		ret = ibv_query_port(dev->ctx, dev->port, &a->port);
@@ -305,10 +290,6 @@ static int ibvp_pd_alloc(struct ql_device *d, struct ql_pd **out)
 		free(pd);
 		return ql_error_set(errno ? -errno : -ENOMEM, "ibv_alloc_pd failed");
 	}
-	pd->base.dev = d;
-	pthread_mutex_lock(&dev->lock);
-	dev->npd++;
-	pthread_mutex_unlock(&dev->lock);
 	*out = &pd->base;
 	return 0;
 }
@@ -316,15 +297,11 @@ static int ibvp_pd_alloc(struct ql_device *d, struct ql_pd **out)
 static int ibvp_pd_free(struct ql_pd *p)
 {
 	struct ibvp_pd *pd = (struct ibvp_pd *)p;
-	struct ibvp_device *dev = to_dev(p->dev);
 	int ret = ibv_dealloc_pd(pd->pd);
 
 	if (ret)
 		return ql_error_set(neg(ret), "ibv_dealloc_pd: %s (MRs or QPs still use it?)",
 				    strerror(ret > 0 ? ret : errno));
-	pthread_mutex_lock(&dev->lock);
-	dev->npd--;
-	pthread_mutex_unlock(&dev->lock);
 	free(pd);
 	return 0;
 }
@@ -334,12 +311,7 @@ static int ibvp_mr_reg(struct ql_pd *p, void *addr, size_t length, int access, s
 	struct ibvp_pd *pd = (struct ibvp_pd *)p;
 	struct ibvp_mr *mr;
 
-	if (!addr || !length)
-		return ql_error_set(-EINVAL, "ql_mr_reg: NULL address or zero length");
-	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & IBV_ACCESS_LOCAL_WRITE))
-		return ql_error_set(
-			-EINVAL, "ql_mr_reg: REMOTE_WRITE and REMOTE_ATOMIC require LOCAL_WRITE");
+	/* argument checks and the base fields: the verbs layer's */
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return -ENOMEM;
@@ -351,12 +323,8 @@ static int ibvp_mr_reg(struct ql_pd *p, void *addr, size_t length, int access, s
 		return ql_error_set(-err, "ibv_reg_mr(%zu bytes): %s%s", length, strerror(err),
 				    err == ENOMEM || err == EPERM ? " (check `ulimit -l`)" : "");
 	}
-	mr->base.pd = p;
-	mr->base.addr = addr;
-	mr->base.length = length;
 	mr->base.lkey = mr->mr->lkey;
 	mr->base.rkey = mr->mr->rkey;
-	mr->base.access = access;
 	*out = &mr->base;
 	return 0;
 }
@@ -377,8 +345,6 @@ static int ibvp_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 	struct ibvp_device *dev = to_dev(d);
 	struct ibvp_cq *cq;
 
-	if (cqe < 1)
-		return ql_error_set(-EINVAL, "ql_cq_create: cqe %d below 1", cqe);
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -ENOMEM;
@@ -390,11 +356,7 @@ static int ibvp_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 		return ql_error_set(-err, "ibv_create_cq(%d): %s", cqe, strerror(err));
 	}
 	cq->base.head.ops = &ibvp_cq_ops;
-	cq->base.dev = d;
 	cq->base.cqe = cq->cq->cqe;
-	pthread_mutex_lock(&dev->lock);
-	dev->ncq++;
-	pthread_mutex_unlock(&dev->lock);
 	*out = &cq->base;
 	return 0;
 }
@@ -402,15 +364,11 @@ static int ibvp_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 static int ibvp_cq_destroy(struct ql_cq *c)
 {
 	struct ibvp_cq *cq = (struct ibvp_cq *)c;
-	struct ibvp_device *dev = to_dev(c->dev);
 	int ret = ibv_destroy_cq(cq->cq);
 
 	if (ret)
 		return ql_error_set(neg(ret), "ibv_destroy_cq: %s (a QP still uses it?)",
 				    strerror(ret > 0 ? ret : errno));
-	pthread_mutex_lock(&dev->lock);
-	dev->ncq--;
-	pthread_mutex_unlock(&dev->lock);
 	free(cq);
 	return 0;
 }
@@ -579,4 +537,52 @@ static const struct ql_device_ops ibvp_device_ops = {
 	.qp_destroy = ibvp_qp_destroy,
 	.qp_modify = ibvp_qp_modify,
 	.qp_query = ibvp_qp_query,
+};
+
+/* ---- the provider: scheme, listing, memory ------------------------------ */
+
+static int ibvp_list(ql_provider_list_cb cb, void *ctx)
+{
+	char uri[QL_DEVICE_URI_MAX];
+	struct ibv_device **list;
+	int n = 0, ret = 0;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return 0; /* no RDMA subsystem: nothing to list */
+	for (int i = 0; i < n && !ret; i++) {
+		snprintf(uri, sizeof(uri), "ibv://%s", ibv_get_device_name(list[i]));
+		ret = cb(ctx, uri);
+	}
+	ibv_free_device_list(list);
+	return ret;
+}
+
+/* Page-aligned anonymous memory: what ibv_reg_mr pins best (whole pages, no
+ * neighbour sharing them, so libibverbs' fork protection, which marks the
+ * registered pages MADV_DONTFORK, touches nothing else). */
+static int ibvp_mem_alloc(struct ql_pd *pd, size_t length, void **addr)
+{
+	void *p = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	(void)pd;
+	if (p == MAP_FAILED)
+		return ql_error_set(-errno, "ibv: mmap of %zu bytes: %s", length, strerror(errno));
+	*addr = p;
+	return 0;
+}
+
+static void ibvp_mem_free(struct ql_pd *pd, void *addr, size_t length)
+{
+	(void)pd;
+	munmap(addr, length);
+}
+
+const struct ql_provider ql_provider_ibv = {
+	.name = "ibv",
+	.schemes = (const char *const[]){ "ibv", NULL },
+	.open = ibvp_open,
+	.list = ibvp_list,
+	.mem_alloc = ibvp_mem_alloc,
+	.mem_free = ibvp_mem_free,
 };

@@ -16,6 +16,7 @@
 #include "qlink/error.h"
 #include "qlink/log.h"
 #include "soft/soft.h"
+#include "verbs/registry.h"
 
 #define DEV_MAGIC 0x3156454448534c51ull /* "QLSHDEV1" */
 #define KEY_TAG_BITS (32 - SOFT_MR_IDX_BITS)
@@ -74,11 +75,11 @@ static bool valid_name(const char *s)
 	return true;
 }
 
-int ql_soft_open(const char *uri, const char *wire, const char *rest, struct ql_device **out)
+static int soft_open(const char *uri, const char *scheme, const char *rest, struct ql_device **out)
 {
 	struct soft_device *dev;
 	struct soft_heap *heap;
-	uint32_t w = !strcmp(wire, "loop") ? SOFT_WIRE_LOOP : SOFT_WIRE_SHM;
+	uint32_t w = !strcmp(scheme, "soft") ? SOFT_WIRE_LOOP : SOFT_WIRE_SHM;
 	uint32_t pid, fd, id;
 	int ret;
 
@@ -150,13 +151,7 @@ static int soft_close(struct ql_device *d)
 {
 	struct soft_device *dev = to_dev(d);
 
-	pthread_mutex_lock(&dev->lock);
-	if (dev->npd || dev->ncq) {
-		pthread_mutex_unlock(&dev->lock);
-		return ql_error_set(-EBUSY, "soft: device %s still has %u PDs and %u CQs",
-				    dev->name, dev->npd, dev->ncq);
-	}
-	pthread_mutex_unlock(&dev->lock);
+	/* the verbs layer has checked that no PD or CQ is left */
 	atomic_store(&dev->sh->open, 0);
 	soft_heap_unregister_dev(dev->sh);
 	soft_heap_free(dev->sh);
@@ -229,7 +224,6 @@ static int soft_pd_alloc(struct ql_device *d, struct ql_pd **out)
 	pd->base.dev = d;
 	pthread_mutex_lock(&dev->lock);
 	pd->id = dev->next_pd_id++;
-	dev->npd++;
 	pthread_mutex_unlock(&dev->lock);
 	*out = &pd->base;
 	return 0;
@@ -246,7 +240,6 @@ static int soft_pd_free(struct ql_pd *p)
 		return ql_error_set(-EBUSY, "soft: PD still has %u MRs and %u QPs", pd->nmr,
 				    pd->nqp);
 	}
-	dev->npd--;
 	pthread_mutex_unlock(&dev->lock);
 	free(pd);
 	return 0;
@@ -294,23 +287,20 @@ static int soft_mr_reg(struct ql_pd *p, void *addr, size_t length, int access, s
 	uintptr_t pa;
 	bool in_heap;
 
-	if (!addr || !length)
-		return ql_error_set(-EINVAL, "ql_mr_reg: NULL address or zero length");
-	if ((uintptr_t)addr + length < (uintptr_t)addr || length > (1ull << 46))
-		return ql_error_set(-EINVAL, "ql_mr_reg: range wraps or exceeds max_mr_size");
+	/* NULL, zero length, wrap-around, REMOTE_* without LOCAL_WRITE: the
+	 * verbs layer has refused them */
+	if (length > (1ull << 46))
+		return ql_error_set(-EINVAL, "ql_mr_reg: length exceeds max_mr_size");
 	if (access & ~known)
 		return ql_error_set(-EOPNOTSUPP,
 				    "ql_mr_reg: access flags 0x%x not supported by soft",
 				    access & ~known);
-	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & IBV_ACCESS_LOCAL_WRITE))
-		return ql_error_set(
-			-EINVAL, "ql_mr_reg: REMOTE_WRITE and REMOTE_ATOMIC require LOCAL_WRITE");
 	in_heap = soft_heap_contains(addr, length);
 	if (dev->wire == SOFT_WIRE_SHM && (access & remote) && !in_heap)
-		return ql_error_set(
-			-EINVAL, "soft+shm: memory for remote access must come from ql_mem_alloc() "
-				 "(other processes cannot map ordinary memory)");
+		return ql_error_set(-EINVAL,
+				    "soft+shm: memory for remote access must come from "
+				    "ql_pd_mem_alloc() on a soft+shm PD or ql_mem_alloc() (other "
+				    "processes cannot map ordinary memory)");
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return -ENOMEM;
@@ -425,9 +415,6 @@ static int soft_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 	cq->depth = cqe;
 	cq->mask = size - 1;
 	cq->cap_qps = SOFT_MAX_QP;
-	pthread_mutex_lock(&dev->lock);
-	dev->ncq++;
-	pthread_mutex_unlock(&dev->lock);
 	*out = &cq->base;
 	return 0;
 }
@@ -442,7 +429,6 @@ static int soft_cq_destroy(struct ql_cq *c)
 		pthread_mutex_unlock(&dev->lock);
 		return ql_error_set(-EBUSY, "soft: CQ still used by %u QPs", cq->nrefs);
 	}
-	dev->ncq--;
 	pthread_mutex_unlock(&dev->lock);
 	free(cq->ring);
 	free(cq->rq_qps);
@@ -465,4 +451,60 @@ static const struct ql_device_ops soft_device_ops = {
 	.qp_destroy = soft_qp_destroy,
 	.qp_modify = soft_qp_modify,
 	.qp_query = soft_qp_query,
+};
+
+/* ---- the provider: schemes, listing, memory ----------------------------- */
+
+static int soft_list(ql_provider_list_cb cb, void *ctx)
+{
+	int ret = cb(ctx, "soft://loop");
+
+	/* any NAME opens: the template stands for them all */
+	return ret ? ret : cb(ctx, "soft+shm://NAME");
+}
+
+/* soft+shm (and ql_mem_alloc, pd NULL): the shared heap, which peers in
+ * other processes map; soft://loop: ordinary anonymous memory, since its
+ * peers are in this process and need not spend heap space. */
+static bool soft_mem_in_heap(const struct ql_pd *pd)
+{
+	return !pd || to_dev(pd->dev)->wire == SOFT_WIRE_SHM;
+}
+
+static int soft_mem_alloc(struct ql_pd *pd, size_t length, void **addr)
+{
+	void *p;
+
+	if (soft_mem_in_heap(pd)) {
+		p = soft_heap_alloc(length, 4096);
+		if (!p)
+			return ql_error_set(-ENOMEM,
+					    "soft: %zu bytes not available in the shared heap "
+					    "(QLINK_SOFT_HEAP_SIZE)",
+					    length);
+	} else {
+		p = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (p == MAP_FAILED)
+			return ql_error_set(-errno, "soft: mmap of %zu bytes: %s", length,
+					    strerror(errno));
+	}
+	*addr = p;
+	return 0;
+}
+
+static void soft_mem_free(struct ql_pd *pd, void *addr, size_t length)
+{
+	if (soft_mem_in_heap(pd))
+		soft_heap_free(addr);
+	else
+		munmap(addr, length);
+}
+
+const struct ql_provider ql_provider_soft = {
+	.name = "soft",
+	.schemes = (const char *const[]){ "soft", "soft+shm", NULL },
+	.open = soft_open,
+	.list = soft_list,
+	.mem_alloc = soft_mem_alloc,
+	.mem_free = soft_mem_free,
 };

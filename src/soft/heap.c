@@ -540,20 +540,3 @@ void soft_quiesce(void)
 		return;
 	usleep(20000);
 }
-
-void *ql_soft_mem_alloc(size_t length)
-{
-	size_t len;
-
-	if (!length) {
-		errno = EINVAL;
-		return NULL;
-	}
-	len = (length + PAGE - 1) & ~(size_t)(PAGE - 1);
-	return soft_heap_alloc(len, PAGE);
-}
-
-void ql_soft_mem_free(void *addr)
-{
-	soft_heap_free(addr);
-}

@@ -293,8 +293,6 @@ struct soft_device {
 	char name[QL_DEVICE_NAME_MAX];
 	struct soft_dev_shared *sh;
 	union ibv_gid gid;
-	uint32_t npd;
-	uint32_t ncq;
 	uint32_t next_pd_id;
 	uint32_t key_secret[2];
 	uint32_t mr_epoch[SOFT_MAX_MR];

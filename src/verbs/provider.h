@@ -5,11 +5,22 @@
  * objects below as the first member of its own. The verbs layer dispatches
  * setup calls through the table; the hot path (post, poll) goes through the
  * per-object ql__qp_ops/ql__cq_ops of the public header with no extra hop.
+ * How a provider is found (by URI scheme) is the registry's: registry.h.
+ *
+ * What every provider would otherwise repeat lives in the verbs layer: the
+ * base fields of devices, PDs, MRs and CQs (dev, pd, addr, length, access,
+ * uri, provider), the PD/CQ counts behind -EBUSY on close, the argument
+ * checks of ql_mr_reg, and the bookkeeping of PD-scoped memory. A provider
+ * fills only what is its own (keys, QP numbers, its handles).
  */
 #ifndef QL_VERBS_PROVIDER_H
 #define QL_VERBS_PROVIDER_H
 
+#include <stdatomic.h>
+
 #include "qlink/verbs.h"
+
+struct ql_provider;
 
 struct ql_device_ops {
 	int (*close)(struct ql_device *dev);
@@ -28,13 +39,21 @@ struct ql_device_ops {
 			struct ql_qp_init_attr *init_attr);
 };
 
+/* Set by the verbs layer after the provider's open/alloc returns; the
+ * provider may read them (uri also while it opens: it is given). */
 struct ql_device {
-	const struct ql_device_ops *ops;
+	const struct ql_device_ops *ops; /* the provider's; set by its open */
+	const struct ql_provider *provider;
 	char uri[QL_DEVICE_URI_MAX];
+	_Atomic uint32_t npd; /* close is -EBUSY while PDs or CQs exist */
+	_Atomic uint32_t ncq;
 };
+
+struct ql_pd_mem; /* one ql_pd_mem_alloc allocation (verbs.c) */
 
 struct ql_pd {
 	struct ql_device *dev;
+	struct ql_pd_mem *mem; /* outstanding ql_pd_mem_alloc memory */
 };
 
 struct ql_mr {
@@ -59,11 +78,5 @@ struct ql_qp {
 	uint32_t qp_num;
 	enum ibv_qp_type qp_type;
 };
-
-/* Provider entry points, by URI scheme. `rest` is the URI after "://". */
-int ql_soft_open(const char *uri, const char *wire, const char *rest, struct ql_device **dev);
-int ql_ibv_open(const char *uri, const char *rest, struct ql_device **dev);
-void *ql_soft_mem_alloc(size_t length);
-void ql_soft_mem_free(void *addr);
 
 #endif

@@ -1,21 +1,32 @@
 /*
- * The provider-neutral verbs layer: opens devices by URI and dispatches
- * setup calls to the provider's ops table (see provider.h).
+ * The provider-neutral verbs layer: opens devices by URI through the
+ * provider registry (registry.h) and dispatches setup calls to the
+ * provider's ops table (provider.h), keeping the bookkeeping every provider
+ * shares: object counts behind -EBUSY, base fields, argument checks, and the
+ * memory each PD has handed out.
  */
 #include <errno.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "qlink/error.h"
 #include "qlink/verbs.h"
 #include "verbs/provider.h"
+#include "verbs/registry.h"
 
 #define QL_EXPORT __attribute__((visibility("default")))
 
 QL_EXPORT int ql_device_open(const char *uri, struct ql_device **dev)
 {
-	const char *sep;
+	const struct ql_provider *p;
+	char known[128], reserved[64];
+	const char *sep, *scheme;
 	size_t slen;
+	int ret;
 
 	ql_error_clear();
 	if (!uri || !dev)
@@ -24,65 +35,88 @@ QL_EXPORT int ql_device_open(const char *uri, struct ql_device **dev)
 	if (strlen(uri) >= QL_DEVICE_URI_MAX)
 		return ql_error_set(-ENAMETOOLONG, "device URI longer than %d bytes",
 				    QL_DEVICE_URI_MAX - 1);
+	ql_registry_schemes(known, sizeof(known), 0);
+	ql_registry_schemes(reserved, sizeof(reserved), 1);
 	sep = strstr(uri, "://");
 	if (!sep)
 		return ql_error_set(
 			-EINVAL,
-			"'%s' is not a device URI (expected soft://loop, soft+shm://NAME, "
-			"soft+udp://..., or ibv://DEVICE)",
-			uri);
+			"'%s' is not a device URI SCHEME://... (schemes: %s; reserved: %s)", uri,
+			known, reserved);
 	slen = (size_t)(sep - uri);
-	if (slen == 4 && !strncmp(uri, "soft", 4))
-		return ql_soft_open(uri, "loop", sep + 3, dev);
-	if (slen == 8 && !strncmp(uri, "soft+shm", 8))
-		return ql_soft_open(uri, "shm", sep + 3, dev);
-	if (slen == 8 && !strncmp(uri, "soft+udp", 8))
-		return ql_error_set(
-			-EPROTONOSUPPORT,
-			"'%s': the soft+udp wire (RoCEv2 over UDP) is not supported yet", uri);
-	if (slen == 3 && !strncmp(uri, "ibv", 3))
-		return ql_ibv_open(uri, sep + 3, dev);
-	return ql_error_set(-EPROTONOSUPPORT,
-			    "'%s': unknown device scheme '%.*s' (known: soft, soft+shm, ibv; "
-			    "reserved: soft+udp)",
-			    uri, (int)slen, uri);
+	p = ql_registry_find(uri, slen, &scheme);
+	if (!p)
+		return ql_error_set(-EPROTONOSUPPORT,
+				    "'%s': unknown device scheme '%.*s' (known: %s; reserved: %s)",
+				    uri, (int)slen, uri, known, reserved);
+	if (p->reserved)
+		return ql_error_set(-EPROTONOSUPPORT, "'%s': %s is not supported yet", uri,
+				    p->reserved);
+	ret = p->open(uri, scheme, sep + 3, dev);
+	if (ret)
+		return ret;
+	(*dev)->provider = p;
+	snprintf((*dev)->uri, sizeof((*dev)->uri), "%s", uri);
+	atomic_init(&(*dev)->npd, 0);
+	atomic_init(&(*dev)->ncq, 0);
+	return 0;
+}
+
+struct list_ctx {
+	char (*uris)[QL_DEVICE_URI_MAX];
+	int max;
+	int n;
+};
+
+static int list_one(void *ctx, const char *uri)
+{
+	struct list_ctx *l = ctx;
+
+	if (l->n < l->max)
+		snprintf(l->uris[l->n], QL_DEVICE_URI_MAX, "%s", uri);
+	l->n++;
+	return 0;
 }
 
 QL_EXPORT int ql_device_list(char (*uris)[QL_DEVICE_URI_MAX], int max)
 {
-	struct ibv_device **list;
-	int n = 0, nibv = 0;
+	struct list_ctx l = { uris, max, 0 };
+	const struct ql_provider *p;
 
 	if (max < 0 || (max && !uris))
 		return -EINVAL;
-	if (n < max)
-		snprintf(uris[n], QL_DEVICE_URI_MAX, "soft://loop");
-	n++;
-	if (n < max)
-		snprintf(uris[n], QL_DEVICE_URI_MAX, "soft+shm://NAME");
-	n++;
-	list = ibv_get_device_list(&nibv);
-	for (int i = 0; list && i < nibv; i++, n++)
-		if (n < max)
-			snprintf(uris[n], QL_DEVICE_URI_MAX, "ibv://%s",
-				 ibv_get_device_name(list[i]));
-	if (list)
-		ibv_free_device_list(list);
-	return n;
+	for (size_t i = 0; (p = ql_registry_at(i)); i++)
+		if (!p->reserved && p->list)
+			p->list(list_one, &l);
+	return l.n;
 }
 
 QL_EXPORT int ql_device_close(struct ql_device *dev)
 {
+	uint32_t npd, ncq;
+
 	if (!dev)
 		return -EINVAL;
+	npd = atomic_load(&dev->npd);
+	ncq = atomic_load(&dev->ncq);
+	if (npd || ncq)
+		return ql_error_set(-EBUSY, "%s: device %s still has %u PDs and %u CQs",
+				    dev->provider->name, dev->uri, npd, ncq);
 	return dev->ops->close(dev);
 }
 
 QL_EXPORT int ql_device_query(struct ql_device *dev, struct ql_device_attr *attr)
 {
+	int ret;
+
 	if (!dev || !attr)
 		return -EINVAL;
-	return dev->ops->query(dev, attr);
+	ret = dev->ops->query(dev, attr);
+	if (!ret) {
+		snprintf(attr->uri, sizeof(attr->uri), "%s", dev->uri);
+		snprintf(attr->provider, sizeof(attr->provider), "%s", dev->provider->name);
+	}
+	return ret;
 }
 
 QL_EXPORT int ql_device_counters(struct ql_device *dev, struct ql_device_counters *c)
@@ -94,33 +128,159 @@ QL_EXPORT int ql_device_counters(struct ql_device *dev, struct ql_device_counter
 
 QL_EXPORT int ql_pd_alloc(struct ql_device *dev, struct ql_pd **pd)
 {
+	int ret;
+
 	if (!dev || !pd)
 		return -EINVAL;
-	return dev->ops->pd_alloc(dev, pd);
+	ret = dev->ops->pd_alloc(dev, pd);
+	if (ret)
+		return ret;
+	(*pd)->dev = dev;
+	(*pd)->mem = NULL;
+	atomic_fetch_add(&dev->npd, 1);
+	return 0;
 }
+
+/* PD-scoped memory. One lock for every PD's list: setup path only. */
+struct ql_pd_mem {
+	struct ql_pd_mem *next;
+	void *addr;
+	size_t length;
+};
+
+static pthread_mutex_t pd_mem_lock = PTHREAD_MUTEX_INITIALIZER;
 
 QL_EXPORT int ql_pd_free(struct ql_pd *pd)
 {
+	struct ql_device *dev;
+	int ret;
+
 	if (!pd)
 		return -EINVAL;
-	return pd->dev->ops->pd_free(pd);
+	dev = pd->dev;
+	pthread_mutex_lock(&pd_mem_lock);
+	ret = pd->mem ? -EBUSY : 0;
+	pthread_mutex_unlock(&pd_mem_lock);
+	if (ret)
+		return ql_error_set(ret, "ql_pd_free: memory from ql_pd_mem_alloc() on this PD "
+					 "is still allocated");
+	ret = dev->ops->pd_free(pd);
+	if (!ret)
+		atomic_fetch_sub(&dev->npd, 1);
+	return ret;
+}
+
+static size_t page_size(void)
+{
+	long ps = sysconf(_SC_PAGESIZE);
+
+	return ps > 0 ? (size_t)ps : 4096;
+}
+
+QL_EXPORT int ql_pd_mem_alloc(struct ql_pd *pd, size_t length, void **addr)
+{
+	const struct ql_provider *p;
+	struct ql_pd_mem *m;
+	size_t ps = page_size();
+	int ret;
+
+	if (!pd || !addr)
+		return ql_error_set(-EINVAL, "ql_pd_mem_alloc: NULL argument");
+	*addr = NULL;
+	if (!length || length > SIZE_MAX - (ps - 1))
+		return ql_error_set(-EINVAL, "ql_pd_mem_alloc: length %zu is 0 or too large",
+				    length);
+	p = pd->dev->provider;
+	if (!p->mem_alloc)
+		return ql_error_set(-EOPNOTSUPP, "%s: no PD-scoped memory", p->name);
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	m->length = (length + ps - 1) & ~(ps - 1);
+	ret = p->mem_alloc(pd, m->length, &m->addr);
+	if (ret) {
+		free(m);
+		return ret;
+	}
+	pthread_mutex_lock(&pd_mem_lock);
+	m->next = pd->mem;
+	pd->mem = m;
+	pthread_mutex_unlock(&pd_mem_lock);
+	*addr = m->addr;
+	return 0;
+}
+
+QL_EXPORT int ql_pd_mem_free(struct ql_pd *pd, void *addr)
+{
+	struct ql_pd_mem **pp, *m = NULL;
+
+	if (!pd || !addr)
+		return ql_error_set(-EINVAL, "ql_pd_mem_free: NULL argument");
+	pthread_mutex_lock(&pd_mem_lock);
+	for (pp = &pd->mem; *pp; pp = &(*pp)->next) {
+		if ((*pp)->addr == addr) {
+			m = *pp;
+			*pp = m->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&pd_mem_lock);
+	if (!m)
+		return ql_error_set(
+			-EINVAL, "ql_pd_mem_free(%p): not memory from ql_pd_mem_alloc() on this PD",
+			addr);
+	pd->dev->provider->mem_free(pd, m->addr, m->length);
+	free(m);
+	return 0;
 }
 
 QL_EXPORT void *ql_mem_alloc(size_t length)
 {
-	return ql_soft_mem_alloc(length);
+	const struct ql_provider *p = ql_registry_default_mem();
+	size_t ps = page_size();
+	void *addr = NULL;
+	int ret;
+
+	if (!length || length > SIZE_MAX - (ps - 1)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ret = p->mem_alloc(NULL, (length + ps - 1) & ~(ps - 1), &addr);
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	return addr;
 }
 
 QL_EXPORT void ql_mem_free(void *addr)
 {
-	ql_soft_mem_free(addr);
+	if (addr)
+		ql_registry_default_mem()->mem_free(NULL, addr, 0);
 }
 
 QL_EXPORT int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access, struct ql_mr **mr)
 {
+	int ret;
+
 	if (!pd || !mr)
 		return -EINVAL;
-	return pd->dev->ops->mr_reg(pd, addr, length, access, mr);
+	if (!addr || !length)
+		return ql_error_set(-EINVAL, "ql_mr_reg: NULL address or zero length");
+	if ((uintptr_t)addr + length < (uintptr_t)addr)
+		return ql_error_set(-EINVAL, "ql_mr_reg: range wraps around the address space");
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return ql_error_set(
+			-EINVAL, "ql_mr_reg: REMOTE_WRITE and REMOTE_ATOMIC require LOCAL_WRITE");
+	ret = pd->dev->ops->mr_reg(pd, addr, length, access, mr);
+	if (ret)
+		return ret;
+	(*mr)->pd = pd;
+	(*mr)->addr = addr;
+	(*mr)->length = length;
+	(*mr)->access = access;
+	return 0;
 }
 
 QL_EXPORT int ql_mr_dereg(struct ql_mr *mr)
@@ -152,16 +312,32 @@ QL_EXPORT size_t ql_mr_length(const struct ql_mr *mr)
 
 QL_EXPORT int ql_cq_create(struct ql_device *dev, int cqe, struct ql_cq **cq)
 {
+	int ret;
+
 	if (!dev || !cq)
 		return -EINVAL;
-	return dev->ops->cq_create(dev, cqe, cq);
+	if (cqe < 1)
+		return ql_error_set(-EINVAL, "ql_cq_create: cqe %d below 1", cqe);
+	ret = dev->ops->cq_create(dev, cqe, cq);
+	if (ret)
+		return ret;
+	(*cq)->dev = dev;
+	atomic_fetch_add(&dev->ncq, 1);
+	return 0;
 }
 
 QL_EXPORT int ql_cq_destroy(struct ql_cq *cq)
 {
+	struct ql_device *dev;
+	int ret;
+
 	if (!cq)
 		return -EINVAL;
-	return cq->dev->ops->cq_destroy(cq);
+	dev = cq->dev;
+	ret = dev->ops->cq_destroy(cq);
+	if (!ret)
+		atomic_fetch_sub(&dev->ncq, 1);
+	return ret;
 }
 
 QL_EXPORT int ql_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp)
