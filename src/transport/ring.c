@@ -97,6 +97,7 @@ int ql_ring_client_create(struct ql_device *dev, const struct ql_conn_params *sr
 	struct ql_ring_client *cl;
 	struct ql_qp_init_attr ia;
 	size_t stage_len, rbuf_len;
+	void *mem;
 	int ret;
 
 	if (!dev || !srv || !out)
@@ -133,15 +134,17 @@ int ql_ring_client_create(struct ql_device *dev, const struct ql_conn_params *sr
 
 	stage_len = (size_t)cl->num_slots * cl->slot_size;
 	rbuf_len = (size_t)cl->window * cl->slot_size;
-	cl->stage = ql_mem_alloc(stage_len);
-	cl->rbuf = ql_mem_alloc(rbuf_len);
-	if (!cl->stage || !cl->rbuf) {
-		ret = -ENOMEM;
-		goto err;
-	}
 	ret = ql_pd_alloc(dev, &cl->pd);
 	if (ret)
 		goto err;
+	ret = ql_pd_mem_alloc(cl->pd, stage_len, &mem);
+	if (ret)
+		goto err;
+	cl->stage = mem;
+	ret = ql_pd_mem_alloc(cl->pd, rbuf_len, &mem);
+	if (ret)
+		goto err;
+	cl->rbuf = mem;
 	ret = ql_mr_reg(cl->pd, cl->stage, stage_len, IBV_ACCESS_LOCAL_WRITE, &cl->stage_mr);
 	if (ret)
 		goto err;
@@ -188,12 +191,12 @@ void ql_ring_client_destroy(struct ql_ring_client *cl)
 		ql_mr_dereg(cl->stage_mr);
 	if (cl->rbuf_mr)
 		ql_mr_dereg(cl->rbuf_mr);
+	if (cl->stage)
+		ql_pd_mem_free(cl->pd, cl->stage);
+	if (cl->rbuf)
+		ql_pd_mem_free(cl->pd, cl->rbuf);
 	if (cl->pd)
 		ql_pd_free(cl->pd);
-	if (cl->stage)
-		ql_mem_free(cl->stage);
-	if (cl->rbuf)
-		ql_mem_free(cl->rbuf);
 	free(cl);
 }
 

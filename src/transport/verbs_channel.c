@@ -184,15 +184,15 @@ static void vch_destroy(struct ql_channel *ch)
 		ql_mr_dereg(c->tx_mr);
 	for (int i = 0; i < c->nextra; i++)
 		ql_mr_dereg(c->extra[i]);
-	if (c->pd)
-		ql_pd_free(c->pd);
 	ql_rx_ring_fini(&c->rx);
 	ql_pool_destroy(c->pool);
 	free(c->inflight);
 	if (c->ring)
-		ql_mem_free(c->ring);
+		ql_pd_mem_free(c->pd, c->ring);
 	if (c->txmem)
-		ql_mem_free(c->txmem);
+		ql_pd_mem_free(c->pd, c->txmem);
+	if (c->pd)
+		ql_pd_free(c->pd);
 	free(c);
 }
 
@@ -202,6 +202,7 @@ int ql_verbs_channel_create(struct ql_device *dev, const struct ql_verbs_channel
 	struct ql_device_attr attr;
 	struct ql_qp_init_attr ia;
 	struct vch *c;
+	void *mem;
 	int ret;
 
 	if (!dev || !cfg || !out)
@@ -223,12 +224,23 @@ int ql_verbs_channel_create(struct ql_device *dev, const struct ql_verbs_channel
 		c->signal_every = c->ntx;
 	c->max_inline = attr.max_inline_data < 256 ? attr.max_inline_data : 256;
 
+	/* the PD first: the ring and buffers are its memory (the device's
+	 * kind: soft+shm's shared heap, pages for ibv_reg_mr) */
+	ret = ql_pd_alloc(dev, &c->pd);
+	if (ret)
+		goto err;
 	c->ring_len = ql_ring_bytes(cfg->num_slots, cfg->slot_size);
-	c->ring = ql_mem_alloc(c->ring_len);
+	ret = ql_pd_mem_alloc(c->pd, c->ring_len, &mem);
+	if (ret)
+		goto err;
+	c->ring = mem;
 	c->tx_len = (size_t)c->ntx * cfg->slot_size;
-	c->txmem = ql_mem_alloc(c->tx_len);
+	ret = ql_pd_mem_alloc(c->pd, c->tx_len, &mem);
+	if (ret)
+		goto err;
+	c->txmem = mem;
 	c->inflight = calloc(c->ntx, sizeof(*c->inflight));
-	if (!c->ring || !c->txmem || !c->inflight) {
+	if (!c->inflight) {
 		ret = -ENOMEM;
 		goto err;
 	}
@@ -236,9 +248,6 @@ int ql_verbs_channel_create(struct ql_device *dev, const struct ql_verbs_channel
 	if (ret)
 		goto err;
 	ret = ql_pool_create(c->txmem, c->tx_len, c->ntx, cfg->slot_size, 0, &c->pool);
-	if (ret)
-		goto err;
-	ret = ql_pd_alloc(dev, &c->pd);
 	if (ret)
 		goto err;
 	ret = ql_mr_reg(c->pd, c->ring, c->ring_len,
