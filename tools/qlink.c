@@ -25,8 +25,8 @@ static void usage(FILE *f)
 		   "  serve           run a daemon serving qlink_parity (qlink serve -h)\n"
 		   "  vppu            the virtual PPU: call a running daemon (qlink vppu -h)\n"
 		   "  info [URI...]   show RDMA devices and their limits (default: every\n"
-		   "                  device of every provider; soft+shm://NAME is shown\n"
-		   "                  as soft+shm://info)\n"
+		   "                  device every provider lists; a listed SCHEME://NAME,\n"
+		   "                  any name, is shown as SCHEME://info)\n"
 		   "\n"
 		   "options:\n"
 		   "  -h, --help      this text\n"
@@ -98,9 +98,23 @@ static int info_one(const char *uri)
 	return 0;
 }
 
+/* A provider lists "SCHEME://NAME" where any name opens a device (soft+shm):
+ * show one, named "info". */
+static void info_listed(const char *uri, int *fails)
+{
+	const char *sep = strstr(uri, "://");
+	char named[QL_DEVICE_URI_MAX];
+
+	if (sep && !strcmp(sep + 3, "NAME")) {
+		snprintf(named, sizeof(named), "%.*sinfo", (int)(sep + 3 - uri), uri);
+		uri = named;
+	}
+	*fails += info_one(uri) != 0;
+}
+
 static int cmd_info(int argc, char **argv)
 {
-	char uris[64][QL_DEVICE_URI_MAX];
+	char(*uris)[QL_DEVICE_URI_MAX];
 	int n, fails = 0;
 
 	if (argc > 0) {
@@ -117,16 +131,19 @@ static int cmd_info(int argc, char **argv)
 		}
 		return fails ? 1 : 0;
 	}
-	n = ql_device_list(uris, 64);
-	if (n < 0) {
-		fprintf(stderr, "qlink info: %s\n", ql_strerror(n));
+	/* every provider of the registry lists its devices */
+	n = ql_device_list(NULL, 0);
+	uris = n > 0 ? calloc((size_t)n, sizeof(*uris)) : NULL;
+	if (n > 0 && uris)
+		n = ql_device_list(uris, n);
+	if (n < 0 || (n > 0 && !uris)) {
+		fprintf(stderr, "qlink info: %s\n", ql_strerror(n < 0 ? n : -ENOMEM));
+		free(uris);
 		return 1;
 	}
-	for (int i = 0; i < n && i < 64; i++) {
-		if (!strcmp(uris[i], "soft+shm://NAME"))
-			strcpy(uris[i], "soft+shm://info");
-		fails += info_one(uris[i]) != 0;
-	}
+	for (int i = 0; i < n; i++)
+		info_listed(uris[i], &fails);
+	free(uris);
 	return fails ? 1 : 0;
 }
 
