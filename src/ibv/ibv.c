@@ -220,7 +220,6 @@ static int ibvp_open(const char *uri, const char *scheme, const char *rest, stru
 		return -ENOMEM;
 	}
 	dev->base.ops = &ibvp_device_ops;
-	snprintf(dev->base.uri, sizeof(dev->base.uri), "%s", uri);
 	snprintf(dev->name, sizeof(dev->name), "%s", name);
 	dev->ctx = ctx;
 	dev->port = (uint8_t)port;

@@ -118,7 +118,6 @@ static int soft_open(const char *uri, const char *scheme, const char *rest, stru
 		goto err_sh;
 
 	dev->base.ops = &soft_device_ops;
-	snprintf(dev->base.uri, sizeof(dev->base.uri), "%s", uri);
 	snprintf(dev->name, sizeof(dev->name), "%s", rest);
 	pthread_mutex_init(&dev->lock, NULL);
 	dev->wire = w;
@@ -166,8 +165,6 @@ static int soft_query(struct ql_device *d, struct ql_device_attr *a)
 
 	memset(a, 0, sizeof(*a));
 	snprintf(a->name, sizeof(a->name), "%s", dev->name);
-	snprintf(a->uri, sizeof(a->uri), "%s", dev->base.uri);
-	snprintf(a->provider, sizeof(a->provider), "soft");
 	snprintf(a->wire, sizeof(a->wire), "%s", dev->wire == SOFT_WIRE_LOOP ? "loop" : "shm");
 	snprintf(a->dev.fw_ver, sizeof(a->dev.fw_ver), "qlink-soft-1");
 	a->dev.vendor_id = 0;
