@@ -314,13 +314,32 @@ static void test_pd_mem_errors(void **state)
 }
 
 /* Memory keeps its PD, and the PD its device: a PD with memory cannot be
- * freed, so the device cannot be closed under it. */
+ * freed, so the device cannot be closed under it. Memory still registered
+ * (by any MR, on any PD) cannot be freed: a peer holding the rkey would
+ * write into whatever reused it. */
 static void test_pd_mem_lifetime(void **state)
 {
 	struct mem_env e;
+	struct ql_mr *mr, *mr2;
+	struct ql_pd *other;
+	uint8_t *c;
 	void *a, *b;
 
 	env_open(*state, &e);
+	assert_int_equal(ql_pd_alloc(e.dev, &other), 0);
+	assert_int_equal(ql_pd_mem_alloc(e.pd, 3 * PAGE, (void **)&c), 0);
+	/* an MR over its last page only, on the same PD */
+	assert_int_equal(ql_mr_reg(e.pd, c + 2 * PAGE, 100, VT_ACCESS_ALL, &mr), 0);
+	/* and one over its first page, on another PD */
+	assert_int_equal(ql_mr_reg(other, c, PAGE, IBV_ACCESS_LOCAL_WRITE, &mr2), 0);
+	assert_int_equal(ql_pd_mem_free(e.pd, c), -EBUSY);
+	assert_non_null(strstr(ql_error_detail(), "still registered"));
+	assert_int_equal(ql_mr_dereg(mr), 0);
+	assert_int_equal(ql_pd_mem_free(e.pd, c), -EBUSY);
+	assert_int_equal(ql_mr_dereg(mr2), 0);
+	assert_int_equal(ql_pd_mem_free(e.pd, c), 0);
+	assert_int_equal(ql_pd_free(other), 0);
+
 	assert_int_equal(ql_pd_mem_alloc(e.pd, PAGE, &a), 0);
 	assert_int_equal(ql_pd_mem_alloc(e.pd, PAGE, &b), 0);
 	assert_int_equal(ql_pd_free(e.pd), -EBUSY);

@@ -99,8 +99,8 @@ int ql_pd_free(struct ql_pd *pd);
  * open). */
 int ql_pd_mem_alloc(struct ql_pd *pd, size_t length, void **addr);
 /* Free memory from ql_pd_mem_alloc on the same PD; -EINVAL for any other
- * address (memory of another PD, an interior pointer, a second free).
- * Deregister MRs over it first. */
+ * address (memory of another PD, an interior pointer, a second free);
+ * -EBUSY while any MR (of any PD) covers part of it: deregister first. */
 int ql_pd_mem_free(struct ql_pd *pd, void *addr);
 
 /* The process-wide default: the soft provider's shared heap, which every

@@ -63,6 +63,7 @@ struct ql_mr {
 	uint32_t lkey;
 	uint32_t rkey;
 	int access;
+	struct ql_mr *live_next; /* verbs layer: every live MR (ql_pd_mem_free) */
 };
 
 struct ql_cq {

@@ -141,14 +141,16 @@ QL_EXPORT int ql_pd_alloc(struct ql_device *dev, struct ql_pd **pd)
 	return 0;
 }
 
-/* PD-scoped memory. One lock for every PD's list: setup path only. */
+/* PD-scoped memory. One lock for every PD's list and the list of live MRs
+ * (memory still registered is not freed): setup path only. */
 struct ql_pd_mem {
 	struct ql_pd_mem *next;
 	void *addr;
 	size_t length;
 };
 
-static pthread_mutex_t pd_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ql_mr *live_mrs;
 
 QL_EXPORT int ql_pd_free(struct ql_pd *pd)
 {
@@ -158,9 +160,9 @@ QL_EXPORT int ql_pd_free(struct ql_pd *pd)
 	if (!pd)
 		return -EINVAL;
 	dev = pd->dev;
-	pthread_mutex_lock(&pd_mem_lock);
+	pthread_mutex_lock(&mem_lock);
 	ret = pd->mem ? -EBUSY : 0;
-	pthread_mutex_unlock(&pd_mem_lock);
+	pthread_mutex_unlock(&mem_lock);
 	if (ret)
 		return ql_error_set(ret, "ql_pd_free: memory from ql_pd_mem_alloc() on this PD "
 					 "is still allocated");
@@ -202,10 +204,10 @@ QL_EXPORT int ql_pd_mem_alloc(struct ql_pd *pd, size_t length, void **addr)
 		free(m);
 		return ret;
 	}
-	pthread_mutex_lock(&pd_mem_lock);
+	pthread_mutex_lock(&mem_lock);
 	m->next = pd->mem;
 	pd->mem = m;
-	pthread_mutex_unlock(&pd_mem_lock);
+	pthread_mutex_unlock(&mem_lock);
 	*addr = m->addr;
 	return 0;
 }
@@ -213,18 +215,31 @@ QL_EXPORT int ql_pd_mem_alloc(struct ql_pd *pd, size_t length, void **addr)
 QL_EXPORT int ql_pd_mem_free(struct ql_pd *pd, void *addr)
 {
 	struct ql_pd_mem **pp, *m = NULL;
+	const struct ql_mr *mr = NULL;
 
 	if (!pd || !addr)
 		return ql_error_set(-EINVAL, "ql_pd_mem_free: NULL argument");
-	pthread_mutex_lock(&pd_mem_lock);
-	for (pp = &pd->mem; *pp; pp = &(*pp)->next) {
-		if ((*pp)->addr == addr) {
+	pthread_mutex_lock(&mem_lock);
+	for (pp = &pd->mem; *pp && (*pp)->addr != addr; pp = &(*pp)->next)
+		;
+	if (*pp) {
+		/* A peer holding an rkey over it could otherwise write into
+		 * whatever reuses the memory (on soft+shm: QP and MR tables). */
+		const uint8_t *a = addr;
+
+		for (mr = live_mrs; mr; mr = mr->live_next)
+			if ((const uint8_t *)mr->addr < a + (*pp)->length &&
+			    a < (const uint8_t *)mr->addr + mr->length)
+				break;
+		if (!mr) {
 			m = *pp;
 			*pp = m->next;
-			break;
 		}
 	}
-	pthread_mutex_unlock(&pd_mem_lock);
+	pthread_mutex_unlock(&mem_lock);
+	if (mr)
+		return ql_error_set(-EBUSY, "ql_pd_mem_free(%p): still registered (MR lkey 0x%x)",
+				    addr, mr->lkey);
 	if (!m)
 		return ql_error_set(
 			-EINVAL, "ql_pd_mem_free(%p): not memory from ql_pd_mem_alloc() on this PD",
@@ -280,14 +295,34 @@ QL_EXPORT int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access,
 	(*mr)->addr = addr;
 	(*mr)->length = length;
 	(*mr)->access = access;
+	pthread_mutex_lock(&mem_lock);
+	(*mr)->live_next = live_mrs;
+	live_mrs = *mr;
+	pthread_mutex_unlock(&mem_lock);
 	return 0;
 }
 
 QL_EXPORT int ql_mr_dereg(struct ql_mr *mr)
 {
+	struct ql_mr **pp;
+	int ret;
+
 	if (!mr)
 		return -EINVAL;
-	return mr->pd->dev->ops->mr_dereg(mr);
+	/* Unlinked before the provider frees it, relinked if it refuses; under
+	 * the lock throughout, so ql_pd_mem_free never sees it half gone. */
+	pthread_mutex_lock(&mem_lock);
+	for (pp = &live_mrs; *pp && *pp != mr; pp = &(*pp)->live_next)
+		;
+	if (*pp)
+		*pp = mr->live_next;
+	ret = mr->pd->dev->ops->mr_dereg(mr);
+	if (ret) {
+		mr->live_next = live_mrs;
+		live_mrs = mr;
+	}
+	pthread_mutex_unlock(&mem_lock);
+	return ret;
 }
 
 QL_EXPORT uint32_t ql_mr_lkey(const struct ql_mr *mr)
