@@ -359,7 +359,11 @@ static int load_plugins(struct qlinkd *q, bool check_only)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < c->plugins_count; i++) {
 		struct ql_plugin *p;
-		int r = ql_plugin_load(c->plugins[i].path, c->plugins[i].config, &p);
+		int r;
+
+		if (check_only && access(c->plugins[i].path, R_OK))
+			continue; /* the config check said so already */
+		r = ql_plugin_load(c->plugins[i].path, c->plugins[i].config, &p);
 
 		if (r) {
 			fprintf(stderr, "%s:%u: plugins[%u]: %s\n", c->path, c->plugins[i].line, i,
@@ -729,19 +733,22 @@ static void usage(FILE *f)
 		   "  -V, --version            the version\n");
 }
 
+/* Every problem the file and its plugins have, each with its line: the
+ * file's own first, then each plugin that does not load or register. */
 static int check_config(const char *path)
 {
 	struct qlinkd q = { 0 };
 	struct ql_diags diags;
-	int ret = ql_config_load(path, &q.cfg, &diags);
+	int ret = ql_config_check(path, &q.cfg, &diags);
 
-	if (ret) {
+	if (ret)
 		ql_diags_print(&diags, path, stderr);
+	if (!q.cfg)
 		return 1;
-	}
-	ret = load_plugins(&q, true);
-	if (!ret)
-		ret = check_registration(&q);
+	if (load_plugins(&q, true))
+		ret = -EINVAL;
+	else if (check_registration(&q))
+		ret = -EINVAL;
 	unload_plugins(&q);
 	ql_config_free(q.cfg);
 	if (ret)
