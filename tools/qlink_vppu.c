@@ -216,7 +216,7 @@ static void vppu_usage(FILE *f)
 		"  --rate HZ            paced at HZ instead of closed loop\n"
 		"  --timeout S          wait for the server, or the trigger (default 60)\n"
 		"  --call-timeout S     a call unanswered after S ends the run, reported as\n"
-		"                       timed out, exit 1 (default 1)\n"
+		"                       timed out, exit 1 (default 5)\n"
 		"  --json               JSON report (one object per program step)\n"
 		"  -h, --help           this text\n");
 }
@@ -508,7 +508,7 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 				 .name = "vppu",
 				 .seconds = 1,
 				 .timeout = 60,
-				 .call_timeout = 1 };
+				 .call_timeout = 5 };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {

@@ -41,7 +41,7 @@ struct ql_vppu_config {
 	double rate_hz;	      /* 0: closed loop; > 0: paced at this rate */
 	uint64_t count;	      /* calls to make (0: run for duration_ns) */
 	uint64_t duration_ns; /* when count is 0 */
-	/* Per-call timeout (0: 1 s): a call unanswered this long after it was
+	/* Per-call timeout (0: 5 s): a call unanswered this long after it was
 	 * sent ends the run; it and every call still in flight past its own
 	 * deadline are counted in timeouts. Also bounds the final drain. */
 	uint64_t timeout_ns;

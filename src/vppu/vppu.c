@@ -173,7 +173,7 @@ int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 		return -ENOMEM;
 	}
 	r.fid = ql_rpc_fnv1a(call->function);
-	timeout = cfg->timeout_ns ? cfg->timeout_ns : 1000000000ull;
+	timeout = cfg->timeout_ns ? cfg->timeout_ns : 5000000000ull;
 	if (cfg->rate_hz > 0)
 		period = (uint64_t)(1e9 / cfg->rate_hz);
 	target = cfg->count;
