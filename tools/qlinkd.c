@@ -8,11 +8,11 @@
  * the handler plugins (qlink/plugin.h) and serves sessions: a session is one
  * verbs channel (a request ring and its QP) and one daemon with the
  * built-in qlink_parity and every plugin function registered, made when a
- * QCS asks for one. The UDP control plane will drive sessions
- * (session_create on DISCOVER, session_connect on ACK, session_destroy on
- * STOP); until it is wired in, --params-file runs one session over the
- * same file rendezvous as `qlink serve`, so qlinkd can be driven by
- * `qlink vppu --params-file P` today.
+ * QCS asks for one. The UDP control plane drives sessions (session_create
+ * on DISCOVER, session_connect on ACK, session_destroy on COMPLETE, ABORT
+ * or loss); besides it, --params-file runs one session over the same file
+ * rendezvous as `qlink serve` (tools/rendezvous.h), so qlinkd can also be
+ * driven by `qlink vppu --params-file P`.
  *
  * Signals arrive through a signalfd read by the main loop (no work in
  * handlers): SIGINT/SIGTERM tell every connected QCS (ABORT), stop every
