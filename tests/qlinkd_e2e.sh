@@ -108,6 +108,14 @@ for want in "many.yaml:1: device: .*outside" "many.yaml:3: control.port: 0 is ou
 done
 printf 'device: soft://loop\n---\ndevice: soft://loop\n' >"$dir/two.yaml"
 expect_fail "two documents" "two.yaml:2: a second YAML document" "$qlinkd" --check-config "$dir/two.yaml"
+# qlinkd's --params-file obeys the rendezvous rules (tools/rendezvous.h)
+printf 'planted\n' >"$dir/planted"
+expect_fail "pre-existing params file" "planted already exists" \
+	"$qlinkd" --config "$dir/qlinkd.yaml" --params-file "$dir/planted" --timeout 1
+[ "$(cat "$dir/planted")" = planted ] || fail "qlinkd overwrote a pre-existing params file"
+mkdir "$dir/ww" && chmod 0777 "$dir/ww"
+expect_fail "world-writable params directory" "writable by group or others and not sticky" \
+	"$qlinkd" --config "$dir/qlinkd.yaml" --params-file "$dir/ww/p" --timeout 1
 expect_fail "missing config" "cannot read the file" "$qlinkd" --config "$dir/nope.yaml"
 expect_fail "no arguments" "give one of" "$qlinkd"
 echo "PASS: qlinkd end to end"
