@@ -7,7 +7,12 @@ set -u
 qlink=$1
 dir=$(mktemp -d)
 pids=
-trap 'for p in $pids; do kill $p 2>/dev/null; done; rm -rf "$dir"' EXIT
+cleanup() {
+	local p
+	for p in $pids; do kill "$p" 2>/dev/null; done
+	rm -rf "$dir"
+}
+trap cleanup EXIT
 fail() { echo "FAIL: $*"; for f in "$dir"/*.out; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done; exit 1; }
 
 printf 'victim data\n' >"$dir/victim"
