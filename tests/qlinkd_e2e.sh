@@ -77,6 +77,45 @@ expect_fail "check bad plugin ABI" "plugin ABI version 42" "$qlinkd" --check-con
 printf 'plugins:\n  - path: %s\n' "$qlink" >"$dir/exe.yaml"
 expect_fail "executable as plugin" "cannot be loaded\|not a qlink plugin" \
 	"$qlinkd" --config "$dir/exe.yaml"
+# --check-config reports every problem, each with its line: the file's own
+# (URI, ring memory, unknown key, port) and then each plugin's
+cat >"$dir/many.yaml" <<YAML
+device: soft+shm://this/is:bad
+control:
+  port: 0
+  prot: 1
+YAML
+"$qlinkd" --check-config "$dir/many.yaml" >"$dir/many.out" 2>&1 && fail "check-config: many problems accepted"
+grep -q "many.yaml:4: unknown key 'prot' in control" "$dir/many.out" || fail "check-config: unknown key"
+[ "$(wc -l <"$dir/many.out")" -eq 1 ] || fail "check-config: schema problems come alone (nothing to build from)"
+cat >"$dir/many.yaml" <<YAML
+device: soft+shm://this/is:bad
+control:
+  port: 0
+max_sessions: 1024
+ring:
+  slots: 65536
+  slot_size: 65536
+plugins:
+  - path: $bad_plugin
+  - path: /nonexistent/plugin.so
+YAML
+"$qlinkd" --check-config "$dir/many.yaml" >"$dir/many.out" 2>&1 && fail "check-config: many problems accepted"
+for want in "many.yaml:1: device: .*outside" "many.yaml:3: control.port: 0 is out of range" \
+	"many.yaml:6: ring: .*more than this host's memory" \
+	"many.yaml:10: plugins\[1\].path: cannot read" "many.yaml:9: plugins\[0\]: .*plugin ABI version 42"; do
+	grep -q -- "$want" "$dir/many.out" || fail "check-config: missing '$want'"
+done
+printf 'device: soft://loop\n---\ndevice: soft://loop\n' >"$dir/two.yaml"
+expect_fail "two documents" "two.yaml:2: a second YAML document" "$qlinkd" --check-config "$dir/two.yaml"
+# qlinkd's --params-file obeys the rendezvous rules (tools/rendezvous.h)
+printf 'planted\n' >"$dir/planted"
+expect_fail "pre-existing params file" "planted already exists" \
+	"$qlinkd" --config "$dir/qlinkd.yaml" --params-file "$dir/planted" --timeout 1
+[ "$(cat "$dir/planted")" = planted ] || fail "qlinkd overwrote a pre-existing params file"
+mkdir "$dir/ww" && chmod 0777 "$dir/ww"
+expect_fail "world-writable params directory" "writable by group or others and not sticky" \
+	"$qlinkd" --config "$dir/qlinkd.yaml" --params-file "$dir/ww/p" --timeout 1
 expect_fail "missing config" "cannot read the file" "$qlinkd" --config "$dir/nope.yaml"
 expect_fail "no arguments" "give one of" "$qlinkd"
 echo "PASS: qlinkd end to end"

@@ -1,7 +1,8 @@
 /*
  * qlinkd's config file: defaults, every key, and every error path reported
  * with its line (unknown key, wrong type, bad geometry, bad port, missing
- * plugin, malformed YAML, empty file, nonexistent file, ...).
+ * plugin, malformed YAML, empty file, nonexistent file, ...), every problem
+ * of a file at once, device URIs, ring memory and multi-document files.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -12,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -203,6 +207,150 @@ static void test_malformed_empty_missing(void **state)
 	assert_int_equal(ql_config_load(dir, &c, &d), -EISDIR);
 }
 
+/* Load text expecting exactly the diagnostics at lines[] (in order). */
+static void expect_lines(const char *text, unsigned n, const unsigned *lines)
+{
+	const char *path = write_tmp("many.yaml", text);
+	struct ql_config *c;
+	struct ql_diags d;
+
+	assert_int_equal(ql_config_load(path, &c, &d), -EINVAL);
+	if (d.count != n)
+		ql_diags_print(&d, path, stderr);
+	assert_int_equal(d.count, n);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(d.d[i].line, lines[i]);
+}
+
+/* Schema problems (unknown keys, wrong kinds, non-numbers, missing keys)
+ * are all reported, each with its line, not only libcyaml's first. */
+static void test_every_schema_problem(void **state)
+{
+	static const unsigned a[] = { 1, 3, 4, 6 };
+	static const unsigned b[] = { 2, 4 };
+
+	(void)state;
+	expect_lines("devcie: soft://loop\ncontrol:\n  prot: 1\nring: 64\nlog:\n  level: [x]\n", 4,
+		     a);
+	expect_lines("control:\n  port: eighty\nplugins:\n  - config: x\n", 2, b);
+	expect_error("devcie: soft://loop\ncontrol:\n  prot: 1\n", 3,
+		     "unknown key 'prot' in control");
+}
+
+/* What would fail at start is caught by the check: URI syntax, scheme,
+ * device name length and characters, ibv port and GID index. */
+static void test_device_uri(void **state)
+{
+	char text[400], name[80];
+
+	(void)state;
+	memset(name, 'a', 64);
+	name[64] = '\0';
+	snprintf(text, sizeof(text), "device: soft+shm://%s\n", name);
+	expect_error(text, 1, "device name longer than 63 characters");
+	name[63] = '\0';
+	snprintf(text, sizeof(text), "device: soft+shm://%s\n", name);
+	{
+		const char *path = write_tmp("ok.yaml", text);
+		struct ql_config *c;
+
+		assert_int_equal(ql_config_load(path, &c, NULL), 0); /* 63 is the most */
+		ql_config_free(c);
+	}
+	memset(name, 'b', 70);
+	name[70] = '\0';
+	snprintf(text, sizeof(text), "device: ibv://%s%s%s\n", name, name, name);
+	expect_error(text, 1, "URI longer than 159 characters");
+	expect_error("device: soft+shm://a/b\n", 1, "outside [A-Za-z0-9_.-]");
+	expect_error("device: soft+shm://\n", 1, "names no device");
+	expect_error("device: soft+shm:/x\n", 1, "is not a device URI SCHEME://NAME");
+	expect_error("device: ://x\n", 1, "is not a device URI");
+	expect_error("device: rdma://x\n", 1, "unknown URI scheme 'rdma'");
+	expect_error("device: soft://other\n", 1, "the only soft:// device is soft://loop");
+	expect_error("device: soft+udp://10.0.0.1\n", 1, "not supported yet");
+	expect_error("device: ibv://mlx5_0:0\n", 1, "port is not 1..255");
+	expect_error("device: ibv://mlx5_0:1:x\n", 1, "GID index");
+	expect_error("device: ibv://:1\n", 1, "names no device");
+}
+
+/* Rings that cannot be allocated (more than the host's memory) or pinned
+ * (more than RLIMIT_MEMLOCK, for ibv) are caught with the ring's line. */
+static void test_ring_memory(void **state)
+{
+	const char *path;
+	pid_t pid;
+	int st;
+
+	(void)state;
+	expect_error("device: soft://loop\nmax_sessions: 1024\nring:\n  slots: 65536\n"
+		     "  slot_size: 65536\n",
+		     4, "more than this host's memory");
+	expect_error("device: soft+shm://x\nmax_sessions: 64\nring:\n  slots: 8192\n"
+		     "  slot_size: 8192\n",
+		     4, "more than the soft+shm heap");
+	/* memlock: an unprivileged process with a 64 KiB limit */
+	path = write_tmp("memlock.yaml", "device: ibv://mlx5_0\nring:\n  slots: 1024\n"
+					 "  slot_size: 1024\n");
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = { 65536, 65536 };
+		struct ql_config *c;
+		struct ql_diags d;
+
+		if (setrlimit(RLIMIT_MEMLOCK, &rl))
+			_exit(10);
+		if (geteuid() == 0 &&
+		    (chmod(dir, 0755) || chmod(path, 0644) || setgid(65534) || setuid(65534)))
+			_exit(11);
+		if (ql_config_load(path, &c, &d) != -EINVAL || d.count != 1 || d.d[0].line != 3 ||
+		    !strstr(d.d[0].msg, "more than RLIMIT_MEMLOCK"))
+			_exit(12);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st));
+	assert_int_equal(WEXITSTATUS(st), 0);
+}
+
+/* One file, one document: a second '---' is refused, with its line. */
+static void test_multi_document(void **state)
+{
+	const char *path;
+	struct ql_config *c;
+
+	(void)state;
+	expect_error("device: soft://loop\n---\ndevice: soft+shm://x\n", 2,
+		     "a second YAML document");
+	expect_error("---\ndevice: soft://loop\n...\n---\nring: {}\n", 4, "a second YAML document");
+	path = write_tmp("one.yaml", "---\ndevice: soft://loop\n...\n");
+	assert_int_equal(ql_config_load(path, &c, NULL), 0);
+	ql_config_free(c);
+}
+
+/* --check-config's load: the config comes back with its problems, so the
+ * plugins can be checked too. */
+static void test_check_keeps_partial(void **state)
+{
+	const char *path = write_tmp("partial.yaml", "control:\n  port: 0\nplugins:\n"
+						     "  - path: /nonexistent/x.so\n");
+	struct ql_config *c = NULL;
+	struct ql_diags d;
+
+	(void)state;
+	assert_int_equal(ql_config_check(path, &c, &d), -EINVAL);
+	assert_non_null(c);
+	assert_int_equal(d.count, 2);
+	assert_int_equal(c->control.port, 7700); /* the default stands in */
+	assert_int_equal(c->plugins_count, 1);
+	ql_config_free(c);
+	/* unknown keys: nothing to build from */
+	path = write_tmp("partial.yaml", "prot: 1\n");
+	assert_int_equal(ql_config_check(path, &c, &d), -EINVAL);
+	assert_null(c);
+}
+
 static int setup(void **state)
 {
 	return mkdtemp(dir) ? 0 : -1;
@@ -228,6 +376,11 @@ int main(void)
 		cmocka_unit_test(test_several_errors),
 		cmocka_unit_test(test_missing_plugin),
 		cmocka_unit_test(test_malformed_empty_missing),
+		cmocka_unit_test(test_every_schema_problem),
+		cmocka_unit_test(test_device_uri),
+		cmocka_unit_test(test_ring_memory),
+		cmocka_unit_test(test_multi_document),
+		cmocka_unit_test(test_check_keeps_partial),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

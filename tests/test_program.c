@@ -212,6 +212,30 @@ static void expect_error(const char *text, unsigned line, const char *substr)
 	}
 }
 
+/* Every schema problem at once, and one document per file. */
+static void test_every_problem_one_document(void **state)
+{
+	const char *path = write_tmp("many.yaml",
+				     "calls:\n  - function: f\n    repeat: many\n    windw: 2\n"
+				     "  - args: {}\n",
+				     0);
+	struct ql_program *p = NULL;
+	struct ql_diags d;
+
+	(void)state;
+	assert_int_equal(ql_program_load(path, &p, &d), -EINVAL);
+	assert_null(p);
+	if (d.count != 4)
+		ql_diags_print(&d, path, stderr);
+	assert_int_equal(d.count, 4);
+	assert_int_equal(d.d[0].line, 3); /* repeat: not an integer */
+	assert_int_equal(d.d[1].line, 4); /* windw: unknown */
+	assert_int_equal(d.d[2].line, 5); /* args: not a list */
+	assert_int_equal(d.d[3].line, 5); /* function missing */
+	expect_error("calls:\n  - function: f\n---\ncalls:\n  - function: g\n", 3,
+		     "a second YAML document");
+}
+
 static void test_errors(void **state)
 {
 	struct ql_program *p;
@@ -274,6 +298,7 @@ int main(void)
 		cmocka_unit_test(test_generators_and_checks),
 		cmocka_unit_test(test_check_catches_wrong),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_every_problem_one_document),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -50,56 +50,12 @@ static void sleep_ms(long ms)
 	nanosleep(&ts, NULL);
 }
 
-/* Write text to path atomically (write a temporary, rename). */
-static int write_file(const char *path, const char *text)
+/* Waiting for a rendezvous file: poll every 10 ms until told to stop. */
+static int rdv_idle(void *ctx)
 {
-	char tmp[4200];
-	int fd, ret;
-
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	ret = tool_write_all(fd, text, strlen(text));
-	close(fd);
-	if (ret || rename(tmp, path)) {
-		ret = -errno;
-		unlink(tmp);
-		return ret ? ret : -EIO;
-	}
-	return 0;
-}
-
-/* Wait up to timeout_s for path to exist, then read its first line. */
-static int wait_file(const char *path, double timeout_s, char *line, size_t len)
-{
-	uint64_t deadline = ql_clock_ns() + (uint64_t)(timeout_s * 1e9);
-
-	while (!stop_requested) {
-		int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-		if (fd >= 0) {
-			int n = tool_read_line(fd, line, len);
-
-			close(fd);
-			return n < 0 ? -EIO : 0;
-		}
-		if (ql_clock_ns() > deadline)
-			return -ETIMEDOUT;
-		sleep_ms(10);
-	}
-	return -EINTR;
-}
-
-static int params_text(const struct ql_conn_params *p, char *buf, size_t len)
-{
-	int n = ql_conn_params_format(p, buf, len - 1);
-
-	if (n < 0 || (size_t)n >= len - 1)
-		return -EINVAL;
-	buf[n] = '\n';
-	buf[n + 1] = '\0';
-	return 0;
+	(void)ctx;
+	sleep_ms(10);
+	return stop_requested;
 }
 
 /* ---- serve ------------------------------------------------------------------ */
@@ -139,9 +95,9 @@ int tool_serve(int argc, char **argv)
 	struct ql_daemon_config dc = { .cpu = 1 };
 	const char *file = NULL, *uri = "soft+shm://qlserve";
 	struct tool_server srv = { 0 };
+	struct tool_rdv rdv = { 0 };
 	struct ql_conn_params cp;
 	struct ql_daemon_stats st;
-	char path[4096], text[512];
 	double timeout = 60;
 	int c, ret;
 
@@ -183,32 +139,28 @@ int tool_serve(int argc, char **argv)
 			file ? "unexpected argument" : "--params-file FILE is required");
 		return 2;
 	}
-	if (strlen(file) > sizeof(path) - 16) {
-		fprintf(stderr, "qlink serve: --params-file path too long\n");
+	if (tool_rdv_init(&rdv, file)) {
+		fprintf(stderr, "qlink serve: --params-file: %s\n", ql_error_detail());
 		return 2;
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	ret = tool_server_open(&srv, uri, &vc, &dc);
+	ret = tool_rdv_check_dir(file);
 	if (!ret)
-		ret = params_text(&srv.params, text, sizeof(text));
+		ret = tool_server_open(&srv, uri, &vc, &dc);
 	if (!ret)
-		ret = write_file(file, text);
+		ret = tool_rdv_offer(&rdv, &srv.params);
 	if (ret) {
 		tool_fail("serve", "setup", ret);
 		goto out;
 	}
-	snprintf(path, sizeof(path), "%s.client", file);
-	ret = wait_file(path, timeout, text, sizeof(text));
-	if (!ret && ql_conn_params_parse(text, &cp))
-		ret = -EINVAL;
+	ret = tool_rdv_wait_client(&rdv, timeout, rdv_idle, NULL, &cp);
 	if (!ret)
 		ret = ql_verbs_channel_connect(srv.ch, &cp, NULL);
 	if (!ret)
 		ret = ql_daemon_start(srv.d);
-	snprintf(path, sizeof(path), "%s.ready", file);
 	if (!ret)
-		ret = write_file(path, "ready\n");
+		ret = tool_rdv_ready(&rdv);
 	if (ret) {
 		tool_fail("serve", "connecting the client", ret);
 		goto out;
@@ -224,6 +176,7 @@ int tool_serve(int argc, char **argv)
 	       st.requests, st.responses, st.ok, st.handler_error,
 	       st.requests - st.ok - st.handler_error, st.channel_error);
 out:
+	tool_rdv_cleanup(&rdv);
 	tool_server_close(&srv);
 	return ret ? 1 : 0;
 }
@@ -242,7 +195,8 @@ static void vppu_usage(FILE *f)
 		"docs/qlinkd.md) or, without --program, calls qlink_parity. With --params-file\n"
 		"it meets a `qlink serve` through files instead. Every answer is checked; it\n"
 		"reports round trips (from the echoed ptp_timestamp), rates, wrong answers,\n"
-		"errors, timeouts and lost calls, and exits 1 if anything was wrong or lost.\n"
+		"errors, timeouts and lost calls, and exits 1 if anything was wrong, lost or\n"
+		"timed out. SIGINT/SIGTERM end the run at once, even with its window full.\n"
 		"With --device the RTH drives it (QCSDevice, include/qlink/qcs.h): after\n"
 		"DISCOVER and ACK it waits for the RTH to upload a program (PROGRAM) and\n"
 		"TRIGGER it, runs it, and says COMPLETE; an ABORT from the RTH stops it (exit 3).\n"
@@ -261,6 +215,8 @@ static void vppu_usage(FILE *f)
 		"  --window N           calls in flight, closed loop (default 1)\n"
 		"  --rate HZ            paced at HZ instead of closed loop\n"
 		"  --timeout S          wait for the server, or the trigger (default 60)\n"
+		"  --call-timeout S     a call unanswered after S ends the run, reported as\n"
+		"                       timed out, exit 1 (default 5)\n"
 		"  --json               JSON report (one object per program step)\n"
 		"  -h, --help           this text\n");
 }
@@ -436,6 +392,7 @@ static int device_step(struct device *d, struct ql_ring_client *cl, uint32_t i,
 		sc.count = pc.count - sl.base < chunk ? pc.count - sl.base : chunk;
 		sc.tick = device_tick;
 		sc.tick_ctx = d;
+		sc.stop = &stop_requested;
 		sc.tick_ns = 50000000ull;
 		ret = ql_vppu_run(cl, &call, &sc, &rep);
 		if (ret)
@@ -512,7 +469,18 @@ out:
 	return ret || bad ? 1 : 0;
 }
 
-int tool_vppu(int argc, char **argv)
+/* ---- vppu: options, connection, run, end ---------------------------------- */
+
+struct vppu_opts {
+	struct ql_vppu_config cfg;
+	const char *file, *uri, *connect, *program, *secret_file, *name;
+	double seconds, timeout, call_timeout;
+	bool json, device;
+	int cpu;
+};
+
+/* 0 to go on, or the exit status (0 for --help). */
+static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 {
 	static const struct option lo[] = {
 		{ "params-file", required_argument, NULL, 'f' },
@@ -528,231 +496,314 @@ int tool_vppu(int argc, char **argv)
 		{ "window", required_argument, NULL, 'w' },
 		{ "rate", required_argument, NULL, 'r' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "call-timeout", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct ql_vppu_config cfg = { .window = 1 };
-	const char *file = NULL, *uri = "soft+shm://qlvppu", *connect = NULL;
-	const char *program = NULL, *secret_file = NULL, *name = "vppu";
-	struct ql_device *dev = NULL;
-	struct ql_ring_client *cl = NULL;
-	struct ql_ctl_client *ctl = NULL;
-	struct ql_program *prog = NULL;
-	struct ql_conn_params sp, cp;
-	struct ql_vppu_call call;
-	struct ql_vppu_report rep;
-	uint64_t seed = 0x5eed;
-	uint8_t secret[256];
-	size_t secret_len = 0;
-	char path[4096], text[1024];
-	double seconds = 1, timeout = 60;
-	bool json = false, bad = false, device = false;
-	int c, ret, cpu = 0;
+	int c;
 
+	*o = (struct vppu_opts){ .cfg = { .window = 1 },
+				 .uri = "soft+shm://qlvppu",
+				 .name = "vppu",
+				 .seconds = 1,
+				 .timeout = 60,
+				 .call_timeout = 5 };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			file = optarg;
+			o->file = optarg;
 			break;
 		case 'C':
-			connect = optarg;
+			o->connect = optarg;
 			break;
 		case 'P':
-			program = optarg;
+			o->program = optarg;
 			break;
 		case 'D':
-			device = true;
+			o->device = true;
 			break;
 		case 'S':
-			secret_file = optarg;
+			o->secret_file = optarg;
 			break;
 		case 'N':
-			name = optarg;
+			o->name = optarg;
 			break;
 		case 'u':
-			uri = optarg;
+			o->uri = optarg;
 			break;
 		case 'c':
-			if (tool_int(optarg, -1, 4095, &cpu))
+			if (tool_int(optarg, -1, 4095, &o->cpu))
 				return tool_bad("vppu", "--cpu", optarg);
 			break;
 		case 'n':
-			if (tool_u64(optarg, 1, UINT64_MAX, &cfg.count))
+			if (tool_u64(optarg, 1, UINT64_MAX, &o->cfg.count))
 				return tool_bad("vppu", "--count", optarg);
 			break;
 		case 's':
-			if (tool_double(optarg, 0.001, 86400, &seconds))
+			if (tool_double(optarg, 0.001, 86400, &o->seconds))
 				return tool_bad("vppu", "--seconds", optarg);
 			break;
 		case 'w':
-			if (tool_u32(optarg, 1, 65536, &cfg.window))
+			if (tool_u32(optarg, 1, 65536, &o->cfg.window))
 				return tool_bad("vppu", "--window", optarg);
 			break;
 		case 'r':
-			if (tool_double(optarg, 1, 1e9, &cfg.rate_hz))
+			if (tool_double(optarg, 1, 1e9, &o->cfg.rate_hz))
 				return tool_bad("vppu", "--rate", optarg);
 			break;
 		case 't':
-			if (tool_double(optarg, 0.01, 86400, &timeout))
+			if (tool_double(optarg, 0.01, 86400, &o->timeout))
 				return tool_bad("vppu", "--timeout", optarg);
 			break;
+		case 'T':
+			if (tool_double(optarg, 0.001, 86400, &o->call_timeout))
+				return tool_bad("vppu", "--call-timeout", optarg);
+			break;
 		case 'j':
-			json = true;
+			o->json = true;
 			break;
 		case 'h':
 			vppu_usage(stdout);
-			return 0;
+			return -1;
 		default:
 			vppu_usage(stderr);
 			return 2;
 		}
 	}
-	if (optind < argc || !!file == !!connect || (program && !connect) ||
-	    (device && (!connect || program))) {
+	if (optind < argc || !!o->file == !!o->connect || (o->program && !o->connect) ||
+	    (o->device && (!o->connect || o->program))) {
 		fprintf(stderr, "qlink vppu: %s\n",
-			optind < argc	    ? "unexpected argument" :
-			program && !connect ? "--program needs --connect" :
-			device && !connect  ? "--device needs --connect" :
-			device && program   ? "--device gets its program from the RTH" :
-					    "give one of --connect HOST:PORT or --params-file FILE");
+			optind < argc ? "unexpected argument" :
+			o->program && !o->connect ?
+					"--program needs --connect" :
+			o->device && !o->connect ?
+					"--device needs --connect" :
+			o->device && o->program ?
+					"--device gets its program from the RTH" :
+					"give one of --connect HOST:PORT or --params-file FILE");
 		return 2;
 	}
-	if (file && strlen(file) > sizeof(path) - 16) {
-		fprintf(stderr, "qlink vppu: --params-file path too long\n");
-		return 2;
+	if (!o->cfg.count)
+		o->cfg.duration_ns = (uint64_t)(o->seconds * 1e9);
+	o->cfg.timeout_ns = (uint64_t)(o->call_timeout * 1e9);
+	o->cfg.stop = &stop_requested;
+	return 0;
+}
+
+/* What a running vppu holds; vppu_close frees it. */
+struct vppu {
+	const struct vppu_opts *o;
+	struct ql_device *dev;
+	struct ql_ring_client *cl;
+	struct ql_ctl_client *ctl;
+	struct ql_program *prog;
+	struct tool_rdv rdv;
+};
+
+/* The server's parameters: from qlinkd's control plane or the file. */
+static int vppu_discover(struct vppu *v, struct ql_conn_params *sp)
+{
+	const struct vppu_opts *o = v->o;
+	int ret;
+
+	if (o->connect) {
+		struct ql_ctl_client_config cc = { .name = o->name };
+		uint8_t secret[256];
+		size_t secret_len = 0;
+		char hp[300];
+
+		/* a bare host means the default control port */
+		snprintf(hp, sizeof(hp), strchr(o->connect, ':') ? "%s" : "%s:7700", o->connect);
+		ret = o->secret_file ? tool_read_secret(o->secret_file, secret, sizeof(secret),
+							&secret_len) :
+				       0;
+		if (!ret)
+			ret = ql_ctl_client_create(hp, secret_len ? secret : NULL, secret_len, &cc,
+						   &v->ctl);
+		if (!ret)
+			ret = ql_ctl_client_discover(v->ctl, 1, sp);
+		if (ret)
+			tool_fail("vppu", "discovering the RTH", ret);
+		return ret;
 	}
-	if (!cfg.count)
-		cfg.duration_ns = (uint64_t)(seconds * 1e9);
-	if (program) {
+	ret = tool_rdv_init(&v->rdv, o->file);
+	if (!ret)
+		ret = tool_rdv_wait_server(&v->rdv, o->timeout, rdv_idle, NULL, sp);
+	if (ret)
+		tool_fail("vppu", "reading the server's parameters", ret);
+	return ret;
+}
+
+/* Open the device, connect the ring client, and tell the server. */
+static int vppu_connect(struct vppu *v, const struct ql_conn_params *sp)
+{
+	const struct vppu_opts *o = v->o;
+	struct ql_conn_params cp;
+	int ret;
+
+	ret = ql_device_open(o->uri, &v->dev);
+	if (!ret)
+		ret = ql_ring_client_create(v->dev, sp, NULL, &v->cl);
+	if (!ret)
+		ret = ql_ring_client_local_params(v->cl, &cp);
+	if (!ret)
+		ret = ql_ring_client_connect(v->cl, sp, NULL);
+	if (!ret && v->ctl) {
+		ret = ql_ctl_client_ack(v->ctl, &cp, 1);
+		if (!ret && !o->device)
+			ret = ql_ctl_client_start(v->ctl);
+	} else if (!ret) {
+		ret = tool_rdv_join(&v->rdv, &cp, o->timeout, rdv_idle, NULL);
+	}
+	if (ret)
+		tool_fail("vppu", "connecting to the server", ret);
+	return ret;
+}
+
+/* A run ended by a timeout or a signal says so plainly. */
+static void report_end(const struct ql_vppu_report *rep, const char *name,
+		       const struct vppu_opts *o)
+{
+	if (rep->timed_out)
+		fprintf(stderr,
+			"qlink vppu: %s: %" PRIu64 " call(s) unanswered after %.3f s: timed out; "
+			"the run ended there\n",
+			name, rep->timeouts, o->call_timeout);
+	if (rep->stopped)
+		fprintf(stderr,
+			"qlink vppu: %s: stopped by a signal with %" PRIu64 " call(s) in flight\n",
+			name, rep->lost);
+	if (rep->transport_error)
+		tool_fail("vppu", "transport", rep->transport_error);
+}
+
+/* Run one call with cfg; report it. 0, 1 (something wrong or lost) or -1
+ * (could not run). */
+static int vppu_phase(struct vppu *v, const struct ql_vppu_call *call,
+		      const struct ql_vppu_config *cfg, const char *name)
+{
+	struct ql_vppu_report rep;
+	int ret = ql_vppu_run(v->cl, call, cfg, &rep);
+
+	if (ret) {
+		tool_fail("vppu", "run", ret);
+		return -1;
+	}
+	report(&rep, name, v->o->json);
+	report_end(&rep, name, v->o);
+	return report_bad(&rep) || rep.timed_out || rep.stopped ? 1 : 0;
+}
+
+/* The program's steps in order, or qlink_parity. 0, 1 or -1 as above. */
+static int vppu_calls(struct vppu *v)
+{
+	const struct vppu_opts *o = v->o;
+	struct ql_vppu_call call;
+	uint64_t seed = 0x5eed;
+	int bad = 0, r;
+
+	if (!v->prog) {
+		struct ql_vppu_config cfg = o->cfg;
+
+		ql_demo_parity_call(&call, &seed);
+		if (v->ctl) {
+			cfg.tick = keepalive;
+			cfg.tick_ctx = v->ctl;
+			cfg.tick_ns = 500000000ull;
+		}
+		return vppu_phase(v, &call, &cfg, cfg.rate_hz > 0 ? "paced" : "closed");
+	}
+	for (uint32_t i = 0; i < v->prog->ncalls && !stop_requested; i++) {
+		struct ql_vppu_config pc;
+		char step[160];
+
+		r = ql_program_vppu_call(v->prog, i, &call, &pc);
+		if (r) {
+			tool_fail("vppu", "program", r);
+			return -1;
+		}
+		pc.tick = keepalive;
+		pc.tick_ctx = v->ctl;
+		pc.tick_ns = 500000000ull;
+		pc.timeout_ns = o->cfg.timeout_ns;
+		pc.stop = &stop_requested;
+		snprintf(step, sizeof(step), "step %u %s", i + 1, call.function);
+		r = vppu_phase(v, &call, &pc, step);
+		if (r < 0)
+			return r;
+		bad |= r;
+		ql_ctl_client_keepalive(v->ctl);
+	}
+	return bad;
+}
+
+/* STOP first, so the counters are final when STATUS reads them. */
+static int vppu_end_session(struct vppu *v)
+{
+	char counters[1024];
+	int ret;
+
+	if (stop_requested) {
+		ql_ctl_client_abort(v->ctl);
+		return -EINTR;
+	}
+	ret = ql_ctl_client_stop(v->ctl);
+	if (!ret && !ql_ctl_client_status(v->ctl, counters, sizeof(counters)) && !v->o->json)
+		printf("server: %s\n", counters);
+	if (!ret)
+		ret = ql_ctl_client_complete(v->ctl);
+	if (ret)
+		tool_fail("vppu", "ending the session", ret);
+	return ret;
+}
+
+static void vppu_close(struct vppu *v)
+{
+	tool_rdv_cleanup(&v->rdv);
+	ql_ring_client_destroy(v->cl);
+	if (v->dev)
+		ql_device_close(v->dev);
+	ql_ctl_client_destroy(v->ctl);
+	ql_program_free(v->prog);
+}
+
+int tool_vppu(int argc, char **argv)
+{
+	struct vppu_opts o;
+	struct vppu v = { .o = &o };
+	struct ql_conn_params sp;
+	int ret;
+
+	ret = vppu_parse(argc, argv, &o);
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	if (o.program) {
 		struct ql_diags diags;
 
-		if (ql_program_load(program, &prog, &diags)) {
-			ql_diags_print(&diags, program, stderr);
+		if (ql_program_load(o.program, &v.prog, &diags)) {
+			ql_diags_print(&diags, o.program, stderr);
 			return 1;
 		}
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
-	if (cpu >= 0 && ql_cpu_pin(cpu))
-		fprintf(stderr, "qlink vppu: cannot pin to cpu %d; running unpinned\n", cpu);
-
-	if (connect) {
-		struct ql_ctl_client_config cc = { .name = name };
-		char hp[300];
-
-		/* a bare host means the default control port */
-		snprintf(hp, sizeof(hp), strchr(connect, ':') ? "%s" : "%s:7700", connect);
-		ret = secret_file ?
-			      tool_read_secret(secret_file, secret, sizeof(secret), &secret_len) :
-			      0;
-		if (!ret)
-			ret = ql_ctl_client_create(hp, secret_len ? secret : NULL, secret_len, &cc,
-						   &ctl);
-		if (!ret)
-			ret = ql_ctl_client_discover(ctl, 1, &sp);
-		if (ret) {
-			tool_fail("vppu", "discovering the RTH", ret);
-			goto out;
-		}
-	} else {
-		ret = wait_file(file, timeout, text, sizeof(text));
-		if (!ret && ql_conn_params_parse(text, &sp))
-			ret = -EINVAL;
-		if (ret) {
-			tool_fail("vppu", "reading the server's parameters", ret);
-			goto out;
-		}
-	}
-	ret = ql_device_open(uri, &dev);
+	if (o.cpu >= 0 && ql_cpu_pin(o.cpu))
+		fprintf(stderr, "qlink vppu: cannot pin to cpu %d; running unpinned\n", o.cpu);
+	ret = vppu_discover(&v, &sp);
 	if (!ret)
-		ret = ql_ring_client_create(dev, &sp, NULL, &cl);
-	if (!ret)
-		ret = ql_ring_client_local_params(cl, &cp);
-	if (!ret)
-		ret = ql_ring_client_connect(cl, &sp, NULL);
-	if (!ret && connect) {
-		ret = ql_ctl_client_ack(ctl, &cp, 1);
-		if (!ret && !device)
-			ret = ql_ctl_client_start(ctl);
-	} else if (!ret) {
-		ret = params_text(&cp, text, sizeof(text));
-		snprintf(path, sizeof(path), "%s.client", file);
-		if (!ret)
-			ret = write_file(path, text);
-		snprintf(path, sizeof(path), "%s.ready", file);
-		if (!ret)
-			ret = wait_file(path, timeout, text, sizeof(text));
-	}
+		ret = vppu_connect(&v, &sp);
 	if (ret) {
-		tool_fail("vppu", "connecting to the server", ret);
-		goto out;
-	}
-	if (device) {
-		ret = device_run(ctl, cl, timeout, json);
-		goto done;
-	}
-	if (prog) {
-		for (uint32_t i = 0; i < prog->ncalls && !stop_requested; i++) {
-			struct ql_vppu_config pc;
-			char step[160];
-
-			ret = ql_program_vppu_call(prog, i, &call, &pc);
-			if (ret) {
-				tool_fail("vppu", "program", ret);
-				goto out;
-			}
-			pc.tick = keepalive;
-			pc.tick_ctx = ctl;
-			pc.tick_ns = 500000000ull;
-			ret = ql_vppu_run(cl, &call, &pc, &rep);
-			if (ret) {
-				tool_fail("vppu", "run", ret);
-				goto out;
-			}
-			snprintf(step, sizeof(step), "step %u %s", i + 1, call.function);
-			report(&rep, step, json);
-			bad |= report_bad(&rep);
-			ql_ctl_client_keepalive(ctl);
-		}
+		ret = 1;
+	} else if (o.device) {
+		ret = device_run(v.ctl, v.cl, o.timeout, o.json);
 	} else {
-		ql_demo_parity_call(&call, &seed);
-		if (ctl) {
-			cfg.tick = keepalive;
-			cfg.tick_ctx = ctl;
-			cfg.tick_ns = 500000000ull;
-		}
-		ret = ql_vppu_run(cl, &call, &cfg, &rep);
-		if (ret) {
-			tool_fail("vppu", "run", ret);
-			goto out;
-		}
-		report(&rep, cfg.rate_hz > 0 ? "paced" : "closed", json);
-		bad |= report_bad(&rep);
+		ret = vppu_calls(&v);
+		if (ret >= 0 && v.ctl && vppu_end_session(&v))
+			ret = 1;
+		ret = ret ? 1 : 0;
 	}
-	if (rep.transport_error)
-		tool_fail("vppu", "transport", rep.transport_error);
-	if (ctl) {
-		char counters[1024];
-
-		/* STOP first, so the counters are final when STATUS reads them */
-		ret = ql_ctl_client_stop(ctl);
-		if (!ret && !ql_ctl_client_status(ctl, counters, sizeof(counters)) && !json)
-			printf("server: %s\n", counters);
-		if (!ret)
-			ret = ql_ctl_client_complete(ctl);
-		if (ret)
-			tool_fail("vppu", "ending the session", ret);
-	}
-	ret = bad || ret;
-out:
-	ret = ret ? 1 : 0;
-done:
-	ql_ring_client_destroy(cl);
-	if (dev)
-		ql_device_close(dev);
-	ql_ctl_client_destroy(ctl);
-	ql_program_free(prog);
+	vppu_close(&v);
 	return ret;
 }

@@ -8,15 +8,17 @@
  * the handler plugins (qlink/plugin.h) and serves sessions: a session is one
  * verbs channel (a request ring and its QP) and one daemon with the
  * built-in qlink_parity and every plugin function registered, made when a
- * QCS asks for one. The UDP control plane will drive sessions
- * (session_create on DISCOVER, session_connect on ACK, session_destroy on
- * STOP); until it is wired in, --params-file runs one session over the
- * same file rendezvous as `qlink serve`, so qlinkd can be driven by
- * `qlink vppu --params-file P` today.
+ * QCS asks for one. The UDP control plane drives sessions (session_create
+ * on DISCOVER, session_connect on ACK, session_destroy on COMPLETE, ABORT
+ * or loss); besides it, --params-file runs one session over the same file
+ * rendezvous as `qlink serve` (tools/rendezvous.h), so qlinkd can also be
+ * driven by `qlink vppu --params-file P`.
  *
  * Signals arrive through a signalfd read by the main loop (no work in
- * handlers): SIGINT/SIGTERM stop every dispatcher, print the final counters
- * and free everything, exit 0; SIGUSR1 prints the counters. Logs are
+ * handlers): SIGINT/SIGTERM tell every connected QCS (ABORT), stop every
+ * dispatcher, print the final counters and free everything, exit 0; SIGUSR1
+ * prints the counters; SIGHUP is logged and does not reload (it checks the
+ * file on disk and says whether a restart would start). Logs are
  * structured lines on stderr, text or JSON per the config; counters go to
  * stdout in the same format.
  */
@@ -357,7 +359,11 @@ static int load_plugins(struct qlinkd *q, bool check_only)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < c->plugins_count; i++) {
 		struct ql_plugin *p;
-		int r = ql_plugin_load(c->plugins[i].path, c->plugins[i].config, &p);
+		int r;
+
+		if (check_only && access(c->plugins[i].path, R_OK))
+			continue; /* the config check said so already */
+		r = ql_plugin_load(c->plugins[i].path, c->plugins[i].config, &p);
 
 		if (r) {
 			fprintf(stderr, "%s:%u: plugins[%u]: %s\n", c->path, c->plugins[i].line, i,
@@ -597,6 +603,40 @@ static void control_counters(struct qlinkd *q)
 
 enum { EV_NONE, EV_STOP, EV_COUNTERS };
 
+static const char *signal_name(uint32_t signo)
+{
+	switch (signo) {
+	case SIGINT:
+		return "SIGINT";
+	case SIGTERM:
+		return "SIGTERM";
+	case SIGHUP:
+		return "SIGHUP";
+	case SIGUSR1:
+		return "SIGUSR1";
+	default:
+		return "other";
+	}
+}
+
+/* SIGHUP does not reload: the device, control socket and running sessions
+ * cannot change under a QCS. It says so, and checks the file on disk so
+ * the operator knows whether a restart would start. */
+static void on_sighup(struct qlinkd *q)
+{
+	struct ql_config *c = NULL;
+	struct ql_diags diags;
+	int ret = ql_config_load(q->cfg->path, &c, &diags);
+
+	ql_config_free(c);
+	qlog(QL_LOG_WARN, "qlinkd",
+	     "SIGHUP: configuration not reloaded; restart qlinkd to apply changes",
+	     "config=%s config_on_disk=%s problems=%u", q->cfg->path, ret ? "invalid" : "valid",
+	     ret ? diags.count + diags.dropped : 0u);
+	if (ret)
+		ql_diags_print(&diags, q->cfg->path, stderr);
+}
+
 /* Wait up to ms for a signal, serving the control plane meanwhile; what
  * the signal asks for. */
 static int wait_signal(struct qlinkd *q, int ms)
@@ -617,91 +657,56 @@ static int wait_signal(struct qlinkd *q, int ms)
 		return EV_NONE;
 	if (si.ssi_signo == SIGUSR1)
 		return EV_COUNTERS;
-	qlog(QL_LOG_INFO, "qlinkd", "stopping", "signal=%s",
-	     si.ssi_signo == SIGINT ? "SIGINT" : "SIGTERM");
+	if (si.ssi_signo == SIGHUP) {
+		on_sighup(q);
+		return EV_NONE;
+	}
+	qlog(QL_LOG_INFO, "qlinkd", "stopping: ending every session (QCS told by ABORT)",
+	     "signal=%s", signal_name(si.ssi_signo));
 	return EV_STOP;
 }
 
-static int write_file(const char *path, const char *text)
+/* The --params-file rendezvous (tools/rendezvous.h); its files are removed
+ * when qlinkd exits. */
+static struct tool_rdv params_rdv;
+
+static int params_idle(void *ctx)
 {
-	char tmp[4200];
-	size_t n = strlen(text);
-	int fd, ret = 0;
+	struct qlinkd *q = ctx;
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp.%d", path, (int)getpid());
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, n) != (ssize_t)n)
-		ret = -EIO;
-	close(fd);
-	if (!ret && rename(tmp, path))
-		ret = -errno;
-	if (ret)
-		unlink(tmp);
-	return ret;
-}
-
-/* Wait for path to appear, serving signals; its first line, -ETIMEDOUT, or
- * -EINTR when told to stop. */
-static int wait_file(struct qlinkd *q, const char *path, double timeout_s, char *line, size_t len)
-{
-	uint64_t deadline = ql_clock_ns() + (uint64_t)(timeout_s * 1e9);
-
-	for (;;) {
-		FILE *f = fopen(path, "r");
-
-		if (f) {
-			bool ok = fgets(line, (int)len, f) != NULL;
-
-			fclose(f);
-			if (ok) {
-				line[strcspn(line, "\n")] = '\0';
-				return 0;
-			}
-		}
-		if (ql_clock_ns() > deadline)
-			return -ETIMEDOUT;
-		switch (wait_signal(q, 10)) {
-		case EV_STOP:
-			return -EINTR;
-		case EV_COUNTERS:
-			print_counters(q);
-			break;
-		}
+	switch (wait_signal(q, 10)) {
+	case EV_STOP:
+		return 1;
+	case EV_COUNTERS:
+		print_counters(q);
+		break;
 	}
+	return 0;
 }
 
 static int params_rendezvous(struct qlinkd *q, const char *file, double timeout)
 {
 	struct qlinkd_session *s = NULL;
 	struct ql_conn_params sp, cp;
-	char path[4200], text[512];
-	int n, ret;
+	int ret;
 
-	ret = session_create(q, &s, &sp);
+	ret = tool_rdv_init(&params_rdv, file);
+	if (!ret)
+		ret = tool_rdv_check_dir(file);
+	if (!ret)
+		ret = session_create(q, &s, &sp);
+	if (!ret)
+		ret = tool_rdv_offer(&params_rdv, &sp);
 	if (ret)
 		return ret;
-	n = ql_conn_params_format(&sp, text, sizeof(text) - 2);
-	if (n < 0)
-		return n;
-	strcat(text, "\n");
-	ret = write_file(file, text);
-	if (ret)
-		return ql_error_set(ret, "cannot write %s: %s", file, ql_strerror(ret));
 	qlog(QL_LOG_INFO, "session", "waiting for a client", "session=%u params_file=%s", s->id,
 	     file);
-	snprintf(path, sizeof(path), "%s.client", file);
-	ret = wait_file(q, path, timeout, text, sizeof(text));
-	if (ret)
-		return ret;
-	if (ql_conn_params_parse(text, &cp))
-		return ql_error_set(-EINVAL, "%s: not connection parameters", path);
-	ret = session_connect(s, &cp);
-	if (ret)
-		return ret;
-	snprintf(path, sizeof(path), "%s.ready", file);
-	return write_file(path, "ready\n");
+	ret = tool_rdv_wait_client(&params_rdv, timeout, params_idle, q, &cp);
+	if (!ret)
+		ret = session_connect(s, &cp);
+	if (!ret)
+		ret = tool_rdv_ready(&params_rdv);
+	return ret;
 }
 
 /* ---- main ---------------------------------------------------------------------- */
@@ -714,7 +719,8 @@ static void usage(FILE *f)
 		   "The qlink real-time host daemon: serves RPC functions (the built-in\n"
 		   "qlink_parity and those of the plugins in the config) to quantum control\n"
 		   "systems over RDMA. Runs in the foreground; SIGINT or SIGTERM stop it\n"
-		   "cleanly, SIGUSR1 prints its counters. See docs/qlinkd.md.\n"
+		   "cleanly, SIGUSR1 prints its counters, SIGHUP is logged (no reload).\n"
+		   "See docs/qlinkd.md.\n"
 		   "\n"
 		   "options:\n"
 		   "  -c, --config FILE        the YAML configuration\n"
@@ -727,19 +733,22 @@ static void usage(FILE *f)
 		   "  -V, --version            the version\n");
 }
 
+/* Every problem the file and its plugins have, each with its line: the
+ * file's own first, then each plugin that does not load or register. */
 static int check_config(const char *path)
 {
 	struct qlinkd q = { 0 };
 	struct ql_diags diags;
-	int ret = ql_config_load(path, &q.cfg, &diags);
+	int ret = ql_config_check(path, &q.cfg, &diags);
 
-	if (ret) {
+	if (ret)
 		ql_diags_print(&diags, path, stderr);
+	if (!q.cfg)
 		return 1;
-	}
-	ret = load_plugins(&q, true);
-	if (!ret)
-		ret = check_registration(&q);
+	if (load_plugins(&q, true))
+		ret = -EINVAL;
+	else if (check_registration(&q))
+		ret = -EINVAL;
 	unload_plugins(&q);
 	ql_config_free(q.cfg);
 	if (ret)
@@ -822,6 +831,7 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGINT);
 	sigaddset(&mask, SIGTERM);
 	sigaddset(&mask, SIGUSR1);
+	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	q.sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
 	q.sessions = calloc(q.cfg->max_sessions, sizeof(*q.sessions));
@@ -896,14 +906,17 @@ int main(int argc, char **argv)
 	}
 	ret = 0;
 out:
-	/* tells every connected QCS (ABORT "server shutdown") and ends their
-	 * sessions through the abort callback */
+	/* final counters; then tell every connected QCS (ABORT "server
+	 * shutdown") and end their sessions through the abort callback, each
+	 * printing its own final counters */
+	control_counters(&q);
 	ql_ctl_server_destroy(q.ctl);
 	q.ctl = NULL;
 	if (q.sessions)
 		for (uint32_t i = 0; i < q.cfg->max_sessions; i++)
 			session_destroy(q.sessions[i]);
 	free(q.sessions);
+	tool_rdv_cleanup(&params_rdv);
 	unload_plugins(&q);
 	if (q.dev)
 		ql_device_close(q.dev);

@@ -76,60 +76,6 @@ void tool_fail(const char *cmd, const char *what, int err)
 		d, d[0] ? ")" : "");
 }
 
-int tool_write_all(int fd, const void *buf, size_t len)
-{
-	const char *p = buf;
-
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -1;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-int tool_read_line(int fd, char *buf, size_t len)
-{
-	size_t n = 0;
-
-	while (n + 1 < len) {
-		ssize_t r = read(fd, buf + n, 1);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return -1;
-		if (buf[n] == '\n')
-			break;
-		n++;
-	}
-	buf[n] = '\0';
-	return (int)n;
-}
-
-int tool_send_params(int fd, const struct ql_conn_params *p)
-{
-	char line[512];
-	int n = ql_conn_params_format(p, line, sizeof(line) - 1);
-
-	if (n < 0 || (size_t)n >= sizeof(line) - 1)
-		return -1;
-	line[n++] = '\n';
-	return tool_write_all(fd, line, (size_t)n);
-}
-
-int tool_recv_params(int fd, struct ql_conn_params *p, char *line, size_t len)
-{
-	if (tool_read_line(fd, line, len) < 0)
-		return -1;
-	return ql_conn_params_parse(line, p) ? -1 : 0;
-}
-
 int tool_server_open(struct tool_server *s, const char *uri,
 		     const struct ql_verbs_channel_config *vc, const struct ql_daemon_config *dc)
 {

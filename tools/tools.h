@@ -9,6 +9,7 @@
 #include "qlink/channel.h"
 #include "qlink/daemon.h"
 #include "qlink/verbs.h"
+#include "rendezvous.h"
 
 int tool_int(const char *s, long min, long max, int *out);
 int tool_u32(const char *s, uint64_t min, uint64_t max, uint32_t *out);
@@ -21,11 +22,6 @@ void tool_fail(const char *cmd, const char *what, int err);
 
 /* A shared secret file: its bytes, trailing newline dropped. */
 int tool_read_secret(const char *path, uint8_t *buf, size_t cap, size_t *len);
-int tool_write_all(int fd, const void *buf, size_t len);
-/* Read one line (without the newline) from fd; its length or -1. */
-int tool_read_line(int fd, char *buf, size_t len);
-int tool_send_params(int fd, const struct ql_conn_params *p);
-int tool_recv_params(int fd, struct ql_conn_params *p, char *line, size_t len);
 
 /* An RTH side: device, verbs channel, daemon serving qlink_parity, and the
  * channel's connection parameters. */

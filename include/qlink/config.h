@@ -105,6 +105,11 @@ struct ql_config {
  */
 int ql_config_load(const char *path, struct ql_config **out, struct ql_diags *diags);
 void ql_config_free(struct ql_config *cfg);
+/* As ql_config_load, for `qlinkd --check-config`: when the file could be
+ * read and its keys mapped but some values are wrong (-EINVAL), *out is
+ * still set (wrong values replaced by their defaults) so that the caller
+ * can go on and check the plugins too. Free *out whenever it is set. */
+int ql_config_check(const char *path, struct ql_config **out, struct ql_diags *diags);
 
 /* "error", "warn", "info", "debug"; "text", "json". */
 const char *ql_config_log_level_str(enum ql_log_level level);

@@ -12,6 +12,7 @@
 #ifndef QLINK_VPPU_H
 #define QLINK_VPPU_H
 
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -40,7 +41,13 @@ struct ql_vppu_config {
 	double rate_hz;	      /* 0: closed loop; > 0: paced at this rate */
 	uint64_t count;	      /* calls to make (0: run for duration_ns) */
 	uint64_t duration_ns; /* when count is 0 */
-	uint64_t timeout_ns;  /* give up waiting for responses (0: 1 s) */
+	/* Per-call timeout (0: 5 s): a call unanswered this long after it was
+	 * sent ends the run; it and every call still in flight past its own
+	 * deadline are counted in timeouts. Also bounds the final drain. */
+	uint64_t timeout_ns;
+	/* Checked every loop turn (NULL: none): non-zero ends the run at once,
+	 * even with the window full; calls in flight are counted lost. */
+	const volatile sig_atomic_t *stop;
 	/* Called about every tick_ns while running (e.g. the control plane's
 	 * keepalive); NULL: none. Not for measurement-critical work. */
 	void (*tick)(void *tick_ctx);
@@ -56,13 +63,15 @@ struct ql_vppu_report {
 	uint64_t handler_errors;  /* status > 0 */
 	uint64_t protocol_errors; /* status < 0 */
 	uint64_t unexpected;	  /* response matching no call in flight */
-	uint64_t timeouts;	  /* calls still unanswered after timeout_ns */
+	uint64_t timeouts;	  /* calls unanswered timeout_ns after they left */
 	uint64_t late;		  /* paced: calls that left more than a period late */
 	uint64_t lost;		  /* sent - received at the end */
 	double elapsed_s;
 	double rpc_per_s;
 	struct ql_hist rtt_ns;
 	int transport_error; /* 0 or the client's negative errno */
+	int timed_out;	     /* the run ended because a call timed out */
+	int stopped;	     /* the run ended because *stop was set */
 };
 
 /* Run one phase. Returns 0 (whatever the counts say) or a negative errno

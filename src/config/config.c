@@ -8,17 +8,21 @@
 #include "qlink/config.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "config/yaml.h"
 #include "qlink/clock.h"
 #include "qlink/error.h"
 #include "qlink/ring.h"
+#include "qlink/verbs.h"
 
 struct raw_control {
 	char *address;
@@ -168,27 +172,125 @@ static int64_t int_key(struct ql_yaml_file *f, const int64_t *v, const char *pat
 	return *v;
 }
 
+/* A device name as the providers accept it: 1..QL_DEVICE_NAME_MAX-1
+ * characters of [A-Za-z0-9_.-]. */
+static const char *bad_device_name(const char *name, size_t n)
+{
+	if (!n)
+		return "names no device";
+	if (n >= QL_DEVICE_NAME_MAX)
+		return "device name longer than 63 characters";
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)name[i]) && !strchr("_.-", name[i]))
+			return "device name has a character outside [A-Za-z0-9_.-]";
+	return NULL;
+}
+
+/* ibv://DEVICE[:PORT[:GID_INDEX]] */
+static const char *bad_ibv(const char *rest)
+{
+	const char *colon = strchr(rest, ':'), *why;
+	char *end;
+	long v;
+
+	why = bad_device_name(rest, colon ? (size_t)(colon - rest) : strlen(rest));
+	if (why || !colon)
+		return why;
+	errno = 0;
+	v = strtol(colon + 1, &end, 10);
+	if (end == colon + 1 || errno || v < 1 || v > 255 || (*end && *end != ':'))
+		return "port is not 1..255";
+	if (*end == ':') {
+		const char *g = end + 1;
+
+		v = strtol(g, &end, 10);
+		if (end == g || *end || v < 0 || v > 65535)
+			return "GID index is not 0..65535";
+	}
+	return NULL;
+}
+
+/* What ql_device_open would refuse, found before start: URI length,
+ * scheme://rest syntax, a known and supported scheme, the device name's
+ * length and characters, ibv's port and GID index. (Whether an ibv device
+ * exists is known only on the host that runs qlinkd: not checked.) */
 static void check_device(struct ql_yaml_file *f, const char *uri)
 {
-	static const char *const schemes[] = { "soft://", "soft+shm://", "soft+udp://", "ibv://" };
 	unsigned line = ql__yaml_line(f, "device");
+	const char *sep = strstr(uri, "://"), *rest, *why = NULL;
+	size_t slen;
 
-	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
-		size_t n = strlen(schemes[i]);
-
-		if (!strncmp(uri, schemes[i], n)) {
-			if (!uri[n])
-				ql__diag_add(f, line, "device: '%s' names no device after '%s'",
-					     uri, schemes[i]);
-			else if (strlen(uri) >= 160)
-				ql__diag_add(f, line, "device: URI longer than 159 characters");
-			return;
-		}
+	if (strlen(uri) >= QL_DEVICE_URI_MAX) {
+		ql__diag_add(f, line, "device: URI longer than %d characters",
+			     QL_DEVICE_URI_MAX - 1);
+		return;
 	}
-	ql__diag_add(f, line,
-		     "device: unknown URI scheme in '%s' (known: soft://loop, soft+shm://NAME, "
-		     "soft+udp://HOST, ibv://DEVICE)",
-		     uri);
+	if (!sep || sep == uri) {
+		ql__diag_add(f, line,
+			     "device: '%s' is not a device URI SCHEME://NAME (soft://loop, "
+			     "soft+shm://NAME, ibv://DEVICE[:PORT[:GID_INDEX]])",
+			     uri);
+		return;
+	}
+	slen = (size_t)(sep - uri);
+	rest = sep + 3;
+	if (slen == 4 && !strncmp(uri, "soft", 4))
+		why = strcmp(rest, "loop") ? "the only soft:// device is soft://loop" : NULL;
+	else if (slen == 8 && !strncmp(uri, "soft+shm", 8))
+		why = bad_device_name(rest, strlen(rest));
+	else if (slen == 3 && !strncmp(uri, "ibv", 3))
+		why = bad_ibv(rest);
+	else if (slen == 8 && !strncmp(uri, "soft+udp", 8))
+		why = "the soft+udp wire is not supported yet";
+	else {
+		ql__diag_add(f, line,
+			     "device: unknown URI scheme '%.*s' in '%s' (known: soft://loop, "
+			     "soft+shm://NAME, ibv://DEVICE)",
+			     (int)slen, uri, uri);
+		return;
+	}
+	if (why)
+		ql__diag_add(f, line, "device: '%s': %s", uri, why);
+}
+
+/* Every session registers a ring and a send pool of num_slots * slot_size
+ * each: all max_sessions of them must fit this host's memory and, where
+ * registration pins memory (ibv), RLIMIT_MEMLOCK; soft+shm carves them from
+ * its shared heap (4 GiB unless QLINK_SOFT_HEAP_SIZE says otherwise). */
+static void check_ring_memory(struct ql_yaml_file *f, const struct ql_config *c)
+{
+	uint64_t per = (uint64_t)ql_ring_bytes(c->ring.slots, c->ring.slot_size) +
+		       (uint64_t)c->ring.slots * c->ring.slot_size;
+	uint64_t total = per * c->max_sessions;
+	long pages = sysconf(_SC_PHYS_PAGES), psize = sysconf(_SC_PAGESIZE);
+	unsigned line = ql__yaml_line(f, "ring.slots");
+	struct rlimit rl;
+
+	if (line == 1)
+		line = ql__yaml_line(f, "max_sessions");
+	if (pages > 0 && psize > 0 && total > (uint64_t)pages * (uint64_t)psize) {
+		ql__diag_add(f, line,
+			     "ring: %u sessions x %llu bytes (ring and send pool of %u x %u) = "
+			     "%llu bytes, more than this host's memory (%llu bytes)",
+			     c->max_sessions, (unsigned long long)per, c->ring.slots,
+			     c->ring.slot_size, (unsigned long long)total,
+			     (unsigned long long)pages * (unsigned long long)psize);
+		return;
+	}
+	if (!strncmp(c->device, "ibv://", 6) && geteuid() != 0 && !getrlimit(RLIMIT_MEMLOCK, &rl) &&
+	    rl.rlim_cur != RLIM_INFINITY && total > rl.rlim_cur)
+		ql__diag_add(f, line,
+			     "ring: %u sessions x %llu bytes of registered memory = %llu bytes, "
+			     "more than RLIMIT_MEMLOCK (%llu bytes): raise `ulimit -l` or shrink "
+			     "the ring",
+			     c->max_sessions, (unsigned long long)per, (unsigned long long)total,
+			     (unsigned long long)rl.rlim_cur);
+	if (!strncmp(c->device, "soft+shm://", 11) && !getenv("QLINK_SOFT_HEAP_SIZE") &&
+	    total > (4ull << 30))
+		ql__diag_add(f, line,
+			     "ring: %u sessions x %llu bytes = %llu bytes, more than the soft+shm "
+			     "heap (4 GiB; set QLINK_SOFT_HEAP_SIZE)",
+			     c->max_sessions, (unsigned long long)per, (unsigned long long)total);
 }
 
 static int valid_address(const char *s)
@@ -307,6 +409,8 @@ static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql
 	c->max_sessions = (uint32_t)int_key(f, r->max_sessions, "max_sessions", 1,
 					    QL_CONFIG_MAX_SESSIONS, QL_CONFIG_DEFAULT_MAX_SESSIONS,
 					    NULL);
+	if (!ql_ring_check_geometry(c->ring.slots, c->ring.slot_size))
+		check_ring_memory(f, c);
 	if (r->plugins_count) {
 		c->plugins = calloc(r->plugins_count, sizeof(*c->plugins));
 		if (!c->plugins)
@@ -355,7 +459,10 @@ static int build_config(struct ql_yaml_file *f, void *raw, void *ctx)
 	return convert(f, raw, ctx);
 }
 
-int ql_config_load(const char *path, struct ql_config **out, struct ql_diags *diags)
+/* Load; with keep_partial, *out is also set when the file was read and
+ * built but has problems (absent or bad keys hold their defaults). */
+static int config_load(const char *path, struct ql_config **out, struct ql_diags *diags,
+		       bool keep_partial)
 {
 	struct ql_diags local;
 	struct ql_config *c;
@@ -366,10 +473,20 @@ int ql_config_load(const char *path, struct ql_config **out, struct ql_diags *di
 	if (!c)
 		return -ENOMEM;
 	ret = ql__yaml_load(path, &top_schema, diags ? diags : &local, build_config, c);
-	if (ret) {
+	if (ret && !(keep_partial && ret == -EINVAL && c->path)) {
 		ql_config_free(c);
 		return ret;
 	}
 	*out = c;
-	return 0;
+	return ret;
+}
+
+int ql_config_load(const char *path, struct ql_config **out, struct ql_diags *diags)
+{
+	return config_load(path, out, diags, false);
+}
+
+int ql_config_check(const char *path, struct ql_config **out, struct ql_diags *diags)
+{
+	return config_load(path, out, diags, true);
 }

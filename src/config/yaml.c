@@ -5,6 +5,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,28 @@ static int read_all(const char *path, char **text, size_t *len)
 	return 0;
 }
 
+/* One file, one document: libcyaml would read the first and silently drop
+ * the rest, so a second document (a second '---') is refused. */
+static int refuse_more_documents(struct ql_yaml_file *f, yaml_parser_t *parser)
+{
+	yaml_document_t next;
+	int ret = 0;
+
+	if (!yaml_parser_load(parser, &next)) {
+		ql__diag_add(f, (unsigned)parser->problem_mark.line + 1, "YAML syntax error: %s",
+			     parser->problem ? parser->problem : "malformed input");
+		return -EINVAL;
+	}
+	if (yaml_document_get_root_node(&next)) {
+		ql__diag_add(f, (unsigned)next.start_mark.line + 1,
+			     "a second YAML document starts here: the file must hold exactly "
+			     "one (remove the extra '---')");
+		ret = -EINVAL;
+	}
+	yaml_document_delete(&next);
+	return ret;
+}
+
 int ql__yaml_open(struct ql_yaml_file *f, const char *path, struct ql_diags *diags)
 {
 	yaml_parser_t parser;
@@ -128,13 +151,15 @@ int ql__yaml_open(struct ql_yaml_file *f, const char *path, struct ql_diags *dia
 		yaml_parser_delete(&parser);
 		return -EINVAL;
 	}
-	yaml_parser_delete(&parser);
 	f->have_doc = 1;
 	if (!yaml_document_get_root_node(&f->doc)) {
+		yaml_parser_delete(&parser);
 		ql__diag_add(f, 1, "the file is empty: expected a mapping of settings");
 		return -EINVAL;
 	}
-	return 0;
+	ret = refuse_more_documents(f, &parser);
+	yaml_parser_delete(&parser);
+	return ret;
 }
 
 void ql__yaml_close(struct ql_yaml_file *f)
@@ -432,6 +457,180 @@ void ql__yaml_cyaml_free(const cyaml_schema_value_t *schema, void *data)
 		cyaml_free(&cc, schema, data, 0);
 }
 
+/* ---- every schema problem, not only libcyaml's first ----------------------- */
+
+static unsigned node_line(const yaml_node_t *n)
+{
+	return (unsigned)n->start_mark.line + 1;
+}
+
+static bool is_null_scalar(const yaml_node_t *n)
+{
+	const char *v = (const char *)n->data.scalar.value;
+
+	return n->type == YAML_SCALAR_NODE && n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	       (!*v || !strcmp(v, "~") || !strcmp(v, "null") || !strcmp(v, "Null") ||
+		!strcmp(v, "NULL"));
+}
+
+static const char *node_kind(const yaml_node_t *n)
+{
+	return n->type == YAML_MAPPING_NODE  ? "a mapping" :
+	       n->type == YAML_SEQUENCE_NODE ? "a list" :
+					       "a scalar";
+}
+
+/* Add PATH (display form) + ": " or nothing to buf. */
+static const char *shown(const char *path, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", path);
+	ql__yaml_display_path(buf);
+	return buf;
+}
+
+static void walk(struct ql_yaml_file *f, const cyaml_schema_value_t *v, yaml_node_t *n,
+		 const char *path, unsigned *found);
+
+static void walk_mapping(struct ql_yaml_file *f, const cyaml_schema_value_t *v, yaml_node_t *n,
+			 const char *path, unsigned *found)
+{
+	char sub[256], disp[256];
+
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = yaml_document_get_node(&f->doc, p->key);
+		yaml_node_t *val = yaml_document_get_node(&f->doc, p->value);
+		const cyaml_schema_field_t *fd = v->mapping.fields;
+		const char *key;
+
+		if (!k || !val || k->type != YAML_SCALAR_NODE)
+			continue;
+		key = (const char *)k->data.scalar.value;
+		while (fd->key && strcmp(fd->key, key))
+			fd++;
+		if (!fd->key) {
+			shown(path, disp, sizeof(disp));
+			ql__diag_add(f, node_line(k), "unknown key '%s'%s%s", key,
+				     *disp ? " in " : "", disp);
+			(*found)++;
+			continue;
+		}
+		snprintf(sub, sizeof(sub), "%s%s%s", path, *path ? "." : "", key);
+		walk(f, &fd->value, val, sub, found);
+	}
+	for (const cyaml_schema_field_t *fd = v->mapping.fields; fd->key; fd++) {
+		bool present = false;
+
+		if (fd->value.flags & CYAML_FLAG_OPTIONAL)
+			continue;
+		for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+		     p < n->data.mapping.pairs.top && !present; p++) {
+			yaml_node_t *k = yaml_document_get_node(&f->doc, p->key);
+
+			present = k && k->type == YAML_SCALAR_NODE &&
+				  !strcmp((const char *)k->data.scalar.value, fd->key);
+		}
+		if (!present) {
+			shown(path, disp, sizeof(disp));
+			ql__diag_add(f, node_line(n), "missing required key '%s'%s%s", fd->key,
+				     *disp ? " in " : "", disp);
+			(*found)++;
+		}
+	}
+}
+
+static void walk(struct ql_yaml_file *f, const cyaml_schema_value_t *v, yaml_node_t *n,
+		 const char *path, unsigned *found)
+{
+	char disp[256], sub[256];
+	const char *want;
+	yaml_node_type_t type;
+
+	switch (v->type) {
+	case CYAML_MAPPING:
+		type = YAML_MAPPING_NODE;
+		want = "a mapping";
+		break;
+	case CYAML_SEQUENCE:
+	case CYAML_SEQUENCE_FIXED:
+	case CYAML_FLAGS:
+		type = YAML_SEQUENCE_NODE;
+		want = "a list";
+		break;
+	case CYAML_IGNORE:
+		return;
+	default:
+		type = YAML_SCALAR_NODE;
+		want = "a scalar value";
+		break;
+	}
+	if ((v->flags & CYAML_FLAG_POINTER) && is_null_scalar(n) && type != YAML_SCALAR_NODE)
+		return; /* an explicit null: libcyaml decides */
+	shown(path, disp, sizeof(disp));
+	if (n->type != type) {
+		ql__diag_add(f, node_line(n), "%s%swrong type: expected %s, found %s", disp,
+			     *disp ? ": " : "", want, node_kind(n));
+		(*found)++;
+		return;
+	}
+	if (type == YAML_MAPPING_NODE) {
+		walk_mapping(f, v, n, path, found);
+	} else if (type == YAML_SEQUENCE_NODE && v->type != CYAML_FLAGS) {
+		long cnt = n->data.sequence.items.top - n->data.sequence.items.start;
+
+		if (cnt < (long)v->sequence.min) {
+			ql__diag_add(f, node_line(n), "%s%sa list needs at least %s", disp,
+				     *disp ? ": " : "",
+				     v->sequence.min == 1 ? "one entry" : "more entries");
+			(*found)++;
+		} else if (v->sequence.max != CYAML_UNLIMITED && cnt > (long)v->sequence.max) {
+			ql__diag_add(f, node_line(n), "%s%sat most %u entries, found %ld", disp,
+				     *disp ? ": " : "", v->sequence.max, cnt);
+			(*found)++;
+		}
+		for (long i = 0; i < cnt; i++) {
+			yaml_node_t *e =
+				yaml_document_get_node(&f->doc, n->data.sequence.items.start[i]);
+
+			snprintf(sub, sizeof(sub), "%s%s%ld", path, *path ? "." : "", i);
+			if (e)
+				walk(f, v->sequence.entry, e, sub, found);
+		}
+	} else if (v->type == CYAML_INT || v->type == CYAML_UINT || v->type == CYAML_FLOAT) {
+		const char *s = (const char *)n->data.scalar.value;
+		char *end;
+
+		errno = 0;
+		if (v->type == CYAML_FLOAT)
+			strtod(s, &end);
+		else
+			strtoll(s, &end, 0);
+		if (!*s || *end || errno) {
+			if (v->type == CYAML_FLOAT)
+				ql__diag_add(f, node_line(n), "%s%s'%s' is not a number", disp,
+					     *disp ? ": " : "", s);
+			else
+				ql__diag_add(f, node_line(n),
+					     "%s%s%s is not an integer (or is out of range)", disp,
+					     *disp ? ": " : "", s);
+			(*found)++;
+		}
+	}
+}
+
+/* Check the parsed tree against schema: every unknown key, wrong kind of
+ * value, missing required key, bad list length and non-numeric number,
+ * each with its line (libcyaml stops at the first). How many found. */
+static unsigned schema_check(struct ql_yaml_file *f, const cyaml_schema_value_t *schema)
+{
+	yaml_node_t *root = yaml_document_get_root_node(&f->doc);
+	unsigned found = 0;
+
+	if (root)
+		walk(f, schema, root, "", &found);
+	return found;
+}
+
 int ql__yaml_load(const char *path, const cyaml_schema_value_t *schema, struct ql_diags *diags,
 		  int (*build)(struct ql_yaml_file *f, void *raw, void *ctx), void *ctx)
 {
@@ -442,6 +641,8 @@ int ql__yaml_load(const char *path, const cyaml_schema_value_t *schema, struct q
 	memset(diags, 0, sizeof(*diags));
 	ql_error_clear();
 	ret = ql__yaml_open(&f, path, diags);
+	if (!ret && schema_check(&f, schema))
+		ret = -EINVAL;
 	if (!ret)
 		ret = ql__yaml_cyaml_load(&f, schema, &raw);
 	if (!ret) {

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,8 @@ struct run {
 	struct ql_vppu_report *rep;
 	struct vclock clk;
 	uint8_t *msg;
+	uint64_t *sent_ns; /* send time of call n at [n & sent_mask] */
+	uint64_t sent_mask;
 	uint32_t msg_len;
 	uint32_t fid;
 	uint64_t last_rx_ns;
@@ -100,11 +103,57 @@ static int reap(struct run *r)
 	return n;
 }
 
+/* Calls in flight are at most the window and the ring's slots: one send
+ * time per possible call in flight, a power of two for masking. */
+static int alloc_sent_times(struct run *r, uint64_t window)
+{
+	uint64_t cap = 1;
+
+	if (window > QL_RING_MAX_SLOTS)
+		window = QL_RING_MAX_SLOTS;
+	while (cap < window)
+		cap <<= 1;
+	r->sent_ns = calloc(cap, sizeof(*r->sent_ns));
+	r->sent_mask = cap - 1;
+	return r->sent_ns ? 0 : -ENOMEM;
+}
+
+/* The oldest call in flight has waited longer than timeout. */
+static inline bool oldest_timed_out(const struct run *r, uint64_t now, uint64_t timeout)
+{
+	const struct ql_vppu_report *rep = r->rep;
+
+	return rep->sent > rep->received &&
+	       now - r->sent_ns[rep->received & r->sent_mask] > timeout;
+}
+
+/* Send what is due (closed loop: all the window allows); paced calls that
+ * are due leave back to back. 0 or the client's negative errno. */
+static int send_due(struct run *r, uint64_t now, uint64_t *due, uint64_t period, uint64_t window,
+		    uint64_t target)
+{
+	struct ql_vppu_report *rep = r->rep;
+	int ret = 0;
+
+	while ((!period || now >= *due) && rep->sent - rep->received < window &&
+	       !(target && rep->sent >= target)) {
+		ret = send_one(r, rep->sent, now);
+		if (ret)
+			break;
+		if (period && now - *due > period)
+			rep->late++;
+		r->sent_ns[rep->sent & r->sent_mask] = now;
+		rep->sent++;
+		*due += period;
+	}
+	return ret == -EAGAIN ? 0 : ret;
+}
+
 int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 		const struct ql_vppu_config *cfg, struct ql_vppu_report *rep)
 {
 	struct run r = { .cl = cl, .call = call, .rep = rep };
-	uint64_t start, end, target, timeout, window, period = 0, due, next_tick;
+	uint64_t start, end, target, timeout, window, period = 0, due, next_tick, now;
 	int ret = 0;
 
 	if (!cl || !call || !call->function || !cfg || !rep)
@@ -117,12 +166,14 @@ int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 	if (r.msg_len > ql_ring_client_max_msg(cl))
 		return ql_error_set(-EMSGSIZE, "vppu: %u bytes of arguments do not fit a slot",
 				    call->arg_len);
-	r.msg = calloc(1, r.msg_len);
-	if (!r.msg)
-		return -ENOMEM;
-	r.fid = ql_rpc_fnv1a(call->function);
 	window = cfg->window ? cfg->window : UINT32_MAX; /* the client caps it */
-	timeout = cfg->timeout_ns ? cfg->timeout_ns : 1000000000ull;
+	r.msg = calloc(1, r.msg_len);
+	if (!r.msg || alloc_sent_times(&r, window)) {
+		free(r.msg);
+		return -ENOMEM;
+	}
+	r.fid = ql_rpc_fnv1a(call->function);
+	timeout = cfg->timeout_ns ? cfg->timeout_ns : 5000000000ull;
 	if (cfg->rate_hz > 0)
 		period = (uint64_t)(1e9 / cfg->rate_hz);
 	target = cfg->count;
@@ -135,29 +186,22 @@ int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 	due = start;
 	next_tick = start + cfg->tick_ns;
 	for (;;) {
-		uint64_t now = vclock_ns(&r.clk);
-
+		now = vclock_ns(&r.clk);
+		if (cfg->stop && *cfg->stop) {
+			rep->stopped = 1;
+			break;
+		}
+		if (oldest_timed_out(&r, now, timeout)) {
+			rep->timed_out = 1;
+			break;
+		}
 		if (cfg->tick && now >= next_tick) {
 			cfg->tick(cfg->tick_ctx);
 			next_tick = now + cfg->tick_ns;
 		}
-
 		if ((target && rep->sent >= target) || (!target && now >= end))
 			break;
-		/* Send what is due (closed loop: all the window allows), then
-		 * reap; paced calls that are due leave back to back. */
-		while ((!period || now >= due) && rep->sent - rep->received < window &&
-		       !(target && rep->sent >= target)) {
-			ret = send_one(&r, rep->sent, now);
-			if (ret)
-				break;
-			if (period && now - due > period)
-				rep->late++;
-			rep->sent++;
-			due += period;
-		}
-		if (ret == -EAGAIN)
-			ret = 0;
+		ret = send_due(&r, now, &due, period, window, target);
 		if (ret)
 			break;
 		ret = reap(&r);
@@ -165,20 +209,31 @@ int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 			break;
 		ret = 0;
 	}
-	/* Drain: every call gets timeout_ns to be answered. */
-	end = vclock_ns(&r.clk) + timeout;
-	while (!ret && rep->received < rep->sent && vclock_ns(&r.clk) < end) {
+	/* Drain: every call in flight gets until its own deadline (the newest
+	 * call's is the last); a stop request does not wait. */
+	if (!ret && !rep->stopped && rep->sent > rep->received)
+		end = r.sent_ns[(rep->sent - 1) & r.sent_mask] + timeout;
+	else
+		end = 0;
+	while (!ret && rep->received < rep->sent && vclock_ns(&r.clk) < end &&
+	       !(cfg->stop && *cfg->stop)) {
 		ret = reap(&r);
 		if (ret > 0)
 			ret = 0;
 	}
 	if (ret < 0)
 		rep->transport_error = ret;
-	rep->timeouts = rep->sent - rep->received;
+	now = vclock_ns(&r.clk);
+	for (uint64_t n = rep->received; n < rep->sent; n++)
+		if (now - r.sent_ns[n & r.sent_mask] > timeout)
+			rep->timeouts++;
+	if (rep->timeouts)
+		rep->timed_out = 1;
 	rep->lost = rep->sent - rep->received;
 	rep->elapsed_s =
 		(double)((r.last_rx_ns > start ? r.last_rx_ns : vclock_ns(&r.clk)) - start) / 1e9;
 	rep->rpc_per_s = rep->elapsed_s > 0 ? (double)rep->received / rep->elapsed_s : 0;
+	free(r.sent_ns);
 	free(r.msg);
 	return 0;
 }
@@ -193,11 +248,13 @@ void ql_vppu_report_json(const struct ql_vppu_report *rep, const char *name, FIL
 		",\"unexpected\":%" PRIu64 ",\"timeouts\":%" PRIu64 ",\"late\":%" PRIu64
 		",\"lost\":%" PRIu64
 		",\"elapsed_s\":%.6f,\"rpc_per_s\":%.1f,\"transport_error\":%d,"
+		"\"timed_out\":%s,\"stopped\":%s,"
 		"\"rtt_ns\":{\"min\":%" PRIu64 ",\"p50\":%" PRIu64 ",\"p90\":%" PRIu64
 		",\"p99\":%" PRIu64 ",\"p999\":%" PRIu64 ",\"max\":%" PRIu64 ",\"mean\":%.1f}}",
 		name ? name : "", rep->sent, rep->received, rep->ok, rep->wrong,
 		rep->handler_errors, rep->protocol_errors, rep->unexpected, rep->timeouts,
 		rep->late, rep->lost, rep->elapsed_s, rep->rpc_per_s, rep->transport_error,
+		rep->timed_out ? "true" : "false", rep->stopped ? "true" : "false",
 		ql_hist_count(h) ? ql_hist_min(h) : 0, ql_hist_percentile(h, 50),
 		ql_hist_percentile(h, 90), ql_hist_percentile(h, 99), ql_hist_percentile(h, 99.9),
 		ql_hist_count(h) ? ql_hist_max(h) : 0, ql_hist_mean(h));

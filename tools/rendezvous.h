@@ -1,0 +1,79 @@
+/*
+ * rendezvous: how the tools hand connection parameters to each other
+ * without the control plane, through a pipe (qlink bench's forked daemon,
+ * tests) or through files (qlink serve, qlink vppu --params-file, qlinkd
+ * --params-file). One module so that every tool writes and reads them the
+ * same way, with the same safety rules.
+ *
+ * The file protocol, for a rendezvous path FILE:
+ *   server: writes FILE (its parameters), waits for FILE.client, connects,
+ *           writes FILE.ready;
+ *   client: waits for FILE, writes FILE.client (its parameters), waits for
+ *           FILE.ready.
+ * Each side removes the files it wrote when it ends.
+ *
+ * Safety rules (docs/qlinkd.md, "Rendezvous files"): a file's directory
+ * must be owned by the effective uid and not writable by group or others
+ * unless it is sticky (as /tmp is); a file is created with
+ * O_EXCL|O_NOFOLLOW|O_CLOEXEC and mode 0600, so a pre-existing file or a
+ * symlink planted at its name is refused, never followed or overwritten;
+ * a reader opens with O_NOFOLLOW and refuses a file that is not a regular
+ * file owned by its uid, or that group or others may write.
+ */
+#ifndef QL_TOOLS_RENDEZVOUS_H
+#define QL_TOOLS_RENDEZVOUS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "qlink/channel.h"
+
+/* Called between polls while waiting for a file: non-zero stops the wait
+ * (-EINTR). It also paces the polls (it should sleep or poll ~10 ms). */
+typedef int (*tool_rdv_idle_fn)(void *ctx);
+
+/* ---- pipes and lines -------------------------------------------------------- */
+
+int tool_write_all(int fd, const void *buf, size_t len);
+/* Read one line (without the newline) from fd; its length or -1. */
+int tool_read_line(int fd, char *buf, size_t len);
+/* Parameters as one text line over a pipe or socket: 0 or -1. */
+int tool_send_params(int fd, const struct ql_conn_params *p);
+int tool_recv_params(int fd, struct ql_conn_params *p);
+
+/* ---- files --------------------------------------------------------------------- */
+
+/* 0 if the directory holding path satisfies the rule above, else a
+ * negative errno with the reason in ql_error_detail(). */
+int tool_rdv_check_dir(const char *path);
+/* Create path (exclusively, 0600) holding text. */
+int tool_rdv_create(const char *path, const char *text);
+/* Wait up to timeout_s for path to hold a complete first line, check it
+ * as a reader must, and return that line (without the newline). -ETIMEDOUT,
+ * -EINTR (idle said stop), or -EPERM/-ELOOP/... for a refused file. */
+int tool_rdv_wait(const char *path, double timeout_s, tool_rdv_idle_fn idle, void *ctx, char *line,
+		  size_t len);
+
+/* The protocol above. FILE's path must leave room for ".client". */
+struct tool_rdv {
+	char file[4096];
+	char client[4104];
+	char ready[4104];
+	bool wrote_file, wrote_client, wrote_ready;
+};
+
+int tool_rdv_init(struct tool_rdv *r, const char *file);
+/* server */
+int tool_rdv_offer(struct tool_rdv *r, const struct ql_conn_params *server);
+int tool_rdv_wait_client(struct tool_rdv *r, double timeout_s, tool_rdv_idle_fn idle, void *ctx,
+			 struct ql_conn_params *client);
+int tool_rdv_ready(struct tool_rdv *r);
+/* client */
+int tool_rdv_wait_server(struct tool_rdv *r, double timeout_s, tool_rdv_idle_fn idle, void *ctx,
+			 struct ql_conn_params *server);
+int tool_rdv_join(struct tool_rdv *r, const struct ql_conn_params *client, double timeout_s,
+		  tool_rdv_idle_fn idle, void *ctx);
+/* Remove the files this side wrote. */
+void tool_rdv_cleanup(struct tool_rdv *r);
+
+#endif
