@@ -52,7 +52,7 @@ struct ql_daemon_stats {
 	uint64_t send_failed;	      /* responses the channel refused */
 	uint64_t bursts;
 	int channel_error; /* 0, or the channel's negative errno */
-	int running; /* a running dispatcher serves it */
+	int running;	   /* a running dispatcher serves it */
 };
 
 struct ql_daemon_function_stats {

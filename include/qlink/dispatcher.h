@@ -47,11 +47,11 @@ enum ql_idle_policy {
 #define QL_DISPATCHER_DEFAULT_MAX_DAEMONS 64
 
 struct ql_dispatcher_config {
-	int cpu;		    /* core to pin to; -1: leave unpinned */
-	enum ql_idle_policy idle;   /* QL_IDLE_SPIN, _YIELD or _SLEEP */
-	uint64_t idle_after_ns;	    /* idle time before backing off (0: 100 us) */
-	uint64_t sleep_ns;	    /* QL_IDLE_SLEEP: one nap (0: 50 us) */
-	uint32_t max_daemons;	    /* daemons attached at once (0: 64) */
+	int cpu;		  /* core to pin to; -1: leave unpinned */
+	enum ql_idle_policy idle; /* QL_IDLE_SPIN, _YIELD or _SLEEP */
+	uint64_t idle_after_ns;	  /* idle time before backing off (0: 100 us) */
+	uint64_t sleep_ns;	  /* QL_IDLE_SLEEP: one nap (0: 50 us) */
+	uint32_t max_daemons;	  /* daemons attached at once (0: 64) */
 };
 
 struct ql_dispatcher_stats {

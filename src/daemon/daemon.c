@@ -23,7 +23,6 @@
 #define ADD(x, n) __atomic_store_n(&(x), (x) + (n), __ATOMIC_RELAXED)
 #define READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 
-
 int ql_daemon_create(const struct ql_daemon_config *cfg, struct ql_channel *ch,
 		     struct ql_daemon **out)
 {

@@ -38,7 +38,7 @@ struct ql_dispatcher {
 	bool live;
 	_Atomic int stop;
 	_Atomic(struct dset *) set;
-	_Atomic uint64_t ack;	  /* generation the thread runs with */
+	_Atomic uint64_t ack; /* generation the thread runs with */
 	uint64_t idle_after_ticks;
 	struct ql_dispatcher_stats st; /* the thread is the only writer */
 };
