@@ -90,7 +90,8 @@ int ql_dispatcher_attach(struct ql_dispatcher *disp, struct ql_daemon *d);
 int ql_dispatcher_detach(struct ql_dispatcher *disp, struct ql_daemon *d);
 
 /* One round in the calling thread (tests, single-threaded programs): the
- * requests served, 0 if none. -EBUSY while the thread runs. */
+ * requests served, 0 if none. -EBUSY while the thread runs. Not to be
+ * called concurrently with attach or detach (they would not wait for it). */
 int ql_dispatcher_poll(struct ql_dispatcher *disp);
 
 /* Snapshot, readable while running. */
