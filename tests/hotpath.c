@@ -317,3 +317,31 @@ int hp_run_strict(int (*setup)(void *arg), int (*loop)(void *arg), void *arg, ch
 		       -1;
 	return 0;
 }
+
+static int hp_no_setup(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+int hp_check(int (*loop)(void *arg), void *arg, char *why, size_t whylen)
+{
+	unsigned long allocs, locks;
+
+	if (hp_available()) {
+		int ret;
+
+		hp_begin();
+		ret = loop(arg);
+		hp_end(&allocs, &locks);
+		if (ret) {
+			snprintf(why, whylen, "the loop failed (%d)", ret);
+			return -1;
+		}
+		if (allocs || locks) {
+			snprintf(why, whylen, "%lu allocator calls, %lu lock calls", allocs, locks);
+			return -1;
+		}
+	}
+	return hp_run_strict(hp_no_setup, loop, arg, why, whylen);
+}

@@ -28,4 +28,10 @@ void hp_end(unsigned long *allocs, unsigned long *locks);
 int hp_run_strict(int (*setup)(void *arg), int (*loop)(void *arg), void *arg, char *why,
 		  size_t whylen);
 
+/* Both proofs for loop(arg) (which must return 0): run it between
+ * hp_begin and hp_end where interposition is available (no allocator or
+ * lock call), then again in a child under the seccomp filter. 0, or -1
+ * with a sentence in why. */
+int hp_check(int (*loop)(void *arg), void *arg, char *why, size_t whylen);
+
 #endif

@@ -20,7 +20,9 @@
 
 #include <cmocka.h>
 
+#include <qlink/clock.h>
 #include <qlink/config.h>
+#include <qlink/dispatcher.h>
 #include <qlink/error.h>
 
 static char dir[] = "/tmp/qlink-test-config-XXXXXX";
@@ -165,6 +167,60 @@ static void test_bad_port_cpu_and_more(void **state)
 	expect_error("control:\n  secret_file: /nonexistent/secret\n", 2, "cannot read");
 	expect_error("log:\n  level: verbose\n", 2, "log.level: 'verbose'");
 	expect_error("log:\n  format: xml\n", 2, "log.format: 'xml'");
+}
+
+/* dispatcher: a list of cores, the idle policy; old one-core files keep
+ * loading; bad cores, duplicates, both forms at once are errors on their
+ * line. */
+static void test_dispatcher_cores(void **state)
+{
+	char text[256];
+	struct ql_config *c;
+	const char *path;
+	int last = ql_cpu_count() - 1;
+
+	(void)state;
+	expect_error("dispatcher:\n  cpus:\n    - 0\n    - 100000\n", 4,
+		     "dispatcher.cpus[1]: 100000 is not a CPU of this host");
+	expect_error("dispatcher:\n  cpus: [-1]\n", 2, "dispatcher.cpus[0]: -1");
+	expect_error("dispatcher:\n  cpus:\n    - 0\n    - 0\n", 4, "listed twice");
+	expect_error("dispatcher:\n  cpus: []\n", 2,
+		     "dispatcher.cpus: a list needs at least one entry");
+	expect_error("dispatcher:\n  cpu: 0\n  cpus: [0]\n", 3, "not both");
+	expect_error("dispatcher:\n  cpus: 0\n", 2, "dispatcher.cpus: wrong type");
+	expect_error("dispatcher:\n  cpus: [zero]\n", 2, "not an integer");
+	expect_error("dispatcher:\n  idle: nap\n", 2, "dispatcher.idle: 'nap'");
+	expect_error("dispatcher:\n  idle_after_us: 0\n", 2, "dispatcher.idle_after_us");
+	expect_error("dispatcher:\n  sleep_us: 1000000\n", 2, "dispatcher.sleep_us");
+	path = write_tmp("old.yaml", "dispatcher: { cpu: 0, burst: 4 }\n");
+	assert_int_equal(ql_config_load(path, &c, NULL), 0);
+	assert_int_equal(c->dispatcher.cpus_count, 1);
+	assert_int_equal(c->dispatcher.cpus[0], 0);
+	assert_int_equal(c->dispatcher.idle, QL_IDLE_SPIN);
+	assert_int_equal(c->dispatcher.idle_after_us, QL_CONFIG_DEFAULT_IDLE_AFTER_US);
+	assert_int_equal(c->dispatcher.sleep_us, QL_CONFIG_DEFAULT_SLEEP_US);
+	ql_config_free(c);
+	path = write_tmp("none.yaml", "device: soft://loop\n");
+	assert_int_equal(ql_config_load(path, &c, NULL), 0);
+	assert_int_equal(c->dispatcher.cpus_count, 1);
+	assert_int_equal(c->dispatcher.cpus[0], -1);
+	ql_config_free(c);
+	snprintf(text, sizeof(text),
+		 "dispatcher:\n  cpus: [%d, 0]\n  idle: sleep\n  idle_after_us: 250\n"
+		 "  sleep_us: 20\n",
+		 last);
+	path = write_tmp("cores.yaml", text);
+	if (last == 0) /* a one-CPU host: [0, 0] lists a core twice */
+		return;
+	assert_int_equal(ql_config_load(path, &c, NULL), 0);
+	assert_int_equal(c->dispatcher.cpus_count, 2);
+	assert_int_equal(c->dispatcher.cpus[0], last);
+	assert_int_equal(c->dispatcher.cpus[1], 0);
+	assert_int_equal(c->dispatcher.cpu, last);
+	assert_int_equal(c->dispatcher.idle, QL_IDLE_SLEEP);
+	assert_int_equal(c->dispatcher.idle_after_us, 250);
+	assert_int_equal(c->dispatcher.sleep_us, 20);
+	ql_config_free(c);
 }
 
 static void test_several_errors(void **state)
@@ -373,6 +429,7 @@ int main(void)
 		cmocka_unit_test(test_wrong_type),
 		cmocka_unit_test(test_bad_geometry),
 		cmocka_unit_test(test_bad_port_cpu_and_more),
+		cmocka_unit_test(test_dispatcher_cores),
 		cmocka_unit_test(test_several_errors),
 		cmocka_unit_test(test_missing_plugin),
 		cmocka_unit_test(test_malformed_empty_missing),

@@ -391,27 +391,13 @@ static int serve_many(void *arg)
 	return 0;
 }
 
-static int no_setup(void *arg)
-{
-	(void)arg;
-	return 0;
-}
-
 static void test_hot_path(void **state)
 {
 	struct fixture *f = *state;
-	unsigned long allocs, locks;
 	char why[160];
 
-	if (hp_available()) {
-		hp_begin();
-		assert_int_equal(serve_many(f), 0);
-		hp_end(&allocs, &locks);
-		if (allocs || locks)
-			fail_msg("1M requests: %lu allocator calls, %lu lock calls", allocs, locks);
-	}
-	if (hp_run_strict(no_setup, serve_many, f, why, sizeof(why)))
-		fail_msg("%s", why);
+	if (hp_check(serve_many, f, why, sizeof(why)))
+		fail_msg("%s: %s", "1M requests", why);
 }
 
 /* The worked example of docs/wire-protocol.md, byte for byte. */

@@ -6,13 +6,16 @@
  *
  * It reads the YAML configuration (qlink/config.h), opens the device, loads
  * the handler plugins (qlink/plugin.h) and serves sessions: a session is one
- * verbs channel (a request ring and its QP) and one daemon with the
- * built-in qlink_parity and every plugin function registered, made when a
- * QCS asks for one. The UDP control plane drives sessions (session_create
- * on DISCOVER, session_connect on ACK, session_destroy on COMPLETE, ABORT
- * or loss); besides it, --params-file runs one session over the same file
- * rendezvous as `qlink serve` (tools/rendezvous.h), so qlinkd can also be
- * driven by `qlink vppu --params-file P`.
+ * verbs channel (a request ring and its QP, in the device's shared verbs
+ * context) and one daemon with the built-in qlink_parity and every plugin
+ * function registered, made when a QCS asks for one. One dispatcher thread
+ * runs per configured core; a session is put on the least-loaded one when
+ * it starts (ACK, or START after a STOP: a restart may move it). The UDP
+ * control plane drives sessions (session_create on DISCOVER,
+ * session_connect on ACK, session_destroy on COMPLETE, ABORT or loss);
+ * besides it, --params-file runs one session over the same file rendezvous
+ * as `qlink serve` (tools/rendezvous.h), so qlinkd can also be driven by
+ * `qlink vppu --params-file P`.
  *
  * Signals arrive through a signalfd read by the main loop (no work in
  * handlers): SIGINT/SIGTERM tell every connected QCS (ABORT), stop every
@@ -45,6 +48,7 @@
 #include "qlink/control.h"
 #include "qlink/daemon.h"
 #include "qlink/demo.h"
+#include "qlink/dispatcher.h"
 #include "qlink/error.h"
 #include "qlink/plugin.h"
 #include "qlink/verbs.h"
@@ -164,12 +168,14 @@ static void qlog_to(FILE *out, bool force, enum ql_log_level level, const char *
 
 struct qlinkd;
 
-/* One QCS's connection: a ring + QP (the channel) and a dispatcher. */
+/* One QCS's connection: a ring + QP (the channel) and its daemon, served by
+ * one of the dispatchers while it runs. */
 struct qlinkd_session {
 	uint32_t id;
 	struct qlinkd *q;
 	struct ql_channel *ch;
 	struct ql_daemon *d;
+	int core; /* index in q->disp serving it, -1 while stopped */
 	struct ql_conn_params local;
 	bool connected;
 	int reported_error;
@@ -178,6 +184,9 @@ struct qlinkd_session {
 struct qlinkd {
 	struct ql_config *cfg;
 	struct ql_device *dev;
+	struct ql_verbs_context *vctx; /* one PD and response MR for every session */
+	struct ql_dispatcher **disp;   /* one per cfg->dispatcher.cpus entry */
+	uint32_t *load;		       /* sessions each dispatcher serves */
 	struct ql_ctl_server *ctl;
 	struct ql_plugin **plugins;
 	uint32_t nplugins;
@@ -233,9 +242,10 @@ static int session_create(struct qlinkd *q, struct qlinkd_session **out,
 	struct ql_verbs_channel_config vc = {
 		.num_slots = q->cfg->ring.slots,
 		.slot_size = q->cfg->ring.slot_size,
+		.ctx = q->vctx,
 	};
 	struct ql_daemon_config dc = {
-		.cpu = q->cfg->dispatcher.cpu,
+		.cpu = -1, /* served by q->disp, not a thread of its own */
 		.burst = q->cfg->dispatcher.burst,
 	};
 	struct qlinkd_session *s;
@@ -252,6 +262,7 @@ static int session_create(struct qlinkd *q, struct qlinkd_session **out,
 		return -ENOMEM;
 	s->q = q;
 	s->id = q->next_id++;
+	s->core = -1;
 	ret = ql_verbs_channel_create(q->dev, &vc, &s->ch);
 	if (!ret)
 		ret = ql_daemon_create(&dc, s->ch, &s->d);
@@ -272,18 +283,51 @@ static int session_create(struct qlinkd *q, struct qlinkd_session **out,
 	return 0;
 }
 
-/* Connect the session's QP to the QCS's and start its dispatcher. */
+/* Serve the session on the dispatcher with the fewest sessions (the first
+ * such core on a tie). */
+static int session_run(struct qlinkd_session *s)
+{
+	struct qlinkd *q = s->q;
+	uint32_t best = 0;
+	int ret;
+
+	if (s->core >= 0)
+		return 0;
+	for (uint32_t i = 1; i < q->cfg->dispatcher.cpus_count; i++)
+		if (q->load[i] < q->load[best])
+			best = i;
+	ret = ql_dispatcher_attach(q->disp[best], s->d);
+	if (ret)
+		return ret;
+	q->load[best]++;
+	s->core = (int)best;
+	qlog(QL_LOG_INFO, "session", "dispatching", "session=%u cpu=%d sessions_on_cpu=%u", s->id,
+	     q->cfg->dispatcher.cpus[best], q->load[best]);
+	return 0;
+}
+
+/* Take the session off its dispatcher (every request taken is answered). */
+static void session_pause(struct qlinkd_session *s)
+{
+	if (s->core < 0)
+		return;
+	ql_dispatcher_detach(s->q->disp[s->core], s->d);
+	s->q->load[s->core]--;
+	s->core = -1;
+}
+
+/* Connect the session's QP to the QCS's and start serving it. */
 static int session_connect(struct qlinkd_session *s, const struct ql_conn_params *client)
 {
 	int ret = ql_verbs_channel_connect(s->ch, client, NULL);
 
 	if (!ret)
-		ret = ql_daemon_start(s->d);
+		ret = session_run(s);
 	if (ret)
 		return ret;
 	s->connected = true;
 	qlog(QL_LOG_INFO, "session", "connected", "session=%u peer_qpn=%u cpu=%d", s->id,
-	     client->qpn, s->q->cfg->dispatcher.cpu);
+	     client->qpn, s->q->cfg->dispatcher.cpus[s->core]);
 	return 0;
 }
 
@@ -321,7 +365,7 @@ static void session_destroy(struct qlinkd_session *s)
 		return;
 	q = s->q;
 	if (s->d) {
-		ql_daemon_stop(s->d);
+		session_pause(s);
 		session_counters(s, stdout);
 		ql_daemon_destroy(s->d);
 	}
@@ -343,8 +387,74 @@ static void print_counters(struct qlinkd *q)
 			n++;
 		}
 	}
+	for (uint32_t i = 0; q->disp && i < q->cfg->dispatcher.cpus_count; i++) {
+		struct ql_dispatcher_stats ds;
+
+		ql_dispatcher_stats(q->disp[i], &ds);
+		qlog_to(stdout, true, QL_LOG_INFO, "counters", "dispatcher",
+			"cpu=%d sessions=%u requests=%" PRIu64 " rounds=%" PRIu64
+			" idle_rounds=%" PRIu64 " backoffs=%" PRIu64,
+			ds.cpu, ds.daemons, ds.requests, ds.rounds, ds.idle_rounds, ds.backoffs);
+	}
 	qlog_to(stdout, true, QL_LOG_INFO, "counters", "qlinkd", "sessions=%u plugins=%u", n,
 		q->nplugins);
+}
+
+/* The device's shared verbs context and one running dispatcher per core. */
+static int dispatch_open(struct qlinkd *q)
+{
+	const struct ql_config *c = q->cfg;
+	struct ql_verbs_context_config xc = {
+		.max_channels = c->max_sessions,
+	};
+	struct ql_dispatcher_config dc = {
+		.idle = (enum ql_idle_policy)c->dispatcher.idle,
+		.idle_after_ns = (uint64_t)c->dispatcher.idle_after_us * 1000,
+		.sleep_ns = (uint64_t)c->dispatcher.sleep_us * 1000,
+		.max_daemons = c->max_sessions,
+	};
+	uint64_t pool = (uint64_t)c->ring.slots * c->ring.slot_size;
+	int ret = 0;
+
+	/* every session's response buffers in one registration, unless that
+	 * would be more than the context holds (1 GiB): then each its own */
+	if (pool * c->max_sessions <= (1u << 30)) {
+		xc.tx_bytes = (uint32_t)pool;
+		ret = ql_verbs_context_create(q->dev, &xc, &q->vctx);
+	} else {
+		qlog(QL_LOG_WARN, "dispatcher", "no shared verbs context",
+		     "reason=\"max_sessions x ring bytes above 1 GiB\"");
+	}
+	if (ret)
+		return ret;
+	q->disp = calloc(c->dispatcher.cpus_count, sizeof(*q->disp));
+	q->load = calloc(c->dispatcher.cpus_count, sizeof(*q->load));
+	if (!q->disp || !q->load)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < c->dispatcher.cpus_count; i++) {
+		dc.cpu = c->dispatcher.cpus[i];
+		ret = ql_dispatcher_create(&dc, &q->disp[i]);
+		if (!ret)
+			ret = ql_dispatcher_start(q->disp[i]);
+		if (ret)
+			return ret;
+		qlog(QL_LOG_INFO, "dispatcher", "started", "cpu=%d idle=%s idle_after_us=%u",
+		     dc.cpu, ql_idle_policy_str(dc.idle), c->dispatcher.idle_after_us);
+	}
+	return 0;
+}
+
+/* After every session is gone. */
+static void dispatch_close(struct qlinkd *q)
+{
+	for (uint32_t i = 0; q->disp && i < q->cfg->dispatcher.cpus_count; i++)
+		ql_dispatcher_destroy(q->disp[i]);
+	free(q->disp);
+	free(q->load);
+	q->disp = NULL;
+	q->load = NULL;
+	ql_verbs_context_destroy(q->vctx);
+	q->vctx = NULL;
 }
 
 /* ---- plugins ------------------------------------------------------------------ */
@@ -471,9 +581,19 @@ static int ctl_accept(void *ctx, struct ql_ctl_session *cs, const struct ql_conn
 	return 0;
 }
 
+/* START (again after a STOP): serve every channel, each on the least-loaded
+ * dispatcher now, so a restart may move a session to another core. */
 static int ctl_start(void *ctx, struct ql_ctl_session *cs)
 {
+	struct ctl_link *l = ql_ctl_session_data(cs);
+
 	(void)ctx;
+	for (uint32_t i = 0; l && i < l->n; i++) {
+		int ret = session_run(l->s[i]);
+
+		if (ret)
+			return ret;
+	}
 	qlog(QL_LOG_INFO, "control", "started", "qcs=%s", ql_ctl_session_name(cs));
 	return 0;
 }
@@ -486,7 +606,7 @@ static int ctl_stop(void *ctx, struct ql_ctl_session *cs)
 
 	(void)ctx;
 	for (uint32_t i = 0; l && i < l->n; i++)
-		ql_daemon_stop(l->s[i]->d);
+		session_pause(l->s[i]);
 	qlog(QL_LOG_INFO, "control", "stopped", "qcs=%s", ql_ctl_session_name(cs));
 	return 0;
 }
@@ -841,9 +961,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	qlog(QL_LOG_INFO, "qlinkd", "starting",
-	     "version=%s config=%s device=%s control=%s:%u cpu=%d slots=%u slot_size=%u",
+	     "version=%s config=%s device=%s control=%s:%u cpu=%d dispatchers=%u slots=%u "
+	     "slot_size=%u",
 	     QLINK_VERSION, config, q.cfg->device, q.cfg->control.address, q.cfg->control.port,
-	     q.cfg->dispatcher.cpu, q.cfg->ring.slots, q.cfg->ring.slot_size);
+	     q.cfg->dispatcher.cpu, q.cfg->dispatcher.cpus_count, q.cfg->ring.slots,
+	     q.cfg->ring.slot_size);
 	ret = load_plugins(&q, false);
 	if (ret)
 		goto out;
@@ -853,6 +975,12 @@ int main(int argc, char **argv)
 		     q.cfg->device, ql_error_detail()[0] ? ql_error_detail() : ql_strerror(ret));
 		fprintf(stderr, "%s: device %s: %s\n", config, q.cfg->device,
 			ql_error_detail()[0] ? ql_error_detail() : ql_strerror(ret));
+		goto out;
+	}
+	ret = dispatch_open(&q);
+	if (ret) {
+		qlog(QL_LOG_ERROR, "dispatcher", "cannot start the dispatchers", "error=\"%s\"",
+		     ql_error_detail()[0] ? ql_error_detail() : ql_strerror(ret));
 		goto out;
 	}
 	ret = control_open(&q);
@@ -917,6 +1045,7 @@ out:
 			session_destroy(q.sessions[i]);
 	free(q.sessions);
 	tool_rdv_cleanup(&params_rdv);
+	dispatch_close(&q);
 	unload_plugins(&q);
 	if (q.dev)
 		ql_device_close(q.dev);

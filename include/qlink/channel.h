@@ -156,15 +156,46 @@ void ql_channel_destroy(struct ql_channel *ch);
 
 /* ---- the verbs channel: server side of a qlink ring -------------------- */
 
+/*
+ * A verbs context: what the channels of one device can share, one PD and
+ * one registered region holding every channel's response buffers (one MR,
+ * one lkey), instead of a PD and two MRs per channel. Each channel still
+ * registers its ring on its own (REMOTE_WRITE, in the shared PD), so the
+ * rkey its client is given covers that ring and nothing else: a WRITE
+ * outside it is a remote access error. Within one PD an rkey is valid on
+ * every QP of the PD, so a peer that learned another ring's rkey could
+ * write that ring (rkeys are not guessable on soft: keyed tags); where QCSs
+ * must be isolated from each other by the NIC, give channels no context.
+ */
+struct ql_verbs_context;
+
+struct ql_verbs_context_config {
+	uint32_t max_channels; /* channels at once (0: 16; at most 4096) */
+	uint32_t tx_bytes;     /* response memory per channel (0: 64 KiB): at
+				  least tx_buffers * slot_size of each channel */
+};
+
+int ql_verbs_context_create(struct ql_device *dev, const struct ql_verbs_context_config *cfg,
+			    struct ql_verbs_context **ctx);
+/* -EBUSY while channels use it (destroy them first). */
+int ql_verbs_context_destroy(struct ql_verbs_context *ctx);
+struct ql_pd *ql_verbs_context_pd(const struct ql_verbs_context *ctx);
+/* Channels using it now. */
+uint32_t ql_verbs_context_channels(struct ql_verbs_context *ctx);
+
 struct ql_verbs_channel_config {
-	uint32_t num_slots;    /* power of two, 1..65536 */
-	uint32_t slot_size;    /* multiple of 64, 64..65536 */
-	uint32_t tx_buffers;   /* response buffers (0: num_slots) */
-	uint32_t signal_every; /* signal one SEND in n (0: 16) */
+	uint32_t num_slots;	      /* power of two, 1..65536 */
+	uint32_t slot_size;	      /* multiple of 64, 64..65536 */
+	uint32_t tx_buffers;	      /* response buffers (0: num_slots) */
+	uint32_t signal_every;	      /* signal one SEND in n (0: 16) */
+	struct ql_verbs_context *ctx; /* shared PD and response memory of
+					 this device; NULL: the channel's own */
 };
 
 /* Create the ring (ql_mem_alloc'd, registered REMOTE_WRITE), an RC QP, its
- * CQs and the response pool on `dev`. */
+ * CQs and the response pool on `dev`. With cfg->ctx: in the context's PD,
+ * the pool in a block of its region (-ENOSPC when every block is taken,
+ * -EMSGSIZE when the pool is larger than a block). */
 int ql_verbs_channel_create(struct ql_device *dev, const struct ql_verbs_channel_config *cfg,
 			    struct ql_channel **ch);
 /* What the client needs: QP, GID, the ring's vaddr/rkey/length and
@@ -173,6 +204,18 @@ int ql_verbs_channel_local_params(struct ql_channel *ch, struct ql_conn_params *
 /* Connect the QP to the client's (RESET -> RTS). */
 int ql_verbs_channel_connect(struct ql_channel *ch, const struct ql_conn_params *client,
 			     const struct ql_qp_connect_opts *opts);
+/* Where a channel's memory is, and under which PD and keys. */
+struct ql_verbs_channel_info {
+	struct ql_pd *pd;
+	struct ql_verbs_context *ctx; /* NULL: none */
+	void *ring;
+	size_t ring_len;
+	uint32_t ring_rkey;
+	void *tx_mem; /* response buffers */
+	size_t tx_len;
+	uint32_t tx_lkey;
+};
+int ql_verbs_channel_info(struct ql_channel *ch, struct ql_verbs_channel_info *info);
 /* Forget every slot: the next request expected is sequence 1 again (for a
  * client that reconnects). */
 int ql_verbs_channel_reset_ring(struct ql_channel *ch);

@@ -2,7 +2,8 @@
  * config: the qlinkd configuration file.
  *
  * qlinkd (the RTH daemon) reads one YAML file naming the device URI, the
- * control-plane address, the dispatcher core, the ring geometry, the
+ * control-plane address, the dispatcher cores and idle policy, the ring
+ * geometry, the
  * handler plugins and the logging. The file is mapped onto struct
  * ql_config by libcyaml's schema, then checked beyond what a schema can say
  * (ring geometry, port and CPU ranges, URI scheme, plugin files, CIDR
@@ -55,6 +56,8 @@ void ql_diags_print(const struct ql_diags *diags, const char *file, FILE *f);
 #define QL_CONFIG_DEFAULT_ADDRESS "0.0.0.0"
 #define QL_CONFIG_DEFAULT_PORT 7700 /* QL_CTL_DEFAULT_PORT */
 #define QL_CONFIG_DEFAULT_BURST 32
+#define QL_CONFIG_DEFAULT_IDLE_AFTER_US 100
+#define QL_CONFIG_DEFAULT_SLEEP_US 50
 #define QL_CONFIG_DEFAULT_SLOTS 64
 #define QL_CONFIG_DEFAULT_SLOT_SIZE 256
 #define QL_CONFIG_DEFAULT_MAX_SESSIONS 4
@@ -81,8 +84,13 @@ struct ql_config {
 		uint32_t allow_count;
 	} control;
 	struct {
-		int cpu;	/* dispatcher core; -1: not pinned */
-		uint32_t burst; /* 1..32 */
+		int cpu;   /* the first dispatcher's core; -1: not pinned */
+		int *cpus; /* one dispatcher per entry: `cpus`, or [cpu] */
+		uint32_t cpus_count;
+		uint32_t burst;		/* 1..32 */
+		uint32_t idle;		/* enum ql_idle_policy */
+		uint32_t idle_after_us; /* idle time before backing off */
+		uint32_t sleep_us;	/* nap of the sleep policy */
 	} dispatcher;
 	struct {
 		uint32_t slots;	    /* power of two */

@@ -1,11 +1,13 @@
 /*
  * daemon: the RPC server of a real-time host (seed 000, layer 2).
  *
- * A daemon owns one channel and a table of registered functions. Its CPU
- * dispatcher is one thread, pinned to a configured core, that busy-polls
- * the channel for bursts of up to 32 requests, calls each request's handler
- * with zero-copy streams over the ring slot and the response buffer, and
- * sends the responses. Per request: no allocation, lock, syscall or log.
+ * A daemon owns one channel and a table of registered functions. A CPU
+ * dispatcher (dispatcher.h: one thread pinned to a core, serving many
+ * daemons round robin) polls the channel for bursts of up to 32 requests,
+ * calls each request's handler with zero-copy streams over the ring slot
+ * and the response buffer, and sends the responses. ql_daemon_start gives a
+ * daemon a private dispatcher of its own; ql_dispatcher_attach puts it on a
+ * shared one instead. Per request: no allocation, lock, syscall or log.
  * Statistics (counts by outcome and by function, a handler-time histogram)
  * are kept by the dispatcher and can be read at any time.
  */
@@ -15,6 +17,7 @@
 #include <stdint.h>
 
 #include "qlink/channel.h"
+#include "qlink/dispatcher.h"
 #include "qlink/histogram.h"
 #include "qlink/rpc.h"
 
@@ -27,7 +30,7 @@ extern "C" {
 struct ql_daemon;
 
 struct ql_daemon_config {
-	int cpu;		/* dispatcher core; -1: leave unpinned */
+	int cpu;		/* private dispatcher's core (ql_daemon_start); -1: unpinned */
 	uint32_t burst;		/* requests per burst, 1..32 (0: 32) */
 	uint32_t max_functions; /* capacity of the function table (0: 64) */
 };
@@ -49,7 +52,7 @@ struct ql_daemon_stats {
 	uint64_t send_failed;	      /* responses the channel refused */
 	uint64_t bursts;
 	int channel_error; /* 0, or the channel's negative errno */
-	int running;
+	int running;	   /* a running dispatcher serves it */
 };
 
 struct ql_daemon_function_stats {
@@ -64,20 +67,25 @@ int ql_daemon_create(const struct ql_daemon_config *cfg, struct ql_channel *ch,
 /* Stops the dispatcher if it runs; the channel stays the caller's. */
 void ql_daemon_destroy(struct ql_daemon *d);
 
-/* Register a function (typed or raw, see rpc.h). Allowed while stopped;
- * -EBUSY while running, -EEXIST for a duplicate name or id. */
+/* Register a function (typed or raw, see rpc.h). Allowed while stopped
+ * (attached to no dispatcher); -EBUSY otherwise, -EEXIST for a duplicate
+ * name or id. */
 int ql_daemon_register(struct ql_daemon *d, const struct ql_rpc_function *fn);
 
-/* Start the dispatcher thread; -EALREADY if running. Requests that arrived
- * while stopped are served first. */
+/* Serve the daemon on a private dispatcher thread pinned to cfg.cpu;
+ * -EALREADY if a dispatcher (private or shared) serves it. Requests that
+ * arrived while stopped are served first. */
 int ql_daemon_start(struct ql_daemon *d);
-/* Stop it after the burst in progress (every request taken is answered);
- * requests still in the channel wait for the next start. */
+/* Stop serving it, after the burst in progress (every request taken is
+ * answered): stops the private dispatcher, or detaches the daemon from the
+ * shared one that serves it. Requests still in the channel wait for the
+ * next start or attach. */
 int ql_daemon_stop(struct ql_daemon *d);
 
 /* One burst in the calling thread (for single-threaded programs and
- * tests): the number of requests served, 0 if none, or the channel's
- * negative errno. Must not be used while the dispatcher thread runs. */
+ * tests, and what a dispatcher calls per daemon per round): the number of
+ * requests served, 0 if none, or the channel's negative errno. Must not be
+ * used while a dispatcher serves the daemon. */
 int ql_daemon_poll(struct ql_daemon *d);
 
 /* Snapshots, consistent per counter, readable while running. */

@@ -20,6 +20,7 @@
 
 #include "config/yaml.h"
 #include "qlink/clock.h"
+#include "qlink/dispatcher.h"
 #include "qlink/error.h"
 #include "qlink/ring.h"
 #include "qlink/verbs.h"
@@ -34,7 +35,12 @@ struct raw_control {
 
 struct raw_dispatcher {
 	int64_t *cpu;
+	int64_t *cpus;
+	unsigned cpus_count;
 	int64_t *burst;
+	char *idle;
+	int64_t *idle_after_us;
+	int64_t *sleep_us;
 };
 
 struct raw_ring {
@@ -79,9 +85,19 @@ static const cyaml_schema_field_t control_fields[] = {
 	CYAML_FIELD_END,
 };
 
+static const cyaml_schema_value_t int_entry = {
+	CYAML_VALUE_INT(CYAML_FLAG_DEFAULT, int64_t),
+};
+
 static const cyaml_schema_field_t dispatcher_fields[] = {
 	CYAML_FIELD_INT_PTR("cpu", OPT, struct raw_dispatcher, cpu),
+	/* at least one core: libcyaml reports an empty list with its line */
+	CYAML_FIELD_SEQUENCE("cpus", OPT, struct raw_dispatcher, cpus, &int_entry, 1,
+			     CYAML_UNLIMITED),
 	CYAML_FIELD_INT_PTR("burst", OPT, struct raw_dispatcher, burst),
+	STR("idle", struct raw_dispatcher, idle),
+	CYAML_FIELD_INT_PTR("idle_after_us", OPT, struct raw_dispatcher, idle_after_us),
+	CYAML_FIELD_INT_PTR("sleep_us", OPT, struct raw_dispatcher, sleep_us),
 	CYAML_FIELD_END,
 };
 
@@ -149,6 +165,7 @@ void ql_config_free(struct ql_config *cfg)
 	for (uint32_t i = 0; i < cfg->control.allow_count; i++)
 		free(cfg->control.allow[i]);
 	free(cfg->control.allow);
+	free(cfg->dispatcher.cpus);
 	for (uint32_t i = 0; i < cfg->plugins_count; i++) {
 		free(cfg->plugins[i].path);
 		free(cfg->plugins[i].config);
@@ -347,6 +364,65 @@ static int name_index(const char *s, const char *const *names, int n)
 	return -1;
 }
 
+/* dispatcher: one core (cpu) or a list of them (cpus), one dispatcher
+ * thread each, and the idle policy they share. */
+static int convert_dispatcher(struct ql_yaml_file *f, const struct raw_dispatcher *rd,
+			      struct ql_config *c, int ncpu)
+{
+	enum ql_idle_policy idle = QL_IDLE_SPIN;
+	unsigned used_list = 0;
+
+	c->dispatcher.cpu = (int)int_key(f, rd ? rd->cpu : NULL, "dispatcher.cpu", -1, ncpu - 1, -1,
+					 "-1 for no pinning; this host's CPUs");
+	c->dispatcher.burst = (uint32_t)int_key(f, rd ? rd->burst : NULL, "dispatcher.burst", 1, 32,
+						QL_CONFIG_DEFAULT_BURST, NULL);
+	c->dispatcher.cpus = calloc(rd && rd->cpus_count ? rd->cpus_count : 1, sizeof(int));
+	if (!c->dispatcher.cpus)
+		return -ENOMEM;
+	c->dispatcher.cpus[0] = c->dispatcher.cpu;
+	c->dispatcher.cpus_count = 1;
+	if (rd && rd->cpus && rd->cpu)
+		ql__diag_add(f, ql__yaml_line(f, "dispatcher.cpus"),
+			     "dispatcher: give cpu (one core) or cpus (a list), not both");
+	for (unsigned i = 0; rd && rd->cpus && !rd->cpu && i < rd->cpus_count; i++) {
+		unsigned line = ql__yaml_linef(f, "dispatcher.cpus.%u", i);
+		int64_t v = rd->cpus[i];
+
+		if (v < 0 || v >= ncpu) {
+			ql__diag_add(f, line,
+				     "dispatcher.cpus[%u]: %lld is not a CPU of this host (0..%d)",
+				     i, (long long)v, ncpu - 1);
+			continue;
+		}
+		for (unsigned j = 0; j < i; j++)
+			if (rd->cpus[j] == v) {
+				ql__diag_add(f, line,
+					     "dispatcher.cpus[%u]: cpu %lld is listed twice (one "
+					     "dispatcher per core)",
+					     i, (long long)v);
+				v = -1;
+				break;
+			}
+		if (v < 0)
+			continue;
+		if (!used_list++)
+			c->dispatcher.cpus_count = 0;
+		c->dispatcher.cpus[c->dispatcher.cpus_count++] = (int)v;
+	}
+	c->dispatcher.cpu = c->dispatcher.cpus[0];
+	if (rd && rd->idle && ql_idle_policy_parse(rd->idle, &idle))
+		ql__diag_add(f, ql__yaml_line(f, "dispatcher.idle"),
+			     "dispatcher.idle: '%s' is not one of spin, yield, sleep", rd->idle);
+	c->dispatcher.idle = (uint32_t)idle;
+	c->dispatcher.idle_after_us =
+		(uint32_t)int_key(f, rd ? rd->idle_after_us : NULL, "dispatcher.idle_after_us", 1,
+				  1000000, QL_CONFIG_DEFAULT_IDLE_AFTER_US, "at most a second");
+	c->dispatcher.sleep_us = (uint32_t)int_key(f, rd ? rd->sleep_us : NULL,
+						   "dispatcher.sleep_us", 1, 100000,
+						   QL_CONFIG_DEFAULT_SLEEP_US, "at most 100 ms");
+	return 0;
+}
+
 static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql_config *c)
 {
 	const struct raw_control *rc = r->control;
@@ -391,10 +467,8 @@ static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql
 					     i, rc->allow[i]);
 		}
 	}
-	c->dispatcher.cpu = (int)int_key(f, rd ? rd->cpu : NULL, "dispatcher.cpu", -1, ncpu - 1, -1,
-					 "-1 for no pinning; this host's CPUs");
-	c->dispatcher.burst = (uint32_t)int_key(f, rd ? rd->burst : NULL, "dispatcher.burst", 1, 32,
-						QL_CONFIG_DEFAULT_BURST, NULL);
+	if (convert_dispatcher(f, rd, c, ncpu))
+		return -ENOMEM;
 	c->ring.slots = (uint32_t)int_key(f, rr ? rr->slots : NULL, "ring.slots", 1,
 					  QL_RING_MAX_SLOTS, QL_CONFIG_DEFAULT_SLOTS, NULL);
 	c->ring.slot_size = (uint32_t)int_key(f, rr ? rr->slot_size : NULL, "ring.slot_size",

@@ -1,5 +1,7 @@
 /*
- * The RPC daemon and its CPU dispatcher (see include/qlink/daemon.h).
+ * The RPC daemon: one channel, its function table and statistics (see
+ * include/qlink/daemon.h). The threads that poll it are dispatchers
+ * (dispatcher.c).
  *
  * The dispatcher is the only writer of the statistics; it updates each
  * counter with a relaxed atomic store so a reader in another thread sees
@@ -8,36 +10,18 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "daemon/daemon_int.h"
 #include "qlink/clock.h"
-#include "qlink/daemon.h"
 #include "qlink/error.h"
-#include "qlink/log.h"
 
 #define BUMP(x) __atomic_store_n(&(x), (x) + 1, __ATOMIC_RELAXED)
 #define ADD(x, n) __atomic_store_n(&(x), (x) + (n), __ATOMIC_RELAXED)
 #define READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
-
-struct ql_daemon {
-	struct ql_daemon_config cfg;
-	struct ql_channel *ch;
-	struct ql_rpc_table *table;
-	pthread_mutex_t lock;
-	pthread_t thread;
-	bool thread_live;
-	_Atomic int stop;
-	struct ql_daemon_stats st;
-	uint64_t *fn_calls;
-	uint64_t *fn_errors;
-	uint64_t tick_ns_q32; /* ns per TSC tick, 32.32 fixed point */
-	struct ql_hist hist;
-};
 
 int ql_daemon_create(const struct ql_daemon_config *cfg, struct ql_channel *ch,
 		     struct ql_daemon **out)
@@ -88,6 +72,7 @@ void ql_daemon_destroy(struct ql_daemon *d)
 	if (!d)
 		return;
 	ql_daemon_stop(d);
+	ql_dispatcher_destroy(d->own);
 	ql_rpc_table_destroy(d->table);
 	pthread_mutex_destroy(&d->lock);
 	free(d->fn_calls);
@@ -102,7 +87,7 @@ int ql_daemon_register(struct ql_daemon *d, const struct ql_rpc_function *fn)
 	if (!d || !fn)
 		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
-	if (d->thread_live) {
+	if (d->disp) {
 		pthread_mutex_unlock(&d->lock);
 		return ql_error_set(-EBUSY, "daemon: register functions while stopped");
 	}
@@ -223,66 +208,53 @@ int ql_daemon_poll(struct ql_daemon *d)
 	return n;
 }
 
-static void *dispatcher(void *arg)
-{
-	struct ql_daemon *d = arg;
-
-	if (d->cfg.cpu >= 0) {
-		int ret = ql_cpu_pin(d->cfg.cpu);
-
-		if (ret)
-			ql_log_warn("daemon", "cannot pin the dispatcher to cpu %d: %s", d->cfg.cpu,
-				    ql_strerror(ret));
-	}
-	while (!atomic_load_explicit(&d->stop, memory_order_relaxed)) {
-		int n = ql_daemon_poll(d);
-
-		if (n < 0) {
-			/* The channel failed (peer gone): nothing will arrive;
-			 * stop burning the core until told to stop. */
-			struct timespec ts = { 0, 1000000 };
-
-			nanosleep(&ts, NULL);
-		}
-	}
-	return NULL;
-}
-
 int ql_daemon_start(struct ql_daemon *d)
 {
+	struct ql_dispatcher_config dc = { .cpu = d ? d->cfg.cpu : -1 };
+	struct ql_dispatcher *own;
 	int ret;
 
 	if (!d)
 		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
-	if (d->thread_live) {
+	if (d->disp) {
 		pthread_mutex_unlock(&d->lock);
 		return -EALREADY;
 	}
-	atomic_store(&d->stop, 0);
-	ret = -pthread_create(&d->thread, NULL, dispatcher, d);
-	if (!ret) {
-		d->thread_live = true;
-		__atomic_store_n(&d->st.running, 1, __ATOMIC_RELAXED);
+	if (!d->own) {
+		ret = ql_dispatcher_create(&dc, &d->own);
+		if (ret) {
+			pthread_mutex_unlock(&d->lock);
+			return ret;
+		}
 	}
+	own = d->own;
 	pthread_mutex_unlock(&d->lock);
-	return ret;
+	ret = ql_dispatcher_attach(own, d);
+	if (ret)
+		return ret == -EBUSY ? -EALREADY : ret;
+	ret = ql_dispatcher_start(own);
+	if (ret && ret != -EALREADY) {
+		ql_dispatcher_detach(own, d);
+		return ret;
+	}
+	return 0;
 }
 
 int ql_daemon_stop(struct ql_daemon *d)
 {
+	struct ql_dispatcher *disp;
+
 	if (!d)
 		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
-	if (!d->thread_live) {
-		pthread_mutex_unlock(&d->lock);
-		return 0;
-	}
-	atomic_store(&d->stop, 1);
-	pthread_join(d->thread, NULL);
-	d->thread_live = false;
-	__atomic_store_n(&d->st.running, 0, __ATOMIC_RELAXED);
+	disp = d->disp;
 	pthread_mutex_unlock(&d->lock);
+	if (!disp)
+		return 0;
+	if (disp == d->own)
+		ql_dispatcher_stop(disp);
+	ql_dispatcher_detach(disp, d);
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include "qlink/error.h"
 #include "qlink/ring.h"
+#include "transport/endpoint.h"
 
 _Static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
 	       "the ring stores little-endian words with plain stores");
@@ -52,12 +53,9 @@ void ql_ring_format(void *ring, uint32_t num_slots, uint32_t slot_size)
 /* ---- client -------------------------------------------------------------- */
 
 struct ql_ring_client {
-	struct ql_device *dev;
-	struct ql_pd *pd;
-	struct ql_cq *scq;
-	struct ql_cq *rcq;
-	struct ql_qp *qp;
-	uint8_t *stage; /* per slot: seq u64 | len u32 | reserved u32 | message */
+	struct ql_endpoint ep; /* PD, CQs, RC QP */
+	struct ql_qp *qp;      /* = ep.qp */
+	uint8_t *stage;	       /* per slot: seq u64 | len u32 | reserved u32 | message */
 	struct ql_mr *stage_mr;
 	uint8_t *rbuf; /* window receive buffers of slot_size bytes */
 	struct ql_mr *rbuf_mr;
@@ -93,9 +91,7 @@ static int post_recv_buf(struct ql_ring_client *cl, uint32_t i)
 int ql_ring_client_create(struct ql_device *dev, const struct ql_conn_params *srv,
 			  const struct ql_ring_client_config *cfg, struct ql_ring_client **out)
 {
-	struct ql_device_attr attr;
 	struct ql_ring_client *cl;
-	struct ql_qp_init_attr ia;
 	size_t stage_len, rbuf_len;
 	void *mem;
 	int ret;
@@ -110,13 +106,9 @@ int ql_ring_client_create(struct ql_device *dev, const struct ql_conn_params *sr
 				    "ring client: the server's region (%llu bytes) is "
 				    "smaller than its ring",
 				    (unsigned long long)srv->length);
-	ret = ql_device_query(dev, &attr);
-	if (ret)
-		return ret;
 	cl = calloc(1, sizeof(*cl));
 	if (!cl)
 		return -ENOMEM;
-	cl->dev = dev;
 	cl->vaddr = srv->vaddr;
 	cl->rkey = srv->rkey;
 	cl->num_slots = srv->num_slots;
@@ -125,51 +117,34 @@ int ql_ring_client_create(struct ql_device *dev, const struct ql_conn_params *sr
 	if (cl->window > srv->num_slots)
 		cl->window = srv->num_slots;
 	cl->signal_every = CLIENT_SIGNAL_EVERY;
-	cl->max_inline = attr.max_inline_data < 256 ? attr.max_inline_data : 256;
-	/* two WRITEs per request; unsignaled ones hold their slot until a
-	 * later signaled completion is polled */
-	cl->sq_depth = 2 * (cl->window + 2 * cl->signal_every);
-	if (cl->sq_depth > (uint32_t)attr.dev.max_qp_wr)
-		cl->sq_depth = (uint32_t)attr.dev.max_qp_wr;
 
 	stage_len = (size_t)cl->num_slots * cl->slot_size;
 	rbuf_len = (size_t)cl->window * cl->slot_size;
-	ret = ql_pd_alloc(dev, &cl->pd);
+	ret = ql_endpoint_open_pd(dev, NULL, &cl->ep);
 	if (ret)
 		goto err;
-	ret = ql_pd_mem_alloc(cl->pd, stage_len, &mem);
+	ret = ql_pd_mem_alloc(cl->ep.pd, stage_len, &mem);
 	if (ret)
 		goto err;
 	cl->stage = mem;
-	ret = ql_pd_mem_alloc(cl->pd, rbuf_len, &mem);
+	ret = ql_pd_mem_alloc(cl->ep.pd, rbuf_len, &mem);
 	if (ret)
 		goto err;
 	cl->rbuf = mem;
-	ret = ql_mr_reg(cl->pd, cl->stage, stage_len, IBV_ACCESS_LOCAL_WRITE, &cl->stage_mr);
+	ret = ql_mr_reg(cl->ep.pd, cl->stage, stage_len, IBV_ACCESS_LOCAL_WRITE, &cl->stage_mr);
 	if (ret)
 		goto err;
-	ret = ql_mr_reg(cl->pd, cl->rbuf, rbuf_len, IBV_ACCESS_LOCAL_WRITE, &cl->rbuf_mr);
+	ret = ql_mr_reg(cl->ep.pd, cl->rbuf, rbuf_len, IBV_ACCESS_LOCAL_WRITE, &cl->rbuf_mr);
 	if (ret)
 		goto err;
-	ret = ql_cq_create(dev, (int)cl->sq_depth, &cl->scq);
+	/* two WRITEs per request; unsignaled ones hold their slot until a
+	 * later signaled completion is polled */
+	ret = ql_endpoint_create_qp(&cl->ep, 2 * (cl->window + 2 * cl->signal_every), cl->window);
 	if (ret)
 		goto err;
-	ret = ql_cq_create(dev, (int)cl->window, &cl->rcq);
-	if (ret)
-		goto err;
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = cl->scq;
-	ia.recv_cq = cl->rcq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = cl->sq_depth;
-	ia.cap.max_recv_wr = cl->window;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data = cl->max_inline;
-	ret = ql_qp_create(cl->pd, &ia, &cl->qp);
-	if (ret)
-		goto err;
-	cl->max_inline = ia.cap.max_inline_data;
+	cl->qp = cl->ep.qp;
+	cl->sq_depth = cl->ep.send_wr;
+	cl->max_inline = cl->ep.max_inline;
 	*out = cl;
 	return 0;
 err:
@@ -181,22 +156,16 @@ void ql_ring_client_destroy(struct ql_ring_client *cl)
 {
 	if (!cl)
 		return;
-	if (cl->qp)
-		ql_qp_destroy(cl->qp);
-	if (cl->scq)
-		ql_cq_destroy(cl->scq);
-	if (cl->rcq)
-		ql_cq_destroy(cl->rcq);
+	ql_endpoint_close_qp(&cl->ep);
 	if (cl->stage_mr)
 		ql_mr_dereg(cl->stage_mr);
 	if (cl->rbuf_mr)
 		ql_mr_dereg(cl->rbuf_mr);
 	if (cl->stage)
-		ql_pd_mem_free(cl->pd, cl->stage);
+		ql_pd_mem_free(cl->ep.pd, cl->stage);
 	if (cl->rbuf)
-		ql_pd_mem_free(cl->pd, cl->rbuf);
-	if (cl->pd)
-		ql_pd_free(cl->pd);
+		ql_pd_mem_free(cl->ep.pd, cl->rbuf);
+	ql_endpoint_close_pd(&cl->ep);
 	free(cl);
 }
 
@@ -224,7 +193,7 @@ int ql_ring_client_connect(struct ql_ring_client *cl, const struct ql_conn_param
 static int reap_sends(struct ql_ring_client *cl)
 {
 	struct ibv_wc wc[8];
-	int n = ql_cq_poll(cl->scq, 8, wc);
+	int n = ql_cq_poll(cl->ep.scq, 8, wc);
 
 	if (n < 0)
 		return cl->err = -EIO;
@@ -309,7 +278,7 @@ int ql_ring_client_poll(struct ql_ring_client *cl, struct ql_ring_response *out,
 		return cl->err;
 	if (max > 16)
 		max = 16;
-	n = ql_cq_poll(cl->rcq, max, wc);
+	n = ql_cq_poll(cl->ep.rcq, max, wc);
 	if (n < 0)
 		return cl->err = -EIO;
 	/* Idle: poll the send CQ too. Besides freeing send-queue slots, that

@@ -4,32 +4,52 @@
  * no completions: the sequence word is the doorbell); responses leave by
  * RDMA SEND from a registered pool, signaled one in `signal_every`, and
  * the pool refills from those completions.
+ *
+ * A verbs context lets the channels of one device share one PD and one
+ * registered region that holds every channel's response buffers (one MR
+ * for all); each ring keeps a registration of its own, so the rkey a
+ * client is given covers its ring and nothing else.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "qlink/error.h"
+#include "transport/endpoint.h"
 #include "transport/rx_ring.h"
 
 #define VCH_MAX_EXTRA_MR 16
 #define VCH_IDLE_CHECK 65536 /* idle polls between QP state checks */
 
-struct vch {
-	struct ql__channel_head head;
+struct ql_verbs_context {
 	struct ql_device *dev;
 	struct ql_pd *pd;
-	struct ql_cq *scq;
-	struct ql_cq *rcq;
-	struct ql_qp *qp;
+	uint8_t *mem; /* max_channels blocks of block bytes */
+	size_t block;
+	struct ql_mr *mr;
+	uint32_t max_channels;
+	pthread_mutex_t lock; /* channel create/destroy, never the hot path */
+	uint32_t nused;
+	bool *used;
+};
+
+struct vch {
+	struct ql__channel_head head;
+	struct ql_endpoint ep; /* PD (maybe the context's), CQs, RC QP */
+	struct ql_qp *qp;      /* = ep.qp */
+	struct ql_cq *scq;     /* = ep.scq */
+	struct ql_verbs_context *ctx;
+	uint32_t ctx_block;
 	uint8_t *ring;
 	size_t ring_len;
 	struct ql_mr *ring_mr;
 	struct ql_rx_ring rx;
 	uint8_t *txmem;
 	size_t tx_len;
-	struct ql_mr *tx_mr;
+	struct ql_mr *tx_mr; /* the context's when shared */
+	uint32_t tx_lkey;
 	struct ql_pool *pool;
 	struct ql_buffer **inflight; /* posted buffers in posting order */
 	uint32_t ntx;
@@ -99,7 +119,7 @@ static int vch_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)
 		struct ibv_sge sge = {
 			.addr = (uintptr_t)ql_buffer_data(b),
 			.length = b->len,
-			.lkey = ql_mr_lkey(c->tx_mr),
+			.lkey = c->tx_lkey,
 		};
 		struct ibv_send_wr wr = {
 			.wr_id = c->posted,
@@ -156,7 +176,7 @@ static int vch_register(struct ql_channel *ch, void *addr, size_t len, uint32_t 
 	if (c->nextra == VCH_MAX_EXTRA_MR)
 		return ql_error_set(-ENOSPC, "verbs channel: at most %d extra regions",
 				    VCH_MAX_EXTRA_MR);
-	ret = ql_mr_reg(c->pd, addr, len, IBV_ACCESS_LOCAL_WRITE, &c->extra[c->nextra]);
+	ret = ql_mr_reg(c->ep.pd, addr, len, IBV_ACCESS_LOCAL_WRITE, &c->extra[c->nextra]);
 	if (ret)
 		return ret;
 	*lkey = ql_mr_lkey(c->extra[c->nextra++]);
@@ -168,119 +188,257 @@ static int vch_poll_errors(struct ql_channel *ch)
 	return ((struct vch *)ch)->err;
 }
 
+/* Response memory: a block of the context's region, or the channel's own. */
+static int tx_mem_get(struct vch *c)
+{
+	struct ql_verbs_context *x = c->ctx;
+	uint32_t i;
+
+	if (!x) {
+		void *mem;
+		int ret = ql_pd_mem_alloc(c->ep.pd, c->tx_len, &mem);
+
+		if (ret)
+			return ret;
+		c->txmem = mem;
+		return 0;
+	}
+	if (c->tx_len > x->block)
+		return ql_error_set(-EMSGSIZE,
+				    "verbs channel: %zu bytes of response buffers, the context "
+				    "gives a channel %zu",
+				    c->tx_len, x->block);
+	pthread_mutex_lock(&x->lock);
+	for (i = 0; i < x->max_channels && x->used[i]; i++)
+		;
+	if (i == x->max_channels) {
+		pthread_mutex_unlock(&x->lock);
+		return ql_error_set(-ENOSPC, "verbs channel: the context's %u channels are in use",
+				    x->max_channels);
+	}
+	x->used[i] = true;
+	x->nused++;
+	pthread_mutex_unlock(&x->lock);
+	c->ctx_block = i;
+	c->txmem = x->mem + (size_t)i * x->block;
+	c->tx_mr = x->mr;
+	return 0;
+}
+
+static void tx_mem_put(struct vch *c)
+{
+	struct ql_verbs_context *x = c->ctx;
+
+	if (!c->txmem)
+		return;
+	if (!x) {
+		if (c->tx_mr)
+			ql_mr_dereg(c->tx_mr);
+		ql_pd_mem_free(c->ep.pd, c->txmem);
+		return;
+	}
+	pthread_mutex_lock(&x->lock);
+	x->used[c->ctx_block] = false;
+	x->nused--;
+	pthread_mutex_unlock(&x->lock);
+}
+
 static void vch_destroy(struct ql_channel *ch)
 {
 	struct vch *c = (struct vch *)ch;
 
-	if (c->qp)
-		ql_qp_destroy(c->qp);
-	if (c->scq)
-		ql_cq_destroy(c->scq);
-	if (c->rcq)
-		ql_cq_destroy(c->rcq);
+	ql_endpoint_close_qp(&c->ep);
 	if (c->ring_mr)
 		ql_mr_dereg(c->ring_mr);
-	if (c->tx_mr)
-		ql_mr_dereg(c->tx_mr);
 	for (int i = 0; i < c->nextra; i++)
 		ql_mr_dereg(c->extra[i]);
+	tx_mem_put(c);
 	ql_rx_ring_fini(&c->rx);
 	ql_pool_destroy(c->pool);
 	free(c->inflight);
 	if (c->ring)
-		ql_pd_mem_free(c->pd, c->ring);
-	if (c->txmem)
-		ql_pd_mem_free(c->pd, c->txmem);
-	if (c->pd)
-		ql_pd_free(c->pd);
+		ql_pd_mem_free(c->ep.pd, c->ring);
+	/* after the memory: a PD with memory outstanding is busy */
+	ql_endpoint_close_pd(&c->ep);
 	free(c);
 }
 
 int ql_verbs_channel_create(struct ql_device *dev, const struct ql_verbs_channel_config *cfg,
 			    struct ql_channel **out)
 {
-	struct ql_device_attr attr;
-	struct ql_qp_init_attr ia;
 	struct vch *c;
 	void *mem;
 	int ret;
 
 	if (!dev || !cfg || !out)
 		return -EINVAL;
+	if (cfg->ctx && cfg->ctx->dev != dev)
+		return ql_error_set(-EINVAL, "verbs channel: the context is another device's");
 	ret = ql_ring_check_geometry(cfg->num_slots, cfg->slot_size);
-	if (ret)
-		return ret;
-	ret = ql_device_query(dev, &attr);
 	if (ret)
 		return ret;
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
 	c->head.ops = &vch_ops;
-	c->dev = dev;
+	c->ctx = cfg->ctx;
 	c->ntx = cfg->tx_buffers ? cfg->tx_buffers : cfg->num_slots;
 	c->signal_every = cfg->signal_every ? cfg->signal_every : 16;
 	if (c->signal_every > c->ntx)
 		c->signal_every = c->ntx;
-	c->max_inline = attr.max_inline_data < 256 ? attr.max_inline_data : 256;
 
-	/* the PD first: the ring and buffers are its memory (the device's
-	 * kind: soft+shm's shared heap, pages for ibv_reg_mr) */
-	ret = ql_pd_alloc(dev, &c->pd);
-	if (ret)
-		goto err;
 	c->ring_len = ql_ring_bytes(cfg->num_slots, cfg->slot_size);
-	ret = ql_pd_mem_alloc(c->pd, c->ring_len, &mem);
-	if (ret)
-		goto err;
-	c->ring = mem;
 	c->tx_len = (size_t)c->ntx * cfg->slot_size;
-	ret = ql_pd_mem_alloc(c->pd, c->tx_len, &mem);
-	if (ret)
-		goto err;
-	c->txmem = mem;
 	c->inflight = calloc(c->ntx, sizeof(*c->inflight));
 	if (!c->inflight) {
 		ret = -ENOMEM;
 		goto err;
 	}
+	/* the PD first: the ring and buffers are its memory (the device's
+	 * kind: soft+shm's shared heap, pages for ibv_reg_mr) */
+	ret = ql_endpoint_open_pd(dev, c->ctx ? c->ctx->pd : NULL, &c->ep);
+	if (ret)
+		goto err;
+	ret = ql_pd_mem_alloc(c->ep.pd, c->ring_len, &mem);
+	if (ret)
+		goto err;
+	c->ring = mem;
+	ret = tx_mem_get(c);
+	if (ret)
+		goto err;
 	ret = ql_rx_ring_init(&c->rx, c->ring, cfg->num_slots, cfg->slot_size);
 	if (ret)
 		goto err;
 	ret = ql_pool_create(c->txmem, c->tx_len, c->ntx, cfg->slot_size, 0, &c->pool);
 	if (ret)
 		goto err;
-	ret = ql_mr_reg(c->pd, c->ring, c->ring_len,
+	ret = ql_mr_reg(c->ep.pd, c->ring, c->ring_len,
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &c->ring_mr);
 	if (ret)
 		goto err;
-	ret = ql_mr_reg(c->pd, c->txmem, c->tx_len, IBV_ACCESS_LOCAL_WRITE, &c->tx_mr);
+	if (!c->ctx) {
+		ret = ql_mr_reg(c->ep.pd, c->txmem, c->tx_len, IBV_ACCESS_LOCAL_WRITE, &c->tx_mr);
+		if (ret)
+			goto err;
+	}
+	c->tx_lkey = ql_mr_lkey(c->tx_mr);
+	/* requests need no receive WQE (they are WRITEs): one, unused */
+	ret = ql_endpoint_create_qp(&c->ep, c->ntx, 1);
 	if (ret)
 		goto err;
-	ret = ql_cq_create(dev, (int)c->ntx, &c->scq);
-	if (ret)
-		goto err;
-	ret = ql_cq_create(dev, 1, &c->rcq);
-	if (ret)
-		goto err;
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = c->scq;
-	ia.recv_cq = c->rcq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = c->ntx;
-	ia.cap.max_recv_wr = 1;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data = c->max_inline;
-	ret = ql_qp_create(c->pd, &ia, &c->qp);
-	if (ret)
-		goto err;
-	c->max_inline = ia.cap.max_inline_data;
+	c->qp = c->ep.qp;
+	c->scq = c->ep.scq;
+	c->max_inline = c->ep.max_inline;
 	*out = (struct ql_channel *)c;
 	return 0;
 err:
 	vch_destroy((struct ql_channel *)c);
 	return ret;
+}
+
+int ql_verbs_channel_info(struct ql_channel *ch, struct ql_verbs_channel_info *info)
+{
+	struct vch *c = (struct vch *)ch;
+
+	if (!ch || !info || ((const struct ql__channel_head *)(const void *)ch)->ops != &vch_ops)
+		return -EINVAL;
+	info->pd = c->ep.pd;
+	info->ctx = c->ctx;
+	info->ring = c->ring;
+	info->ring_len = c->ring_len;
+	info->ring_rkey = ql_mr_rkey(c->ring_mr);
+	info->tx_mem = c->txmem;
+	info->tx_len = c->tx_len;
+	info->tx_lkey = c->tx_lkey;
+	return 0;
+}
+
+/* ---- the shared verbs context ------------------------------------------------ */
+
+int ql_verbs_context_create(struct ql_device *dev, const struct ql_verbs_context_config *cfg,
+			    struct ql_verbs_context **out)
+{
+	struct ql_verbs_context *x;
+	size_t len;
+	void *mem;
+	int ret;
+
+	if (!dev || !out)
+		return -EINVAL;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->dev = dev;
+	x->max_channels = cfg && cfg->max_channels ? cfg->max_channels : 16;
+	x->block = cfg && cfg->tx_bytes ? cfg->tx_bytes : 65536;
+	/* blocks on cache lines: no false sharing between channels' buffers */
+	x->block = (x->block + 63) & ~(size_t)63;
+	if (x->max_channels > 4096 || x->block > (1u << 30) / x->max_channels) {
+		ret = ql_error_set(-EINVAL,
+				   "verbs context: %u channels of %zu bytes is more than "
+				   "1 GiB (or 4096 channels)",
+				   x->max_channels, x->block);
+		free(x);
+		return ret;
+	}
+	len = x->block * x->max_channels;
+	pthread_mutex_init(&x->lock, NULL);
+	x->used = calloc(x->max_channels, sizeof(*x->used));
+	if (!x->used) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	ret = ql_pd_alloc(dev, &x->pd);
+	if (ret)
+		goto err;
+	ret = ql_pd_mem_alloc(x->pd, len, &mem);
+	if (ret)
+		goto err;
+	x->mem = mem;
+	ret = ql_mr_reg(x->pd, x->mem, len, IBV_ACCESS_LOCAL_WRITE, &x->mr);
+	if (ret)
+		goto err;
+	*out = x;
+	return 0;
+err:
+	x->nused = 0;
+	ql_verbs_context_destroy(x);
+	return ret;
+}
+
+int ql_verbs_context_destroy(struct ql_verbs_context *x)
+{
+	if (!x)
+		return 0;
+	if (x->nused)
+		return ql_error_set(-EBUSY, "verbs context: %u channels still use it", x->nused);
+	if (x->mr)
+		ql_mr_dereg(x->mr);
+	if (x->mem)
+		ql_pd_mem_free(x->pd, x->mem);
+	if (x->pd)
+		ql_pd_free(x->pd);
+	free(x->used);
+	pthread_mutex_destroy(&x->lock);
+	free(x);
+	return 0;
+}
+
+struct ql_pd *ql_verbs_context_pd(const struct ql_verbs_context *x)
+{
+	return x ? x->pd : NULL;
+}
+
+uint32_t ql_verbs_context_channels(struct ql_verbs_context *x)
+{
+	uint32_t n;
+
+	if (!x)
+		return 0;
+	pthread_mutex_lock(&x->lock);
+	n = x->nused;
+	pthread_mutex_unlock(&x->lock);
+	return n;
 }
 
 int ql_verbs_channel_local_params(struct ql_channel *ch, struct ql_conn_params *p)

@@ -1,0 +1,72 @@
+/* The verbs endpoint of the channel and the ring client (endpoint.h). */
+#include "transport/endpoint.h"
+
+#include <errno.h>
+#include <string.h>
+
+int ql_endpoint_open_pd(struct ql_device *dev, struct ql_pd *shared_pd, struct ql_endpoint *ep)
+{
+	memset(ep, 0, sizeof(*ep));
+	ep->dev = dev;
+	if (shared_pd) {
+		ep->pd = shared_pd;
+		return 0;
+	}
+	ep->own_pd = true;
+	return ql_pd_alloc(dev, &ep->pd);
+}
+
+int ql_endpoint_create_qp(struct ql_endpoint *ep, uint32_t send_wr, uint32_t recv_wr)
+{
+	struct ql_device_attr attr;
+	struct ql_qp_init_attr ia;
+	int ret = ql_device_query(ep->dev, &attr);
+
+	if (ret)
+		return ret;
+	if (send_wr > (uint32_t)attr.dev.max_qp_wr)
+		send_wr = (uint32_t)attr.dev.max_qp_wr;
+	ep->send_wr = send_wr ? send_wr : 1;
+	ep->recv_wr = recv_wr ? recv_wr : 1;
+	ep->max_inline = attr.max_inline_data < QL_ENDPOINT_MAX_INLINE ? attr.max_inline_data :
+									 QL_ENDPOINT_MAX_INLINE;
+	ret = ql_cq_create(ep->dev, (int)ep->send_wr, &ep->scq);
+	if (ret)
+		return ret;
+	ret = ql_cq_create(ep->dev, (int)ep->recv_wr, &ep->rcq);
+	if (ret)
+		return ret;
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = ep->scq;
+	ia.recv_cq = ep->rcq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = ep->send_wr;
+	ia.cap.max_recv_wr = ep->recv_wr;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = ep->max_inline;
+	ret = ql_qp_create(ep->pd, &ia, &ep->qp);
+	if (ret)
+		return ret;
+	ep->max_inline = ia.cap.max_inline_data;
+	return 0;
+}
+
+void ql_endpoint_close_qp(struct ql_endpoint *ep)
+{
+	if (ep->qp)
+		ql_qp_destroy(ep->qp);
+	if (ep->scq)
+		ql_cq_destroy(ep->scq);
+	if (ep->rcq)
+		ql_cq_destroy(ep->rcq);
+	ep->qp = NULL;
+	ep->scq = ep->rcq = NULL;
+}
+
+void ql_endpoint_close_pd(struct ql_endpoint *ep)
+{
+	if (ep->pd && ep->own_pd)
+		ql_pd_free(ep->pd);
+	ep->pd = NULL;
+}
