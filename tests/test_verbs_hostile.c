@@ -35,6 +35,9 @@
 #define CANARY_LEN 4096
 #define CANARY_BYTE 0xc5
 #define MAX_QPS 16
+/* How much of its real heap the peer copies into a forged, unsealed one:
+ * header and device blocks, so that only the seal check can refuse it. */
+#define FAKE_COPY (8 << 20)
 
 /* One message each way over a SOCK_SEQPACKET pair. */
 struct msg {
@@ -248,7 +251,7 @@ static int hostile(int fd)
 				munmap(map, sz);
 		} else if (!strcmp(m.cmd, "fds")) {
 			/* descriptors to name in a forged GID: an unsealed
-			 * memfd holding a copy of our heap header, a sealed
+			 * memfd holding a copy of our heap's start, a sealed
 			 * memfd that is no heap, a pipe */
 			int u = memfd_create("fake-heap", MFD_ALLOW_SEALING);
 			int s = memfd_create("sealed", MFD_ALLOW_SEALING);
@@ -257,7 +260,7 @@ static int hostile(int fd)
 			uint8_t *map = raw_map(&q[0].local, &sz);
 
 			if (u < 0 || s < 0 || !map || pipe(pp) < 0 || ftruncate(u, (off_t)sz) < 0 ||
-			    pwrite(u, map, 65536, 0) != 65536 || ftruncate(s, 1 << 20) < 0 ||
+			    pwrite(u, map, FAKE_COPY, 0) != FAKE_COPY || ftruncate(s, 1 << 20) < 0 ||
 			    fcntl(s, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
 				return 14;
 			munmap(map, sz);
