@@ -125,9 +125,10 @@ static inline enum ibv_wc_status check_local(const struct soft_qp *qp, const str
 			return IBV_WC_LOC_PROT_ERR;
 		if (soft_unlikely(need_write && !(e->access & IBV_ACCESS_LOCAL_WRITE)))
 			return IBV_WC_LOC_PROT_ERR;
+		/* An address below the MR wraps off beyond any length a
+		 * registration can have (2^46): one test covers both ends. */
 		off = s->addr - e->addr;
-		if (soft_unlikely(s->addr < e->addr || off > e->length ||
-				  s->length > e->length - off))
+		if (soft_unlikely(off > e->length || s->length > e->length - off))
 			return IBV_WC_LOC_PROT_ERR;
 	}
 	return IBV_WC_SUCCESS;
@@ -144,12 +145,15 @@ static inline bool in_peer_map(const struct soft_qp *qp, uint64_t addr, uint64_t
 	return off < qp->peer_span && len <= qp->peer_span - off;
 }
 
-/* An MR entry against a request: each field of the entry read once. */
+/* An MR entry against a request: each field of the entry read once. An
+ * address below the MR wraps off beyond any real length (registrations are
+ * at most 2^46 bytes); an entry whose length is bigger than that was forged
+ * by a peer, and in_peer_map() bounds what it can reach. */
 static inline bool mr_covers(const struct soft_mr_entry *e, uint64_t addr, uint64_t len)
 {
-	uint64_t ea = SOFT_PEEK(e->addr), el = SOFT_PEEK(e->length), off = addr - ea;
+	uint64_t el = SOFT_PEEK(e->length), off = addr - SOFT_PEEK(e->addr);
 
-	return addr >= ea && off <= el && len <= el - off;
+	return off <= el && len <= el - off;
 }
 
 /* The responder's check of an rkey: returns where the bytes are in this
@@ -685,8 +689,10 @@ static int req_reach(struct soft_qp *qp, struct exec_res *r)
 }
 
 /* The completion of a WR that left the send queue. */
-static int req_complete(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t idx,
-			const struct exec_res *r)
+static inline __attribute__((always_inline)) int req_complete(struct soft_qp *qp,
+							      const struct ibv_send_wr *wr,
+							      uint64_t idx,
+							      const struct exec_res *r)
 {
 	qp->stalled = false;
 	if (r->st != IBV_WC_SUCCESS || qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED))
