@@ -293,7 +293,7 @@ static int resolve_peer(struct soft_qp *qp, const struct ibv_ah_attr *ah, uint32
 
 static void rq_complete_flush(struct soft_qp *qp, uint64_t i)
 {
-	struct soft_rq_slot *s = soft_rq_slot(qp->rq, qp->rq_slot_size, qp->rq_slots - 1, i);
+	struct soft_rq_slot *s = soft_rq_slot(qp->rq, qp->rq_slot_size, qp->rq_mask, i);
 
 	s->status = IBV_WC_WR_FLUSH_ERR;
 	s->opcode = IBV_WC_RECV;
@@ -311,12 +311,19 @@ void soft_rq_flush(struct soft_qp *qp, bool peer_dead)
 
 	/* The head is the peer's to advance, so it is input: only a value in
 	 * [rq_ci, our own tail] means anything. */
-	for (;;) {
+	for (int tries = 0;; tries++) {
 		uint64_t cur = atomic_load(&sh->rq_head);
 
 		h = cur < qp->rq_ci || cur > t ? qp->rq_ci : cur;
 		if (atomic_compare_exchange_strong(&sh->rq_head, &cur, t))
 			break;
+		if (tries == 64) {
+			/* a peer that keeps moving the head cannot keep us
+			 * here: take every slot not yet reported */
+			atomic_store(&sh->rq_head, t);
+			h = qp->rq_ci;
+			break;
+		}
 	}
 	for (uint64_t i = h; i < t; i++)
 		rq_complete_flush(qp, i);
@@ -324,7 +331,7 @@ void soft_rq_flush(struct soft_qp *qp, bool peer_dead)
 		/* Slots the dead peer claimed but never completed. */
 		for (uint64_t i = qp->rq_ci; i < h; i++) {
 			struct soft_rq_slot *s =
-				soft_rq_slot(qp->rq, qp->rq_slot_size, qp->rq_slots - 1, i);
+				soft_rq_slot(qp->rq, qp->rq_slot_size, qp->rq_mask, i);
 
 			if (atomic_load_explicit(&s->done, memory_order_acquire) != i + 1)
 				rq_complete_flush(qp, i);
@@ -368,7 +375,7 @@ bool soft_mr_referenced(struct soft_device *dev, uint32_t lkey)
 			continue;
 		for (uint64_t i = qp->rq_ci; i < qp->rq_pi; i++) {
 			struct soft_rq_slot *s =
-				soft_rq_slot(qp->rq, qp->rq_slot_size, qp->rq_slots - 1, i);
+				soft_rq_slot(qp->rq, qp->rq_slot_size, qp->rq_mask, i);
 			uint32_t n = SOFT_PEEK(s->num_sge);
 
 			if (atomic_load(&s->done) == i + 1)
@@ -451,6 +458,7 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	qp->sq_mask = sq_size - 1;
 
 	qp->rq_slots = pow2_at_least(cap->max_recv_wr);
+	qp->rq_mask = qp->rq_slots - 1;
 	nsge = cap->max_recv_sge ? cap->max_recv_sge : 1;
 	slot_size = soft_rq_slot_bytes(nsge);
 	qp->rq_slot_size = slot_size;
@@ -484,7 +492,7 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	sh->dest_tag = 0;
 	sh->access = 0;
 	sh->min_rnr_timer = 0;
-	sh->rq_mask = qp->rq_slots - 1;
+	sh->rq_mask = qp->rq_mask;
 	sh->rq_slot_size = slot_size;
 	sh->max_recv_sge = cap->max_recv_sge;
 	sh->rq_off = (uint64_t)((uint8_t *)qp->rq - heap->base);

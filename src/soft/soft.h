@@ -241,6 +241,7 @@ struct soft_qp {
 	uint64_t rq_ci; /* next slot to report as a completion */
 	uint64_t rq_pi; /* next slot to post (private copy of rq_tail) */
 	uint32_t rq_slots;
+	uint32_t rq_mask; /* rq_slots - 1 */
 	uint32_t rq_slot_size;
 	struct soft_rq_priv *rq_priv; /* [rq_slots] */
 
