@@ -97,8 +97,9 @@ struct soft_mr_entry {
 };
 
 struct soft_rq_slot {
-	/* written by the owner when posting */
-	uint64_t wr_id;
+	/* written by the owner when posting (the wr_id stays private, in
+	 * struct soft_rq_priv: nothing the peer can write reaches a wc) */
+	uint64_t unused;
 	uint32_t num_sge;
 	/* written by whoever completes the slot, before `done` */
 	uint32_t status;
