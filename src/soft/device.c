@@ -113,7 +113,7 @@ static int soft_open(const char *uri, const char *scheme, const char *rest, stru
 	dev->sh->wire = w;
 	snprintf(dev->sh->name, sizeof(dev->sh->name), "%s", rest);
 	atomic_store(&dev->sh->open, 1);
-	ret = soft_heap_register_dev(dev->sh);
+	ret = soft_heap_register_dev(dev->sh, &dev->mr_priv);
 	if (ret)
 		goto err_sh;
 
@@ -333,15 +333,20 @@ static int soft_mr_reg(struct ql_pd *p, void *addr, size_t length, int access, s
 	mr->base.lkey = lkey;
 	mr->base.rkey = rkey;
 	mr->base.access = access;
-	e = &dev->sh->mr[idx];
-	e->access = (uint32_t)access;
-	e->pd_id = pd->id;
-	e->addr = (uint64_t)(uintptr_t)addr;
-	e->length = length;
-	e->in_heap = in_heap;
-	atomic_store_explicit(&e->lkey, lkey, memory_order_relaxed);
-	/* rkey last: a peer that sees it sees the rest of the entry */
-	atomic_store_explicit(&e->rkey, rkey, memory_order_release);
+	/* The private entry is the one this process checks; the heap copy is
+	 * for peers in other processes (who can write it: it is never read
+	 * back here). */
+	for (int copy = 0; copy < 2; copy++) {
+		e = copy ? &dev->sh->mr[idx] : &dev->mr_priv[idx];
+		e->access = (uint32_t)access;
+		e->pd_id = pd->id;
+		e->addr = (uint64_t)(uintptr_t)addr;
+		e->length = length;
+		e->in_heap = in_heap;
+		atomic_store_explicit(&e->lkey, lkey, memory_order_relaxed);
+		/* rkey last: a peer that sees it sees the rest of the entry */
+		atomic_store_explicit(&e->rkey, rkey, memory_order_release);
+	}
 	*out = &mr->base;
 	return 0;
 }
@@ -359,6 +364,8 @@ static int soft_mr_dereg(struct ql_mr *m)
 		return ql_error_set(-EBUSY, "soft: MR lkey 0x%x is named by a posted work request",
 				    m->lkey);
 	}
+	atomic_store_explicit(&dev->mr_priv[mr->idx].rkey, 0, memory_order_release);
+	atomic_store_explicit(&dev->mr_priv[mr->idx].lkey, 0, memory_order_release);
 	atomic_store_explicit(&e->rkey, 0, memory_order_release);
 	atomic_store_explicit(&e->lkey, 0, memory_order_release);
 	dev->mrs[mr->idx] = NULL;

@@ -104,10 +104,12 @@ static void after_error(struct soft_qp *qp)
 
 /* ---- memory checks ------------------------------------------------------ */
 
+/* Requester: the local SGEs, against this device's private MR table (the
+ * heap copy is the peers' to read, and theirs to scribble on). */
 static inline enum ibv_wc_status check_local(const struct soft_qp *qp, const struct ibv_sge *sg,
 					     int n, bool need_write)
 {
-	const struct soft_mr_entry *tbl = qp->dev->sh->mr;
+	const struct soft_mr_entry *tbl = qp->dev->mr_priv;
 
 	for (int i = 0; i < n; i++) {
 		const struct ibv_sge *s = &sg[i];
@@ -123,12 +125,35 @@ static inline enum ibv_wc_status check_local(const struct soft_qp *qp, const str
 			return IBV_WC_LOC_PROT_ERR;
 		if (soft_unlikely(need_write && !(e->access & IBV_ACCESS_LOCAL_WRITE)))
 			return IBV_WC_LOC_PROT_ERR;
+		/* An address below the MR wraps off beyond any length a
+		 * registration can have (2^46): one test covers both ends. */
 		off = s->addr - e->addr;
-		if (soft_unlikely(s->addr < e->addr || off > e->length ||
-				  s->length > e->length - off))
+		if (soft_unlikely(off > e->length || s->length > e->length - off))
 			return IBV_WC_LOC_PROT_ERR;
 	}
 	return IBV_WC_SUCCESS;
+}
+
+/* [addr, addr + len) of the peer lies inside what we mapped of it (for a
+ * peer in this process the MR tables are private and span is unbounded).
+ * Every peer address is checked here after the MR check, because an MR
+ * entry in another process's memory says whatever that process wants. */
+static inline bool in_peer_map(const struct soft_qp *qp, uint64_t addr, uint64_t len)
+{
+	uint64_t off = addr - qp->peer_lo;
+
+	return off < qp->peer_span && len <= qp->peer_span - off;
+}
+
+/* An MR entry against a request: each field of the entry read once. An
+ * address below the MR wraps off beyond any real length (registrations are
+ * at most 2^46 bytes); an entry whose length is bigger than that was forged
+ * by a peer, and in_peer_map() bounds what it can reach. */
+static inline bool mr_covers(const struct soft_mr_entry *e, uint64_t addr, uint64_t len)
+{
+	uint64_t el = SOFT_PEEK(e->length), off = addr - SOFT_PEEK(e->addr);
+
+	return off <= el && len <= el - off;
 }
 
 /* The responder's check of an rkey: returns where the bytes are in this
@@ -136,18 +161,15 @@ static inline enum ibv_wc_status check_local(const struct soft_qp *qp, const str
 static inline uint8_t *check_remote(const struct soft_qp *qp, uint32_t rkey, uint64_t addr,
 				    uint64_t len, uint32_t need)
 {
-	const struct soft_mr_entry *e = &qp->peer_dev->mr[rkey & (SOFT_MAX_MR - 1)];
+	const struct soft_mr_entry *e = &qp->peer_mr[rkey & (SOFT_MAX_MR - 1)];
 	const struct soft_qp_shared *p = qp->peer_qp;
-	uint64_t off;
 
 	if (soft_unlikely(!rkey || atomic_load_explicit(&e->rkey, memory_order_acquire) != rkey))
 		return NULL;
-	if (soft_unlikely(e->pd_id != p->pd_id || !(e->access & need) || !(p->access & need)))
+	if (soft_unlikely(SOFT_PEEK(e->pd_id) != SOFT_PEEK(p->pd_id) ||
+			  !(SOFT_PEEK(e->access) & need) || !(SOFT_PEEK(p->access) & need)))
 		return NULL;
-	off = addr - e->addr;
-	if (soft_unlikely(addr < e->addr || off > e->length || len > e->length - off))
-		return NULL;
-	if (soft_unlikely(!qp->peer_self && !e->in_heap))
+	if (soft_unlikely(!mr_covers(e, addr, len) || !in_peer_map(qp, addr, len)))
 		return NULL;
 	return (uint8_t *)(uintptr_t)(addr + (uint64_t)qp->peer_delta);
 }
@@ -277,37 +299,35 @@ static int stall(struct soft_qp *qp, bool rnr, enum ibv_wc_status *st)
 	return EXEC_STALL;
 }
 
-/* Claim the next receive WQE of the peer. Returns the slot, or NULL with
- * *rnr true (none posted) or false (the peer is flushing). */
-static inline struct soft_rq_slot *claim_recv(struct soft_qp *qp, uint64_t *idx, bool *rnr)
+/* Claim the next receive WQE of the peer, in the receive queue geometry we
+ * validated at connect time (soft_qp_latch_peer_rq): head and tail are the
+ * peer's numbers, but any value of them selects a slot inside that queue. */
+enum { CLAIM_OK, CLAIM_RNR, CLAIM_BUSY, CLAIM_BAD };
+
+static inline int claim_recv(struct soft_qp *qp, struct soft_rq_slot **slot, uint64_t *idx)
 {
 	struct soft_qp_shared *p = qp->peer_qp;
 	uint64_t h = atomic_load_explicit(&p->rq_head, memory_order_relaxed);
 	uint64_t t = atomic_load_explicit(&p->rq_tail, memory_order_acquire);
-	uint8_t *rq;
-	size_t span = (size_t)(p->rq_mask + 1) * p->rq_slot_size;
+	const uint32_t sz = qp->peer_rq_slot_size, mask = qp->peer_rq_mask;
+	uint8_t *rq = qp->peer_rq;
 
-	*rnr = false;
-	if (h >= t) {
-		*rnr = true;
-		return NULL;
-	}
+	if (soft_unlikely(!rq))
+		return CLAIM_BAD;
+	if (h >= t)
+		return CLAIM_RNR;
 	if (soft_unlikely(!atomic_compare_exchange_strong_explicit(
 		    &p->rq_head, &h, h + 1, memory_order_acquire, memory_order_relaxed)))
-		return NULL;
-	if (soft_unlikely(p->rq_off > qp->peer_heap->size ||
-			  span > qp->peer_heap->size - p->rq_off))
-		return NULL;
-	rq = qp->peer_heap->map + p->rq_off;
+		return CLAIM_BUSY;
 	*idx = h;
 	/* We read this slot's scatter list and then write its completion
 	 * while the receiver polls it: ask for the line exclusive at once,
-	 * and for the next slot's too. */
-	__builtin_prefetch(soft_rq_slot(rq, p->rq_slot_size, p->rq_mask, h), 1);
-	__builtin_prefetch(soft_rq_slot(rq, p->rq_slot_size, p->rq_mask, h + 1), 1);
-	__builtin_prefetch(soft_rq_slot(rq, p->rq_slot_size, p->rq_mask, h + 2), 1);
-	__builtin_prefetch(soft_rq_slot(rq, p->rq_slot_size, p->rq_mask, h + 3), 1);
-	return soft_rq_slot(rq, p->rq_slot_size, p->rq_mask, h);
+	 * and for the next slots' too. */
+	__builtin_prefetch(soft_rq_slot(rq, sz, mask, h + 1), 1);
+	__builtin_prefetch(soft_rq_slot(rq, sz, mask, h + 2), 1);
+	__builtin_prefetch(soft_rq_slot(rq, sz, mask, h + 3), 1);
+	*slot = soft_rq_slot(rq, sz, mask, h);
+	return CLAIM_OK;
 }
 
 static inline void complete_recv(struct soft_qp *qp, struct soft_rq_slot *s, uint64_t idx,
@@ -323,45 +343,44 @@ static inline void complete_recv(struct soft_qp *qp, struct soft_rq_slot *s, uin
 	atomic_store_explicit(&s->done, idx + 1, memory_order_release);
 }
 
-/* Validate the receive WQE's scatter list against the responder's MR
- * table; on success ptrs[] hold local addresses of each SGE. */
+/* Validate the receive WQE's scatter list (the peer's memory: each SGE read
+ * once) against the responder's MR table and our mapping; on success out[]
+ * holds the local address of each SGE. */
 static inline enum ibv_wc_status check_recv_sges(const struct soft_qp *qp,
 						 const struct soft_rq_slot *s, uint64_t len,
 						 struct ibv_sge *out, int *nout)
 {
-	const struct soft_mr_entry *tbl = qp->peer_dev->mr;
-	uint32_t n = s->num_sge;
+	const struct soft_mr_entry *tbl = qp->peer_mr;
+	const uint32_t pd = SOFT_PEEK(qp->peer_qp->pd_id);
+	uint32_t n = SOFT_PEEK(s->num_sge);
 	uint64_t cap = 0;
 	int k = 0;
 
-	if (soft_unlikely(n > SOFT_MAX_SGE))
+	if (soft_unlikely(n > qp->peer_rq_max_sge))
 		return IBV_WC_LOC_PROT_ERR;
 	for (uint32_t i = 0; i < n && cap < len; i++) {
-		const struct ibv_sge *g = &s->sge[i];
+		const uint64_t addr = SOFT_PEEK(s->sge[i].addr);
+		const uint32_t glen = SOFT_PEEK(s->sge[i].length);
+		const uint32_t lkey = SOFT_PEEK(s->sge[i].lkey);
 		const struct soft_mr_entry *e;
-		uint64_t off;
 
-		if (!g->length)
+		if (!glen)
 			continue;
-		e = &tbl[g->lkey & (SOFT_MAX_MR - 1)];
-		off = g->addr - e->addr;
-		if (soft_unlikely(!g->lkey ||
-				  atomic_load_explicit(&e->lkey, memory_order_acquire) != g->lkey ||
-				  e->pd_id != qp->peer_qp->pd_id ||
-				  !(e->access & IBV_ACCESS_LOCAL_WRITE) || g->addr < e->addr ||
-				  off > e->length || g->length > e->length - off ||
-				  (!qp->peer_self && !e->in_heap)))
+		e = &tbl[lkey & (SOFT_MAX_MR - 1)];
+		if (soft_unlikely(!lkey ||
+				  atomic_load_explicit(&e->lkey, memory_order_acquire) != lkey ||
+				  SOFT_PEEK(e->pd_id) != pd ||
+				  !(SOFT_PEEK(e->access) & IBV_ACCESS_LOCAL_WRITE) ||
+				  !mr_covers(e, addr, glen) || !in_peer_map(qp, addr, glen)))
 			return IBV_WC_LOC_PROT_ERR;
-		out[k].addr = g->addr + (uint64_t)qp->peer_delta;
-		out[k].length = g->length;
+		out[k].addr = addr + (uint64_t)qp->peer_delta;
+		out[k].length = glen;
 		out[k].lkey = 0;
 		k++;
-		cap += g->length;
+		cap += glen;
 	}
-	if (cap < len) {
-		/* capacity of the rest of the list, unchecked, decides LEN vs OK */
+	if (cap < len)
 		return IBV_WC_LOC_LEN_ERR;
-	}
 	*nout = k;
 	return IBV_WC_SUCCESS;
 }
@@ -399,230 +418,337 @@ static void resp_to_err(struct soft_qp *qp)
 			break;
 }
 
-/* The responder QP's own permission for a remote operation (its
- * qp_access_flags). Missing, the request is invalid for this QP: RC NAKs it
- * as an invalid request (not a remote access error, which is about the MR
- * and rkey), UC drops it. Returns false when refused, with *st set. */
-static inline bool resp_allows(struct soft_qp *qp, uint32_t need, enum ibv_wc_status *st)
+/* The outcome of one work request, as the responder logic decides it. */
+struct exec_res {
+	enum ibv_wc_status st;
+	uint32_t byte_len;
+};
+
+/* The NAKs and drops, one place each (RC: the requester gets the status and
+ * the responder QP goes to ERR; UC: counted and dropped). */
+static void nak_access(struct soft_qp *qp, struct exec_res *r)
 {
-	if (soft_likely(qp->peer_qp->access & need))
-		return true;
 	if (qp->type == IBV_QPT_RC) {
-		CNT(rc_nak_inv_req);
-		*st = IBV_WC_REM_INV_REQ_ERR;
+		CNT(rc_nak_access);
+		r->st = IBV_WC_REM_ACCESS_ERR;
 		resp_to_err(qp);
 	} else {
 		CNT(uc_drop_access);
 	}
+}
+
+static void nak_inv_req(struct soft_qp *qp, struct exec_res *r)
+{
+	CNT(rc_nak_inv_req);
+	r->st = IBV_WC_REM_INV_REQ_ERR;
+	resp_to_err(qp);
+}
+
+/* The responder QP's own permission for a remote operation (its
+ * qp_access_flags). Missing, the request is invalid for this QP: RC NAKs it
+ * as an invalid request (not a remote access error, which is about the MR
+ * and rkey), UC drops it. Returns false when refused. */
+static inline bool resp_allows(struct soft_qp *qp, uint32_t need, struct exec_res *r)
+{
+	if (soft_likely(SOFT_PEEK(qp->peer_qp->access) & need))
+		return true;
+	if (qp->type == IBV_QPT_RC)
+		nak_inv_req(qp, r);
+	else
+		CNT(uc_drop_access);
 	return false;
 }
 
-static int exec_wr(struct soft_qp *qp, struct ibv_send_wr *wr, uint64_t idx)
+/* No receive WQE to consume (CLAIM_RNR), or the peer's queue is being
+ * flushed (CLAIM_BUSY): RC waits (RNR NAK / retry), UC drops. A receive
+ * queue that failed validation (CLAIM_BAD) is the responder's operational
+ * error. */
+static int resp_no_recv(struct soft_qp *qp, int claim, struct exec_res *r)
 {
-	enum ibv_wc_status st = IBV_WC_SUCCESS;
-	enum ibv_wr_opcode op = wr->opcode;
 	const bool rc = qp->type == IBV_QPT_RC;
-	const bool inl = wr->send_flags & IBV_SEND_INLINE;
-	const bool atomic = op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-	const bool need_write = atomic || op == IBV_WR_RDMA_READ;
+
+	if (claim == CLAIM_BAD) {
+		if (rc) {
+			CNT(rc_nak_op_err);
+			r->st = IBV_WC_REM_OP_ERR;
+			resp_to_err(qp);
+		} else {
+			CNT(uc_drop_not_ready);
+		}
+		return EXEC_DONE;
+	}
+	if (!rc) {
+		if (claim == CLAIM_RNR)
+			CNT(uc_drop_no_recv);
+		else
+			CNT(uc_drop_not_ready);
+		return EXEC_DONE;
+	}
+	if (claim == CLAIM_RNR)
+		CNT(rc_nak_rnr);
+	return stall(qp, claim == CLAIM_RNR, &r->st);
+}
+
+/* ---- responder, per opcode (as rxe's execute()) ------------------------ */
+
+/* (Split for reading, as rxe splits requester and responder; execute_send
+ * is forced inline, where the compiler would otherwise add a call to the
+ * SEND hot path.) */
+
+static inline __attribute__((always_inline)) int
+execute_send(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t len, struct exec_res *r)
+{
+	const bool rc = qp->type == IBV_QPT_RC;
 	struct ibv_sge rsg[SOFT_MAX_SGE];
 	struct soft_rq_slot *slot = NULL;
-	uint64_t len = 0, ridx = 0, epoch = 0;
-	uint32_t byte_len = 0;
-	int r = EXEC_DONE, nr = 0;
-	bool rnr;
+	enum ibv_wc_status st;
+	uint64_t ridx = 0;
+	int claim, nr = 0;
+
+	claim = claim_recv(qp, &slot, &ridx);
+	if (soft_unlikely(claim != CLAIM_OK))
+		return resp_no_recv(qp, claim, r);
+	st = check_recv_sges(qp, slot, len, rsg, &nr);
+	if (soft_unlikely(st != IBV_WC_SUCCESS)) {
+		complete_recv(qp, slot, ridx, st, IBV_WC_RECV, 0, wr, false);
+		if (st == IBV_WC_LOC_LEN_ERR) {
+			if (rc)
+				CNT(rc_nak_inv_req);
+			r->st = rc ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_SUCCESS;
+		} else {
+			if (rc)
+				CNT(rc_nak_op_err);
+			r->st = rc ? IBV_WC_REM_OP_ERR : IBV_WC_SUCCESS;
+		}
+		return EXEC_DONE;
+	}
+	atomic_thread_fence(memory_order_release);
+	sg_to_sg(rsg, nr, wr->sg_list, wr->num_sge, len);
+	complete_recv(qp, slot, ridx, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)len, wr,
+		      wr->opcode == IBV_WR_SEND_WITH_IMM);
+	r->byte_len = (uint32_t)len;
+	return EXEC_DONE;
+}
+
+static int execute_write(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t len,
+			 struct exec_res *r)
+{
+	const bool imm = wr->opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
+	struct soft_rq_slot *slot = NULL;
+	uint64_t ridx = 0;
+	uint8_t *p = NULL;
+	int claim;
+
+	if (!resp_allows(qp, IBV_ACCESS_REMOTE_WRITE, r))
+		return EXEC_DONE;
+	if (imm) {
+		const struct soft_qp_shared *pq = qp->peer_qp;
+
+		/* the responder needs a receive WQE before anything */
+		if (atomic_load_explicit(&pq->rq_head, memory_order_relaxed) >=
+		    atomic_load_explicit(&pq->rq_tail, memory_order_acquire))
+			return resp_no_recv(qp, CLAIM_RNR, r);
+	}
+	if (len) {
+		p = check_remote(qp, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
+				 IBV_ACCESS_REMOTE_WRITE);
+		if (soft_unlikely(!p)) {
+			nak_access(qp, r);
+			return EXEC_DONE;
+		}
+	}
+	if (imm) {
+		claim = claim_recv(qp, &slot, &ridx);
+		if (soft_unlikely(claim != CLAIM_OK)) {
+			if (claim == CLAIM_BAD)
+				return resp_no_recv(qp, claim, r);
+			/* lost the race for the WQE since the check above */
+			if (qp->type != IBV_QPT_RC) {
+				CNT(uc_drop_not_ready);
+				return EXEC_DONE;
+			}
+			return stall(qp, claim == CLAIM_RNR, &r->st);
+		}
+	}
+	if (len)
+		write_ordered(p, wr->sg_list, wr->num_sge, len);
+	if (slot)
+		complete_recv(qp, slot, ridx, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
+			      (uint32_t)len, wr, true);
+	r->byte_len = (uint32_t)len;
+	return EXEC_DONE;
+}
+
+static int execute_read(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t len,
+			struct exec_res *r)
+{
 	uint8_t *p;
 
-	for (int i = 0; i < wr->num_sge; i++)
-		len += wr->sg_list[i].length;
-	if (!inl) {
-		st = check_local(qp, wr->sg_list, wr->num_sge, need_write);
-		if (soft_unlikely(st != IBV_WC_SUCCESS))
-			goto complete;
+	if (!resp_allows(qp, IBV_ACCESS_REMOTE_READ, r))
+		return EXEC_DONE;
+	if (len) {
+		p = check_remote(qp, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
+				 IBV_ACCESS_REMOTE_READ);
+		if (soft_unlikely(!p)) {
+			nak_access(qp, r);
+			return EXEC_DONE;
+		}
+		atomic_thread_fence(memory_order_acquire);
+		scatter(wr->sg_list, wr->num_sge, p, len);
 	}
-	if (soft_unlikely(len > SOFT_MAX_MSG || (atomic && len != 8))) {
-		st = IBV_WC_LOC_LEN_ERR;
-		goto complete;
-	}
+	r->byte_len = (uint32_t)len;
+	return EXEC_DONE;
+}
 
-	/* Enter the peer: publish an odd epoch before reading its state (the
-	 * peer pairs this with membarrier() before freeing memory). */
-	epoch = atomic_load_explicit(&qp->sh->op_epoch, memory_order_relaxed) + 1;
+static int execute_atomic(struct soft_qp *qp, const struct ibv_send_wr *wr, struct exec_res *r)
+{
+	uint64_t orig;
+	uint8_t *p;
+
+	if (!resp_allows(qp, IBV_ACCESS_REMOTE_ATOMIC, r))
+		return EXEC_DONE;
+	if (soft_unlikely(wr->wr.atomic.remote_addr & 7)) {
+		nak_inv_req(qp, r);
+		return EXEC_DONE;
+	}
+	p = check_remote(qp, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, 8,
+			 IBV_ACCESS_REMOTE_ATOMIC);
+	if (soft_unlikely(!p)) {
+		nak_access(qp, r);
+		return EXEC_DONE;
+	}
+	if (wr->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD) {
+		orig = __atomic_fetch_add((uint64_t *)(void *)p, wr->wr.atomic.compare_add,
+					  __ATOMIC_SEQ_CST);
+	} else {
+		orig = wr->wr.atomic.compare_add;
+		__atomic_compare_exchange_n((uint64_t *)(void *)p, &orig, wr->wr.atomic.swap, false,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	}
+	memcpy((void *)(uintptr_t)wr->sg_list[0].addr, &orig, 8);
+	r->byte_len = 8;
+	return EXEC_DONE;
+}
+
+/* ---- requester ------------------------------------------------------------ */
+
+/* The local side of a WR: its SGEs and its length. */
+static inline enum ibv_wc_status req_check(const struct soft_qp *qp, const struct ibv_send_wr *wr,
+					   uint64_t *len)
+{
+	const enum ibv_wr_opcode op = wr->opcode;
+	const bool atomic = op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+	enum ibv_wc_status st;
+	uint64_t l = 0;
+
+	for (int i = 0; i < wr->num_sge; i++)
+		l += wr->sg_list[i].length;
+	*len = l;
+	if (!(wr->send_flags & IBV_SEND_INLINE)) {
+		st = check_local(qp, wr->sg_list, wr->num_sge, atomic || op == IBV_WR_RDMA_READ);
+		if (soft_unlikely(st != IBV_WC_SUCCESS))
+			return st;
+	}
+	if (soft_unlikely(l > SOFT_MAX_MSG || (atomic && l != 8)))
+		return IBV_WC_LOC_LEN_ERR;
+	return IBV_WC_SUCCESS;
+}
+
+/* Enter the peer: publish an odd epoch before reading its state (the peer
+ * pairs this with membarrier() before freeing memory). */
+static inline uint64_t req_enter(struct soft_qp *qp)
+{
+	uint64_t epoch = atomic_load_explicit(&qp->sh->op_epoch, memory_order_relaxed) + 1;
+
 	atomic_store_explicit(&qp->sh->op_epoch, epoch, memory_order_relaxed);
 	atomic_signal_fence(memory_order_seq_cst);
+	return epoch;
+}
+
+static inline void req_leave(struct soft_qp *qp, uint64_t epoch)
+{
+	atomic_store_explicit(&qp->sh->op_epoch, epoch + 1, memory_order_release);
+}
+
+/* Whether the responder can take a request now; if not, what happens: a
+ * dead peer never answers (RC: what the retries would report), a peer not
+ * ready is retried (RC) or dropped (UC). Returns -1 to go on executing. */
+static int req_reach(struct soft_qp *qp, struct exec_res *r)
+{
+	const bool rc = qp->type == IBV_QPT_RC;
 
 	if (soft_unlikely(!soft_peer_alive(qp->peer_heap))) {
-		/* A dead peer never answers: report what the retries would. */
 		if (rc)
-			st = IBV_WC_RETRY_EXC_ERR;
-		goto leave;
+			r->st = IBV_WC_RETRY_EXC_ERR;
+		return EXEC_DONE;
 	}
 	if (soft_unlikely(!peer_ready(qp))) {
 		if (!rc) {
 			CNT(uc_drop_not_ready);
-			goto leave;
+			return EXEC_DONE;
 		}
-		r = stall(qp, false, &st);
-		goto leave;
+		return stall(qp, false, &r->st);
 	}
+	return -1;
+}
 
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-		slot = claim_recv(qp, &ridx, &rnr);
-		if (soft_unlikely(!slot)) {
-			if (!rc) {
-				if (rnr)
-					CNT(uc_drop_no_recv);
-				else
-					CNT(uc_drop_not_ready);
-				break;
-			}
-			if (rnr)
-				CNT(rc_nak_rnr);
-			r = stall(qp, rnr, &st);
-			break;
-		}
-		st = check_recv_sges(qp, slot, len, rsg, &nr);
-		if (soft_unlikely(st != IBV_WC_SUCCESS)) {
-			complete_recv(qp, slot, ridx, st, IBV_WC_RECV, 0, wr, false);
-			if (st == IBV_WC_LOC_LEN_ERR) {
-				if (rc)
-					CNT(rc_nak_inv_req);
-				st = rc ? IBV_WC_REM_INV_REQ_ERR : IBV_WC_SUCCESS;
-			} else {
-				if (rc)
-					CNT(rc_nak_op_err);
-				st = rc ? IBV_WC_REM_OP_ERR : IBV_WC_SUCCESS;
-			}
-			break;
-		}
-		atomic_thread_fence(memory_order_release);
-		sg_to_sg(rsg, nr, wr->sg_list, wr->num_sge, len);
-		complete_recv(qp, slot, ridx, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)len, wr,
-			      op == IBV_WR_SEND_WITH_IMM);
-		byte_len = (uint32_t)len;
-		break;
-
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		if (!resp_allows(qp, IBV_ACCESS_REMOTE_WRITE, &st))
-			break;
-		if (op == IBV_WR_RDMA_WRITE_WITH_IMM) {
-			const struct soft_qp_shared *pq = qp->peer_qp;
-
-			/* the responder needs a receive WQE before anything */
-			if (atomic_load_explicit(&pq->rq_head, memory_order_relaxed) >=
-			    atomic_load_explicit(&pq->rq_tail, memory_order_acquire)) {
-				if (!rc) {
-					CNT(uc_drop_no_recv);
-					break;
-				}
-				CNT(rc_nak_rnr);
-				r = stall(qp, true, &st);
-				break;
-			}
-		}
-		p = NULL;
-		if (len) {
-			p = check_remote(qp, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
-					 IBV_ACCESS_REMOTE_WRITE);
-			if (soft_unlikely(!p)) {
-				if (rc) {
-					CNT(rc_nak_access);
-					st = IBV_WC_REM_ACCESS_ERR;
-					resp_to_err(qp);
-				} else {
-					CNT(uc_drop_access);
-				}
-				break;
-			}
-		}
-		if (op == IBV_WR_RDMA_WRITE_WITH_IMM) {
-			slot = claim_recv(qp, &ridx, &rnr);
-			if (soft_unlikely(!slot)) {
-				if (!rc) {
-					CNT(uc_drop_not_ready);
-					break;
-				}
-				r = stall(qp, rnr, &st);
-				break;
-			}
-		}
-		if (len)
-			write_ordered(p, wr->sg_list, wr->num_sge, len);
-		if (slot)
-			complete_recv(qp, slot, ridx, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
-				      (uint32_t)len, wr, true);
-		byte_len = (uint32_t)len;
-		break;
-
-	case IBV_WR_RDMA_READ:
-		if (!resp_allows(qp, IBV_ACCESS_REMOTE_READ, &st))
-			break;
-		if (len) {
-			p = check_remote(qp, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
-					 IBV_ACCESS_REMOTE_READ);
-			if (soft_unlikely(!p)) {
-				CNT(rc_nak_access);
-				st = IBV_WC_REM_ACCESS_ERR;
-				resp_to_err(qp);
-				break;
-			}
-			atomic_thread_fence(memory_order_acquire);
-			scatter(wr->sg_list, wr->num_sge, p, len);
-		}
-		byte_len = (uint32_t)len;
-		break;
-
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD: {
-		uint64_t orig;
-
-		if (!resp_allows(qp, IBV_ACCESS_REMOTE_ATOMIC, &st))
-			break;
-		if (soft_unlikely(wr->wr.atomic.remote_addr & 7)) {
-			CNT(rc_nak_inv_req);
-			st = IBV_WC_REM_INV_REQ_ERR;
-			resp_to_err(qp);
-			break;
-		}
-		p = check_remote(qp, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, 8,
-				 IBV_ACCESS_REMOTE_ATOMIC);
-		if (soft_unlikely(!p)) {
-			CNT(rc_nak_access);
-			st = IBV_WC_REM_ACCESS_ERR;
-			resp_to_err(qp);
-			break;
-		}
-		if (op == IBV_WR_ATOMIC_FETCH_AND_ADD) {
-			orig = __atomic_fetch_add((uint64_t *)(void *)p, wr->wr.atomic.compare_add,
-						  __ATOMIC_SEQ_CST);
-		} else {
-			orig = wr->wr.atomic.compare_add;
-			__atomic_compare_exchange_n((uint64_t *)(void *)p, &orig,
-						    wr->wr.atomic.swap, false, __ATOMIC_SEQ_CST,
-						    __ATOMIC_SEQ_CST);
-		}
-		memcpy((void *)(uintptr_t)wr->sg_list[0].addr, &orig, 8);
-		byte_len = 8;
-		break;
-	}
-	default:
-		st = IBV_WC_LOC_QP_OP_ERR;
-		break;
-	}
-leave:
-	atomic_store_explicit(&qp->sh->op_epoch, epoch + 1, memory_order_release);
-	if (r == EXEC_STALL)
-		return EXEC_STALL;
-complete:
+/* The completion of a WR that left the send queue. */
+static inline __attribute__((always_inline)) int req_complete(struct soft_qp *qp,
+							      const struct ibv_send_wr *wr,
+							      uint64_t idx,
+							      const struct exec_res *r)
+{
 	qp->stalled = false;
-	if (st != IBV_WC_SUCCESS || qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED))
-		cq_push(qp, idx, wr->wr_id, st, wc_opcode(op), byte_len);
-	if (soft_unlikely(st != IBV_WC_SUCCESS))
-		qp->need_err |= rc;
-	return soft_unlikely(st != IBV_WC_SUCCESS) ? -1 : EXEC_DONE;
+	if (r->st != IBV_WC_SUCCESS || qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED))
+		cq_push(qp, idx, wr->wr_id, r->st, wc_opcode(wr->opcode), r->byte_len);
+	if (soft_unlikely(r->st != IBV_WC_SUCCESS)) {
+		qp->need_err |= qp->type == IBV_QPT_RC;
+		return -1;
+	}
+	return EXEC_DONE;
+}
+
+/* One work request: requester checks, then the responder's execution of
+ * its opcode, then the completion. EXEC_STALL leaves it at the head of the
+ * send queue; -1 means it completed in error. */
+static int exec_wr(struct soft_qp *qp, struct ibv_send_wr *wr, uint64_t idx)
+{
+	struct exec_res r = { IBV_WC_SUCCESS, 0 };
+	uint64_t len, epoch;
+	int ret;
+
+	r.st = req_check(qp, wr, &len);
+	if (soft_unlikely(r.st != IBV_WC_SUCCESS))
+		return req_complete(qp, wr, idx, &r);
+	epoch = req_enter(qp);
+	ret = req_reach(qp, &r);
+	if (ret < 0) {
+		switch (wr->opcode) {
+		case IBV_WR_SEND:
+		case IBV_WR_SEND_WITH_IMM:
+			ret = execute_send(qp, wr, len, &r);
+			break;
+		case IBV_WR_RDMA_WRITE:
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+			ret = execute_write(qp, wr, len, &r);
+			break;
+		case IBV_WR_RDMA_READ:
+			ret = execute_read(qp, wr, len, &r);
+			break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			ret = execute_atomic(qp, wr, &r);
+			break;
+		default:
+			r.st = IBV_WC_LOC_QP_OP_ERR;
+			ret = EXEC_DONE;
+			break;
+		}
+	}
+	req_leave(qp, epoch);
+	if (ret == EXEC_STALL)
+		return EXEC_STALL;
+	return req_complete(qp, wr, idx, &r);
 }
 
 /*
@@ -640,7 +766,7 @@ exec_write1(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t idx)
 	const struct soft_qp_shared *p = qp->peer_qp;
 	const uint64_t len = sg->length;
 	const struct soft_mr_entry *e;
-	uint64_t epoch, off, addr = wr->wr.rdma.remote_addr;
+	uint64_t epoch, addr = wr->wr.rdma.remote_addr;
 	uint32_t rkey = wr->wr.rdma.rkey;
 	uint8_t *dst;
 
@@ -649,26 +775,23 @@ exec_write1(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t idx)
 	if (!(wr->send_flags & IBV_SEND_INLINE) &&
 	    soft_unlikely(check_local(qp, sg, 1, false) != IBV_WC_SUCCESS))
 		return EXEC_SLOW;
-	epoch = atomic_load_explicit(&qp->sh->op_epoch, memory_order_relaxed) + 1;
-	atomic_store_explicit(&qp->sh->op_epoch, epoch, memory_order_relaxed);
-	atomic_signal_fence(memory_order_seq_cst);
-	e = &qp->peer_dev->mr[rkey & (SOFT_MAX_MR - 1)];
-	off = addr - e->addr;
-	if (soft_unlikely(!soft_peer_alive(qp->peer_heap) ||
-			  atomic_load_explicit(&p->qpn, memory_order_relaxed) != qp->dest_qpn ||
-			  atomic_load_explicit(&p->state, memory_order_acquire) != IBV_QPS_RTS ||
-			  p->dest_tag != qp->my_tag || !rkey ||
-			  atomic_load_explicit(&e->rkey, memory_order_acquire) != rkey ||
-			  e->pd_id != p->pd_id ||
-			  !(e->access & p->access & IBV_ACCESS_REMOTE_WRITE) || addr < e->addr ||
-			  off > e->length || len > e->length - off ||
-			  (!qp->peer_self && !e->in_heap))) {
-		atomic_store_explicit(&qp->sh->op_epoch, epoch + 1, memory_order_release);
+	epoch = req_enter(qp);
+	e = &qp->peer_mr[rkey & (SOFT_MAX_MR - 1)];
+	if (soft_unlikely(
+		    !soft_peer_alive(qp->peer_heap) ||
+		    atomic_load_explicit(&p->qpn, memory_order_relaxed) != qp->dest_qpn ||
+		    atomic_load_explicit(&p->state, memory_order_acquire) != IBV_QPS_RTS ||
+		    SOFT_PEEK(p->dest_tag) != qp->my_tag || !rkey ||
+		    atomic_load_explicit(&e->rkey, memory_order_acquire) != rkey ||
+		    SOFT_PEEK(e->pd_id) != SOFT_PEEK(p->pd_id) ||
+		    !(SOFT_PEEK(e->access) & SOFT_PEEK(p->access) & IBV_ACCESS_REMOTE_WRITE) ||
+		    !mr_covers(e, addr, len) || !in_peer_map(qp, addr, len))) {
+		req_leave(qp, epoch);
 		return EXEC_SLOW;
 	}
 	dst = (uint8_t *)(uintptr_t)(addr + (uint64_t)qp->peer_delta);
 	write_ordered(dst, sg, 1, len);
-	atomic_store_explicit(&qp->sh->op_epoch, epoch + 1, memory_order_release);
+	req_leave(qp, epoch);
 	qp->stalled = false;
 	if (qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED))
 		cq_push(qp, idx, wr->wr_id, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, (uint32_t)len);
@@ -839,17 +962,20 @@ static int soft_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_se
 static int soft_post_recv(struct ql_qp *q, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	struct soft_qp *qp = (struct soft_qp *)q;
-	struct soft_qp_shared *sh = qp->sh;
-	uint64_t t;
+	const uint32_t mask = qp->rq_mask, slot_size = qp->rq_slot_size;
+	uint8_t *const rq = qp->rq;
+	struct soft_rq_priv *const priv = qp->rq_priv;
+	uint64_t t = qp->rq_pi; /* ours: the heap's rq_tail is only published */
 	int ret = 0;
 
 	soft_qp_sync_err(qp);
-	t = atomic_load_explicit(&sh->rq_tail, memory_order_relaxed);
 	for (; wr; wr = wr->next) {
+		const int n = wr->num_sge;
 		struct soft_rq_slot *s;
+		uint64_t len;
 
-		if (soft_unlikely(qp->state == IBV_QPS_RESET || wr->num_sge < 0 ||
-				  (uint32_t)wr->num_sge > qp->cap.max_recv_sge)) {
+		if (soft_unlikely(qp->state == IBV_QPS_RESET || n < 0 ||
+				  (uint32_t)n > qp->cap.max_recv_sge)) {
 			ret = -EINVAL;
 			break;
 		}
@@ -857,15 +983,27 @@ static int soft_post_recv(struct ql_qp *q, struct ibv_recv_wr *wr, struct ibv_re
 			ret = -ENOMEM;
 			break;
 		}
-		s = soft_rq_slot(qp->rq, sh->rq_slot_size, sh->rq_mask, t);
-		s->wr_id = wr->wr_id;
-		s->num_sge = (uint32_t)wr->num_sge;
-		memcpy(s->sge, wr->sg_list, (size_t)wr->num_sge * sizeof(*s->sge));
+		/* The slot carries what the requester needs (the scatter
+		 * list); wr_id and the bytes posted stay here. */
+		s = soft_rq_slot(rq, slot_size, mask, t);
+		s->num_sge = (uint32_t)n;
+		if (soft_likely(n == 1)) {
+			s->sge[0] = wr->sg_list[0];
+			len = wr->sg_list[0].length;
+		} else {
+			len = 0;
+			memcpy(s->sge, wr->sg_list, (size_t)n * sizeof(*s->sge));
+			for (int i = 0; i < n; i++)
+				len += wr->sg_list[i].length;
+		}
+		priv[t & mask].wr_id = wr->wr_id;
+		priv[t & mask].len = len;
 		t++;
 	}
 	if (soft_unlikely(ret))
 		*bad_wr = wr;
-	atomic_store_explicit(&sh->rq_tail, t, memory_order_release);
+	qp->rq_pi = t;
+	atomic_store_explicit(&qp->sh->rq_tail, t, memory_order_release);
 	if (soft_unlikely(qp->state == IBV_QPS_ERR))
 		soft_rq_flush(qp, false);
 	return ret;
@@ -873,33 +1011,76 @@ static int soft_post_recv(struct ql_qp *q, struct ibv_recv_wr *wr, struct ibv_re
 
 /* ---- poll --------------------------------------------------------------- */
 
+/* A receive completion is written by the peer: accept only what a
+ * requester may write (a status and opcode of a receive, a SEND's length
+ * within what was posted, no flag but WITH_IMM). Anything else is a
+ * protocol violation by the peer: the receive completes as LOC_QP_OP_ERR
+ * and the QP goes to ERR. wr_id and src_qp never come from the slot.
+ * (The common case, a successful SEND without immediate, is tested
+ * inline in drain_rq; this is the rest.) */
+static __attribute__((noinline)) bool recv_wc_slow(struct ibv_wc *w, uint32_t st, uint32_t op,
+						   uint32_t len, uint32_t flags, uint64_t posted)
+{
+	if ((st == IBV_WC_SUCCESS || st == IBV_WC_LOC_LEN_ERR || st == IBV_WC_LOC_PROT_ERR ||
+	     st == IBV_WC_WR_FLUSH_ERR) &&
+	    /* a SEND fills the posted buffers; a WRITE_WITH_IMM reports the
+	     * WRITE's length, which the buffers need not hold */
+	    ((op == IBV_WC_RECV && len <= posted) ||
+	     (op == IBV_WC_RECV_RDMA_WITH_IMM && len <= SOFT_MAX_MSG)) &&
+	    !(flags & ~(uint32_t)IBV_WC_WITH_IMM)) {
+		w->status = (enum ibv_wc_status)st;
+		w->opcode = (enum ibv_wc_opcode)op;
+		w->byte_len = len;
+		w->wc_flags = flags;
+		return st != IBV_WC_SUCCESS && st != IBV_WC_WR_FLUSH_ERR;
+	}
+	w->status = IBV_WC_LOC_QP_OP_ERR;
+	w->opcode = IBV_WC_RECV;
+	w->byte_len = 0;
+	w->wc_flags = 0;
+	return true;
+}
+
 static inline int drain_rq(struct soft_qp *qp, struct ibv_wc *wc, int n)
 {
-	const struct soft_qp_shared *sh = qp->sh;
+	const uint32_t mask = qp->rq_mask;
+	const uint64_t pi = qp->rq_pi;
 	uint64_t ci = qp->rq_ci;
 	bool failed = false;
 	int got = 0;
 
-	while (got < n) {
-		struct soft_rq_slot *s = soft_rq_slot(qp->rq, sh->rq_slot_size, sh->rq_mask, ci);
+	/* Only slots we posted: a "done" word the peer wrote on any other
+	 * slot means nothing. */
+	while (got < n && ci != pi) {
+		struct soft_rq_slot *s = soft_rq_slot(qp->rq, qp->rq_slot_size, mask, ci);
+		const struct soft_rq_priv *pv = &qp->rq_priv[ci & mask];
 		struct ibv_wc *w = &wc[got];
+		uint32_t status, opcode, len, flags;
 
 		if (atomic_load_explicit(&s->done, memory_order_acquire) != ci + 1)
 			break;
-		w->wr_id = s->wr_id;
-		w->status = (enum ibv_wc_status)s->status;
-		w->opcode = (enum ibv_wc_opcode)s->opcode;
+		status = SOFT_PEEK(s->status);
+		opcode = SOFT_PEEK(s->opcode);
+		len = SOFT_PEEK(s->byte_len);
+		flags = SOFT_PEEK(s->wc_flags);
+		if (soft_likely(status == IBV_WC_SUCCESS && opcode == IBV_WC_RECV && !flags &&
+				len <= pv->len)) {
+			w->status = IBV_WC_SUCCESS;
+			w->opcode = IBV_WC_RECV;
+			w->byte_len = len;
+			w->wc_flags = 0;
+		} else {
+			failed |= recv_wc_slow(w, status, opcode, len, flags, pv->len);
+		}
+		w->wr_id = pv->wr_id;
 		w->vendor_err = 0;
-		w->byte_len = s->byte_len;
-		w->imm_data = s->imm;
+		w->imm_data = SOFT_PEEK(s->imm);
 		w->qp_num = qp->base.qp_num;
-		w->src_qp = s->src_qp;
-		w->wc_flags = s->wc_flags;
+		w->src_qp = qp->dest_qpn;
 		w->pkey_index = 0;
 		w->slid = 0;
 		w->sl = 0;
 		w->dlid_path_bits = 0;
-		failed |= s->status != IBV_WC_SUCCESS && s->status != IBV_WC_WR_FLUSH_ERR;
 		ci++;
 		got++;
 	}

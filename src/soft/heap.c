@@ -6,6 +6,15 @@
  * kernel's ptrace access check on that path is the isolation boundary (same
  * user, see docs/soft-provider.md). A heap is never truncated, so a peer's
  * mapping stays valid even after the owner dies.
+ *
+ * A peer is not trusted with its own memory: every memfd shared here is
+ * sealed against resizing (F_SEAL_SHRINK | F_SEAL_GROW, then F_SEAL_SEAL)
+ * before its number is published, and a peer's memfd is mapped only after
+ * F_GET_SEALS shows F_SEAL_SHRINK and fstat gives the size mapped: a peer
+ * that could shrink it would kill us with SIGBUS at our next touch. Every
+ * refusal to reach a peer reads the same to the caller (one text, one
+ * errno): which check failed goes to the debug log only, so that the error
+ * is no oracle on other processes' pids and descriptors.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -24,7 +33,7 @@
 #include "soft/soft.h"
 
 #define HEAP_MAGIC 0x31504145484c5351ull /* "QLSHEAP1" */
-#define HEAP_VERSION 2
+#define HEAP_VERSION 3			 /* 3: memfds sealed against resizing */
 #define HEAP_DEFAULT_SIZE (4ull << 30)
 #define HEAP_HDR_RESERVE (64u << 10)
 #define PAGE 4096u
@@ -50,6 +59,21 @@ static int membarrier_cmd = -1;
 #define LIVE_MAGIC 0x3145564c4c534c51ull /* "QLSLLVE1" */
 #define LIVE_SIZE 4096u
 
+#define SEALS_REQUIRED F_SEAL_SHRINK
+#define SEALS_SET (F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL)
+#define PEER_REFUSED                                                                      \
+	"soft+shm: the peer named by the GID cannot be reached (it must be a live qlink " \
+	"process of the same user)"
+
+/* This process's devices: id -> private MR table, kept here and not in the
+ * heap header (which peers can write). A table is never freed: a QP of this
+ * process connected to a closed device keeps a valid (zeroed) table. */
+static struct {
+	uint32_t id;
+	struct soft_dev_shared *sh;
+	struct soft_mr_entry *mr;
+} own_dev[SOFT_MAX_DEVS_PER_HEAP];
+
 static int live_fd = -1;
 static struct soft_live *live;
 static int live_err;
@@ -61,11 +85,11 @@ static void live_create(void)
 {
 	pthread_mutexattr_t ma;
 	void *p;
-	int fd = memfd_create("qlink-soft-live", MFD_CLOEXEC);
+	int fd = memfd_create("qlink-soft-live", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
 	live_fd = -1;
 	live = NULL;
-	if (fd < 0 || ftruncate(fd, LIVE_SIZE) < 0) {
+	if (fd < 0 || ftruncate(fd, LIVE_SIZE) < 0 || fcntl(fd, F_ADD_SEALS, SEALS_SET) < 0) {
 		live_err = errno;
 		if (fd >= 0)
 			close(fd);
@@ -99,6 +123,7 @@ static void heap_atfork_child(void)
 	free_list = (struct extent_list){ 0 };
 	used_list = (struct extent_list){ 0 };
 	peers = NULL;
+	memset(own_dev, 0, sizeof(own_dev));
 	live_create();
 }
 
@@ -164,12 +189,19 @@ static int heap_create_locked(void)
 		return ql_error_set(-(live_err ? live_err : EIO),
 				    "soft: cannot create the process liveness page: %s",
 				    strerror(live_err ? live_err : EIO));
-	fd = memfd_create("qlink-soft-heap", MFD_CLOEXEC);
+	fd = memfd_create("qlink-soft-heap", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
 		return ql_error_set(-errno, "soft: memfd_create failed: %s", strerror(errno));
 	if (ftruncate(fd, (off_t)size) < 0) {
 		ret = ql_error_set(-errno, "soft: cannot size the shared heap to %zu bytes: %s",
 				   size, strerror(errno));
+		goto err_fd;
+	}
+	/* Fixed size from now on: a peer that maps it can rely on that. Hole
+	 * punching (ql_mem_free) is still allowed: it reads back as zeros. */
+	if (fcntl(fd, F_ADD_SEALS, SEALS_SET) < 0) {
+		ret = ql_error_set(-errno, "soft: cannot seal the shared heap: %s",
+				   strerror(errno));
 		goto err_fd;
 	}
 	base = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, fd, 0);
@@ -343,13 +375,20 @@ bool soft_heap_contains(const void *p, size_t len)
 	       (size_t)(b - heap.base) <= heap.size - len;
 }
 
-int soft_heap_register_dev(struct soft_dev_shared *sh)
+int soft_heap_register_dev(struct soft_dev_shared *sh, struct soft_mr_entry **mr_priv)
 {
 	struct soft_heap_hdr *hdr = heap.hdr;
 
 	pthread_mutex_lock(&heap_lock);
 	for (int i = 0; i < SOFT_MAX_DEVS_PER_HEAP; i++) {
-		if (atomic_load(&hdr->dev_id[i]) == 0) {
+		if (own_dev[i].id == 0) {
+			if (!own_dev[i].mr)
+				own_dev[i].mr = calloc(SOFT_MAX_MR, sizeof(*own_dev[i].mr));
+			if (!own_dev[i].mr)
+				break;
+			own_dev[i].id = sh->id;
+			own_dev[i].sh = sh;
+			*mr_priv = own_dev[i].mr;
 			hdr->dev_off[i] = (uint64_t)((uint8_t *)sh - heap.base);
 			atomic_store_explicit(&hdr->dev_id[i], sh->id, memory_order_release);
 			pthread_mutex_unlock(&heap_lock);
@@ -364,35 +403,85 @@ int soft_heap_register_dev(struct soft_dev_shared *sh)
 void soft_heap_unregister_dev(struct soft_dev_shared *sh)
 {
 	pthread_mutex_lock(&heap_lock);
-	for (int i = 0; i < SOFT_MAX_DEVS_PER_HEAP; i++)
-		if (atomic_load(&heap.hdr->dev_id[i]) == sh->id)
+	for (int i = 0; i < SOFT_MAX_DEVS_PER_HEAP; i++) {
+		if (own_dev[i].id == sh->id) {
+			own_dev[i].id = 0;
+			memset(own_dev[i].mr, 0, SOFT_MAX_MR * sizeof(*own_dev[i].mr));
 			atomic_store(&heap.hdr->dev_id[i], 0);
+		}
+	}
 	pthread_mutex_unlock(&heap_lock);
 }
 
-static int map_live(pid_t pid, int fd, struct soft_peer_heap *ph)
+/* Open a peer's memfd through /proc/PID/fd/FD and make sure it is memory
+ * the peer cannot shrink: a regular file (O_PATH first, so that a name
+ * pointing at a device, FIFO or socket is never opened for I/O), sealed with
+ * F_SEAL_SHRINK, at least min bytes. Returns the descriptor and its size,
+ * or -1 with the reason in *why (for the debug log only). */
+static int open_sealed(pid_t pid, int fd, size_t min, size_t *size, const char **why)
 {
-	const struct soft_live *lv;
 	char path[64];
-	void *p;
-	int pfd;
+	struct stat st;
+	int pfd, rfd, seals;
 
 	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
-	pfd = open(path, O_RDWR | O_CLOEXEC);
+	pfd = open(path, O_PATH | O_CLOEXEC);
+	if (pfd < 0) {
+		*why = "cannot open /proc/PID/fd/FD";
+		return -1;
+	}
+	if (fstat(pfd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		*why = "not a regular file";
+		close(pfd);
+		return -1;
+	}
+	/* Reopen the very inode the O_PATH descriptor holds (the peer cannot
+	 * swap it under us any more). */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", pfd);
+	rfd = open(path, O_RDWR | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	close(pfd);
+	if (rfd < 0) {
+		*why = "cannot reopen for read/write";
+		return -1;
+	}
+	/* Seals first, then the size: once SHRINK is sealed the size we read
+	 * can only grow, so the mapping we make stays backed. */
+	seals = fcntl(rfd, F_GET_SEALS);
+	if (seals < 0 || (seals & SEALS_REQUIRED) != SEALS_REQUIRED) {
+		*why = "not sealed against shrinking (F_SEAL_SHRINK)";
+		close(rfd);
+		return -1;
+	}
+	if (fstat(rfd, &st) < 0 || st.st_size < 0 || (uint64_t)st.st_size < min ||
+	    (uint64_t)st.st_size > SIZE_MAX) {
+		*why = "too small";
+		close(rfd);
+		return -1;
+	}
+	*size = (size_t)st.st_size;
+	return rfd;
+}
+
+static int map_live(pid_t pid, int fd, struct soft_peer_heap *ph, const char **why)
+{
+	const struct soft_live *lv;
+	size_t size;
+	void *p;
+	int pfd = open_sealed(pid, fd, LIVE_SIZE, &size, why);
+
 	if (pfd < 0)
-		return ql_error_set(-EHOSTUNREACH,
-				    "soft+shm: cannot reach the peer's liveness page at %s: %s",
-				    path, strerror(errno));
+		return -1;
 	p = mmap(NULL, LIVE_SIZE, PROT_READ, MAP_SHARED, pfd, 0);
 	close(pfd);
-	if (p == MAP_FAILED)
-		return ql_error_set(-errno, "soft+shm: cannot map %s: %s", path, strerror(errno));
+	if (p == MAP_FAILED) {
+		*why = "liveness page: mmap failed";
+		return -1;
+	}
 	lv = p;
-	if (lv->magic != LIVE_MAGIC || lv->pid != (uint32_t)pid) {
+	if (SOFT_PEEK(lv->magic) != LIVE_MAGIC || SOFT_PEEK(lv->pid) != (uint32_t)pid) {
 		munmap(p, LIVE_SIZE);
-		return ql_error_set(-EHOSTUNREACH,
-				    "soft+shm: %s is not the liveness page of pid %d", path,
-				    (int)pid);
+		*why = "not a qlink liveness page of that pid";
+		return -1;
 	}
 	ph->live_map = p;
 	ph->alive_word = (const _Atomic int *)&lv->alive.__data.__lock;
@@ -403,9 +492,9 @@ int soft_peer_heap_get(pid_t pid, int fd, struct soft_peer_heap **out)
 {
 	struct soft_peer_heap *ph;
 	const struct soft_heap_hdr *hdr;
-	char path[64];
-	struct stat st;
-	int pfd, ret;
+	const char *why = NULL;
+	size_t size = 0;
+	int pfd, live_num;
 	void *map;
 
 	pthread_mutex_lock(&heap_lock);
@@ -419,63 +508,54 @@ int soft_peer_heap_get(pid_t pid, int fd, struct soft_peer_heap **out)
 	}
 	ph = calloc(1, sizeof(*ph));
 	if (!ph) {
-		ret = -ENOMEM;
-		goto out_unlock;
+		pthread_mutex_unlock(&heap_lock);
+		return -ENOMEM;
 	}
 	ph->pid = pid;
 	ph->fd_num = fd;
 	ph->refs = 1;
 	if (heap_ready && pid == heap.pid) {
 		if (fd != heap.fd) {
-			ret = ql_error_set(-EINVAL,
-					   "soft: GID names this process but not its heap");
-			goto err_free;
+			why = "the GID names this process but not its heap";
+			goto refused;
 		}
 		ph->self = true;
 		ph->map = heap.base;
 		ph->size = heap.size;
 		ph->delta = 0;
+		/* MRs of this process are checked in their private tables. */
+		ph->lo = 0;
+		ph->span = UINT64_MAX;
 		ph->alive_word = (const _Atomic int *)&live->alive.__data.__lock;
 		goto done;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)pid, fd);
-	pfd = open(path, O_RDWR | O_CLOEXEC);
-	if (pfd < 0) {
-		ret = ql_error_set(
-			-errno == -ENOENT ? -EHOSTUNREACH : -errno,
-			"soft+shm: cannot reach the peer's memory at %s: %s (the peer process "
-			"must be alive and run as the same user)",
-			path, strerror(errno));
-		goto err_free;
-	}
-	if (fstat(pfd, &st) < 0 || st.st_size < (off_t)HEAP_HDR_RESERVE) {
-		close(pfd);
-		ret = ql_error_set(-EHOSTUNREACH, "soft+shm: %s is not a qlink heap", path);
-		goto err_free;
-	}
-	map = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
-		   pfd, 0);
+	pfd = open_sealed(pid, fd, HEAP_HDR_RESERVE, &size, &why);
+	if (pfd < 0)
+		goto refused;
+	map = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE, pfd, 0);
 	close(pfd);
 	if (map == MAP_FAILED) {
-		ret = ql_error_set(-errno, "soft+shm: cannot map the peer's heap: %s",
-				   strerror(errno));
-		goto err_free;
+		why = "heap: mmap failed";
+		goto refused;
 	}
 	hdr = map;
-	if (hdr->magic != HEAP_MAGIC || hdr->version != HEAP_VERSION || hdr->pid != (uint32_t)pid ||
-	    hdr->size != (uint64_t)st.st_size) {
-		munmap(map, (size_t)st.st_size);
-		ret = ql_error_set(-EHOSTUNREACH, "soft+shm: %s is not the qlink heap of pid %d",
-				   path, (int)pid);
-		goto err_free;
+	if (SOFT_PEEK(hdr->magic) != HEAP_MAGIC || SOFT_PEEK(hdr->version) != HEAP_VERSION ||
+	    SOFT_PEEK(hdr->pid) != (uint32_t)pid) {
+		munmap(map, size);
+		why = "not a qlink heap of that pid";
+		goto refused;
 	}
+	/* Everything the header says is the peer's word: keep private copies,
+	 * and bound every later access by the size we mapped. */
 	ph->map = map;
-	ph->size = (size_t)st.st_size;
-	ph->delta = (intptr_t)((uintptr_t)map - (uintptr_t)hdr->base);
-	ret = map_live(pid, hdr->live_fd, ph);
-	if (ret) {
-		munmap(map, ph->size);
-		goto err_free;
+	ph->size = size;
+	ph->lo = SOFT_PEEK(hdr->base);
+	ph->span = size;
+	ph->delta = (intptr_t)((uintptr_t)map - (uintptr_t)ph->lo);
+	live_num = SOFT_PEEK(hdr->live_fd);
+	if (map_live(pid, live_num, ph, &why)) {
+		munmap(map, size);
+		goto refused;
 	}
 done:
 	ph->next = peers;
@@ -483,11 +563,11 @@ done:
 	pthread_mutex_unlock(&heap_lock);
 	*out = ph;
 	return 0;
-err_free:
+refused:
 	free(ph);
-out_unlock:
 	pthread_mutex_unlock(&heap_lock);
-	return ret;
+	ql_log_debug("soft", "peer pid %d fd %d refused: %s", (int)pid, fd, why);
+	return ql_error_set(-EHOSTUNREACH, PEER_REFUSED);
 }
 
 void soft_peer_heap_put(struct soft_peer_heap *ph)
@@ -513,19 +593,37 @@ void soft_peer_heap_put(struct soft_peer_heap *ph)
 	pthread_mutex_unlock(&heap_lock);
 }
 
-struct soft_dev_shared *soft_peer_find_dev(struct soft_peer_heap *ph, uint32_t id)
+struct soft_dev_shared *soft_peer_find_dev(struct soft_peer_heap *ph, uint32_t id,
+					   const struct soft_mr_entry **mr)
 {
 	const struct soft_heap_hdr *hdr = (const void *)ph->map;
+	struct soft_dev_shared *sh = NULL;
 
+	if (ph->self) {
+		/* Our own device: found in (and checked against) the private
+		 * table, never through the heap header a peer can write. */
+		pthread_mutex_lock(&heap_lock);
+		for (int i = 0; i < SOFT_MAX_DEVS_PER_HEAP && !sh; i++) {
+			if (id && own_dev[i].id == id) {
+				sh = own_dev[i].sh;
+				*mr = own_dev[i].mr;
+			}
+		}
+		pthread_mutex_unlock(&heap_lock);
+		return sh;
+	}
 	for (int i = 0; i < SOFT_MAX_DEVS_PER_HEAP; i++) {
-		if (atomic_load_explicit(&hdr->dev_id[i], memory_order_acquire) == id) {
-			uint64_t off = hdr->dev_off[i];
-			struct soft_dev_shared *sh;
+		if (id && atomic_load_explicit(&hdr->dev_id[i], memory_order_acquire) == id) {
+			uint64_t off = SOFT_PEEK(hdr->dev_off[i]), end;
 
-			if (off < HEAP_HDR_RESERVE || off + sizeof(*sh) > ph->size)
+			if (off < HEAP_HDR_RESERVE || off % SOFT_CACHELINE ||
+			    __builtin_add_overflow(off, sizeof(*sh), &end) || end > ph->size)
 				return NULL;
 			sh = (struct soft_dev_shared *)(ph->map + off);
-			return sh->id == id ? sh : NULL;
+			if (SOFT_PEEK(sh->id) != id)
+				return NULL;
+			*mr = sh->mr;
+			return sh;
 		}
 	}
 	return NULL;

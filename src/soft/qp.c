@@ -180,8 +180,53 @@ static void release_peer(struct soft_qp *qp)
 	qp->peer_heap = NULL;
 	qp->peer_dev = NULL;
 	qp->peer_qp = NULL;
+	qp->peer_mr = NULL;
 	qp->peer_delta = 0;
+	qp->peer_lo = 0;
+	qp->peer_span = 0;
 	qp->peer_self = false;
+	qp->peer_rq = NULL;
+}
+
+/*
+ * Take (and check) the geometry of the peer QP's receive queue, once: the
+ * requester never re-reads it from the peer's memory, so a peer that
+ * rewrites its rq_off, rq_mask or rq_slot_size later changes nothing here.
+ * The queue must be one the owner could have made (power-of-two slots up to
+ * SOFT_MAX_QP_WR, slots sized for max_recv_sge) and lie inside the mapping;
+ * otherwise it is unusable and requests needing it complete as a remote
+ * operational error.
+ */
+void soft_qp_latch_peer_rq(struct soft_qp *qp)
+{
+	const struct soft_qp_shared *p = qp->peer_qp;
+	uint64_t off, span, end;
+	uint32_t mask, size, nsge;
+
+	qp->peer_rq = NULL;
+	qp->peer_rq_mask = 0;
+	qp->peer_rq_slot_size = 0;
+	qp->peer_rq_max_sge = 0;
+	if (!p || SOFT_PEEK(p->qpn) != qp->dest_qpn)
+		return;
+	off = SOFT_PEEK(p->rq_off);
+	mask = SOFT_PEEK(p->rq_mask);
+	size = SOFT_PEEK(p->rq_slot_size);
+	nsge = SOFT_PEEK(p->max_recv_sge);
+	if (mask >= SOFT_MAX_QP_WR || (mask & (mask + 1)) || nsge > SOFT_MAX_SGE ||
+	    size != soft_rq_slot_bytes(nsge ? nsge : 1) || off % SOFT_CACHELINE)
+		goto bad;
+	span = (uint64_t)(mask + 1) * size; /* both bounded: no overflow */
+	if (__builtin_add_overflow(off, span, &end) || end > qp->peer_heap->size)
+		goto bad;
+	qp->peer_rq = qp->peer_heap->map + off;
+	qp->peer_rq_mask = mask;
+	qp->peer_rq_slot_size = size;
+	qp->peer_rq_max_sge = nsge;
+	return;
+bad:
+	ql_log_debug("soft", "QP 0x%x: the peer's receive queue geometry is invalid",
+		     qp->base.qp_num);
 }
 
 static int resolve_peer(struct soft_qp *qp, const struct ibv_ah_attr *ah, uint32_t dest_qpn)
@@ -189,6 +234,7 @@ static int resolve_peer(struct soft_qp *qp, const struct ibv_ah_attr *ah, uint32
 	const uint8_t *g = ah->grh.dgid.raw;
 	struct soft_peer_heap *ph;
 	struct soft_dev_shared *pdev;
+	const struct soft_mr_entry *pmr = NULL;
 	uint32_t pid, fd, id;
 	int ret;
 
@@ -218,19 +264,26 @@ static int resolve_peer(struct soft_qp *qp, const struct ibv_ah_attr *ah, uint32
 	ret = soft_peer_heap_get((pid_t)pid, (int)fd, &ph);
 	if (ret)
 		return ret;
-	pdev = soft_peer_find_dev(ph, id);
+	pdev = soft_peer_find_dev(ph, id, &pmr);
 	if (!pdev) {
 		soft_peer_heap_put(ph);
+		/* the same text as every other refusal (heap.c): no oracle */
+		ql_log_debug("soft", "peer pid %u: no open device with that id", pid);
 		return ql_error_set(-EHOSTUNREACH,
-				    "soft: pid %u has no open soft device with id 0x%x", pid, id);
+				    "soft+shm: the peer named by the GID cannot be reached (it "
+				    "must be a live qlink process of the same user)");
 	}
 	release_peer(qp);
 	qp->peer_heap = ph;
 	qp->peer_dev = pdev;
 	qp->peer_qp = &pdev->qp[dest_qpn & (SOFT_MAX_QP - 1)];
+	qp->peer_mr = pmr;
 	qp->peer_delta = ph->delta;
+	qp->peer_lo = ph->lo;
+	qp->peer_span = ph->span;
 	qp->peer_self = ph->self;
 	qp->dest_qpn = dest_qpn;
+	soft_qp_latch_peer_rq(qp);
 	memcpy(qp->peer_gid, g, 16);
 	qp->sh->dest_qpn = dest_qpn;
 	qp->sh->dest_tag = soft_conn_tag(id, pid, dest_qpn);
@@ -240,7 +293,7 @@ static int resolve_peer(struct soft_qp *qp, const struct ibv_ah_attr *ah, uint32
 
 static void rq_complete_flush(struct soft_qp *qp, uint64_t i)
 {
-	struct soft_rq_slot *s = soft_rq_slot(qp->rq, qp->sh->rq_slot_size, qp->sh->rq_mask, i);
+	struct soft_rq_slot *s = soft_rq_slot(qp->rq, qp->rq_slot_size, qp->rq_mask, i);
 
 	s->status = IBV_WC_WR_FLUSH_ERR;
 	s->opcode = IBV_WC_RECV;
@@ -253,25 +306,32 @@ static void rq_complete_flush(struct soft_qp *qp, uint64_t i)
 void soft_rq_flush(struct soft_qp *qp, bool peer_dead)
 {
 	struct soft_qp_shared *sh = qp->sh;
-	uint64_t h, t;
+	const uint64_t t = qp->rq_pi;
+	uint64_t h;
 
-	for (;;) {
-		h = atomic_load(&sh->rq_head);
-		t = atomic_load_explicit(&sh->rq_tail, memory_order_relaxed);
-		if (h >= t)
+	/* The head is the peer's to advance, so it is input: only a value in
+	 * [rq_ci, our own tail] means anything. */
+	for (int tries = 0;; tries++) {
+		uint64_t cur = atomic_load(&sh->rq_head);
+
+		h = cur < qp->rq_ci || cur > t ? qp->rq_ci : cur;
+		if (atomic_compare_exchange_strong(&sh->rq_head, &cur, t))
 			break;
-		if (atomic_compare_exchange_strong(&sh->rq_head, &h, t)) {
-			for (uint64_t i = h; i < t; i++)
-				rq_complete_flush(qp, i);
+		if (tries == 64) {
+			/* a peer that keeps moving the head cannot keep us
+			 * here: take every slot not yet reported */
+			atomic_store(&sh->rq_head, t);
+			h = qp->rq_ci;
 			break;
 		}
 	}
+	for (uint64_t i = h; i < t; i++)
+		rq_complete_flush(qp, i);
 	if (peer_dead) {
 		/* Slots the dead peer claimed but never completed. */
-		h = atomic_load(&sh->rq_head);
 		for (uint64_t i = qp->rq_ci; i < h; i++) {
 			struct soft_rq_slot *s =
-				soft_rq_slot(qp->rq, sh->rq_slot_size, sh->rq_mask, i);
+				soft_rq_slot(qp->rq, qp->rq_slot_size, qp->rq_mask, i);
 
 			if (atomic_load_explicit(&s->done, memory_order_acquire) != i + 1)
 				rq_complete_flush(qp, i);
@@ -290,10 +350,11 @@ static void reset_queues(struct soft_qp *qp)
 	qp->sq_pi = qp->sq_exec = qp->sq_retired = 0;
 	qp->stalled = false;
 	qp->need_err = false;
-	memset(qp->rq, 0, (size_t)qp->rq_slots * sh->rq_slot_size);
+	memset(qp->rq, 0, (size_t)qp->rq_slots * qp->rq_slot_size);
 	atomic_store(&sh->rq_head, 0);
 	atomic_store(&sh->rq_tail, 0);
 	qp->rq_ci = 0;
+	qp->rq_pi = 0;
 }
 
 void soft_qp_enter_err(struct soft_qp *qp)
@@ -312,13 +373,17 @@ bool soft_mr_referenced(struct soft_device *dev, uint32_t lkey)
 
 		if (!qp)
 			continue;
-		for (uint64_t i = qp->rq_ci; i < atomic_load(&qp->sh->rq_tail); i++) {
+		for (uint64_t i = qp->rq_ci; i < qp->rq_pi; i++) {
 			struct soft_rq_slot *s =
-				soft_rq_slot(qp->rq, qp->sh->rq_slot_size, qp->sh->rq_mask, i);
+				soft_rq_slot(qp->rq, qp->rq_slot_size, qp->rq_mask, i);
+			uint32_t n = SOFT_PEEK(s->num_sge);
 
 			if (atomic_load(&s->done) == i + 1)
 				continue;
-			for (uint32_t k = 0; k < s->num_sge; k++)
+			/* the slot is peer-writable: at most what it can hold */
+			if (n > qp->cap.max_recv_sge)
+				n = qp->cap.max_recv_sge;
+			for (uint32_t k = 0; k < n; k++)
 				if (s->sge[k].lkey == lkey && s->sge[k].length)
 					return true;
 		}
@@ -393,10 +458,15 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	qp->sq_mask = sq_size - 1;
 
 	qp->rq_slots = pow2_at_least(cap->max_recv_wr);
+	qp->rq_mask = qp->rq_slots - 1;
 	nsge = cap->max_recv_sge ? cap->max_recv_sge : 1;
-	slot_size = (uint32_t)((sizeof(struct soft_rq_slot) + nsge * sizeof(struct ibv_sge) +
-				SOFT_CACHELINE - 1) &
-			       ~(size_t)(SOFT_CACHELINE - 1));
+	slot_size = soft_rq_slot_bytes(nsge);
+	qp->rq_slot_size = slot_size;
+	qp->rq_priv = calloc(qp->rq_slots, sizeof(*qp->rq_priv));
+	if (!qp->rq_priv) {
+		ret = -ENOMEM;
+		goto err_sq;
+	}
 	qp->rq = soft_heap_alloc((size_t)qp->rq_slots * slot_size, SOFT_CACHELINE);
 	if (!qp->rq) {
 		ret = ql_error_set(-ENOMEM, "soft: shared heap exhausted (QLINK_SOFT_HEAP_SIZE)");
@@ -422,7 +492,7 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	sh->dest_tag = 0;
 	sh->access = 0;
 	sh->min_rnr_timer = 0;
-	sh->rq_mask = qp->rq_slots - 1;
+	sh->rq_mask = qp->rq_mask;
 	sh->rq_slot_size = slot_size;
 	sh->max_recv_sge = cap->max_recv_sge;
 	sh->rq_off = (uint64_t)((uint8_t *)qp->rq - heap->base);
@@ -458,6 +528,7 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 err_rq:
 	soft_heap_free(qp->rq);
 err_sq:
+	free(qp->rq_priv);
 	free(qp->sq);
 	free(qp->sq_sge);
 	free(qp->sq_inline);
@@ -507,6 +578,7 @@ int soft_qp_destroy(struct ql_qp *q)
 	dev->qps[qp->idx] = NULL;
 	pthread_mutex_unlock(&dev->lock);
 	soft_heap_free(qp->rq);
+	free(qp->rq_priv);
 	free(qp->sq);
 	free(qp->sq_sge);
 	free(qp->sq_inline);
@@ -604,8 +676,10 @@ int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 		qp->attr.dest_qp_num = a->dest_qp_num;
 		qp->sh->dest_qpn = a->dest_qp_num;
 		qp->sh->dest_tag = (qp->sh->dest_tag & ~0xffffffull) | (a->dest_qp_num & 0xffffff);
-		if (qp->peer_dev)
+		if (qp->peer_dev) {
 			qp->peer_qp = &qp->peer_dev->qp[a->dest_qp_num & (SOFT_MAX_QP - 1)];
+			soft_qp_latch_peer_rq(qp);
+		}
 	}
 	if (mask & M(ACCESS_FLAGS)) {
 		qp->attr.qp_access_flags = a->qp_access_flags;

@@ -34,6 +34,9 @@
 #define SOFT_HIDDEN __attribute__((visibility("hidden")))
 #define soft_likely(x) __builtin_expect(!!(x), 1)
 #define soft_unlikely(x) __builtin_expect(!!(x), 0)
+/* One load of a value that another process may be rewriting: read it once,
+ * into a local, and validate the local (never the memory again). */
+#define SOFT_PEEK(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define SOFT_CACHELINE 64
 
 /* Device limits. Index bits of keys and QP numbers follow from them. */
@@ -94,8 +97,9 @@ struct soft_mr_entry {
 };
 
 struct soft_rq_slot {
-	/* written by the owner when posting */
-	uint64_t wr_id;
+	/* written by the owner when posting (the wr_id stays private, in
+	 * struct soft_rq_priv: nothing the peer can write reaches a wc) */
+	uint64_t unused;
 	uint32_t num_sge;
 	/* written by whoever completes the slot, before `done` */
 	uint32_t status;
@@ -186,6 +190,8 @@ struct soft_peer_heap {
 	size_t size;
 	void *live_map;
 	intptr_t delta; /* local address = peer address + delta */
+	uint64_t lo;	/* the peer's address of map[0] (map - delta) */
+	uint64_t span;	/* bytes a peer address may reach from lo (self: all) */
 	const _Atomic int *alive_word;
 };
 
@@ -229,22 +235,47 @@ struct soft_qp {
 	uint8_t retry_left;
 	uint64_t stall_until_ns;
 
-	/* receive queue (slots in the shared heap) */
+	/* receive queue (slots in the shared heap). The geometry, the tail
+	 * and what each slot was posted with are kept here too: the heap
+	 * copies are for the peer, and a peer can rewrite them. */
 	uint8_t *rq;
 	uint64_t rq_ci; /* next slot to report as a completion */
+	uint64_t rq_pi; /* next slot to post (private copy of rq_tail) */
 	uint32_t rq_slots;
+	uint32_t rq_mask; /* rq_slots - 1 */
+	uint32_t rq_slot_size;
+	struct soft_rq_priv *rq_priv; /* [rq_slots] */
 
 	/* the connected peer */
 	struct soft_peer_heap *peer_heap;
 	struct soft_dev_shared *peer_dev;
 	struct soft_qp_shared *peer_qp;
+	/* The peer's MR table: its shared table (another process: checked
+	 * against the mapping below), or this process's private copy of it
+	 * (a device of this process). */
+	const struct soft_mr_entry *peer_mr;
 	intptr_t peer_delta;
+	uint64_t peer_lo;   /* a peer address must lie in [lo, lo + span) */
+	uint64_t peer_span; /* of the mapping (self: unbounded, MRs are private) */
 	bool peer_self;
+	/* The peer QP's receive queue as validated when connecting (NULL:
+	 * unusable), never re-read from the peer's memory. */
+	uint8_t *peer_rq;
+	uint32_t peer_rq_mask;
+	uint32_t peer_rq_slot_size;
+	uint32_t peer_rq_max_sge;
 	uint32_t dest_qpn;
 	uint64_t my_tag; /* soft_conn_tag() of this QP */
 	uint8_t my_gid[16];
 	uint8_t peer_gid[16];
 	bool need_err; /* a completion could not be queued: enter ERR */
+};
+
+/* What the owner posted in a receive slot (private: the completion's
+ * wr_id and the byte_len bound come from here, not from the slot). */
+struct soft_rq_priv {
+	uint64_t wr_id;
+	uint64_t len;
 };
 
 struct soft_cqe {
@@ -296,6 +327,9 @@ struct soft_device {
 	uint32_t next_pd_id;
 	uint32_t key_secret[2];
 	uint32_t mr_epoch[SOFT_MAX_MR];
+	/* The authoritative MR table: sh->mr is its copy for peers in other
+	 * processes, who can also write it. Never freed (see heap.c). */
+	struct soft_mr_entry *mr_priv;
 	uint32_t qp_gen[SOFT_MAX_QP];
 	struct soft_qp *qps[SOFT_MAX_QP];
 	struct soft_mr *mrs[SOFT_MAX_MR];
@@ -306,11 +340,13 @@ SOFT_HIDDEN int soft_heap_get(struct soft_heap **heap);
 SOFT_HIDDEN void *soft_heap_alloc(size_t len, size_t align);
 SOFT_HIDDEN void soft_heap_free(void *p);
 SOFT_HIDDEN bool soft_heap_contains(const void *p, size_t len);
-SOFT_HIDDEN int soft_heap_register_dev(struct soft_dev_shared *sh);
+SOFT_HIDDEN int soft_heap_register_dev(struct soft_dev_shared *sh, struct soft_mr_entry **mr_priv);
 SOFT_HIDDEN void soft_heap_unregister_dev(struct soft_dev_shared *sh);
 SOFT_HIDDEN int soft_peer_heap_get(pid_t pid, int fd, struct soft_peer_heap **out);
 SOFT_HIDDEN void soft_peer_heap_put(struct soft_peer_heap *ph);
-SOFT_HIDDEN struct soft_dev_shared *soft_peer_find_dev(struct soft_peer_heap *ph, uint32_t id);
+SOFT_HIDDEN struct soft_dev_shared *soft_peer_find_dev(struct soft_peer_heap *ph, uint32_t id,
+						       const struct soft_mr_entry **mr);
+SOFT_HIDDEN void soft_qp_latch_peer_rq(struct soft_qp *qp);
 SOFT_HIDDEN void soft_quiesce(void);
 
 static inline bool soft_peer_alive(const struct soft_peer_heap *ph)
@@ -356,10 +392,19 @@ SOFT_HIDDEN void soft_cq_list_del(struct soft_qp **list, uint32_t *n, struct sof
 SOFT_HIDDEN bool soft_mr_referenced(struct soft_device *dev, uint32_t lkey);
 SOFT_HIDDEN void soft_dev_wait_peers(struct soft_device *dev);
 
+/* mask and slot_size must be the reader's own (validated) copies. */
 static inline struct soft_rq_slot *soft_rq_slot(uint8_t *rq, uint32_t slot_size, uint32_t mask,
 						uint64_t i)
 {
 	return (struct soft_rq_slot *)(rq + (size_t)(i & mask) * slot_size);
+}
+
+/* Bytes of a receive slot with n SGEs (n >= 1), cache-line rounded. */
+static inline uint32_t soft_rq_slot_bytes(uint32_t n)
+{
+	return (uint32_t)((sizeof(struct soft_rq_slot) + n * sizeof(struct ibv_sge) +
+			   SOFT_CACHELINE - 1) &
+			  ~(size_t)(SOFT_CACHELINE - 1));
 }
 
 #endif

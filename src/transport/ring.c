@@ -289,7 +289,9 @@ int ql_ring_client_poll(struct ql_ring_client *cl, struct ql_ring_response *out,
 	for (int i = 0; i < n; i++) {
 		uint32_t b = (uint32_t)wc[i].wr_id;
 
-		if (wc[i].status != IBV_WC_SUCCESS || b >= cl->window)
+		/* the completion is the peer's word: bound it by what we posted */
+		if (wc[i].status != IBV_WC_SUCCESS || b >= cl->window ||
+		    wc[i].byte_len > cl->slot_size)
 			return cl->err = -EIO;
 		out[got].msg = cl->rbuf + (size_t)b * cl->slot_size;
 		out[got].len = wc[i].byte_len;
