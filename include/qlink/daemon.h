@@ -14,6 +14,7 @@
 #ifndef QLINK_DAEMON_H
 #define QLINK_DAEMON_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "qlink/channel.h"
@@ -36,10 +37,20 @@ struct ql_daemon_config {
 };
 
 /* Counters by outcome. Every request taken from the channel ends in exactly
- * one of ok, handler_error or one of the protocol errors. */
+ * one of ok, handler_error, err_result_overrun, err_deadline or one of the
+ * protocol errors. Every response built ends in send_failed (the channel
+ * refused it) or sent; every one sent in responses (delivered), dropped_rnr,
+ * dropped_peer, or is still in flight. */
 struct ql_daemon_stats {
-	uint64_t requests;  /* taken from the channel */
-	uint64_t responses; /* handed to the channel */
+	uint64_t requests;     /* taken from the channel */
+	uint64_t responses;    /* delivered: SENDs completed with success (a
+			       channel without completions, the loopback:
+			       = sent) */
+	uint64_t sent;	       /* responses the channel accepted (posted) */
+	uint64_t dropped_rnr;  /* lost: no receive buffer at the peer (RNR
+				  retries exceeded) */
+	uint64_t dropped_peer; /* lost: peer gone (transport retries exceeded,
+				  flushed when the QP failed, other errors) */
 	uint64_t ok;
 	uint64_t handler_error; /* handler returned a positive status */
 	uint64_t err_short;	/* message shorter than an RPCHeader */
@@ -50,9 +61,14 @@ struct ql_daemon_stats {
 	uint64_t err_result_overflow; /* results would not fit */
 	uint64_t err_internal;	      /* handler failed (negative return) */
 	uint64_t send_failed;	      /* responses the channel refused */
+	uint64_t err_result_overrun;  /* handler wrote past its result capacity
+					 (answered QL_RPC_E_INTERNAL) */
+	uint64_t err_deadline;	      /* handler overran the dispatcher's call
+					 deadline (0 or 1: the daemon failed) */
 	uint64_t bursts;
 	int channel_error; /* 0, or the channel's negative errno */
 	int running;	   /* a running dispatcher serves it */
+	int failed;	   /* 0, or -ETIMEDOUT: see ql_daemon_failure */
 };
 
 struct ql_daemon_function_stats {
@@ -87,6 +103,19 @@ int ql_daemon_stop(struct ql_daemon *d);
  * requests served, 0 if none, or the channel's negative errno. Must not be
  * used while a dispatcher serves the daemon. */
 int ql_daemon_poll(struct ql_daemon *d);
+
+/*
+ * 0 while the daemon is sound; -ETIMEDOUT once a handler overran the call
+ * deadline of the dispatcher serving it (ql_dispatcher_config
+ * .call_deadline_ns): the watchdog then took the daemon off the dispatcher
+ * for good and put the other daemons on a fresh thread. fn (may be NULL)
+ * receives the function's name. A failed daemon is never served again
+ * (attach fails with -EIO) and ql_daemon_destroy does not free it nor may
+ * the caller destroy its channel: the abandoned thread may still return
+ * from the handler and write into its response buffer (a bounded leak per
+ * failure; see docs/daemon.md).
+ */
+int ql_daemon_failure(const struct ql_daemon *d, char *fn, size_t len);
 
 /* Snapshots, consistent per counter, readable while running. */
 void ql_daemon_stats(const struct ql_daemon *d, struct ql_daemon_stats *s);

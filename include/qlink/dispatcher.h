@@ -23,6 +23,17 @@
  * after the back-off pays the wake-up (see docs/benchmarks.md).
  *
  * ql_daemon_start() still works: it gives the daemon a private dispatcher.
+ *
+ * A handler that never returns would freeze every daemon of its
+ * dispatcher. With call_deadline_ns set, a watchdog thread (started with
+ * the dispatcher) checks the call in progress every deadline/4; the
+ * dispatcher publishes each call's start and function with two plain
+ * stores and takes it back with one atomic exchange (no lock, no system
+ * call). A call older than the deadline fails its daemon (-ETIMEDOUT, see
+ * ql_daemon_failure), and the other daemons move to a fresh thread on the
+ * same core. The stuck thread is abandoned, not killed (that is not safe):
+ * it is detached and reniced, never touches another daemon, and exits if
+ * the handler ever returns.
  */
 #ifndef QLINK_DISPATCHER_H
 #define QLINK_DISPATCHER_H
@@ -47,11 +58,13 @@ enum ql_idle_policy {
 #define QL_DISPATCHER_DEFAULT_MAX_DAEMONS 64
 
 struct ql_dispatcher_config {
-	int cpu;		  /* core to pin to; -1: leave unpinned */
-	enum ql_idle_policy idle; /* QL_IDLE_SPIN, _YIELD or _SLEEP */
-	uint64_t idle_after_ns;	  /* idle time before backing off (0: 100 us) */
-	uint64_t sleep_ns;	  /* QL_IDLE_SLEEP: one nap (0: 50 us) */
-	uint32_t max_daemons;	  /* daemons attached at once (0: 64) */
+	int cpu;		   /* core to pin to; -1: leave unpinned */
+	enum ql_idle_policy idle;  /* QL_IDLE_SPIN, _YIELD or _SLEEP */
+	uint64_t idle_after_ns;	   /* idle time before backing off (0: 100 us) */
+	uint64_t sleep_ns;	   /* QL_IDLE_SLEEP: one nap (0: 50 us) */
+	uint32_t max_daemons;	   /* daemons attached at once (0: 64) */
+	uint64_t call_deadline_ns; /* a handler call longer than this fails its
+				      daemon (0: no deadline, no watchdog) */
 };
 
 struct ql_dispatcher_stats {
@@ -62,6 +75,7 @@ struct ql_dispatcher_stats {
 	uint32_t daemons;     /* attached now */
 	int cpu;
 	int running;
+	uint64_t abandoned; /* threads left to a handler past the deadline */
 };
 
 int ql_dispatcher_create(const struct ql_dispatcher_config *cfg, struct ql_dispatcher **disp);
@@ -96,6 +110,24 @@ int ql_dispatcher_poll(struct ql_dispatcher *disp);
 
 /* Snapshot, readable while running. */
 void ql_dispatcher_stats(const struct ql_dispatcher *disp, struct ql_dispatcher_stats *s);
+
+/*
+ * The name of the handler the calling thread is running, when it is a
+ * dispatcher thread inside a handler call; else NULL. Async-signal-safe:
+ * for crash reports from a SIGSEGV handler.
+ */
+const char *ql_dispatcher_current_function(void);
+
+/*
+ * Install handlers for SIGSEGV, SIGBUS, SIGFPE and SIGILL (on the
+ * dispatcher threads' alternate signal stacks) that write
+ * "PROG: handler 'NAME' crashed with SIGSEGV" (or "PROG: crashed with
+ * SIGSEGV outside any handler") to stderr, then restore the default action
+ * and raise the signal again: the process still dies (a core dump if
+ * enabled), but says which function killed it. prog is copied (at most 63
+ * bytes).
+ */
+int ql_dispatcher_crash_report(const char *prog);
 
 /* "spin", "yield", "sleep"; and back (-EINVAL for another name). */
 const char *ql_idle_policy_str(enum ql_idle_policy p);

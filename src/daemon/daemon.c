@@ -12,12 +12,14 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "daemon/daemon_int.h"
 #include "qlink/clock.h"
 #include "qlink/error.h"
+#include "rpc/dispatch_int.h"
 
 #define BUMP(x) __atomic_store_n(&(x), (x) + 1, __ATOMIC_RELAXED)
 #define ADD(x, n) __atomic_store_n(&(x), (x) + (n), __ATOMIC_RELAXED)
@@ -67,12 +69,28 @@ err:
 	return ret;
 }
 
+/*
+ * Daemons whose handler was abandoned (deadline): the abandoned thread may
+ * still return from the handler and read the function table, and write the
+ * response buffer, so neither is ever freed. Kept reachable here.
+ */
+static pthread_mutex_t quarantine_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ql_daemon *quarantined;
+
 void ql_daemon_destroy(struct ql_daemon *d)
 {
 	if (!d)
 		return;
 	ql_daemon_stop(d);
 	ql_dispatcher_destroy(d->own);
+	d->own = NULL;
+	if (__atomic_load_n(&d->failed, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_lock(&quarantine_lock);
+		d->next_quarantined = quarantined;
+		quarantined = d;
+		pthread_mutex_unlock(&quarantine_lock);
+		return;
+	}
 	ql_rpc_table_destroy(d->table);
 	pthread_mutex_destroy(&d->lock);
 	free(d->fn_calls);
@@ -151,7 +169,42 @@ static void flush(struct ql_daemon *d, struct ql_buffer **tx, int m)
 	}
 }
 
+void ql__daemon_fail(struct ql_daemon *d, const char *fn, int err)
+{
+	size_t i = 0;
+
+	/* the dispatcher never writes these: the watchdog is their only writer */
+	for (; fn && fn[i] && i < sizeof(d->failed_fn) - 1; i++)
+		d->failed_fn[i] = fn[i];
+	d->failed_fn[i] = '\0';
+	BUMP(d->st.err_deadline);
+	__atomic_store_n(&d->failed, err, __ATOMIC_RELEASE);
+	QL_STORE(d->st.running, 0);
+}
+
+int ql_daemon_failure(const struct ql_daemon *d, char *fn, size_t len)
+{
+	int err;
+
+	if (!d)
+		return -EINVAL;
+	err = __atomic_load_n(&d->failed, __ATOMIC_ACQUIRE);
+	if (fn && len) {
+		fn[0] = '\0';
+		if (err)
+			snprintf(fn, len, "%s", d->failed_fn);
+	}
+	return err;
+}
+
 int ql_daemon_poll(struct ql_daemon *d)
+{
+	if (__atomic_load_n(&d->failed, __ATOMIC_ACQUIRE))
+		return d->failed;
+	return ql__daemon_poll(d, &d->solo);
+}
+
+int ql__daemon_poll(struct ql_daemon *d, struct ql__dthread *w)
 {
 	struct ql_buffer *rx[QL_DAEMON_MAX_BURST], *tx[QL_DAEMON_MAX_BURST];
 	int n = ql_channel_receive_burst(d->ch, rx, (int)d->cfg.burst);
@@ -164,11 +217,13 @@ int ql_daemon_poll(struct ql_daemon *d)
 	}
 	ADD(d->st.requests, (uint64_t)n);
 	BUMP(d->st.bursts);
+	__atomic_store_n(&w->call_daemon, d, __ATOMIC_RELAXED);
 	for (int i = 0; i < n; i++) {
 		struct ql_rpc_dispatch_info info;
 		struct ql_buffer *t;
 		uint64_t t0, t1;
-		size_t rlen = 0;
+		size_t rlen = 0, cap;
+		bool overrun;
 
 		while (!(t = ql_channel_acquire_buffer(d->ch))) {
 			int err;
@@ -193,12 +248,30 @@ int ql_daemon_poll(struct ql_daemon *d)
 				return n;
 			}
 		}
+		/* the last bytes of the buffer hold the canary */
+		cap = ql_buffer_tailroom(t);
+		cap = cap > QL__RPC_CANARY_SIZE ? cap - QL__RPC_CANARY_SIZE : 0;
 		t0 = ql_tsc();
-		ql_rpc_dispatch(d->table, ql_buffer_data(rx[i]), rx[i]->len, ql_buffer_data(t),
-				ql_buffer_tailroom(t), &rlen, &info);
+		/* the call in progress, for the watchdog: two stores and one
+		 * exchange per request, no lock, no system call */
+		__atomic_store_n(&w->call_t0, t0 | 1, __ATOMIC_RELEASE);
+		ql__rpc_dispatch_guarded(d->table, ql_buffer_data(rx[i]), rx[i]->len,
+					 ql_buffer_data(t), cap, &rlen, &info, &w->call_name,
+					 &overrun);
+		if (__builtin_expect(__atomic_exchange_n(&w->call_t0, 0, __ATOMIC_ACQ_REL) ==
+					     QL__CALL_ABANDONED,
+				     0))
+			ql__dthread_abandoned();
 		t1 = ql_tsc();
 		ql_hist_record(&d->hist, ((t1 - t0) * d->tick_ns_q32) >> 32);
-		account(d, &info);
+		if (__builtin_expect(overrun, 0))
+			BUMP(d->st.err_result_overrun);
+		else
+			account(d, &info);
+		if (overrun && info.index >= 0 && (uint32_t)info.index < d->cfg.max_functions) {
+			BUMP(d->fn_calls[info.index]);
+			BUMP(d->fn_errors[info.index]);
+		}
 		ql_channel_release_buffer(d->ch, rx[i]);
 		t->len = (uint32_t)rlen;
 		tx[m++] = t;
@@ -272,6 +345,9 @@ void ql_daemon_stats(const struct ql_daemon *d, struct ql_daemon_stats *s)
 	s->err_result_overflow = READ(d->st.err_result_overflow);
 	s->err_internal = READ(d->st.err_internal);
 	s->send_failed = READ(d->st.send_failed);
+	s->err_result_overrun = READ(d->st.err_result_overrun);
+	s->err_deadline = READ(d->st.err_deadline);
+	s->failed = __atomic_load_n(&d->failed, __ATOMIC_ACQUIRE);
 	s->bursts = READ(d->st.bursts);
 	s->channel_error = READ(d->st.channel_error);
 	s->running = READ(d->st.running);

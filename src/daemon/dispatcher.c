@@ -9,16 +9,29 @@
  * and wait until `ack` shows its generation: from then on the thread no
  * longer reads the old array or a detached daemon, and the old array is
  * freed. The round itself takes no lock and makes no system call.
+ *
+ * With a call deadline, a watchdog thread looks at the call in progress
+ * (published by the dispatcher thread in its struct ql__dthread, see
+ * daemon_int.h) every deadline/4. A call older than the deadline is
+ * claimed: its daemon is failed (-ETIMEDOUT), removed from the set, and a
+ * fresh thread instance takes over the set on the same core. The stuck
+ * thread cannot be killed safely (it may hold any lock of the handler's
+ * libraries); it is detached, reniced, and exits by itself should the
+ * handler ever return. Its struct ql__dthread, the failed daemon and its
+ * channel are never freed.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "daemon/daemon_int.h"
 #include "qlink/clock.h"
@@ -33,15 +46,34 @@ struct dset {
 
 struct ql_dispatcher {
 	struct ql_dispatcher_config cfg;
-	pthread_mutex_t mutex; /* control calls only, never the round */
-	pthread_t thread;
+	pthread_mutex_t mutex;	 /* control calls only, never the round */
+	struct ql__dthread *thr; /* the thread instance serving now (atomic
+				    loads outside the mutex) */
 	bool live;
 	_Atomic int stop;
 	_Atomic(struct dset *) set;
 	_Atomic uint64_t ack; /* generation the thread runs with */
 	uint64_t idle_after_ticks;
-	struct ql_dispatcher_stats st; /* the thread is the only writer */
+	struct ql_dispatcher_stats st; /* the thread is the only writer, but
+					  for abandoned (the watchdog's) */
+	/* the watchdog (call_deadline_ns) */
+	pthread_mutex_t wd_mutex; /* its start and stop */
+	pthread_t wd;
+	bool wd_live;
+	_Atomic int wd_stop;
+	uint64_t deadline_ticks;
+	struct ql__dthread poll_slot; /* ql_dispatcher_poll's: nobody watches it */
 };
+
+/* Threads abandoned to a handler, kept (and reachable) for good. */
+static pthread_mutex_t dead_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ql__dthread *dead;
+
+/* The dispatcher thread instance running on this thread, if any; read by
+ * the crash report in a signal handler (initial-exec: no allocation). */
+static __thread struct ql__dthread *self __attribute__((tls_model("initial-exec")));
+
+#define SIGSTACK_BYTES (64 * 1024)
 
 #define BUMP(x) QL_STORE(x, (x) + 1)
 #define READ(x) __atomic_load_n(&(x), __ATOMIC_RELAXED)
@@ -98,8 +130,10 @@ int ql_dispatcher_create(const struct ql_dispatcher_config *cfg, struct ql_dispa
 	if (!p->cfg.max_daemons)
 		p->cfg.max_daemons = QL_DISPATCHER_DEFAULT_MAX_DAEMONS;
 	p->idle_after_ticks = (uint64_t)((double)p->cfg.idle_after_ns * ql_tsc_ghz());
+	p->deadline_ticks = (uint64_t)((double)p->cfg.call_deadline_ns * ql_tsc_ghz());
 	p->st.cpu = cfg->cpu;
 	pthread_mutex_init(&p->mutex, NULL);
+	pthread_mutex_init(&p->wd_mutex, NULL);
 	atomic_init(&p->set, s);
 	atomic_init(&p->ack, 0);
 	*out = p;
@@ -110,13 +144,13 @@ int ql_dispatcher_create(const struct ql_dispatcher_config *cfg, struct ql_dispa
  * One round: a burst from every daemon. Returns the requests served; *healthy
  * counts the daemons whose channel has not failed.
  */
-static inline int round_robin(const struct dset *s, uint32_t *healthy)
+static inline int round_robin(const struct dset *s, struct ql__dthread *w, uint32_t *healthy)
 {
 	int served = 0;
 	uint32_t ok = 0;
 
 	for (uint32_t i = 0; i < s->n; i++) {
-		int n = ql_daemon_poll(s->d[i]);
+		int n = ql__daemon_poll(s->d[i], w);
 
 		if (n > 0)
 			served += n;
@@ -127,14 +161,30 @@ static inline int round_robin(const struct dset *s, uint32_t *healthy)
 	return served;
 }
 
+void ql__dthread_abandoned(void)
+{
+	/* the watchdog detached this thread and serves its daemons elsewhere */
+	pthread_exit(NULL);
+}
+
 static void *run(void *arg)
 {
-	struct ql_dispatcher *p = arg;
+	struct ql__dthread *w = arg;
+	struct ql_dispatcher *p = w->p;
 	const struct dset *s = NULL;
 	uint64_t idle_t0 = 0;
 	uint32_t idle_n = 0;
 	bool backing = false;
 
+	self = w;
+	w->tid = gettid();
+	if (w->altstack) {
+		/* a crash report must run even when a handler overflowed the
+		 * stack */
+		stack_t ss = { .ss_sp = w->altstack, .ss_size = SIGSTACK_BYTES };
+
+		sigaltstack(&ss, NULL);
+	}
 	if (p->cfg.cpu >= 0) {
 		int ret = ql_cpu_pin(p->cfg.cpu);
 
@@ -151,7 +201,7 @@ static void *run(void *arg)
 			s = cur;
 			atomic_store_explicit(&p->ack, s->gen, memory_order_release);
 		}
-		served = round_robin(s, &healthy);
+		served = round_robin(s, w, &healthy);
 		BUMP(p->st.rounds);
 		if (served) {
 			QL_STORE(p->st.requests, p->st.requests + (uint64_t)served);
@@ -182,7 +232,173 @@ static void *run(void *arg)
 		else
 			nap_ns(p->cfg.sleep_ns);
 	}
+	if (w->altstack) {
+		stack_t ss = { .ss_flags = SS_DISABLE };
+
+		sigaltstack(&ss, NULL);
+	}
+	__atomic_store_n(&w->exited, 1, __ATOMIC_RELEASE);
 	return NULL;
+}
+
+static bool abandoned(const struct ql__dthread *w)
+{
+	return w && __atomic_load_n(&w->call_t0, __ATOMIC_ACQUIRE) == QL__CALL_ABANDONED;
+}
+
+/* A new thread instance serving p's set. Called with the mutex held. */
+static int thread_start(struct ql_dispatcher *p)
+{
+	struct ql__dthread *w = calloc(1, sizeof(*w));
+	int ret;
+
+	if (!w)
+		return -ENOMEM;
+	w->p = p;
+	w->altstack = malloc(SIGSTACK_BYTES);
+	ret = -pthread_create(&w->thread, NULL, run, w);
+	if (ret) {
+		free(w->altstack);
+		free(w);
+		return ret;
+	}
+	__atomic_store_n(&p->thr, w, __ATOMIC_RELEASE);
+	return 0;
+}
+
+/* Wait for the thread to leave its loop (p->stop set), join and free it;
+ * a thread abandoned meanwhile is left to the watchdog. Mutex held. */
+static void thread_end(struct ql_dispatcher *p)
+{
+	struct ql__dthread *w = p->thr;
+
+	while (!__atomic_load_n(&w->exited, __ATOMIC_ACQUIRE)) {
+		if (abandoned(w)) {
+			__atomic_store_n(&p->thr, NULL, __ATOMIC_RELEASE);
+			return;
+		}
+		nap_ns(200000);
+	}
+	pthread_join(w->thread, NULL);
+	free(w->altstack);
+	free(w);
+	__atomic_store_n(&p->thr, NULL, __ATOMIC_RELEASE);
+}
+
+static void publish(struct ql_dispatcher *p, struct dset *next);
+
+/* The watchdog claimed the call in progress on w: fail its daemon, keep w
+ * for good, and serve the other daemons on a fresh thread. */
+static void rescue(struct ql_dispatcher *p, struct ql__dthread *w)
+{
+	struct ql_daemon *d = __atomic_load_n(&w->call_daemon, __ATOMIC_ACQUIRE);
+	const char *fn = __atomic_load_n(&w->call_name, __ATOMIC_RELAXED);
+	struct dset *cur, *next;
+	uint32_t k = 0;
+
+	pthread_detach(w->thread);
+	/* it may spin for ever: let the replacement have the core */
+	setpriority(PRIO_PROCESS, (id_t)w->tid, 19);
+	ql__daemon_fail(d, fn, -ETIMEDOUT);
+	__atomic_store_n(&p->st.abandoned, p->st.abandoned + 1, __ATOMIC_RELAXED);
+	ql_log_error("dispatcher",
+		     "handler '%s' exceeded its deadline of %llu us: its session failed, "
+		     "thread %d abandoned, the other sessions of cpu %d move to a new thread",
+		     fn ? fn : "?", (unsigned long long)(p->cfg.call_deadline_ns / 1000),
+		     (int)w->tid, p->cfg.cpu);
+	pthread_mutex_lock(&dead_lock);
+	w->next = dead;
+	dead = w;
+	pthread_mutex_unlock(&dead_lock);
+
+	pthread_mutex_lock(&p->mutex);
+	cur = atomic_load_explicit(&p->set, memory_order_relaxed);
+	next = malloc(sizeof(*next) + cur->n * sizeof(next->d[0]));
+	if (next) {
+		for (uint32_t i = 0; i < cur->n; i++)
+			if (cur->d[i] != d)
+				next->d[k++] = cur->d[i];
+		next->n = k;
+		publish(p, next); /* w is abandoned: no wait */
+		QL_STORE(p->st.daemons, k);
+	}
+	pthread_mutex_lock(&d->lock);
+	if (d->disp == p)
+		d->disp = NULL;
+	pthread_mutex_unlock(&d->lock);
+	if (p->thr == w) {
+		__atomic_store_n(&p->thr, NULL, __ATOMIC_RELEASE);
+		if (p->live && thread_start(p)) {
+			ql_log_error("dispatcher", "cpu %d: no replacement thread", p->cfg.cpu);
+			p->live = false;
+			QL_STORE(p->st.running, 0);
+		}
+	}
+	pthread_mutex_unlock(&p->mutex);
+}
+
+static void *watchdog(void *arg)
+{
+	struct ql_dispatcher *p = arg;
+	uint64_t period = p->cfg.call_deadline_ns / 4;
+
+	if (period < 100000)
+		period = 100000;
+	if (period > 20000000)
+		period = 20000000;
+	while (!atomic_load(&p->wd_stop)) {
+		struct ql__dthread *w;
+		uint64_t t0, now;
+
+		nap_ns(period);
+		w = __atomic_load_n(&p->thr, __ATOMIC_ACQUIRE);
+		if (!w)
+			continue;
+		t0 = __atomic_load_n(&w->call_t0, __ATOMIC_ACQUIRE);
+		now = ql_tsc();
+		if (!t0 || t0 == QL__CALL_ABANDONED || now < t0 || now - t0 <= p->deadline_ticks)
+			continue;
+		if (__atomic_compare_exchange_n(&w->call_t0, &t0, QL__CALL_ABANDONED, false,
+						__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+			rescue(p, w);
+	}
+	return NULL;
+}
+
+static int watchdog_start(struct ql_dispatcher *p)
+{
+	int ret = 0;
+
+	if (!p->cfg.call_deadline_ns)
+		return 0;
+	pthread_mutex_lock(&p->wd_mutex);
+	if (!p->wd_live) {
+		atomic_store(&p->wd_stop, 0);
+		ret = -pthread_create(&p->wd, NULL, watchdog, p);
+		p->wd_live = !ret;
+	}
+	pthread_mutex_unlock(&p->wd_mutex);
+	return ret;
+}
+
+static void watchdog_stop(struct ql_dispatcher *p)
+{
+	pthread_mutex_lock(&p->wd_mutex);
+	if (p->wd_live) {
+		atomic_store(&p->wd_stop, 1);
+		pthread_join(p->wd, NULL);
+		p->wd_live = false;
+	}
+	pthread_mutex_unlock(&p->wd_mutex);
+}
+
+const char *ql_dispatcher_current_function(void)
+{
+	struct ql__dthread *w = self;
+
+	if (!w || !__atomic_load_n(&w->call_t0, __ATOMIC_RELAXED))
+		return NULL;
+	return __atomic_load_n(&w->call_name, __ATOMIC_RELAXED);
 }
 
 static void set_running(const struct dset *s, int running)
@@ -199,8 +415,11 @@ static void publish(struct ql_dispatcher *p, struct dset *next)
 
 	next->gen = old->gen + 1;
 	atomic_store_explicit(&p->set, next, memory_order_release);
-	if (p->live) {
-		while (atomic_load_explicit(&p->ack, memory_order_acquire) != next->gen)
+	if (p->live && p->thr) {
+		/* a thread stuck in a handler never acknowledges: once the
+		 * watchdog abandoned it, it never reads the set again */
+		while (atomic_load_explicit(&p->ack, memory_order_acquire) != next->gen &&
+		       !abandoned(p->thr))
 			nap_ns(20000);
 	} else {
 		atomic_store_explicit(&p->ack, next->gen, memory_order_relaxed);
@@ -228,6 +447,15 @@ int ql_dispatcher_attach(struct ql_dispatcher *p, struct ql_daemon *d)
 		goto out;
 	}
 	pthread_mutex_lock(&d->lock);
+	if (__atomic_load_n(&d->failed, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&d->lock);
+		free(next);
+		ret = ql_error_set(-EIO,
+				   "dispatcher: the daemon failed (handler '%s' overran "
+				   "its deadline)",
+				   d->failed_fn);
+		goto out;
+	}
 	if (d->disp) {
 		pthread_mutex_unlock(&d->lock);
 		free(next);
@@ -299,13 +527,17 @@ int ql_dispatcher_start(struct ql_dispatcher *p)
 		return -EALREADY;
 	}
 	atomic_store(&p->stop, 0);
-	ret = -pthread_create(&p->thread, NULL, run, p);
+	ret = thread_start(p);
 	if (!ret) {
 		p->live = true;
 		QL_STORE(p->st.running, 1);
 		set_running(atomic_load(&p->set), 1);
 	}
 	pthread_mutex_unlock(&p->mutex);
+	if (!ret && watchdog_start(p)) {
+		ql_dispatcher_stop(p);
+		return ql_error_set(-EAGAIN, "dispatcher: cannot start the watchdog thread");
+	}
 	return ret;
 }
 
@@ -318,19 +550,23 @@ int ql_dispatcher_stop(struct ql_dispatcher *p)
 	pthread_mutex_lock(&p->mutex);
 	if (!p->live) {
 		pthread_mutex_unlock(&p->mutex);
+		watchdog_stop(p);
 		return 0;
 	}
 	s = atomic_load(&p->set);
 	for (uint32_t i = 0; i < s->n; i++)
 		atomic_store(&s->d[i]->stop, 1);
 	atomic_store(&p->stop, 1);
-	pthread_join(p->thread, NULL);
+	if (p->thr)
+		thread_end(p);
 	p->live = false;
 	for (uint32_t i = 0; i < s->n; i++)
 		atomic_store(&s->d[i]->stop, 0);
 	set_running(s, 0);
 	QL_STORE(p->st.running, 0);
 	pthread_mutex_unlock(&p->mutex);
+	/* after the thread: the watchdog may have to claim it first */
+	watchdog_stop(p);
 	return 0;
 }
 
@@ -352,6 +588,7 @@ void ql_dispatcher_destroy(struct ql_dispatcher *p)
 	}
 	free(s);
 	pthread_mutex_destroy(&p->mutex);
+	pthread_mutex_destroy(&p->wd_mutex);
 	free(p);
 }
 
@@ -364,7 +601,8 @@ int ql_dispatcher_poll(struct ql_dispatcher *p)
 		return -EINVAL;
 	if (p->live)
 		return -EBUSY;
-	served = round_robin(atomic_load_explicit(&p->set, memory_order_relaxed), &healthy);
+	served = round_robin(atomic_load_explicit(&p->set, memory_order_relaxed), &p->poll_slot,
+			     &healthy);
 	BUMP(p->st.rounds);
 	if (served)
 		QL_STORE(p->st.requests, p->st.requests + (uint64_t)served);
@@ -382,4 +620,83 @@ void ql_dispatcher_stats(const struct ql_dispatcher *p, struct ql_dispatcher_sta
 	s->daemons = READ(p->st.daemons);
 	s->cpu = p->cfg.cpu;
 	s->running = READ(p->st.running);
+	s->abandoned = READ(p->st.abandoned);
+}
+
+/* ---- crash report ------------------------------------------------------------ */
+
+static char crash_prog[64] = "qlink";
+
+static void put(const char *s)
+{
+	size_t n = strlen(s);
+
+	while (n) {
+		ssize_t w = write(STDERR_FILENO, s, n);
+
+		if (w <= 0)
+			return;
+		s += w;
+		n -= (size_t)w;
+	}
+}
+
+static const char *crash_signame(int sig)
+{
+	switch (sig) {
+	case SIGSEGV:
+		return "SIGSEGV";
+	case SIGBUS:
+		return "SIGBUS";
+	case SIGFPE:
+		return "SIGFPE";
+	case SIGILL:
+		return "SIGILL";
+	default:
+		return "a signal";
+	}
+}
+
+/* Only async-signal-safe calls: strlen, write, sigaction, raise. */
+static void on_crash(int sig, siginfo_t *si, void *uc)
+{
+	const char *fn = ql_dispatcher_current_function();
+	struct sigaction dfl;
+
+	(void)si;
+	(void)uc;
+	put(crash_prog);
+	if (fn) {
+		put(": handler '");
+		put(fn);
+		put("' crashed with ");
+	} else {
+		put(": crashed with ");
+	}
+	put(crash_signame(sig));
+	put(fn ? "\n" : " outside any handler\n");
+	memset(&dfl, 0, sizeof(dfl));
+	dfl.sa_handler = SIG_DFL;
+	sigemptyset(&dfl.sa_mask);
+	sigaction(sig, &dfl, NULL);
+	raise(sig); /* pending until we return; a fault also recurs */
+}
+
+int ql_dispatcher_crash_report(const char *prog)
+{
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL };
+	struct sigaction sa;
+
+	if (prog) {
+		strncpy(crash_prog, prog, sizeof(crash_prog) - 1);
+		crash_prog[sizeof(crash_prog) - 1] = '\0';
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_sigaction = on_crash;
+	sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+	sigemptyset(&sa.sa_mask);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		if (sigaction(sigs[i], &sa, NULL))
+			return ql_error_set(-errno, "crash report: sigaction: %s", strerror(errno));
+	return 0;
 }

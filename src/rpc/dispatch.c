@@ -8,13 +8,22 @@
  * does with its streams is checked afterwards. Nothing here allocates,
  * locks, logs or enters the kernel: this runs in the dispatcher's busy loop.
  */
+#include <string.h>
+
 #include "qlink/rpc.h"
+#include "rpc/dispatch_int.h"
 
 #define QL_EXPORT __attribute__((visibility("default")))
 
-QL_EXPORT int32_t ql_rpc_dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t msg_len,
-				  uint8_t *resp, size_t resp_cap, size_t *resp_len,
-				  struct ql_rpc_dispatch_info *info)
+/* Not a value a handler writes by chance (nor zeros, nor a small integer). */
+static const uint64_t canary_value = 0x5ca1ab1ec0ffee17ull;
+
+/* The one implementation, inlined twice: guarded (cur_name and overrun
+ * given) for the daemon, plain for ql_rpc_dispatch. */
+static inline __attribute__((always_inline)) int32_t
+dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t msg_len, uint8_t *resp,
+	 size_t resp_cap, size_t *resp_len, struct ql_rpc_dispatch_info *info,
+	 const char **cur_name, bool *overrun)
 {
 	struct ql_rpc_header h = { 0 };
 	const struct ql_rpc_table_entry *e;
@@ -82,7 +91,20 @@ QL_EXPORT int32_t ql_rpc_dispatch(const struct ql_rpc_table *t, const uint8_t *m
 
 	ql_rpc_in_init(&in, msg + QL_RPC_HEADER_SIZE, h.arg_len);
 	ql_rpc_out_init(&out, resp + QL_RPC_RESPONSE_SIZE, cap);
+	if (cur_name) {
+		memcpy(resp + QL_RPC_RESPONSE_SIZE + cap, &canary_value, sizeof(canary_value));
+		__atomic_store_n(cur_name, e->f.name, __ATOMIC_RELAXED);
+	}
 	ret = e->f.fn(&in, &out, e->f.ctx);
+	if (cur_name &&
+	    memcmp(resp + QL_RPC_RESPONSE_SIZE + cap, &canary_value, sizeof(canary_value))) {
+		/* it wrote past its capacity: whatever it returned, its
+		 * results are not to be trusted */
+		*overrun = true;
+		status = QL_RPC_E_INTERNAL;
+		kind = QL_RPC_ERR_INTERNAL;
+		goto respond;
+	}
 
 	/* Stream errors first: they are facts about the message, whatever the
 	 * handler made of them. A cursor outside its buffer means the handler
@@ -126,4 +148,20 @@ respond:
 		info->result_len = result_len;
 	}
 	return status;
+}
+
+QL_EXPORT int32_t ql_rpc_dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t msg_len,
+				  uint8_t *resp, size_t resp_cap, size_t *resp_len,
+				  struct ql_rpc_dispatch_info *info)
+{
+	return dispatch(t, msg, msg_len, resp, resp_cap, resp_len, info, NULL, NULL);
+}
+
+int32_t ql__rpc_dispatch_guarded(const struct ql_rpc_table *t, const uint8_t *msg, size_t msg_len,
+				 uint8_t *resp, size_t resp_cap, size_t *resp_len,
+				 struct ql_rpc_dispatch_info *info, const char **cur_name,
+				 bool *overrun)
+{
+	*overrun = false;
+	return dispatch(t, msg, msg_len, resp, resp_cap, resp_len, info, cur_name, overrun);
 }
