@@ -192,6 +192,9 @@ static void test_dispatcher_cores(void **state)
 	expect_error("dispatcher:\n  idle: nap\n", 2, "dispatcher.idle: 'nap'");
 	expect_error("dispatcher:\n  idle_after_us: 0\n", 2, "dispatcher.idle_after_us");
 	expect_error("dispatcher:\n  sleep_us: 1000000\n", 2, "dispatcher.sleep_us");
+	expect_error("dispatcher:\n  call_deadline_ms: -1\n", 2, "dispatcher.call_deadline_ms");
+	expect_error("dispatcher:\n  call_deadline_ms: 3600001\n", 2,
+		     "dispatcher.call_deadline_ms: 3600001 is out of range");
 	path = write_tmp("old.yaml", "dispatcher: { cpu: 0, burst: 4 }\n");
 	assert_int_equal(ql_config_load(path, &c, NULL), 0);
 	assert_int_equal(c->dispatcher.cpus_count, 1);
@@ -199,6 +202,7 @@ static void test_dispatcher_cores(void **state)
 	assert_int_equal(c->dispatcher.idle, QL_IDLE_SPIN);
 	assert_int_equal(c->dispatcher.idle_after_us, QL_CONFIG_DEFAULT_IDLE_AFTER_US);
 	assert_int_equal(c->dispatcher.sleep_us, QL_CONFIG_DEFAULT_SLEEP_US);
+	assert_int_equal(c->dispatcher.call_deadline_ms, QL_CONFIG_DEFAULT_CALL_DEADLINE_MS);
 	ql_config_free(c);
 	path = write_tmp("none.yaml", "device: soft://loop\n");
 	assert_int_equal(ql_config_load(path, &c, NULL), 0);
@@ -207,7 +211,7 @@ static void test_dispatcher_cores(void **state)
 	ql_config_free(c);
 	snprintf(text, sizeof(text),
 		 "dispatcher:\n  cpus: [%d, 0]\n  idle: sleep\n  idle_after_us: 250\n"
-		 "  sleep_us: 20\n",
+		 "  sleep_us: 20\n  call_deadline_ms: 0\n",
 		 last);
 	path = write_tmp("cores.yaml", text);
 	if (last == 0) /* a one-CPU host: [0, 0] lists a core twice */
@@ -220,6 +224,7 @@ static void test_dispatcher_cores(void **state)
 	assert_int_equal(c->dispatcher.idle, QL_IDLE_SLEEP);
 	assert_int_equal(c->dispatcher.idle_after_us, 250);
 	assert_int_equal(c->dispatcher.sleep_us, 20);
+	assert_int_equal(c->dispatcher.call_deadline_ms, 0);
 	ql_config_free(c);
 }
 

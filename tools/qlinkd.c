@@ -179,6 +179,8 @@ struct qlinkd_session {
 	struct ql_conn_params local;
 	bool connected;
 	int reported_error;
+	bool reported_failure;
+	uint64_t ctl_id; /* its QCS's control-plane session; 0: --params-file */
 };
 
 struct qlinkd {
@@ -341,10 +343,14 @@ static void session_counters(const struct qlinkd_session *s, FILE *out)
 	ql_daemon_handler_hist(s->d, &h);
 	qlog_to(out, true, QL_LOG_INFO, "counters", "session",
 		"session=%u running=%d requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64
-		" handler_errors=%" PRIu64 " protocol_errors=%" PRIu64 " send_failed=%" PRIu64
-		" bursts=%" PRIu64 " channel_error=%d handler_ns_p50=%.0f handler_ns_p99=%.0f",
+		" handler_errors=%" PRIu64 " protocol_errors=%" PRIu64 " result_overruns=%" PRIu64
+		" deadline_exceeded=%" PRIu64 " sent=%" PRIu64 " dropped_rnr=%" PRIu64
+		" dropped_peer=%" PRIu64 " send_failed=%" PRIu64 " bursts=%" PRIu64
+		" channel_error=%d failed=%d handler_ns_p50=%.0f handler_ns_p99=%.0f",
 		s->id, st.running, st.requests, st.responses, st.ok, st.handler_error,
-		st.requests - st.ok - st.handler_error, st.send_failed, st.bursts, st.channel_error,
+		st.requests - st.ok - st.handler_error - st.err_result_overrun - st.err_deadline,
+		st.err_result_overrun, st.err_deadline, st.sent, st.dropped_rnr, st.dropped_peer,
+		st.send_failed, st.bursts, st.channel_error, st.failed,
 		ql_hist_count(&h) ? ql_hist_percentile(&h, 50) : 0.0,
 		ql_hist_count(&h) ? ql_hist_percentile(&h, 99) : 0.0);
 	for (uint32_t i = 0; i < ql_daemon_function_count(s->d); i++) {
@@ -356,10 +362,17 @@ static void session_counters(const struct qlinkd_session *s, FILE *out)
 	}
 }
 
+/* Channels of sessions whose handler was abandoned past its deadline: the
+ * stuck thread may still write into their response buffers, so they are
+ * never destroyed (kept reachable here). */
+static struct ql_channel **quarantine;
+static size_t nquarantine;
+
 /* Stop the dispatcher (every request taken is answered), then free. */
 static void session_destroy(struct qlinkd_session *s)
 {
 	struct qlinkd *q;
+	bool failed = false;
 
 	if (!s)
 		return;
@@ -367,9 +380,22 @@ static void session_destroy(struct qlinkd_session *s)
 	if (s->d) {
 		session_pause(s);
 		session_counters(s, stdout);
-		ql_daemon_destroy(s->d);
+		failed = ql_daemon_failure(s->d, NULL, 0) != 0;
+		ql_daemon_destroy(s->d); /* a failed one is kept by the library */
 	}
-	ql_channel_destroy(s->ch);
+	if (failed) {
+		struct ql_channel **nq = realloc(quarantine, (nquarantine + 1) * sizeof(*nq));
+
+		if (nq) {
+			quarantine = nq;
+			quarantine[nquarantine++] = s->ch;
+		}
+		/* else: leaked, unreachable, but never freed under the thread */
+		qlog(QL_LOG_WARN, "session", "channel kept: its handler may still run",
+		     "session=%u", s->id);
+	} else {
+		ql_channel_destroy(s->ch);
+	}
 	for (uint32_t i = 0; q && i < q->cfg->max_sessions; i++)
 		if (q->sessions[i] == s)
 			q->sessions[i] = NULL;
@@ -412,6 +438,7 @@ static int dispatch_open(struct qlinkd *q)
 		.idle_after_ns = (uint64_t)c->dispatcher.idle_after_us * 1000,
 		.sleep_ns = (uint64_t)c->dispatcher.sleep_us * 1000,
 		.max_daemons = c->max_sessions,
+		.call_deadline_ns = (uint64_t)c->dispatcher.call_deadline_ms * 1000000,
 	};
 	uint64_t pool = (uint64_t)c->ring.slots * c->ring.slot_size;
 	int ret = 0;
@@ -438,10 +465,29 @@ static int dispatch_open(struct qlinkd *q)
 			ret = ql_dispatcher_start(q->disp[i]);
 		if (ret)
 			return ret;
-		qlog(QL_LOG_INFO, "dispatcher", "started", "cpu=%d idle=%s idle_after_us=%u",
-		     dc.cpu, ql_idle_policy_str(dc.idle), c->dispatcher.idle_after_us);
+		qlog(QL_LOG_INFO, "dispatcher", "started",
+		     "cpu=%d idle=%s idle_after_us=%u call_deadline_ms=%u", dc.cpu,
+		     ql_idle_policy_str(dc.idle), c->dispatcher.idle_after_us,
+		     c->dispatcher.call_deadline_ms);
 	}
 	return 0;
+}
+
+/* What qlinkd does not free when it exits with a handler still running. */
+static struct qlinkd kept_on_exit;
+
+/* Dispatcher threads left to a handler past its deadline, over all cores. */
+static uint64_t abandoned_threads(struct qlinkd *q)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; q->disp && i < q->cfg->dispatcher.cpus_count; i++) {
+		struct ql_dispatcher_stats ds;
+
+		ql_dispatcher_stats(q->disp[i], &ds);
+		n += ds.abandoned;
+	}
+	return n;
 }
 
 /* After every session is gone. */
@@ -554,6 +600,7 @@ static int ctl_offer(void *ctx, struct ql_ctl_session *cs, uint32_t n, struct ql
 		ret = session_create(q, &l->s[l->n], &out[l->n]);
 		if (ret)
 			break;
+		l->s[l->n]->ctl_id = ql_ctl_session_id(cs);
 	}
 	if (ret) {
 		ctl_link_free(cs);
@@ -631,8 +678,8 @@ static void ctl_lost(void *ctx, struct ql_ctl_session *cs)
 static int ctl_status(void *ctx, struct ql_ctl_session *cs, char *json, size_t len)
 {
 	struct ctl_link *l = ql_ctl_session_data(cs);
-	uint64_t req = 0, resp = 0, ok = 0, herr = 0;
-	int chan_err = 0;
+	uint64_t req = 0, resp = 0, ok = 0, herr = 0, dropped = 0, overrun = 0;
+	int chan_err = 0, failed = 0;
 
 	(void)ctx;
 	for (uint32_t i = 0; l && i < l->n; i++) {
@@ -643,14 +690,20 @@ static int ctl_status(void *ctx, struct ql_ctl_session *cs, char *json, size_t l
 		resp += st.responses;
 		ok += st.ok;
 		herr += st.handler_error;
+		dropped += st.dropped_rnr + st.dropped_peer;
+		overrun += st.err_result_overrun;
 		if (st.channel_error)
 			chan_err = st.channel_error;
+		if (st.failed)
+			failed = st.failed;
 	}
 	snprintf(json, len,
 		 "{\"channels\":%u,\"requests\":%" PRIu64 ",\"responses\":%" PRIu64
 		 ",\"ok\":%" PRIu64 ",\"handler_errors\":%" PRIu64 ",\"protocol_errors\":%" PRIu64
-		 ",\"channel_error\":%d}",
-		 l ? l->n : 0, req, resp, ok, herr, req - ok - herr, chan_err);
+		 ",\"dropped\":%" PRIu64 ",\"result_overruns\":%" PRIu64
+		 ",\"channel_error\":%d,\"failed\":%d}",
+		 l ? l->n : 0, req, resp, ok, herr, req - ok - herr, dropped, overrun, chan_err,
+		 failed);
 	return 0;
 }
 
@@ -829,6 +882,55 @@ static int params_rendezvous(struct qlinkd *q, const char *file, double timeout)
 	return ret;
 }
 
+/* A session whose handler overran the call deadline: the watchdog failed it
+ * and moved the other sessions of its core to a fresh thread. Say so, and
+ * tell its QCS (ABORT with the reason; the abort callback then ends the
+ * QCS's session, every channel of it). Returns true when it sent one (the
+ * session table may have changed). */
+static bool report_failure(struct qlinkd *q, struct qlinkd_session *s)
+{
+	struct ql_ctl_msg m = { .type = QL_CTL_ABORT };
+	char fn[64];
+	int err = ql_daemon_failure(s->d, fn, sizeof(fn)), ret;
+	uint32_t id = s->id;
+
+	s->reported_failure = true;
+	qlog(QL_LOG_ERROR, "session", "handler exceeded its deadline: session failed",
+	     "session=%u function=%s deadline_ms=%u error=\"%s\"", id, fn,
+	     q->cfg->dispatcher.call_deadline_ms, ql_strerror(err));
+	if (!s->ctl_id || !q->ctl)
+		return false;
+	snprintf(m.text, sizeof(m.text), "handler '%s' exceeded its deadline (%u ms)", fn,
+		 q->cfg->dispatcher.call_deadline_ms);
+	ret = ql_ctl_server_request(q->ctl, s->ctl_id, &m, 1000);
+	qlog(ret ? QL_LOG_WARN : QL_LOG_INFO, "control", "QCS told (ABORT)",
+	     "session=%u answer=\"%s\"", id, ret ? ql_strerror(ret) : "OK");
+	return true;
+}
+
+/* Failed sessions and channels, checked from the main loop. */
+static void check_sessions(struct qlinkd *q)
+{
+	for (uint32_t i = 0; i < q->cfg->max_sessions; i++) {
+		struct qlinkd_session *s = q->sessions[i];
+		struct ql_daemon_stats st;
+
+		if (!s || !s->connected)
+			continue;
+		ql_daemon_stats(s->d, &st);
+		if (st.failed && !s->reported_failure) {
+			if (report_failure(q, s))
+				return; /* sessions may be gone: the next tick goes on */
+			continue;
+		}
+		if (st.channel_error && !s->reported_error) {
+			s->reported_error = st.channel_error;
+			qlog(QL_LOG_WARN, "session", "channel failed (peer gone?)",
+			     "session=%u error=\"%s\"", s->id, ql_strerror(st.channel_error));
+		}
+	}
+}
+
 /* ---- main ---------------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -945,6 +1047,8 @@ int main(int argc, char **argv)
 	logcfg.level = q.cfg->log.level;
 	logcfg.format = q.cfg->log.format;
 	ql_log_set_level(q.cfg->log.level);
+	/* a handler that crashes the process is named on stderr first */
+	ql_dispatcher_crash_report("qlinkd");
 	/* Blocked before any thread exists, so every dispatcher inherits the
 	 * mask and the signals reach only the signalfd. */
 	sigemptyset(&mask);
@@ -1017,20 +1121,7 @@ int main(int argc, char **argv)
 			print_counters(&q);
 			control_counters(&q);
 		}
-		for (uint32_t i = 0; i < q.cfg->max_sessions; i++) {
-			struct qlinkd_session *s = q.sessions[i];
-			struct ql_daemon_stats st;
-
-			if (!s || !s->connected || s->reported_error)
-				continue;
-			ql_daemon_stats(s->d, &st);
-			if (st.channel_error) {
-				s->reported_error = st.channel_error;
-				qlog(QL_LOG_WARN, "session", "channel failed (peer gone?)",
-				     "session=%u error=\"%s\"", s->id,
-				     ql_strerror(st.channel_error));
-			}
-		}
+		check_sessions(&q);
 	}
 	ret = 0;
 out:
@@ -1045,8 +1136,19 @@ out:
 			session_destroy(q.sessions[i]);
 	free(q.sessions);
 	tool_rdv_cleanup(&params_rdv);
-	dispatch_close(&q);
-	unload_plugins(&q);
+	if (abandoned_threads(&q)) {
+		/* A thread is still inside a handler (past its deadline): the
+		 * plugin's code, the device's memory and the response buffers
+		 * must stay mapped under it. Exit without freeing them (kept
+		 * reachable); the thread is not joined. */
+		qlog(QL_LOG_WARN, "qlinkd", "exiting with a handler still running",
+		     "abandoned_threads=%" PRIu64, abandoned_threads(&q));
+		kept_on_exit = q;
+		q.dev = NULL;
+	} else {
+		dispatch_close(&q);
+		unload_plugins(&q);
+	}
 	if (q.dev)
 		ql_device_close(q.dev);
 	if (q.sigfd >= 0)

@@ -58,6 +58,7 @@ void ql_diags_print(const struct ql_diags *diags, const char *file, FILE *f);
 #define QL_CONFIG_DEFAULT_BURST 32
 #define QL_CONFIG_DEFAULT_IDLE_AFTER_US 100
 #define QL_CONFIG_DEFAULT_SLEEP_US 50
+#define QL_CONFIG_DEFAULT_CALL_DEADLINE_MS 1000
 #define QL_CONFIG_DEFAULT_SLOTS 64
 #define QL_CONFIG_DEFAULT_SLOT_SIZE 256
 #define QL_CONFIG_DEFAULT_MAX_SESSIONS 4
@@ -87,10 +88,11 @@ struct ql_config {
 		int cpu;   /* the first dispatcher's core; -1: not pinned */
 		int *cpus; /* one dispatcher per entry: `cpus`, or [cpu] */
 		uint32_t cpus_count;
-		uint32_t burst;		/* 1..32 */
-		uint32_t idle;		/* enum ql_idle_policy */
-		uint32_t idle_after_us; /* idle time before backing off */
-		uint32_t sleep_us;	/* nap of the sleep policy */
+		uint32_t burst;		   /* 1..32 */
+		uint32_t idle;		   /* enum ql_idle_policy */
+		uint32_t idle_after_us;	   /* idle time before backing off */
+		uint32_t sleep_us;	   /* nap of the sleep policy */
+		uint32_t call_deadline_ms; /* longest handler call; 0: none */
 	} dispatcher;
 	struct {
 		uint32_t slots;	    /* power of two */

@@ -41,6 +41,7 @@ struct raw_dispatcher {
 	char *idle;
 	int64_t *idle_after_us;
 	int64_t *sleep_us;
+	int64_t *call_deadline_ms;
 };
 
 struct raw_ring {
@@ -98,6 +99,7 @@ static const cyaml_schema_field_t dispatcher_fields[] = {
 	STR("idle", struct raw_dispatcher, idle),
 	CYAML_FIELD_INT_PTR("idle_after_us", OPT, struct raw_dispatcher, idle_after_us),
 	CYAML_FIELD_INT_PTR("sleep_us", OPT, struct raw_dispatcher, sleep_us),
+	CYAML_FIELD_INT_PTR("call_deadline_ms", OPT, struct raw_dispatcher, call_deadline_ms),
 	CYAML_FIELD_END,
 };
 
@@ -420,6 +422,9 @@ static int convert_dispatcher(struct ql_yaml_file *f, const struct raw_dispatche
 	c->dispatcher.sleep_us = (uint32_t)int_key(f, rd ? rd->sleep_us : NULL,
 						   "dispatcher.sleep_us", 1, 100000,
 						   QL_CONFIG_DEFAULT_SLEEP_US, "at most 100 ms");
+	c->dispatcher.call_deadline_ms = (uint32_t)int_key(
+		f, rd ? rd->call_deadline_ms : NULL, "dispatcher.call_deadline_ms", 0, 3600000,
+		QL_CONFIG_DEFAULT_CALL_DEADLINE_MS, "0 (no deadline) up to an hour");
 	return 0;
 }
 
