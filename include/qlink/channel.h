@@ -14,6 +14,7 @@
 #ifndef QLINK_CHANNEL_H
 #define QLINK_CHANNEL_H
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -96,6 +97,19 @@ uint32_t ql_pool_available(const struct ql_pool *pool);
 
 struct ql_channel;
 
+/* What became of the SENDs a channel transmitted, as its completions say
+ * (RC delivers in order: a SEND completes successfully once the peer
+ * acknowledged it). Counted by the thread that drives the channel, with
+ * relaxed atomic stores: readable from any thread, no lock, no syscall. */
+struct ql_channel_send_stats {
+	uint64_t posted;       /* SENDs handed to the NIC */
+	uint64_t completed;    /* delivered: completed with success */
+	uint64_t dropped_rnr;  /* no receive buffer at the peer: RNR retries
+				  exceeded */
+	uint64_t dropped_peer; /* peer gone: transport retries exceeded,
+				  flushed when the QP failed, other errors */
+};
+
 struct ql__channel_ops {
 	int (*receive_burst)(struct ql_channel *ch, struct ql_buffer **bufs, int max);
 	int (*send_burst)(struct ql_channel *ch, struct ql_buffer **bufs, int n);
@@ -104,6 +118,8 @@ struct ql__channel_ops {
 	int (*register_memory)(struct ql_channel *ch, void *addr, size_t len, uint32_t *lkey);
 	int (*poll_errors)(struct ql_channel *ch);
 	void (*destroy)(struct ql_channel *ch);
+	/* optional: channels without completions (the loopback) leave it NULL */
+	void (*send_stats)(const struct ql_channel *ch, struct ql_channel_send_stats *s);
 };
 
 /* Every channel starts with this; applications must not touch it. */
@@ -150,6 +166,21 @@ int ql_channel_register_memory(struct ql_channel *ch, void *addr, size_t len, ui
 static inline int ql_channel_poll_errors(struct ql_channel *ch)
 {
 	return ((const struct ql__channel_head *)(const void *)ch)->ops->poll_errors(ch);
+}
+
+/* The outcome of its SENDs so far (posted - completed - dropped_* are in
+ * flight); -EOPNOTSUPP for a channel that has no completions (the
+ * loopback: what it accepts is delivered). Any thread, any time. */
+static inline int ql_channel_send_stats(const struct ql_channel *ch,
+					struct ql_channel_send_stats *s)
+{
+	const struct ql__channel_ops *ops =
+		((const struct ql__channel_head *)(const void *)ch)->ops;
+
+	if (!ops->send_stats)
+		return -EOPNOTSUPP;
+	ops->send_stats(ch, s);
+	return 0;
 }
 
 void ql_channel_destroy(struct ql_channel *ch);

@@ -161,7 +161,7 @@ static void flush(struct ql_daemon *d, struct ql_buffer **tx, int m)
 		__atomic_store_n(&d->st.channel_error, sent, __ATOMIC_RELAXED);
 		sent = 0;
 	}
-	ADD(d->st.responses, (uint64_t)sent);
+	ADD(d->st.sent, (uint64_t)sent);
 	if (sent < m) {
 		ADD(d->st.send_failed, (uint64_t)(m - sent));
 		for (int j = sent; j < m; j++)
@@ -334,7 +334,19 @@ int ql_daemon_stop(struct ql_daemon *d)
 void ql_daemon_stats(const struct ql_daemon *d, struct ql_daemon_stats *s)
 {
 	s->requests = READ(d->st.requests);
-	s->responses = READ(d->st.responses);
+	{
+		struct ql_channel_send_stats cs;
+
+		s->sent = READ(d->st.sent);
+		if (!ql_channel_send_stats(d->ch, &cs)) {
+			s->responses = cs.completed;
+			s->dropped_rnr = cs.dropped_rnr;
+			s->dropped_peer = cs.dropped_peer;
+		} else {
+			s->responses = s->sent; /* accepted is delivered */
+			s->dropped_rnr = s->dropped_peer = 0;
+		}
+	}
 	s->ok = READ(d->st.ok);
 	s->handler_error = READ(d->st.handler_error);
 	s->err_short = READ(d->st.err_short);

@@ -2,8 +2,11 @@
  * The verbs channel: the server side of a qlink ring over any verbs
  * provider. Requests arrive by RDMA WRITE into the ring (no receive WQEs,
  * no completions: the sequence word is the doorbell); responses leave by
- * RDMA SEND from a registered pool, signaled one in `signal_every`, and
- * the pool refills from those completions.
+ * RDMA SEND from a registered pool, signaled one in `signal_every` and the
+ * last of every burst, and the pool refills from those completions. The
+ * completions also say what became of each SEND (ql_channel_send_stats):
+ * a signaled success covers every SEND before it, an error (each errored
+ * or flushed SEND has its own completion) is a SEND lost.
  *
  * A verbs context lets the channels of one device share one PD and one
  * registered region that holds every channel's response buffers (one MR
@@ -57,6 +60,7 @@ struct vch {
 	uint32_t signal_every;
 	uint64_t posted;
 	uint64_t done;
+	struct ql_channel_send_stats ss; /* relaxed stores, this thread only */
 	uint32_t idle;
 	int err;
 	struct ql_mr *extra[VCH_MAX_EXTRA_MR];
@@ -64,6 +68,8 @@ struct vch {
 };
 
 static const struct ql__channel_ops vch_ops;
+
+#define SS_ADD(x, n) __atomic_store_n(&(x), (x) + (n), __ATOMIC_RELAXED)
 
 static int reap(struct vch *c)
 {
@@ -73,12 +79,25 @@ static int reap(struct vch *c)
 	if (n < 0)
 		return c->err = n;
 	for (int i = 0; i < n; i++) {
-		if (wc[i].status != IBV_WC_SUCCESS) {
-			c->err = -EIO;
+		uint64_t id = wc[i].wr_id;
+
+		/* wr_id is our own posting number; bound it all the same */
+		if (id < c->done || id >= c->posted)
 			continue;
+		if (wc[i].status == IBV_WC_SUCCESS) {
+			/* a signaled SEND completes every SEND posted before it */
+			SS_ADD(c->ss.completed, id + 1 - c->done);
+		} else {
+			/* RC completes in order: the unsignaled SENDs before
+			 * this one were delivered; this one was not */
+			SS_ADD(c->ss.completed, id - c->done);
+			if (wc[i].status == IBV_WC_RNR_RETRY_EXC_ERR)
+				SS_ADD(c->ss.dropped_rnr, 1);
+			else
+				SS_ADD(c->ss.dropped_peer, 1);
+			c->err = -EIO;
 		}
-		/* a signaled SEND completes every SEND posted before it */
-		while (c->done <= wc[i].wr_id) {
+		while (c->done <= id) {
 			ql_pool_put(c->pool, c->inflight[c->done % c->ntx]);
 			c->done++;
 		}
@@ -114,8 +133,10 @@ static int vch_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)
 		return c->err;
 	for (i = 0; i < n; i++) {
 		struct ql_buffer *b = bufs[i];
+		/* the last of the burst too: every SEND's outcome is then
+		 * known from a completion, even when no more traffic comes */
 		bool signal = c->posted % c->signal_every == c->signal_every - 1 ||
-			      ql_pool_available(c->pool) < c->signal_every;
+			      ql_pool_available(c->pool) < c->signal_every || i == n - 1;
 		struct ibv_sge sge = {
 			.addr = (uintptr_t)ql_buffer_data(b),
 			.length = b->len,
@@ -140,6 +161,7 @@ static int vch_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)
 		c->inflight[c->posted % c->ntx] = b;
 		c->posted++;
 	}
+	SS_ADD(c->ss.posted, (uint64_t)i);
 	if (c->posted - c->done > c->ntx / 2)
 		reap(c);
 	return i ? i : c->err;
@@ -181,6 +203,16 @@ static int vch_register(struct ql_channel *ch, void *addr, size_t len, uint32_t 
 		return ret;
 	*lkey = ql_mr_lkey(c->extra[c->nextra++]);
 	return 0;
+}
+
+static void vch_send_stats(const struct ql_channel *ch, struct ql_channel_send_stats *s)
+{
+	const struct vch *c = (const struct vch *)ch;
+
+	s->posted = __atomic_load_n(&c->ss.posted, __ATOMIC_RELAXED);
+	s->completed = __atomic_load_n(&c->ss.completed, __ATOMIC_RELAXED);
+	s->dropped_rnr = __atomic_load_n(&c->ss.dropped_rnr, __ATOMIC_RELAXED);
+	s->dropped_peer = __atomic_load_n(&c->ss.dropped_peer, __ATOMIC_RELAXED);
 }
 
 static int vch_poll_errors(struct ql_channel *ch)
@@ -491,4 +523,5 @@ static const struct ql__channel_ops vch_ops = {
 	.register_memory = vch_register,
 	.poll_errors = vch_poll_errors,
 	.destroy = vch_destroy,
+	.send_stats = vch_send_stats,
 };
