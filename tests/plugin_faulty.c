@@ -1,7 +1,7 @@
 /*
  * A plugin whose handlers misbehave, for tests/test_qlinkd_faults.c:
  * fault_hang never returns, fault_smash writes past its result capacity,
- * fault_segv dereferences NULL. Raw handlers, any arguments.
+ * fault_segv stores to address 16 (a field of a NULL struct). Raw handlers, any arguments.
  */
 #include <string.h>
 
@@ -29,7 +29,8 @@ static int32_t fault_smash(struct ql_rpc_in *in, struct ql_rpc_out *out, void *c
 
 static int32_t fault_segv(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
 {
-	volatile int *p = ctx; /* NULL, registered so */
+	volatile int *p = ctx; /* address 16, unmapped: a NULL-struct field (not
+				  NULL itself, which sanitizers catch first) */
 
 	(void)in;
 	(void)out;
@@ -47,8 +48,8 @@ static int reg(void *state, const struct ql_plugin_registrar *r)
 		ret = r->register_function(r->host,
 					   &QL_RPC_RAW_FUNCTION("fault_smash", fault_smash, NULL));
 	if (!ret)
-		ret = r->register_function(r->host,
-					   &QL_RPC_RAW_FUNCTION("fault_segv", fault_segv, NULL));
+		ret = r->register_function(r->host, &QL_RPC_RAW_FUNCTION("fault_segv", fault_segv,
+									 (void *)16));
 	return ret;
 }
 

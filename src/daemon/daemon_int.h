@@ -6,6 +6,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "qlink/daemon.h"
@@ -35,6 +36,7 @@ struct ql__dthread {
 	pid_t tid;
 	int exited;		  /* the thread left its loop */
 	void *altstack;		  /* signal stack of the thread (crash report) */
+	bool altstack_kept;	  /* it had one already (a sanitizer's): ours unused */
 	struct ql__dthread *next; /* on the list of abandoned threads */
 };
 

@@ -180,10 +180,14 @@ static void *run(void *arg)
 	w->tid = gettid();
 	if (w->altstack) {
 		/* a crash report must run even when a handler overflowed the
-		 * stack */
-		stack_t ss = { .ss_sp = w->altstack, .ss_size = SIGSTACK_BYTES };
+		 * stack; a signal stack someone set up already (a sanitizer's
+		 * runtime, which also unmaps it when the thread exits) is kept */
+		stack_t ss = { .ss_sp = w->altstack, .ss_size = SIGSTACK_BYTES }, cur;
 
-		sigaltstack(&ss, NULL);
+		if (!sigaltstack(NULL, &cur) && !(cur.ss_flags & SS_DISABLE))
+			w->altstack_kept = true;
+		else
+			sigaltstack(&ss, NULL);
 	}
 	if (p->cfg.cpu >= 0) {
 		int ret = ql_cpu_pin(p->cfg.cpu);
@@ -232,7 +236,7 @@ static void *run(void *arg)
 		else
 			nap_ns(p->cfg.sleep_ns);
 	}
-	if (w->altstack) {
+	if (w->altstack && !w->altstack_kept) {
 		stack_t ss = { .ss_flags = SS_DISABLE };
 
 		sigaltstack(&ss, NULL);
