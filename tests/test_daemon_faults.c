@@ -276,9 +276,12 @@ static void test_result_overrun(void **state)
 	assert_int_equal(st.requests, 2);
 	for (uint32_t i = 0; i < ql_daemon_function_count(d); i++) {
 		assert_int_equal(ql_daemon_function_stats(d, i, &fs), 0);
+		if (strcmp(fs.name, "smash"))
+			assert_int_equal(fs.result_overruns, 0);
 		if (!strcmp(fs.name, "smash")) {
 			assert_int_equal(fs.calls, 1);
 			assert_int_equal(fs.errors, 1);
+			assert_int_equal(fs.result_overruns, 1);
 		}
 	}
 	ql_daemon_destroy(d);

@@ -303,6 +303,12 @@ static void test_smash(void **state)
 	kill(qlinkd, SIGUSR1);
 	assert_int_equal(wait_log(outlog, "result_overruns=1", 5000), 0);
 	assert_int_equal(wait_log(outlog, "function=fault_smash id=", 1000), 0);
+	assert_int_equal(
+		wait_log(errlog,
+			 "\"handler wrote past its result buffer (answered -7)\" session=0 "
+			 "function=fault_smash result_overruns=1",
+			 1000),
+		0);
 	assert_non_null(strstr(read_file(outlog), "requests=56 responses=56 ok=55"));
 	qcs_close(&a);
 	assert_int_equal(end_qlinkd(SIGTERM, 10000, &took), 0);

@@ -180,6 +180,7 @@ struct qlinkd_session {
 	bool connected;
 	int reported_error;
 	bool reported_failure;
+	uint64_t reported_overruns;
 	uint64_t ctl_id; /* its QCS's control-plane session; 0: --params-file */
 };
 
@@ -357,8 +358,9 @@ static void session_counters(const struct qlinkd_session *s, FILE *out)
 		if (ql_daemon_function_stats(s->d, i, &fs))
 			continue;
 		qlog_to(out, true, QL_LOG_INFO, "counters", "function",
-			"session=%u function=%s id=0x%08x calls=%" PRIu64 " errors=%" PRIu64, s->id,
-			fs.name, fs.id, fs.calls, fs.errors);
+			"session=%u function=%s id=0x%08x calls=%" PRIu64 " errors=%" PRIu64
+			" result_overruns=%" PRIu64,
+			s->id, fs.name, fs.id, fs.calls, fs.errors, fs.result_overruns);
 	}
 }
 
@@ -922,6 +924,20 @@ static void check_sessions(struct qlinkd *q)
 			if (report_failure(q, s))
 				return; /* sessions may be gone: the next tick goes on */
 			continue;
+		}
+		if (st.err_result_overrun != s->reported_overruns) {
+			/* name the functions: the canary is not enough to
+			 * find a buggy plugin from the counters alone */
+			s->reported_overruns = st.err_result_overrun;
+			for (uint32_t k = 0; k < ql_daemon_function_count(s->d); k++) {
+				struct ql_daemon_function_stats fs;
+
+				if (!ql_daemon_function_stats(s->d, k, &fs) && fs.result_overruns)
+					qlog(QL_LOG_ERROR, "session",
+					     "handler wrote past its result buffer (answered -7)",
+					     "session=%u function=%s result_overruns=%" PRIu64,
+					     s->id, fs.name, fs.result_overruns);
+			}
 		}
 		if (st.channel_error && !s->reported_error) {
 			s->reported_error = st.channel_error;

@@ -75,7 +75,8 @@ struct ql_daemon_function_stats {
 	char name[64];
 	uint32_t id;
 	uint64_t calls;
-	uint64_t errors; /* handler or result errors of this function */
+	uint64_t errors;	  /* handler or result errors of this function */
+	uint64_t result_overruns; /* of those: wrote past its result buffer */
 };
 
 int ql_daemon_create(const struct ql_daemon_config *cfg, struct ql_channel *ch,

@@ -51,7 +51,8 @@ int ql_daemon_create(const struct ql_daemon_config *cfg, struct ql_channel *ch,
 		goto err;
 	d->fn_calls = calloc(cap, sizeof(*d->fn_calls));
 	d->fn_errors = calloc(cap, sizeof(*d->fn_errors));
-	if (!d->fn_calls || !d->fn_errors) {
+	d->fn_overruns = calloc(cap, sizeof(*d->fn_overruns));
+	if (!d->fn_calls || !d->fn_errors || !d->fn_overruns) {
 		ret = -ENOMEM;
 		goto err;
 	}
@@ -65,6 +66,7 @@ err:
 		ql_rpc_table_destroy(d->table);
 	free(d->fn_calls);
 	free(d->fn_errors);
+	free(d->fn_overruns);
 	free(d);
 	return ret;
 }
@@ -95,6 +97,7 @@ void ql_daemon_destroy(struct ql_daemon *d)
 	pthread_mutex_destroy(&d->lock);
 	free(d->fn_calls);
 	free(d->fn_errors);
+	free(d->fn_overruns);
 	free(d);
 }
 
@@ -271,6 +274,7 @@ int ql__daemon_poll(struct ql_daemon *d, struct ql__dthread *w)
 		if (overrun && info.index >= 0 && (uint32_t)info.index < d->cfg.max_functions) {
 			BUMP(d->fn_calls[info.index]);
 			BUMP(d->fn_errors[info.index]);
+			BUMP(d->fn_overruns[info.index]);
 		}
 		ql_channel_release_buffer(d->ch, rx[i]);
 		t->len = (uint32_t)rlen;
@@ -382,6 +386,7 @@ int ql_daemon_function_stats(const struct ql_daemon *d, uint32_t index,
 	s->id = fn->id;
 	s->calls = READ(d->fn_calls[index]);
 	s->errors = READ(d->fn_errors[index]);
+	s->result_overruns = READ(d->fn_overruns[index]);
 	return 0;
 }
 

@@ -51,6 +51,7 @@ struct ql_daemon {
 	struct ql_daemon_stats st;
 	uint64_t *fn_calls;
 	uint64_t *fn_errors;
+	uint64_t *fn_overruns;
 	uint64_t tick_ns_q32; /* ns per TSC tick, 32.32 fixed point */
 	struct ql_hist hist;
 	struct ql__dthread solo; /* ql_daemon_poll's call slot */
