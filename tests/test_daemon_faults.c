@@ -241,6 +241,9 @@ static void test_no_deadline(void **state)
 	struct ql_dispatcher *p;
 
 	(void)state;
+	pc.call_deadline_ns = 3600000000001ull; /* more than an hour */
+	assert_int_equal(ql_dispatcher_create(&pc, &p), -EINVAL);
+	pc.call_deadline_ns = 0;
 	assert_int_equal(ql_dispatcher_create(&pc, &p), 0);
 	assert_int_equal(ql_dispatcher_attach(p, d), 0);
 	assert_int_equal(ql_dispatcher_start(p), 0);

@@ -64,7 +64,8 @@ struct ql_dispatcher_config {
 	uint64_t sleep_ns;	   /* QL_IDLE_SLEEP: one nap (0: 50 us) */
 	uint32_t max_daemons;	   /* daemons attached at once (0: 64) */
 	uint64_t call_deadline_ns; /* a handler call longer than this fails its
-				      daemon (0: no deadline, no watchdog) */
+				      daemon (0: no deadline, no watchdog; at
+				      most an hour: -EINVAL) */
 };
 
 struct ql_dispatcher_stats {

@@ -115,6 +115,10 @@ int ql_dispatcher_create(const struct ql_dispatcher_config *cfg, struct ql_dispa
 	if (cfg->sleep_ns >= 1000000000ull)
 		return ql_error_set(-EINVAL, "dispatcher: sleep_ns %llu is a second or more",
 				    (unsigned long long)cfg->sleep_ns);
+	if (cfg->call_deadline_ns > 3600000000000ull)
+		return ql_error_set(-EINVAL,
+				    "dispatcher: call_deadline_ns %llu is more than an hour",
+				    (unsigned long long)cfg->call_deadline_ns);
 	p = calloc(1, sizeof(*p));
 	s = calloc(1, sizeof(*s));
 	if (!p || !s) {
