@@ -8,7 +8,9 @@
  *   dropped_rnr; the SENDs behind it are flushed (dropped_peer), and
  *   responses counts only the ones delivered;
  * - a client that disappears with requests in the ring: the SENDs that
- *   answer them exceed their transport retries, counted in dropped_peer.
+ *   answer them exceed their transport retries, counted in dropped_peer;
+ * - serving with the completions counted (and the counters read) takes no
+ *   allocation, lock or system call.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -29,6 +31,8 @@
 #include <qlink/ring.h>
 #include <qlink/rpc.h>
 #include <qlink/verbs.h>
+
+#include "hotpath.h"
 
 #define SLOTS 16
 #define SLOT_SIZE 128
@@ -235,12 +239,53 @@ static void test_peer_gone(void **state)
 	close_fx(&f);
 }
 
+/* Serving over the verbs channel, completions polled and counted by
+ * outcome, the counters read: no allocation, lock or system call. */
+static int serve_counted(void *arg)
+{
+	struct fx *f = arg;
+
+	for (uint32_t i = 0; i < 100000; i++) {
+		struct ql_ring_response r[16];
+		struct ql_daemon_stats st;
+		int n = 0;
+
+		if (send_echo(f))
+			return -1;
+		for (int k = 0; k < 1000 && !n; k++) {
+			if (ql_daemon_poll(f->d) < 0)
+				return -1;
+			n = ql_ring_client_poll(f->cl, r, 16);
+		}
+		if (n != 1 || ql_ring_client_release(f->cl, &r[0]))
+			return -1;
+		ql_daemon_stats(f->d, &st);
+		if (st.dropped_rnr || st.dropped_peer || st.responses > st.sent)
+			return -1;
+	}
+	return 0;
+}
+
+static void test_hot_path(void **state)
+{
+	char why[160];
+	struct fx f;
+
+	(void)state;
+	open_fx(&f, "soft://loop");
+	normal_run(&f, 10);
+	if (hp_check(serve_counted, &f, why, sizeof(why)))
+		fail_msg("100k calls over a verbs channel: %s", why);
+	close_fx(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_normal),
 		cmocka_unit_test(test_rnr),
 		cmocka_unit_test(test_peer_gone),
+		cmocka_unit_test(test_hot_path),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
