@@ -34,6 +34,7 @@
 #define DEADLINE_NS 50000000ull /* 50 ms */
 
 static atomic_int release_spin;
+static _Atomic uint64_t spin_t0; /* when h_spin was entered; 0: not yet */
 
 static int32_t h_echo(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
 {
@@ -50,6 +51,7 @@ static int32_t h_spin(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
 	(void)in;
 	(void)out;
 	(void)ctx;
+	atomic_store(&spin_t0, ql_clock_ns());
 	while (!atomic_load(&release_spin))
 		;
 	return 0;
@@ -155,12 +157,13 @@ static void test_deadline(void **state)
 
 	/* a's handler hangs the thread; b's next request waits for the
 	 * watchdog, then is served by the replacement thread */
-	t0 = ql_clock_ns();
+	atomic_store(&spin_t0, 0);
 	assert_int_equal(push(cha, "spin", 2), 0);
-	usleep(1000);
+	for (t0 = ql_clock_ns(); !atomic_load(&spin_t0);)
+		assert_true(ql_clock_ns() - t0 < 5000000000ull);
 	assert_int_equal(push(chb, "echo", 3), 0);
 	assert_int_equal(pop(chb, 3, 5000), 0);
-	assert_true(ql_clock_ns() - t0 >= DEADLINE_NS);
+	assert_true(ql_clock_ns() - atomic_load(&spin_t0) >= DEADLINE_NS);
 	for (uint32_t i = 4; i < 200; i++) {
 		assert_int_equal(push(chb, "echo", i), 0);
 		assert_int_equal(pop(chb, i, 5000), 0);
