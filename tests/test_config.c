@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include <qlink/config.h>
+#include "config/config.h"
 #include <qlink/error.h>
 
 static char dir[] = "/tmp/qlink-test-config-XXXXXX";

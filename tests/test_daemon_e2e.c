@@ -20,9 +20,9 @@
 
 #include <cmocka.h>
 
+#include "demo/demo.h"
 #include <qlink/clock.h>
 #include <qlink/daemon.h>
-#include <qlink/demo.h>
 #include <qlink/vppu.h>
 
 static int read_line(int fd, char *buf, size_t len)

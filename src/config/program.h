@@ -18,7 +18,7 @@
 
 #include <stdint.h>
 
-#include "qlink/config.h"
+#include "config/config.h"
 #include "qlink/vppu.h"
 
 #ifdef __cplusplus
