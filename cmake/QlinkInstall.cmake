@@ -39,19 +39,33 @@ install(FILES ${PROJECT_BINARY_DIR}/cmake/qlinkConfig.cmake
               ${PROJECT_BINARY_DIR}/cmake/qlinkConfigVersion.cmake
         DESTINATION ${QL_CMAKE_DIR} COMPONENT devel)
 
-# pkg-config: paths relative to ${prefix} where GNUInstallDirs gave them so
-foreach(d LIBDIR INCLUDEDIR)
-  if(IS_ABSOLUTE "${CMAKE_INSTALL_${d}}")
-    set(QL_PC_${d} "${CMAKE_INSTALL_${d}}")
-  else()
-    set(QL_PC_${d} "\${prefix}/${CMAKE_INSTALL_${d}}")
-  endif()
-endforeach()
-foreach(pc qlink qlink-control)
-  configure_file(${PROJECT_SOURCE_DIR}/cmake/${pc}.pc.in ${PROJECT_BINARY_DIR}/${pc}.pc @ONLY)
-  install(FILES ${PROJECT_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig
-          COMPONENT devel)
-endforeach()
+# pkg-config: written at install time, so that the prefix in the file is
+# the one installed to (cmake --install --prefix P changes it after
+# configure). A prefix with spaces is written with backslash escapes, which
+# pkg-config keeps in its shell-quoted output.
+install(CODE "
+  set(PROJECT_VERSION \"${PROJECT_VERSION}\")
+  string(REPLACE \" \" \"\\\\ \" QL_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  foreach(d LIBDIR INCLUDEDIR)
+    if(d STREQUAL LIBDIR)
+      set(v \"${CMAKE_INSTALL_LIBDIR}\")
+    else()
+      set(v \"${CMAKE_INSTALL_INCLUDEDIR}\")
+    endif()
+    if(IS_ABSOLUTE \"\${v}\")
+      string(REPLACE \" \" \"\\\\ \" QL_PC_\${d} \"\${v}\")
+    else()
+      set(QL_PC_\${d} \"\\\${prefix}/\${v}\")
+    endif()
+  endforeach()
+  foreach(pc qlink qlink-control)
+    configure_file(\"${PROJECT_SOURCE_DIR}/cmake/\${pc}.pc.in\"
+                   \"${PROJECT_BINARY_DIR}/pkgconfig/\${pc}.pc\" @ONLY)
+  endforeach()
+  file(INSTALL \"${PROJECT_BINARY_DIR}/pkgconfig/qlink.pc\"
+                \"${PROJECT_BINARY_DIR}/pkgconfig/qlink-control.pc\"
+       DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig\")
+" COMPONENT devel)
 
 install(TARGETS qlink-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 install(TARGETS qlinkd RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR} COMPONENT runtime)
