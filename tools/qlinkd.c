@@ -4,15 +4,15 @@
  *   qlinkd --config FILE [--params-file P]   run in the foreground
  *   qlinkd --check-config FILE               validate FILE (and its plugins)
  *
- * It reads the YAML configuration (src/config/config.h), opens the device, loads
- * the handler plugins (qlink/plugin.h) and serves sessions: a session is one
- * verbs channel (a request ring and its QP) and one daemon with the
+ * It reads the YAML configuration (src/config/config.h), opens the device,
+ * loads the handler plugins (qlink/plugin.h) and serves sessions: a session
+ * is one verbs channel (a request ring and its QP) and one daemon with the
  * built-in qlink_parity and every plugin function registered, made when a
- * QCS asks for one. The UDP control plane will drive sessions
- * (session_create on DISCOVER, session_connect on ACK, session_destroy on
- * STOP); until it is wired in, --params-file runs one session over the
- * same file rendezvous as `qlink serve`, so qlinkd can be driven by
- * `qlink vppu --params-file P` today.
+ * QCS asks for one. The UDP control plane drives sessions (created on
+ * DISCOVER, connected and started on ACK, stopped on STOP, destroyed on
+ * COMPLETE, ABORT or when the QCS goes silent); besides it, --params-file
+ * runs one session over the same file rendezvous as `qlink serve`, so
+ * qlinkd can also be driven by `qlink vppu --params-file P`.
  *
  * Signals arrive through a signalfd read by the main loop (no work in
  * handlers): SIGINT/SIGTERM stop every dispatcher, print the final counters

@@ -11,7 +11,7 @@
  * qlinkd's configuration; ql_program_vppu_call() turns one step into a
  * struct ql_vppu_call and a struct ql_vppu_config for ql_vppu_run(), so the
  * same program drives a ring client over any transport. docs/qlinkd.md
- * documents the format.
+ * documents the format. qlinkd-private (never installed), like config.h.
  */
 #ifndef QLINK_PROGRAM_H
 #define QLINK_PROGRAM_H
