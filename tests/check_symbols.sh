@@ -56,9 +56,10 @@ done
 	echo '#include "qlink/version.h"'
 } >"$tmp/all.c"
 "$cc" -std=gnu11 -I"$src/include" -I"$binc" -aux-info "$tmp/aux" -c "$tmp/all.c" -o "$tmp/all.o"
-grep -E '/qlink/[a-z_0-9]+\.h:[0-9]+:' "$tmp/aux" | grep -v '\*/ static ' |
-	sed -E 's|^/\* ([^:]*):.*\*/ .*[ *]([A-Za-z_][A-Za-z_0-9]*) \(.*|\1 \2|' |
-	awk '{ n = split($1, a, "/"); print a[n], $2 }' | sort -u >"$tmp/pub"
+# (header base name and function; the paths may contain spaces)
+grep -v '\*/ static ' "$tmp/aux" |
+	sed -nE 's|^/\* .*/qlink/([a-z_0-9]+\.h):[0-9]+:[^*]*\*/ .*[ *]([A-Za-z_][A-Za-z_0-9]*) \(.*|\1 \2|p' |
+	sort -u >"$tmp/pub"
 [ "$(wc -l <"$tmp/pub")" -ge 50 ] || { echo "FAIL: found only $(wc -l <"$tmp/pub") public functions"; fail=1; }
 last=$((${#libs[@]} - 1))
 while read -r h fn; do
