@@ -10,9 +10,7 @@
 #include "qlink/verbs.h"
 #include "verbs/provider.h"
 
-#define QL_EXPORT __attribute__((visibility("default")))
-
-QL_EXPORT int ql_device_open(const char *uri, struct ql_device **dev)
+int ql_device_open(const char *uri, struct ql_device **dev)
 {
 	const char *sep;
 	size_t slen;
@@ -48,7 +46,7 @@ QL_EXPORT int ql_device_open(const char *uri, struct ql_device **dev)
 			    uri, (int)slen, uri);
 }
 
-QL_EXPORT int ql_device_list(char (*uris)[QL_DEVICE_URI_MAX], int max)
+int ql_device_list(char (*uris)[QL_DEVICE_URI_MAX], int max)
 {
 	struct ibv_device **list;
 	int n = 0, nibv = 0;
@@ -71,134 +69,134 @@ QL_EXPORT int ql_device_list(char (*uris)[QL_DEVICE_URI_MAX], int max)
 	return n;
 }
 
-QL_EXPORT int ql_device_close(struct ql_device *dev)
+int ql_device_close(struct ql_device *dev)
 {
 	if (!dev)
 		return -EINVAL;
 	return dev->ops->close(dev);
 }
 
-QL_EXPORT int ql_device_query(struct ql_device *dev, struct ql_device_attr *attr)
+int ql_device_query(struct ql_device *dev, struct ql_device_attr *attr)
 {
 	if (!dev || !attr)
 		return -EINVAL;
 	return dev->ops->query(dev, attr);
 }
 
-QL_EXPORT int ql_device_counters(struct ql_device *dev, struct ql_device_counters *c)
+int ql_device_counters(struct ql_device *dev, struct ql_device_counters *c)
 {
 	if (!dev || !c)
 		return -EINVAL;
 	return dev->ops->counters(dev, c);
 }
 
-QL_EXPORT int ql_pd_alloc(struct ql_device *dev, struct ql_pd **pd)
+int ql_pd_alloc(struct ql_device *dev, struct ql_pd **pd)
 {
 	if (!dev || !pd)
 		return -EINVAL;
 	return dev->ops->pd_alloc(dev, pd);
 }
 
-QL_EXPORT int ql_pd_free(struct ql_pd *pd)
+int ql_pd_free(struct ql_pd *pd)
 {
 	if (!pd)
 		return -EINVAL;
 	return pd->dev->ops->pd_free(pd);
 }
 
-QL_EXPORT void *ql_mem_alloc(size_t length)
+void *ql_mem_alloc(size_t length)
 {
 	return ql_soft_mem_alloc(length);
 }
 
-QL_EXPORT void ql_mem_free(void *addr)
+void ql_mem_free(void *addr)
 {
 	ql_soft_mem_free(addr);
 }
 
-QL_EXPORT int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access, struct ql_mr **mr)
+int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access, struct ql_mr **mr)
 {
 	if (!pd || !mr)
 		return -EINVAL;
 	return pd->dev->ops->mr_reg(pd, addr, length, access, mr);
 }
 
-QL_EXPORT int ql_mr_dereg(struct ql_mr *mr)
+int ql_mr_dereg(struct ql_mr *mr)
 {
 	if (!mr)
 		return -EINVAL;
 	return mr->pd->dev->ops->mr_dereg(mr);
 }
 
-QL_EXPORT uint32_t ql_mr_lkey(const struct ql_mr *mr)
+uint32_t ql_mr_lkey(const struct ql_mr *mr)
 {
 	return mr->lkey;
 }
 
-QL_EXPORT uint32_t ql_mr_rkey(const struct ql_mr *mr)
+uint32_t ql_mr_rkey(const struct ql_mr *mr)
 {
 	return mr->rkey;
 }
 
-QL_EXPORT void *ql_mr_addr(const struct ql_mr *mr)
+void *ql_mr_addr(const struct ql_mr *mr)
 {
 	return mr->addr;
 }
 
-QL_EXPORT size_t ql_mr_length(const struct ql_mr *mr)
+size_t ql_mr_length(const struct ql_mr *mr)
 {
 	return mr->length;
 }
 
-QL_EXPORT int ql_cq_create(struct ql_device *dev, int cqe, struct ql_cq **cq)
+int ql_cq_create(struct ql_device *dev, int cqe, struct ql_cq **cq)
 {
 	if (!dev || !cq)
 		return -EINVAL;
 	return dev->ops->cq_create(dev, cqe, cq);
 }
 
-QL_EXPORT int ql_cq_destroy(struct ql_cq *cq)
+int ql_cq_destroy(struct ql_cq *cq)
 {
 	if (!cq)
 		return -EINVAL;
 	return cq->dev->ops->cq_destroy(cq);
 }
 
-QL_EXPORT int ql_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp)
+int ql_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp)
 {
 	if (!pd || !attr || !qp)
 		return -EINVAL;
 	return pd->dev->ops->qp_create(pd, attr, qp);
 }
 
-QL_EXPORT int ql_qp_destroy(struct ql_qp *qp)
+int ql_qp_destroy(struct ql_qp *qp)
 {
 	if (!qp)
 		return -EINVAL;
 	return qp->dev->ops->qp_destroy(qp);
 }
 
-QL_EXPORT int ql_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+int ql_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	if (!qp || !attr)
 		return -EINVAL;
 	return qp->dev->ops->qp_modify(qp, attr, attr_mask);
 }
 
-QL_EXPORT int ql_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
-			  struct ql_qp_init_attr *init_attr)
+int ql_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		struct ql_qp_init_attr *init_attr)
 {
 	if (!qp || !attr)
 		return -EINVAL;
 	return qp->dev->ops->qp_query(qp, attr, attr_mask, init_attr);
 }
 
-QL_EXPORT uint32_t ql_qp_num(const struct ql_qp *qp)
+uint32_t ql_qp_num(const struct ql_qp *qp)
 {
 	return qp->qp_num;
 }
 
-QL_EXPORT enum ibv_qp_state ql_qp_state(const struct ql_qp *qp)
+enum ibv_qp_state ql_qp_state(const struct ql_qp *qp)
 {
 	struct ibv_qp_attr attr;
 
@@ -208,7 +206,7 @@ QL_EXPORT enum ibv_qp_state ql_qp_state(const struct ql_qp *qp)
 	return attr.qp_state;
 }
 
-QL_EXPORT uint64_t ql_rnr_timer_ns(uint8_t encoded)
+uint64_t ql_rnr_timer_ns(uint8_t encoded)
 {
 	/* IBTA spec vol 1, table 45 (RNR NAK timer field), in units of 10 us. */
 	static const uint32_t t10us[32] = {
