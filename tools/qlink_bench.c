@@ -16,10 +16,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "demo/demo.h"
 #include "qlink/clock.h"
 #include "qlink/control.h"
 #include "qlink/daemon.h"
-#include "qlink/demo.h"
 #include "qlink/error.h"
 #include "qlink/vppu.h"
 #include "tools.h"

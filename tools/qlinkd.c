@@ -4,7 +4,7 @@
  *   qlinkd --config FILE [--params-file P]   run in the foreground
  *   qlinkd --check-config FILE               validate FILE (and its plugins)
  *
- * It reads the YAML configuration (qlink/config.h), opens the device, loads
+ * It reads the YAML configuration (src/config/config.h), opens the device, loads
  * the handler plugins (qlink/plugin.h) and serves sessions: a session is one
  * verbs channel (a request ring and its QP, in the device's shared verbs
  * context) and one daemon with the built-in qlink_parity and every plugin
@@ -42,15 +42,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config/config.h"
+#include "demo/demo.h"
+#include "plugin/loader.h"
 #include "qlink/channel.h"
 #include "qlink/clock.h"
-#include "qlink/config.h"
 #include "qlink/control.h"
 #include "qlink/daemon.h"
-#include "qlink/demo.h"
 #include "qlink/dispatcher.h"
 #include "qlink/error.h"
-#include "qlink/plugin.h"
 #include "qlink/verbs.h"
 #include "tools.h"
 

@@ -22,8 +22,6 @@
 #include "qlink/error.h"
 #include "qlink/log.h"
 
-#define QL_EXPORT __attribute__((visibility("default")))
-
 struct ql_ctl_client {
 	int fd;
 	uint8_t *secret;
@@ -166,9 +164,8 @@ got:
 	return 0;
 }
 
-QL_EXPORT int ql_ctl_client_create(const char *host_port, const uint8_t *secret, size_t secret_len,
-				   const struct ql_ctl_client_config *cfg,
-				   struct ql_ctl_client **out)
+int ql_ctl_client_create(const char *host_port, const uint8_t *secret, size_t secret_len,
+			 const struct ql_ctl_client_config *cfg, struct ql_ctl_client **out)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *ai = NULL;
 	char host[128];
@@ -245,7 +242,7 @@ fail:
 	return ret;
 }
 
-QL_EXPORT void ql_ctl_client_destroy(struct ql_ctl_client *cl)
+void ql_ctl_client_destroy(struct ql_ctl_client *cl)
 {
 	if (!cl)
 		return;
@@ -257,8 +254,7 @@ QL_EXPORT void ql_ctl_client_destroy(struct ql_ctl_client *cl)
 	free(cl);
 }
 
-QL_EXPORT int ql_ctl_client_discover(struct ql_ctl_client *cl, uint32_t n,
-				     struct ql_conn_params *rth)
+int ql_ctl_client_discover(struct ql_ctl_client *cl, uint32_t n, struct ql_conn_params *rth)
 {
 	struct ql_ctl_msg m;
 	int ret;
@@ -300,8 +296,7 @@ QL_EXPORT int ql_ctl_client_discover(struct ql_ctl_client *cl, uint32_t n,
 	return 0;
 }
 
-QL_EXPORT int ql_ctl_client_ack(struct ql_ctl_client *cl, const struct ql_conn_params *mine,
-				uint32_t n)
+int ql_ctl_client_ack(struct ql_ctl_client *cl, const struct ql_conn_params *mine, uint32_t n)
 {
 	struct ql_ctl_msg m;
 	int ret;
@@ -332,22 +327,22 @@ static int simple(struct ql_ctl_client *cl, enum ql_ctl_type t)
 	return transact(cl, &m, QL_CTL_OK);
 }
 
-QL_EXPORT int ql_ctl_client_start(struct ql_ctl_client *cl)
+int ql_ctl_client_start(struct ql_ctl_client *cl)
 {
 	return simple(cl, QL_CTL_START);
 }
 
-QL_EXPORT int ql_ctl_client_stop(struct ql_ctl_client *cl)
+int ql_ctl_client_stop(struct ql_ctl_client *cl)
 {
 	return simple(cl, QL_CTL_STOP);
 }
 
-QL_EXPORT int ql_ctl_client_abort(struct ql_ctl_client *cl)
+int ql_ctl_client_abort(struct ql_ctl_client *cl)
 {
 	return simple(cl, QL_CTL_ABORT);
 }
 
-QL_EXPORT int ql_ctl_client_complete(struct ql_ctl_client *cl)
+int ql_ctl_client_complete(struct ql_ctl_client *cl)
 {
 	int ret = simple(cl, QL_CTL_COMPLETE);
 
@@ -356,7 +351,7 @@ QL_EXPORT int ql_ctl_client_complete(struct ql_ctl_client *cl)
 	return ret;
 }
 
-QL_EXPORT int ql_ctl_client_status(struct ql_ctl_client *cl, char *json, size_t len)
+int ql_ctl_client_status(struct ql_ctl_client *cl, char *json, size_t len)
 {
 	struct ql_ctl_msg m;
 	int ret;
@@ -397,7 +392,7 @@ static int send_keepalive(struct ql_ctl_client *cl)
 	return 0;
 }
 
-QL_EXPORT int ql_ctl_client_keepalive(struct ql_ctl_client *cl)
+int ql_ctl_client_keepalive(struct ql_ctl_client *cl)
 {
 	bool unauth = false;
 	int ret;
@@ -420,7 +415,7 @@ QL_EXPORT int ql_ctl_client_keepalive(struct ql_ctl_client *cl)
 	return send_keepalive(cl);
 }
 
-QL_EXPORT uint64_t ql_ctl_client_session(const struct ql_ctl_client *cl)
+uint64_t ql_ctl_client_session(const struct ql_ctl_client *cl)
 {
 	return cl->session;
 }
@@ -595,8 +590,8 @@ static int serve_drain(struct ql_ctl_client *cl, const struct ql_ctl_client_ops 
 	}
 }
 
-QL_EXPORT int ql_ctl_client_serve(struct ql_ctl_client *cl, int timeout_ms,
-				  const struct ql_ctl_client_ops *ops, void *ctx)
+int ql_ctl_client_serve(struct ql_ctl_client *cl, int timeout_ms,
+			const struct ql_ctl_client_ops *ops, void *ctx)
 {
 	uint64_t deadline = now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
 	uint64_t period = (uint64_t)cl->keepalive_ms * 1000000ull;

@@ -13,8 +13,6 @@
 
 #include "qlink/control.h"
 
-#define QL_EXPORT __attribute__((visibility("default")))
-
 static const char *const type_names[QL_CTL_TYPE_COUNT] = {
 	[QL_CTL_NONE] = "?",
 	[QL_CTL_DISCOVER] = "DISCOVER",
@@ -37,12 +35,12 @@ static const char *const state_names[QL_CTL_S_COUNT] = {
 	"NEW", "OFFERED", "CONNECTED", "RUNNING", "STOPPED", "ABORTED", "COMPLETE", "LOST",
 };
 
-QL_EXPORT const char *ql_ctl_type_name(enum ql_ctl_type t)
+const char *ql_ctl_type_name(enum ql_ctl_type t)
 {
 	return ((unsigned)t < QL_CTL_TYPE_COUNT) ? type_names[t] : "?";
 }
 
-QL_EXPORT enum ql_ctl_type ql_ctl_type_from_name(const char *name)
+enum ql_ctl_type ql_ctl_type_from_name(const char *name)
 {
 	for (int t = QL_CTL_DISCOVER; t < QL_CTL_TYPE_COUNT; t++)
 		if (!strcmp(name, type_names[t]))
@@ -50,12 +48,12 @@ QL_EXPORT enum ql_ctl_type ql_ctl_type_from_name(const char *name)
 	return QL_CTL_NONE;
 }
 
-QL_EXPORT const char *ql_ctl_state_name(enum ql_ctl_state s)
+const char *ql_ctl_state_name(enum ql_ctl_state s)
 {
 	return ((unsigned)s < QL_CTL_S_COUNT) ? state_names[s] : "?";
 }
 
-QL_EXPORT int ql_ctl_error_errno(const char *code)
+int ql_ctl_error_errno(const char *code)
 {
 	static const struct {
 		const char *code;
@@ -334,8 +332,8 @@ static int parse_body(json_t *o, struct ql_ctl_msg *m)
 	}
 }
 
-QL_EXPORT int ql_ctl_parse(const uint8_t *dgram, size_t len, const uint8_t *secret,
-			   size_t secret_len, struct ql_ctl_msg *out)
+int ql_ctl_parse(const uint8_t *dgram, size_t len, const uint8_t *secret, size_t secret_len,
+		 struct ql_ctl_msg *out)
 {
 	char type[QL_CTL_CODE_MAX];
 	const uint8_t *mac;
@@ -496,8 +494,8 @@ static int body_json(json_t *o, const struct ql_ctl_msg *m)
 	}
 }
 
-QL_EXPORT int ql_ctl_format(const struct ql_ctl_msg *m, const uint8_t *secret, size_t secret_len,
-			    uint8_t *buf, size_t cap)
+int ql_ctl_format(const struct ql_ctl_msg *m, const uint8_t *secret, size_t secret_len,
+		  uint8_t *buf, size_t cap)
 {
 	char session[17];
 	size_t n, max = cap < QL_CTL_MAX_DGRAM ? cap : QL_CTL_MAX_DGRAM;

@@ -21,8 +21,6 @@
 #include "qlink/error.h"
 #include "qlink/log.h"
 
-#define QL_EXPORT __attribute__((visibility("default")))
-
 static uint64_t ql_ctl_now_ns(void)
 {
 	struct timespec ts;
@@ -664,7 +662,7 @@ static uint64_t expire(struct ql_ctl_server *srv, uint64_t now)
 	return next;
 }
 
-QL_EXPORT int ql_ctl_server_poll(struct ql_ctl_server *srv, int timeout_ms)
+int ql_ctl_server_poll(struct ql_ctl_server *srv, int timeout_ms)
 {
 	uint8_t buf[QL_CTL_MAX_DGRAM + 64];
 	uint64_t now = ql_ctl_now_ns(), next = expire(srv, now);
@@ -704,9 +702,8 @@ QL_EXPORT int ql_ctl_server_poll(struct ql_ctl_server *srv, int timeout_ms)
 	return handled;
 }
 
-QL_EXPORT int ql_ctl_server_create(const struct ql_ctl_server_config *cfg,
-				   const struct ql_ctl_server_ops *ops, void *ctx,
-				   struct ql_ctl_server **out)
+int ql_ctl_server_create(const struct ql_ctl_server_config *cfg,
+			 const struct ql_ctl_server_ops *ops, void *ctx, struct ql_ctl_server **out)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	socklen_t alen = sizeof(a);
@@ -802,7 +799,7 @@ fail:
 	return ret;
 }
 
-QL_EXPORT void ql_ctl_server_destroy(struct ql_ctl_server *srv)
+void ql_ctl_server_destroy(struct ql_ctl_server *srv)
 {
 	if (!srv)
 		return;
@@ -836,8 +833,8 @@ QL_EXPORT void ql_ctl_server_destroy(struct ql_ctl_server *srv)
 	free(srv);
 }
 
-QL_EXPORT int ql_ctl_server_request(struct ql_ctl_server *srv, uint64_t session,
-				    const struct ql_ctl_msg *m, int timeout_ms)
+int ql_ctl_server_request(struct ql_ctl_server *srv, uint64_t session, const struct ql_ctl_msg *m,
+			  int timeout_ms)
 {
 	uint64_t now = ql_ctl_now_ns(),
 		 deadline = now + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
@@ -901,17 +898,17 @@ QL_EXPORT int ql_ctl_server_request(struct ql_ctl_server *srv, uint64_t session,
 	return 0;
 }
 
-QL_EXPORT int ql_ctl_server_fd(const struct ql_ctl_server *srv)
+int ql_ctl_server_fd(const struct ql_ctl_server *srv)
 {
 	return srv->fd;
 }
 
-QL_EXPORT uint16_t ql_ctl_server_port(const struct ql_ctl_server *srv)
+uint16_t ql_ctl_server_port(const struct ql_ctl_server *srv)
 {
 	return srv->port;
 }
 
-QL_EXPORT void ql_ctl_server_stats(const struct ql_ctl_server *srv, struct ql_ctl_stats *st)
+void ql_ctl_server_stats(const struct ql_ctl_server *srv, struct ql_ctl_stats *st)
 {
 	const uint64_t *src = (const uint64_t *)&srv->st;
 	uint64_t *dst = (uint64_t *)st;
@@ -920,37 +917,37 @@ QL_EXPORT void ql_ctl_server_stats(const struct ql_ctl_server *srv, struct ql_ct
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }
 
-QL_EXPORT uint64_t ql_ctl_session_id(const struct ql_ctl_session *s)
+uint64_t ql_ctl_session_id(const struct ql_ctl_session *s)
 {
 	return s->id;
 }
 
-QL_EXPORT const char *ql_ctl_session_name(const struct ql_ctl_session *s)
+const char *ql_ctl_session_name(const struct ql_ctl_session *s)
 {
 	return s->name;
 }
 
-QL_EXPORT uint32_t ql_ctl_session_nchannels(const struct ql_ctl_session *s)
+uint32_t ql_ctl_session_nchannels(const struct ql_ctl_session *s)
 {
 	return s->nchannels;
 }
 
-QL_EXPORT enum ql_ctl_state ql_ctl_session_state(const struct ql_ctl_session *s)
+enum ql_ctl_state ql_ctl_session_state(const struct ql_ctl_session *s)
 {
 	return s->state;
 }
 
-QL_EXPORT const char *ql_ctl_session_peer(const struct ql_ctl_session *s)
+const char *ql_ctl_session_peer(const struct ql_ctl_session *s)
 {
 	return s->peer_str;
 }
 
-QL_EXPORT void ql_ctl_session_set_data(struct ql_ctl_session *s, void *data)
+void ql_ctl_session_set_data(struct ql_ctl_session *s, void *data)
 {
 	s->data = data;
 }
 
-QL_EXPORT void *ql_ctl_session_data(const struct ql_ctl_session *s)
+void *ql_ctl_session_data(const struct ql_ctl_session *s)
 {
 	return s->data;
 }

@@ -10,11 +10,9 @@
  */
 #include "qlink/rpc.h"
 
-#define QL_EXPORT __attribute__((visibility("default")))
-
-QL_EXPORT int32_t ql_rpc_dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t msg_len,
-				  uint8_t *resp, size_t resp_cap, size_t *resp_len,
-				  struct ql_rpc_dispatch_info *info)
+int32_t ql_rpc_dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t msg_len,
+			uint8_t *resp, size_t resp_cap, size_t *resp_len,
+			struct ql_rpc_dispatch_info *info)
 {
 	struct ql_rpc_header h = { 0 };
 	const struct ql_rpc_table_entry *e;
