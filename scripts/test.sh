@@ -18,7 +18,10 @@
 # Build folders: build/ (RelWithDebInfo), build-asan/ (Debug) and
 # build-cov/ (Debug, --coverage; reports build-cov/coverage.txt and
 # build-cov/coverage/index.html). The fuzz tests (label fuzz) are left out
-# of the coverage run: their targets are built by clang, uninstrumented.
+# of the coverage run: their targets are built by clang, uninstrumented. A
+# test failing in the coverage build is reported there and gated by the
+# other two builds; the coverage stage fails on the coverage figure (and on
+# a configure or build error).
 # The minimum is QLINK_COVERAGE_MIN (default 80, percent of lines of src/).
 # The Soft-RoCE stage (tests/rxe/run.sh) installs its Debian packages when
 # run as root; where it cannot run (not root and packages missing) it says
@@ -26,7 +29,7 @@
 set -uo pipefail
 
 usage() {
-	sed -n '2,25s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '2,29s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 quick=0
@@ -129,17 +132,22 @@ clear_counts() {
 }
 
 run_coverage() {
-	local dir=build-cov pct
+	local dir=build-cov pct rc tests
 
 	skip_labels='rxe|fuzz'
 	before_test=clear_counts
 	run_suite "Coverage" "$dir" -DQLINK_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
 		-DCMAKE_C_FLAGS=--coverage -DCMAKE_EXE_LINKER_FLAGS=--coverage \
 		-DCMAKE_SHARED_LINKER_FLAGS=--coverage -DCMAKE_MODULE_LINKER_FLAGS=--coverage
-	local rc=$?
+	rc=$?
 	skip_labels=rxe
 	before_test=
-	[ "$rc" -eq 0 ] || return 1
+	case "$result" in *configure* | *build\)*) return 1 ;; esac
+	# A test that fails here is reported but gated by the build/ and
+	# build-asan/ stages: this stage gates coverage. (Busy-polling tests
+	# run several times slower instrumented at -O0.)
+	tests=$result
+	[ "$rc" -eq 0 ] || echo "=== Coverage: WARNING: tests failed in $dir: $tests" >&2
 	echo "=== Coverage: gcovr, lines of src/ (minimum ${coverage_min} %)"
 	mkdir -p "$dir/coverage"
 	gcovr --root . --filter 'src/' --exclude-directories "$dir/CMakeFiles" -j "$jobs" \
@@ -150,10 +158,10 @@ run_coverage() {
 	cat "$dir/coverage.txt"
 	pct=$(grep -Eo '^lines: [0-9.]+%' "$dir/gcovr.log" | grep -Eo '[0-9.]+%')
 	if [ "$rc" -ne 0 ]; then
-		result="FAILED (lines ${pct:-?} of src/, minimum ${coverage_min} %; gcovr exit $rc)"
+		result="FAILED (lines ${pct:-?} of src/, minimum ${coverage_min} %; gcovr exit $rc; tests $tests)"
 		return 1
 	fi
-	result="passed (lines ${pct} of src/, minimum ${coverage_min} %)"
+	result="passed (lines ${pct} of src/, minimum ${coverage_min} %; tests $tests)"
 }
 
 if [ "$coverage" = 0 ]; then
