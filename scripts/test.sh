@@ -137,7 +137,7 @@ run_coverage() {
 	skip_labels='rxe|fuzz'
 	before_test=clear_counts
 	run_suite "Coverage" "$dir" -DQLINK_WERROR=ON -DCMAKE_BUILD_TYPE=Debug \
-		-DCMAKE_C_FLAGS=--coverage -DCMAKE_EXE_LINKER_FLAGS=--coverage \
+		"-DCMAKE_C_FLAGS=--coverage -fprofile-update=atomic" -DCMAKE_EXE_LINKER_FLAGS=--coverage \
 		-DCMAKE_SHARED_LINKER_FLAGS=--coverage -DCMAKE_MODULE_LINKER_FLAGS=--coverage
 	rc=$?
 	skip_labels=rxe
