@@ -6,6 +6,7 @@
  * in a child with its stderr on a pipe.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,7 +24,7 @@
  * its exit status returned. */
 static int in_child(const char *env, void (*fn)(void), char *out, size_t cap)
 {
-	int fd[2], status;
+	int fd[2], status, level;
 	size_t got = 0;
 	ssize_t n;
 	pid_t pid;
@@ -41,8 +42,12 @@ static int in_child(const char *env, void (*fn)(void), char *out, size_t cap)
 		else
 			unsetenv("QLINK_LOG");
 		fn();
-		/* exit, not _exit: a coverage build writes its counters at exit */
-		exit((int)ql_log_get_level());
+		/* exit, not _exit: a coverage build writes its counters at exit,
+		 * and may say things on stderr then, which are not the test's */
+		level = (int)ql_log_get_level();
+		fflush(stderr);
+		dup2(open("/dev/null", O_WRONLY), 2);
+		exit(level);
 	}
 	close(fd[1]);
 	while (got + 1 < cap && (n = read(fd[0], out + got, cap - 1 - got)) > 0)
