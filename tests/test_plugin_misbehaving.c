@@ -22,7 +22,11 @@
 #include <cmocka.h>
 
 #include "qlink/error.h"
+#if __has_include("plugin/loader.h")
+#include "plugin/loader.h" /* the loader is qlinkd's own since the library split */
+#else
 #include "qlink/plugin.h"
+#endif
 #include "qlink/rpc.h"
 
 static void expect_detail(const char *part)
