@@ -83,10 +83,10 @@ printf 'wrong-secret\n' >"$dir/wrong"
 "$send" 127.0.0.1 "$port" "$dir/disc" >>"$dir/replies.out" # no MAC at all
 # a signed DISCOVER, then the same datagram again: answered from the cache
 sport=$((port + 1))
-"$send" --from "127.0.0.1:$sport" --secret-file "$dir/secret" 127.0.0.1 "$port" "$dir/disc" \
-	>"$dir/first.out"
-"$send" --from "127.0.0.1:$sport" --secret-file "$dir/secret" 127.0.0.1 "$port" "$dir/disc" \
-	>"$dir/second.out"
+"$send" --from "127.0.0.1:$sport" --secret-file "$dir/secret" --pad 256 --cookie 1 \
+	127.0.0.1 "$port" "$dir/disc" >"$dir/first.out"
+"$send" --from "127.0.0.1:$sport" --secret-file "$dir/secret" --pad 256 --cookie 1 \
+	127.0.0.1 "$port" "$dir/disc" >"$dir/second.out"
 grep -q CONNECTION_PARAMS "$dir/first.out" || fail "a signed DISCOVER was not answered"
 cmp -s "$dir/first.out" "$dir/second.out" || fail "a duplicate DISCOVER got another answer"
 # from a source outside the allowlist: dropped, unanswered
