@@ -44,6 +44,8 @@
 #include "qlink/daemon.h"
 #include "qlink/demo.h"
 #include "qlink/error.h"
+#include "qlink/log.h"
+#include "qlink/log.h"
 #include "qlink/plugin.h"
 #include "qlink/verbs.h"
 #include "tools.h"
@@ -118,13 +120,19 @@ static void qlog_to(FILE *out, bool force, enum ql_log_level level, const char *
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 	flockfile(out);
 	if (logcfg.format == QL_LOG_FORMAT_TEXT) {
+		/* Values can come from peers: control characters, quotes and backslashes
+		 * escaped, so that no line or field can be forged (JSON: json_str). */
+		char safe[4 * sizeof(pairs)];
+
 		fprintf(out, "%s.%06ldZ %s %s ", ts, now.tv_nsec / 1000, names[level], comp);
+		ql_log_escape(safe, sizeof(safe), msg);
 		if (strchr(msg, ' '))
-			fprintf(out, "\"%s\"", msg);
+			fprintf(out, "\"%s\"", safe);
 		else
-			fputs(msg, out);
+			fputs(safe, out);
+		ql_log_escape(safe, sizeof(safe), pairs);
 		if (pairs[0])
-			fprintf(out, " %s", pairs);
+			fprintf(out, " %s", safe);
 		fputc('\n', out);
 	} else {
 		fprintf(out, "{\"ts\":\"%s.%06ldZ\",\"level\":\"%s\",\"component\":", ts,
