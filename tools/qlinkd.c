@@ -45,7 +45,6 @@
 #include "qlink/demo.h"
 #include "qlink/error.h"
 #include "qlink/log.h"
-#include "qlink/log.h"
 #include "qlink/plugin.h"
 #include "qlink/verbs.h"
 #include "tools.h"
@@ -595,10 +594,13 @@ static void control_counters(struct qlinkd *q)
 		"received=%" PRIu64 " replied=%" PRIu64 " duplicates=%" PRIu64 " rejected=%" PRIu64
 		" malformed=%" PRIu64 " too_big=%" PRIu64 " bad_version=%" PRIu64
 		" not_allowed=%" PRIu64 " bad_mac=%" PRIu64 " replayed=%" PRIu64
-		" sessions_active=%" PRIu64 " sessions_lost=%" PRIu64,
+		" sessions_active=%" PRIu64 " sessions_lost=%" PRIu64 " sessions_total=%" PRIu64
+		" busy=%" PRIu64 " retries=%" PRIu64 " bad_cookie=%" PRIu64 " unanswered=%" PRIu64
+		" self_connect=%" PRIu64,
 		st.received, st.replied, st.duplicates, st.rejected, st.malformed, st.too_big,
 		st.bad_version, st.not_allowed, st.bad_mac, st.replayed, st.sessions_active,
-		st.sessions_lost);
+		st.sessions_lost, st.sessions_total, st.busy, st.retries, st.bad_cookie,
+		st.unanswered, st.self_connect);
 }
 
 /* ---- signals and the params-file rendezvous --------------------------------- */
