@@ -20,7 +20,16 @@
  * the same (session, seq) arrives, and the server answers a duplicate from a
  * reply cache without running its side effects again. A session that sends
  * nothing valid for session_timeout_ms is declared LOST and torn down through
- * the `lost` callback. Sources can be restricted by an allowlist of CIDRs,
+ * the `lost` callback.
+ *
+ * The server keeps no state for a source until it has proved it receives at
+ * its address: a DISCOVER without a valid cookie is answered RETRY with an
+ * HMAC cookie (address, port, session id, 10 s time bucket), and only the
+ * DISCOVER that echoes it opens a session (the client does this round trip
+ * itself). Answers to sources without a session are never longer than what
+ * they answer (no amplification); sessions, channels and sessions per source
+ * address are limited separately; an ended session frees its slot at once.
+ * Sources can be restricted by an allowlist of CIDRs,
  * and a shared secret makes every datagram carry an HMAC-SHA256 of its JSON
  * bytes; rejected datagrams are counted and logged (rate-limited).
  *

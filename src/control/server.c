@@ -861,6 +861,7 @@ static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, si
 	case QL_CTL_ERROR:
 	case QL_CTL_PROGRAM:
 	case QL_CTL_TRIGGER:
+	case QL_CTL_RETRY:
 		STAT_INC(srv, bad_type);
 		STAT_INC(srv, rejected);
 		reject_log(srv, from, "%s is sent by servers only", ql_ctl_type_name(req.type));
