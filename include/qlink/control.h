@@ -71,7 +71,7 @@ extern "C" {
 #define QL_CTL_DISCOVER_MIN 256
 #define QL_CTL_COOKIE_HEX 32
 #define QL_CTL_COOKIE_PERIOD_S 10
-#define QL_CTL_REQUEST_PAD 192 /* the reference client pads its other requests to this */
+#define QL_CTL_REQUEST_PAD 256 /* the reference client pads its other requests to this */
 
 /* ---- messages -------------------------------------------------------- */
 
