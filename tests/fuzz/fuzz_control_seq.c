@@ -45,6 +45,7 @@ struct src {
 	uint64_t session;
 	uint64_t seq;
 	bool validated; /* had a session: answers may be larger than requests */
+	int open;	/* its open sessions, by the callbacks */
 	struct ql_conn_params rth[QL_CTL_MAX_CHANNELS];
 	uint32_t nrth;
 };
@@ -90,6 +91,9 @@ static int op_offer(void *ctx, struct ql_ctl_session *s, uint32_t n, struct ql_c
 	}
 	fz.offers++;
 	fz.open++;
+	/* sources 0 and 1 share an address: the per-source limit is per address */
+	if (++src_of(s)->open > PER_SOURCE || fz.src[0].open + fz.src[1].open > PER_SOURCE)
+		abort();
 	fz.channels += (int)n;
 	ql_ctl_session_set_data(s, (void *)(uintptr_t)n);
 	return 0;
@@ -113,6 +117,7 @@ static void ended(struct ql_ctl_session *s)
 			fz.owner[k] = 0;
 	fz.ends++;
 	fz.open--;
+	src_of(s)->open--;
 	fz.channels -= (int)(uintptr_t)ql_ctl_session_data(s);
 }
 
