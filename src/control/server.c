@@ -37,8 +37,9 @@ static uint64_t ql_ctl_now_ns(void)
 #define RX_BATCH 16    /* datagrams per recvmmsg */
 #define LOG_PER_SEC 10 /* reject lines per second before suppression */
 #define PEER_STR_MAX 24
-#define ERROR_MIN 64   /* bytes: {"v":1,"type":"ERROR","session":"<16>","seq":0,"ts":0,"code":""} */
-#define ADMIT_MAX 4096 /* session ids admitted within a cookie's lifetime */
+#define ERROR_MIN \
+	80 /* bytes: {"v":1,"type":"ERROR","session":"<16>","seq":0,"ts":0,"code":"busy"} */
+#define ADMIT_MAX 4096	    /* session ids admitted within a cookie's lifetime */
 #define ADMIT_PER_SOURCE 64 /* of which one source address may hold */
 #define COOKIE_NS ((uint64_t)QL_CTL_COOKIE_PERIOD_S * 1000000000ull)
 
