@@ -3,6 +3,13 @@
  * a reply cache per session, and the state machine of docs/control-plane.md.
  * Everything runs in the caller's ql_ctl_server_poll(); nothing allocates
  * after create except jansson while encoding and decoding.
+ *
+ * Anti-DoS (docs/control-plane.md §5): a DISCOVER from an unknown source
+ * earns only a stateless RETRY cookie; answers to sources without a session
+ * are never longer than what they answer; sessions, channels and sessions
+ * per address are limited; an ended session's slot is freed at once and its
+ * last answer kept in a ring of ended records; admitted session ids are
+ * remembered for a cookie's lifetime so a replayed DISCOVER opens nothing.
  */
 #define _GNU_SOURCE /* recvmmsg */
 #include <arpa/inet.h>
