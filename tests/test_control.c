@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -833,6 +834,29 @@ static void test_attack_port_sharing(void **state)
 	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), -1);
 	assert_int_equal(errno, EADDRINUSE);
+	/* Another uid (when the test runs as root: nobody) fares no better. */
+	if (geteuid() == 0) {
+		pid_t pid = fork();
+		int status = 0;
+
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			int o = socket(AF_INET, SOCK_DGRAM, 0);
+
+			if (setgid(65534) || setuid(65534) || o < 0)
+				_exit(77);
+			setsockopt(o, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			setsockopt(o, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+			_exit(bind(o, (struct sockaddr *)&a, sizeof(a)) == -1 &&
+					      errno == EADDRINUSE ?
+				      0 :
+				      1);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		if (WEXITSTATUS(status) != 77)
+			assert_int_equal(WEXITSTATUS(status), 0);
+	}
 	/* A second server on the same port: refused, with a sentence that says so. */
 	cfg.port = ql_ctl_server_port(f->srv);
 	assert_int_equal(ql_ctl_server_create(&cfg, &ops, NULL, &srv), -EADDRINUSE);
