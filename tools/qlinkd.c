@@ -51,6 +51,7 @@
 #include "qlink/daemon.h"
 #include "qlink/dispatcher.h"
 #include "qlink/error.h"
+#include "qlink/log.h"
 #include "qlink/verbs.h"
 #include "tools.h"
 
@@ -124,13 +125,19 @@ static void qlog_to(FILE *out, bool force, enum ql_log_level level, const char *
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 	flockfile(out);
 	if (logcfg.format == QL_LOG_FORMAT_TEXT) {
+		/* Values can come from peers: control characters, quotes and backslashes
+		 * escaped, so that no line or field can be forged (JSON: json_str). */
+		char safe[4 * sizeof(pairs)];
+
 		fprintf(out, "%s.%06ldZ %s %s ", ts, now.tv_nsec / 1000, names[level], comp);
+		ql_log_escape(safe, sizeof(safe), msg);
 		if (strchr(msg, ' '))
-			fprintf(out, "\"%s\"", msg);
+			fprintf(out, "\"%s\"", safe);
 		else
-			fputs(msg, out);
+			fputs(safe, out);
+		ql_log_escape(safe, sizeof(safe), pairs);
 		if (pairs[0])
-			fprintf(out, " %s", pairs);
+			fprintf(out, " %s", safe);
 		fputc('\n', out);
 	} else {
 		fprintf(out, "{\"ts\":\"%s.%06ldZ\",\"level\":\"%s\",\"component\":", ts,
@@ -713,10 +720,13 @@ static void control_counters(struct qlinkd *q)
 		"received=%" PRIu64 " replied=%" PRIu64 " duplicates=%" PRIu64 " rejected=%" PRIu64
 		" malformed=%" PRIu64 " too_big=%" PRIu64 " bad_version=%" PRIu64
 		" not_allowed=%" PRIu64 " bad_mac=%" PRIu64 " replayed=%" PRIu64
-		" sessions_active=%" PRIu64 " sessions_lost=%" PRIu64,
+		" sessions_active=%" PRIu64 " sessions_lost=%" PRIu64 " sessions_total=%" PRIu64
+		" busy=%" PRIu64 " retries=%" PRIu64 " bad_cookie=%" PRIu64 " unanswered=%" PRIu64
+		" self_connect=%" PRIu64,
 		st.received, st.replied, st.duplicates, st.rejected, st.malformed, st.too_big,
 		st.bad_version, st.not_allowed, st.bad_mac, st.replayed, st.sessions_active,
-		st.sessions_lost);
+		st.sessions_lost, st.sessions_total, st.busy, st.retries, st.bad_cookie,
+		st.unanswered, st.self_connect);
 }
 
 /* ---- signals and the params-file rendezvous --------------------------------- */

@@ -118,6 +118,10 @@ static int transact(struct ql_ctl_client *cl, struct ql_ctl_msg *m, enum ql_ctl_
 	m->session = cl->session;
 	m->seq = ++cl->seq;
 	m->ts = now_ns();
+	/* Padded, so that a server that has forgotten this session may still answer
+	 * it (it never answers an unvalidated source with more than it received). */
+	if (!m->pad_to)
+		m->pad_to = QL_CTL_REQUEST_PAD;
 	n = ql_ctl_format(m, cl->secret, cl->secret_len, buf, sizeof(buf));
 	if (n < 0)
 		return ql_error_set(n, "control: cannot encode %s: %s", ql_ctl_type_name(m->type),
@@ -155,6 +159,8 @@ static int transact(struct ql_ctl_client *cl, struct ql_ctl_msg *m, enum ql_ctl_
 	return ql_error_set(-ETIMEDOUT, "control: no reply to %s from %s after %u tries",
 			    ql_ctl_type_name(m->type), cl->server, cl->retries + 1);
 got:
+	if (cl->reply.type == QL_CTL_RETRY && m->type == QL_CTL_DISCOVER)
+		return 1; /* the caller repeats the DISCOVER with the cookie */
 	if (cl->reply.type == QL_CTL_ERROR)
 		return ql_error_set(ql_ctl_error_errno(cl->reply.code), "server: %s: %s",
 				    cl->reply.code, cl->reply.text);
@@ -280,7 +286,14 @@ int ql_ctl_client_discover(struct ql_ctl_client *cl, uint32_t n, struct ql_conn_
 	m.type = QL_CTL_DISCOVER;
 	snprintf(m.name, sizeof(m.name), "%s", cl->name);
 	m.nchannels = n;
-	ret = transact(cl, &m, QL_CTL_CONNECTION_PARAMS);
+	/* The server answers a DISCOVER without a valid cookie with RETRY and its
+	 * cookie: repeat it with the cookie (again if the cookie expired meanwhile). */
+	for (int round = 0; (ret = transact(cl, &m, QL_CTL_CONNECTION_PARAMS)) == 1; round++) {
+		if (round == 3)
+			return ql_error_set(-EPROTO, "control: %s keeps answering RETRY",
+					    cl->server);
+		memcpy(m.cookie, cl->reply.cookie, sizeof(m.cookie));
+	}
 	if (ret)
 		return ret;
 	if (cl->reply.nchannels != n)
@@ -380,6 +393,7 @@ static int send_keepalive(struct ql_ctl_client *cl)
 
 	memset(&m, 0, sizeof(m));
 	m.type = QL_CTL_KEEPALIVE;
+	m.pad_to = QL_CTL_REQUEST_PAD;
 	m.session = cl->session;
 	m.seq = ++cl->seq;
 	m.ts = now_ns();
