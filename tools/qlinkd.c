@@ -672,19 +672,61 @@ static const struct ql_ctl_server_ops ctl_ops = {
 	.lost = ctl_lost,
 };
 
+/* An allowlist entry ("A.B.C.D" or "A.B.C.D/N") inside 127.0.0.0/8. */
+static bool cidr_is_loopback(const char *cidr)
+{
+	unsigned a, n = 32;
+	char tail;
+
+	if (sscanf(cidr, "%u.", &a) != 1 || a != 127)
+		return false;
+	const char *slash = strchr(cidr, '/');
+	if (slash && (sscanf(slash + 1, "%u%c", &n, &tail) != 1 || n < 8))
+		return false;
+	return true;
+}
+
+/*
+ * soft+shm connection parameters name a process, one of its fds and a heap
+ * address (docs/security.md, "Peer memory"). Without a shared secret no QCS
+ * is authenticated, so they go to local sources only: soft+shm peers are on
+ * this host anyway, and a remote host learns nothing of this process.
+ */
+static const char *const loopback_only[] = { "127.0.0.0/8", NULL };
+
+static int control_local_only(const struct ql_config *c, bool secret)
+{
+	if (secret || strncmp(c->device, "soft+shm://", 11))
+		return 0;
+	for (uint32_t i = 0; i < c->control.allow_count; i++)
+		if (!cidr_is_loopback(c->control.allow[i]))
+			return ql_error_set(-EPERM,
+					    "control.allow '%s': a soft+shm device without "
+					    "control.secret_file answers local (127.0.0.0/8) QCSs only; "
+					    "configure a secret or allow loopback sources only",
+					    c->control.allow[i]);
+	return 1;
+}
+
 static int control_open(struct qlinkd *q)
 {
 	const struct ql_config *c = q->cfg;
 	const char **allow = NULL;
 	uint8_t secret[256];
 	size_t secret_len = 0;
-	int ret;
+	int local, ret;
 
 	if (c->control.secret_file) {
 		ret = tool_read_secret(c->control.secret_file, secret, sizeof(secret), &secret_len);
 		if (ret)
 			return ret;
 	}
+	local = control_local_only(c, secret_len > 0);
+	if (local < 0)
+		return local;
+	if (local && !c->control.allow_count)
+		qlog(QL_LOG_INFO, "control", "soft+shm without a secret: local QCSs only",
+		     "allow=127.0.0.0/8");
 	if (c->control.allow_count) {
 		allow = calloc(c->control.allow_count + 1, sizeof(*allow));
 		if (!allow)
@@ -695,7 +737,7 @@ static int control_open(struct qlinkd *q)
 	struct ql_ctl_server_config sc = {
 		.bind_addr = c->control.address,
 		.port = (uint16_t)c->control.port,
-		.allow = allow,
+		.allow = allow ? (const char *const *)allow : local ? loopback_only : NULL,
 		.secret = secret_len ? secret : NULL,
 		.secret_len = secret_len,
 		.max_sessions = c->max_sessions,
@@ -875,6 +917,10 @@ static int check_config(const char *path)
 		ql_diags_print(&diags, path, stderr);
 	if (!q.cfg)
 		return 1;
+	if (q.cfg->device && control_local_only(q.cfg, q.cfg->control.secret_file != NULL) < 0) {
+		fprintf(stderr, "%s: %s\n", path, ql_error_detail());
+		ret = -EINVAL;
+	}
 	if (load_plugins(&q, true))
 		ret = -EINVAL;
 	else if (check_registration(&q))
