@@ -700,11 +700,12 @@ static int control_local_only(const struct ql_config *c, bool secret)
 		return 0;
 	for (uint32_t i = 0; i < c->control.allow_count; i++)
 		if (!cidr_is_loopback(c->control.allow[i]))
-			return ql_error_set(-EPERM,
-					    "control.allow '%s': a soft+shm device without "
-					    "control.secret_file answers local (127.0.0.0/8) QCSs only; "
-					    "configure a secret or allow loopback sources only",
-					    c->control.allow[i]);
+			return ql_error_set(
+				-EPERM,
+				"control.allow '%s': a soft+shm device without "
+				"control.secret_file answers local (127.0.0.0/8) QCSs only; "
+				"configure a secret or allow loopback sources only",
+				c->control.allow[i]);
 	return 1;
 }
 
@@ -737,7 +738,9 @@ static int control_open(struct qlinkd *q)
 	struct ql_ctl_server_config sc = {
 		.bind_addr = c->control.address,
 		.port = (uint16_t)c->control.port,
-		.allow = allow ? (const char *const *)allow : local ? loopback_only : NULL,
+		.allow = allow ? (const char *const *)allow :
+			 local ? loopback_only :
+				 NULL,
 		.secret = secret_len ? secret : NULL,
 		.secret_len = secret_len,
 		.max_sessions = c->max_sessions,
