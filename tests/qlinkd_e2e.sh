@@ -59,8 +59,9 @@ wait $vp 2>/dev/null
 expect_fail() { # name, expected message, command...
 	local name=$1 msg=$2
 	shift 2
-	"$@" >"$dir/bad.out" 2>&1
+	timeout 20 "$@" >"$dir/bad.out" 2>&1
 	local rc=$?
+	[ $rc -ne 124 ] || fail "$name: accepted (still running after 20 s)"
 	[ $rc -ne 0 ] || fail "$name: accepted"
 	[ $rc -lt 128 ] || fail "$name: killed by signal $((rc - 128))"
 	grep -q -- "$msg" "$dir/bad.out" || { cat "$dir/bad.out"; fail "$name: message"; }
