@@ -26,10 +26,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "demo/demo.h"
 #include "qlink/channel.h"
 #include "qlink/clock.h"
 #include "qlink/daemon.h"
-#include "qlink/demo.h"
 #include "qlink/dispatcher.h"
 #include "qlink/error.h"
 #include "qlink/histogram.h"

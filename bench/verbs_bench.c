@@ -433,38 +433,6 @@ static void ep_connect(struct endpoint *e, int rfd, int wfd)
 
 /* ---- completions ------------------------------------------------------- */
 
-static const char *wc_status_name(enum ibv_wc_status s)
-{
-	static const char *const names[] = {
-		[IBV_WC_SUCCESS] = "SUCCESS",
-		[IBV_WC_LOC_LEN_ERR] = "LOC_LEN_ERR",
-		[IBV_WC_LOC_QP_OP_ERR] = "LOC_QP_OP_ERR",
-		[IBV_WC_LOC_EEC_OP_ERR] = "LOC_EEC_OP_ERR",
-		[IBV_WC_LOC_PROT_ERR] = "LOC_PROT_ERR",
-		[IBV_WC_WR_FLUSH_ERR] = "WR_FLUSH_ERR",
-		[IBV_WC_MW_BIND_ERR] = "MW_BIND_ERR",
-		[IBV_WC_BAD_RESP_ERR] = "BAD_RESP_ERR",
-		[IBV_WC_LOC_ACCESS_ERR] = "LOC_ACCESS_ERR",
-		[IBV_WC_REM_INV_REQ_ERR] = "REM_INV_REQ_ERR",
-		[IBV_WC_REM_ACCESS_ERR] = "REM_ACCESS_ERR",
-		[IBV_WC_REM_OP_ERR] = "REM_OP_ERR",
-		[IBV_WC_RETRY_EXC_ERR] = "RETRY_EXC_ERR",
-		[IBV_WC_RNR_RETRY_EXC_ERR] = "RNR_RETRY_EXC_ERR",
-		[IBV_WC_LOC_RDD_VIOL_ERR] = "LOC_RDD_VIOL_ERR",
-		[IBV_WC_REM_INV_RD_REQ_ERR] = "REM_INV_RD_REQ_ERR",
-		[IBV_WC_REM_ABORT_ERR] = "REM_ABORT_ERR",
-		[IBV_WC_INV_EECN_ERR] = "INV_EECN_ERR",
-		[IBV_WC_INV_EEC_STATE_ERR] = "INV_EEC_STATE_ERR",
-		[IBV_WC_FATAL_ERR] = "FATAL_ERR",
-		[IBV_WC_RESP_TIMEOUT_ERR] = "RESP_TIMEOUT_ERR",
-		[IBV_WC_GENERAL_ERR] = "GENERAL_ERR",
-	};
-
-	if ((unsigned int)s < sizeof(names) / sizeof(names[0]) && names[s])
-		return names[s];
-	return "unknown status";
-}
-
 static void check_wc(const struct ibv_wc *wc, const char *what)
 {
 	if (unlikely(wc->status != IBV_WC_SUCCESS)) {
@@ -472,7 +440,7 @@ static void check_wc(const struct ibv_wc *wc, const char *what)
 		usleep(10000);
 		check_peer_process();
 		die("%s completion wr_id %" PRIu64 " failed: %s (%d), opcode %d, vendor_err %u",
-		    what, (uint64_t)wc->wr_id, wc_status_name(wc->status), (int)wc->status,
+		    what, (uint64_t)wc->wr_id, ibv_wc_status_str(wc->status), (int)wc->status,
 		    (int)wc->opcode, wc->vendor_err);
 	}
 }

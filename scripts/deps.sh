@@ -6,6 +6,7 @@
 #
 # Profiles: build (compile the library and tools), test (build + cmocka),
 # bench (build + ucx-utils, the peer the benchmarks compare against),
+# coverage (test + gcovr, the line-coverage report and gate of scripts/test.sh),
 # rxe (qemu, busybox, rdma-core, perftest...: tests/rxe/run.sh, which boots
 # Debian's kernel with Linux Soft-RoCE in a VM).
 # Missing packages are installed with apt-get when running as root (one
@@ -18,14 +19,16 @@ ql_deps_packages() {
 		case "$profile" in
 		# libc6-dev: gcc only recommends it, and recommends are not installed.
 		build) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev ;;
-		test) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libcmocka-dev ;;
+		# clang, lld, libclang-rt-14-dev: the libFuzzer targets (Debian 12's clang 14); groff-base: man page checks.
+		test) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libcmocka-dev clang lld libclang-rt-14-dev groff-base ;;
+		coverage) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libcmocka-dev clang lld libclang-rt-14-dev groff-base gcovr ;;
 		bench) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev ucx-utils ;;
 		rxe)
 			echo qemu-system-x86 busybox-static rdma-core ibverbs-providers ibverbs-utils \
 				perftest kmod cpio iproute2 util-linux gzip libc-bin
 			;;
 		*)
-			echo "deps: unknown profile '$profile' (build, test, bench, rxe)" >&2
+			echo "deps: unknown profile '$profile' (build, test, coverage, bench, rxe)" >&2
 			return 2
 			;;
 		esac
@@ -80,7 +83,7 @@ ql_deps() {
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	set -euo pipefail
 	if [ $# -eq 0 ]; then
-		echo "usage: $0 PROFILE... (build, test, bench, rxe)" >&2
+		echo "usage: $0 PROFILE... (build, test, coverage, bench, rxe)" >&2
 		exit 2
 	fi
 	ql_deps "$@"

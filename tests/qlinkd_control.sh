@@ -83,12 +83,25 @@ printf 'wrong-secret\n' >"$dir/wrong"
 "$send" 127.0.0.1 "$port" "$dir/disc" >>"$dir/replies.out" # no MAC at all
 # a signed DISCOVER, then the same datagram again: answered from the cache
 sport=$((port + 1))
-"$send" --from "127.0.0.1:$sport" --secret-file "$dir/secret" 127.0.0.1 "$port" "$dir/disc" \
-	>"$dir/first.out"
-"$send" --from "127.0.0.1:$sport" --secret-file "$dir/secret" 127.0.0.1 "$port" "$dir/disc" \
-	>"$dir/second.out"
+"$send" --from "127.0.0.1:$sport" --secret-file "$dir/secret" --pad 256 --cookie 1 \
+	127.0.0.1 "$port" "$dir/disc" >"$dir/first.out"
+"$send" --from "127.0.0.1:$sport" --secret-file "$dir/secret" --pad 256 --cookie 1 \
+	127.0.0.1 "$port" "$dir/disc" >"$dir/second.out"
 grep -q CONNECTION_PARAMS "$dir/first.out" || fail "a signed DISCOVER was not answered"
 cmp -s "$dir/first.out" "$dir/second.out" || fail "a duplicate DISCOVER got another answer"
+# hostile names (a line feed, a forged key): refused, nothing forged in the log
+printf '{"v":1,"type":"DISCOVER","session":"00000000000000cc","seq":1,"name":"x\\nFORGED-LINE qcs=evil"}' \
+	>"$dir/hostile"
+"$send" --secret-file "$dir/secret" --pad 256 --cookie 1 127.0.0.1 "$port" "$dir/hostile" \
+	>"$dir/hostile.out"
+grep -q '"code":"malformed"' "$dir/hostile.out" || fail "a hostile name was not refused"
+grep -q '^FORGED-LINE' "$dir/qlinkd.err" && fail "a peer forged a log line"
+grep -q 'qcs=evil' "$dir/qlinkd.err" && fail "a peer forged a log key"
+# a second qlinkd (or anything else) on the same control port: refused, clearly
+"$qlinkd" --config "$dir/qlinkd.yaml" >"$dir/second-qlinkd.out" 2>"$dir/second-qlinkd.err" &&
+	fail "a second qlinkd started on port $port"
+grep -q "control port $port already in use" "$dir/second-qlinkd.err" ||
+	fail "a second qlinkd on port $port did not say the port is in use"
 # from a source outside the allowlist: dropped, unanswered
 "$send" --from 127.0.0.2 --secret-file "$dir/secret" 127.0.0.1 "$port" "$dir/disc" \
 	>"$dir/notallowed.out" || fail "send from 127.0.0.2"

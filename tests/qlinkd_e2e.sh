@@ -59,8 +59,9 @@ wait $vp 2>/dev/null
 expect_fail() { # name, expected message, command...
 	local name=$1 msg=$2
 	shift 2
-	"$@" >"$dir/bad.out" 2>&1
+	timeout 20 "$@" >"$dir/bad.out" 2>&1
 	local rc=$?
+	[ $rc -ne 124 ] || fail "$name: accepted (still running after 20 s)"
 	[ $rc -ne 0 ] || fail "$name: accepted"
 	[ $rc -lt 128 ] || fail "$name: killed by signal $((rc - 128))"
 	grep -q -- "$msg" "$dir/bad.out" || { cat "$dir/bad.out"; fail "$name: message"; }
@@ -68,6 +69,13 @@ expect_fail() { # name, expected message, command...
 printf 'device: soft+shm://x\nring:\n  slots: 48\n' >"$dir/geom.yaml"
 expect_fail "bad geometry" "geom.yaml:3: ring: num_slots 48" "$qlinkd" --config "$dir/geom.yaml"
 expect_fail "check bad geometry" "geom.yaml:3:" "$qlinkd" --check-config "$dir/geom.yaml"
+# soft+shm parameters (pid, fd, heap address) go to unauthenticated QCSs on
+# this host only: no secret and a non-loopback allowlist entry is refused
+printf 'device: soft+shm://x\ncontrol:\n  port: 17699\n  allow: [127.0.0.1/32, 10.0.0.0/8]\n' >"$dir/remote.yaml"
+expect_fail "soft+shm, no secret, remote allow" "'10.0.0.0/8': a soft+shm device without control.secret_file answers local" \
+	"$qlinkd" --config "$dir/remote.yaml"
+expect_fail "check soft+shm, no secret, remote allow" "remote.yaml: control.allow '10.0.0.0/8'" \
+	"$qlinkd" --check-config "$dir/remote.yaml"
 printf 'device: [x\n' >"$dir/syntax.yaml"
 expect_fail "malformed" "syntax.yaml:2: YAML syntax error" "$qlinkd" --config "$dir/syntax.yaml"
 printf 'plugins:\n  - path: %s\n' "$bad_plugin" >"$dir/abi.yaml"

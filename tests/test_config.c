@@ -21,8 +21,9 @@
 #include <cmocka.h>
 
 #include <qlink/clock.h>
-#include <qlink/config.h>
 #include <qlink/dispatcher.h>
+
+#include "config/config.h"
 #include <qlink/error.h>
 
 static char dir[] = "/tmp/qlink-test-config-XXXXXX";

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -121,6 +122,18 @@ static void *server_main(void *arg)
 	return NULL;
 }
 
+static struct fx *fx_start_cfg(const struct ql_ctl_server_config *cfg)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	assert_int_equal(ql_ctl_server_create(cfg, &ops, f, &f->srv), 0);
+	assert_true(ql_ctl_server_port(f->srv) > 0);
+	snprintf(f->addr, sizeof(f->addr), "127.0.0.1:%u", ql_ctl_server_port(f->srv));
+	assert_int_equal(pthread_create(&f->thread, NULL, server_main, f), 0);
+	return f;
+}
+
 static struct fx *fx_start(const char *const *allow, bool with_secret, uint32_t timeout_ms)
 {
 	struct ql_ctl_server_config cfg = {
@@ -131,14 +144,8 @@ static struct fx *fx_start(const char *const *allow, bool with_secret, uint32_t 
 		.max_sessions = 8,
 		.session_timeout_ms = timeout_ms ? timeout_ms : 5000,
 	};
-	struct fx *f = calloc(1, sizeof(*f));
 
-	assert_non_null(f);
-	assert_int_equal(ql_ctl_server_create(&cfg, &ops, f, &f->srv), 0);
-	assert_true(ql_ctl_server_port(f->srv) > 0);
-	snprintf(f->addr, sizeof(f->addr), "127.0.0.1:%u", ql_ctl_server_port(f->srv));
-	assert_int_equal(pthread_create(&f->thread, NULL, server_main, f), 0);
-	return f;
+	return fx_start_cfg(&cfg);
 }
 
 static void fx_stop(struct fx *f)
@@ -238,6 +245,7 @@ static struct ql_ctl_msg req(enum ql_ctl_type t, uint64_t session, uint64_t seq)
 	m.type = t;
 	m.session = session;
 	m.seq = seq;
+	m.pad_to = QL_CTL_REQUEST_PAD; /* as the reference client does */
 	if (t == QL_CTL_DISCOVER) {
 		m.nchannels = 1;
 		strcpy(m.name, "raw");
@@ -269,7 +277,20 @@ static void expect_error(int fd, const char *code)
 
 	expect_reply(fd, false, &m, QL_CTL_ERROR);
 	assert_string_equal(m.code, code);
-	assert_true(m.text[0] != 0);
+}
+
+/* The cookie round trip by hand: m (a DISCOVER) gets the server's RETRY and
+ * is formatted again, with its cookie, into d. */
+static size_t raw_discover(int fd, struct ql_ctl_msg *m, bool mac, uint8_t *d)
+{
+	struct ql_ctl_msg rep;
+	size_t n = fmt(m, mac, d);
+
+	raw_send(fd, d, n);
+	expect_reply(fd, mac, &rep, QL_CTL_RETRY);
+	assert_int_equal(strlen(rep.cookie), QL_CTL_COOKIE_HEX);
+	memcpy(m->cookie, rep.cookie, sizeof(m->cookie));
+	return fmt(m, mac, d);
 }
 
 static void expect_silence(int fd, int ms)
@@ -405,7 +426,7 @@ static void test_duplicates_and_reordering(void **state)
 	uint8_t d1[QL_CTL_MAX_DGRAM], d2[QL_CTL_MAX_DGRAM], d3[QL_CTL_MAX_DGRAM];
 	uint8_t r1[2048], r2[2048];
 	struct ql_ctl_msg m = req(QL_CTL_DISCOVER, 0x1111, 1), rep;
-	size_t n1 = fmt(&m, false, d1), n2, n3;
+	size_t n1 = raw_discover(fd, &m, false, d1), n2, n3;
 	int l1, l2;
 
 	/* DISCOVER twice: the same CONNECTION_PARAMS twice, one offer. */
@@ -519,7 +540,8 @@ static void test_loss(void **state)
 	assert_int_equal(CNT(f->offers), 1);
 	assert_int_equal(CNT(f->accepts), 1);
 	assert_int_equal(CNT(f->starts), 1);
-	assert_true(stats(f).duplicates >= 2); /* the replies it had to send twice */
+	/* the replies it had to send twice: cached ones, and RETRYs (stateless, sent anew) */
+	assert_true(stats(f).duplicates + stats(f).retries >= 3);
 
 	/* Beyond the retries: -ETIMEDOUT with a sentence. */
 	p.drop_up = 1000;
@@ -651,7 +673,7 @@ static void test_authentication(void **state)
 	/* Replays of authenticated datagrams: an old seq is dropped and counted. */
 	fd = raw_socket(f, "127.0.0.1");
 	m = req(QL_CTL_DISCOVER, 0x2222, 1);
-	n = fmt(&m, true, d);
+	n = raw_discover(fd, &m, true, d);
 	raw_send(fd, d, n);
 	expect_reply(fd, true, &rep, QL_CTL_CONNECTION_PARAMS);
 	m = req(QL_CTL_KEEPALIVE, 0x2222, 2);
@@ -707,7 +729,6 @@ static void test_bad_datagrams(void **state)
 		const char *text;
 		const char *code; /* NULL: dropped unanswered */
 	} cases[] = {
-		{ "", "malformed" },
 		{ "not json at all", "malformed" },
 		{ "{\"v\":1,\"type\":\"DISCOVER\",\"session\":\"00000000000000aa\",\"se",
 		  "malformed" },
@@ -739,7 +760,14 @@ static void test_bad_datagrams(void **state)
 	connect_client(cl, 1);
 	assert_int_equal(ql_ctl_client_start(cl), 0);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		raw_send(fd, cases[i].text, strlen(cases[i].text));
+		/* Padded with blanks after the JSON: the server answers a source without a
+		 * session only with what is no larger than the datagram (see
+		 * test_no_amplification for the short ones). */
+		char padded[300];
+
+		memset(padded, ' ', sizeof(padded));
+		memcpy(padded, cases[i].text, strlen(cases[i].text));
+		raw_send(fd, padded, sizeof(padded));
 		expect_error(fd, cases[i].code);
 		/* The connected QCS is still served after every bad datagram. */
 		assert_int_equal(ql_ctl_client_status(cl, json, sizeof(json)), 0);
@@ -755,6 +783,8 @@ static void test_bad_datagrams(void **state)
 		big[i] = (uint8_t)(i * 131 + 7);
 	raw_send(fd, big, 700);
 	expect_error(fd, "malformed");
+	raw_send(fd, "", 0); /* shorter than any answer: dropped unanswered */
+	expect_silence(fd, 100);
 	/* A flood: the kernel may drop some (the socket buffer is finite); the server handles
 	 * the rest, the QCS is still served, and the log lines are rate-limited. */
 	for (int i = 0; i < 500; i++)
@@ -770,7 +800,7 @@ static void test_bad_datagrams(void **state)
 		}
 	}
 	st = stats(f);
-	assert_true(st.malformed >= 16 + 50);
+	assert_true(st.malformed >= 15 + 50);
 	assert_int_equal(st.rejected, st.malformed + st.too_big + st.bad_version + st.bad_type +
 					      st.unknown_session);
 	assert_int_equal(st.too_big, 2);
@@ -782,6 +812,322 @@ static void test_bad_datagrams(void **state)
 	assert_int_equal(ql_ctl_client_stop(cl), 0);
 	close(fd);
 	ql_ctl_client_destroy(cl);
+	fx_stop(f);
+}
+
+/* ---- attacks (issue 9): each performed, each repelled ---------------------- */
+
+/* A second socket on the control port, even one asking for SO_REUSEADDR and
+ * SO_REUSEPORT, cannot bind it; nor can the server bind a port already taken. */
+static void test_attack_port_sharing(void **state)
+{
+	struct fx *f = fx_start(NULL, false, 0);
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	struct ql_ctl_server_config cfg = { .bind_addr = "127.0.0.1" };
+	struct ql_ctl_server *srv;
+	char want[64];
+	int fd = socket(AF_INET, SOCK_DGRAM, 0), one = 1;
+
+	inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+	a.sin_port = htons(ql_ctl_server_port(f->srv));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), -1);
+	assert_int_equal(errno, EADDRINUSE);
+	/* Another uid (when the test runs as root: nobody) fares no better. */
+	if (geteuid() == 0) {
+		pid_t pid = fork();
+		int status = 0;
+
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			int o = socket(AF_INET, SOCK_DGRAM, 0);
+
+			if (setgid(65534) || setuid(65534) || o < 0)
+				_exit(77);
+			setsockopt(o, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			setsockopt(o, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+			_exit(bind(o, (struct sockaddr *)&a, sizeof(a)) == -1 &&
+					      errno == EADDRINUSE ?
+				      0 :
+				      1);
+		}
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		assert_true(WIFEXITED(status));
+		if (WEXITSTATUS(status) != 77)
+			assert_int_equal(WEXITSTATUS(status), 0);
+	}
+	/* A second server on the same port: refused, with a sentence that says so. */
+	cfg.port = ql_ctl_server_port(f->srv);
+	assert_int_equal(ql_ctl_server_create(&cfg, &ops, NULL, &srv), -EADDRINUSE);
+	snprintf(want, sizeof(want), "control port %u already in use", cfg.port);
+	assert_non_null(strstr(ql_error_detail(), want));
+	close(fd);
+	fx_stop(f);
+	/* The other way round: a squatter bound first with both options set. */
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
+	a.sin_port = 0;
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	{
+		socklen_t l = sizeof(a);
+
+		getsockname(fd, (struct sockaddr *)&a, &l);
+	}
+	cfg.port = ntohs(a.sin_port);
+	assert_int_equal(ql_ctl_server_create(&cfg, &ops, NULL, &srv), -EADDRINUSE);
+	close(fd);
+}
+
+/* DISCOVERs from spoofed sources (no cookie, many ports, 4 channels each)
+ * create nothing; each is answered by a RETRY no larger than itself. */
+static void test_attack_spoofed_discover(void **state)
+{
+	struct fx *f = fx_start(NULL, false, 0);
+	struct ql_ctl_client *cl = client(f, NULL, 0, NULL, 0, 0);
+	uint8_t d[QL_CTL_MAX_DGRAM], r[2048];
+	struct ql_ctl_msg m, rep;
+
+	for (int i = 0; i < 40; i++) {
+		int fd = raw_socket(f, "127.0.0.1");
+		size_t n;
+		int l;
+
+		m = req(QL_CTL_DISCOVER, 0x7000 + (uint64_t)i, 1);
+		m.nchannels = 4;
+		n = fmt(&m, false, d);
+		assert_true(n >= QL_CTL_DISCOVER_MIN);
+		raw_send(fd, d, n);
+		l = raw_recv(fd, r, sizeof(r), 2000);
+		assert_true(l > 0 && (size_t)l <= n);
+		assert_int_equal(ql_ctl_parse(r, (size_t)l, NULL, 0, &rep), 0);
+		assert_int_equal(rep.type, QL_CTL_RETRY);
+		/* A forged cookie earns only another RETRY. */
+		memset(m.cookie, 'a', QL_CTL_COOKIE_HEX);
+		n = fmt(&m, false, d);
+		raw_send(fd, d, n);
+		expect_reply(fd, false, &rep, QL_CTL_RETRY);
+		/* A cookie is bound to the address and port it was sent to. */
+		if (i) {
+			memcpy(m.cookie, rep.cookie, sizeof(m.cookie));
+			n = fmt(&m, false, d);
+			close(fd);
+			fd = raw_socket(f, "127.0.0.1");
+			raw_send(fd, d, n);
+			expect_reply(fd, false, &rep, QL_CTL_RETRY);
+		}
+		close(fd);
+	}
+	assert_int_equal(CNT(f->offers), 0);
+	assert_int_equal(stats(f).sessions_active, 0);
+	assert_true(stats(f).bad_cookie >= 40 + 39);
+	/* An unpadded DISCOVER: not one byte more comes back than was sent. */
+	{
+		int fd = raw_socket(f, "127.0.0.1");
+		const char *tiny = "{\"v\":1,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1}";
+		int l;
+
+		raw_send(fd, tiny, strlen(tiny));
+		l = raw_recv(fd, r, sizeof(r), 300);
+		assert_true(l < 0 || (size_t)l <= strlen(tiny));
+		close(fd);
+	}
+	/* A real QCS does the round trip without noticing. */
+	connect_client(cl, 1);
+	assert_int_equal(CNT(f->offers), 1);
+	ql_ctl_client_destroy(cl);
+	fx_stop(f);
+}
+
+/* Short garbage, and well-formed requests for unknown sessions: no answer is
+ * ever larger than the datagram that provoked it. */
+static void test_attack_no_amplification(void **state)
+{
+	struct fx *f = fx_start(NULL, true, 0);
+	int fd = raw_socket(f, "127.0.0.1");
+	static const char *const dgrams[] = {
+		"x",
+		"{",
+		"{}",
+		"{\"v\":1}",
+		"{\"v\":2,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1}",
+		"{\"v\":1,\"type\":\"START\",\"session\":\"aa\",\"seq\":1}",
+		"{\"v\":1,\"type\":\"STATUS\",\"session\":\"00000000000000aa\",\"seq\":9}",
+	};
+	uint8_t r[2048];
+
+	for (size_t i = 0; i < sizeof(dgrams) / sizeof(dgrams[0]); i++) {
+		size_t n = strlen(dgrams[i]);
+		int l;
+
+		raw_send(fd, dgrams[i], n);
+		l = raw_recv(fd, r, sizeof(r), 150);
+		if (l >= 0 && (size_t)l > n)
+			fail_msg("%zu-byte datagram answered with %d bytes", n, l);
+	}
+	assert_true(stats(f).unanswered >= 5);
+	close(fd);
+	fx_stop(f);
+}
+
+/* One source holding every session and channel (real address, cookies,
+ * keepalives) cannot lock others out: per-source and channel limits. */
+static void test_attack_session_exhaustion(void **state)
+{
+	struct ql_ctl_server_config cfg = {
+		.bind_addr = "127.0.0.1",
+		.max_sessions = 8,
+		.max_channels = 18,
+		.max_sessions_per_source = 4,
+		.session_timeout_ms = 5000,
+	};
+	struct fx *f = fx_start_cfg(&cfg);
+	struct ql_ctl_client *hog[5], *other, *big;
+	struct ql_conn_params rth[QL_CTL_MAX_CHANNELS];
+
+	for (int i = 0; i < 4; i++) {
+		hog[i] = client(f, NULL, 0, "127.0.0.1", 0, 0);
+		assert_int_equal(ql_ctl_client_discover(hog[i], 4, rth), 0);
+		assert_int_equal(ql_ctl_client_keepalive(hog[i]), 0);
+	}
+	hog[4] = client(f, NULL, 0, "127.0.0.1", 0, 0);
+	assert_int_equal(ql_ctl_client_discover(hog[4], 1, rth), -EBUSY);
+	assert_non_null(strstr(ql_error_detail(), "too many sessions from this address"));
+	assert_int_equal(stats(f).channels_active, 16);
+	/* Another source asking for more channels than are left: busy ... */
+	big = client(f, NULL, 0, "127.0.0.3", 0, 0);
+	assert_int_equal(ql_ctl_client_discover(big, 4, rth), -EBUSY);
+	assert_non_null(strstr(ql_error_detail(), "no free channel"));
+	/* ... and one asking for what is left is served. */
+	other = client(f, NULL, 0, "127.0.0.2", 0, 0);
+	connect_client(other, 2);
+	assert_int_equal(ql_ctl_client_start(other), 0);
+	/* An ended session's slot is free at once, not a timeout later. */
+	assert_int_equal(ql_ctl_client_abort(hog[0]), 0);
+	assert_int_equal(ql_ctl_client_discover(hog[4], 1, rth), 0);
+	/* The ended session is still remembered (its state, not "unknown"). */
+	assert_int_equal(ql_ctl_client_abort(hog[0]), -EPROTO);
+	assert_non_null(strstr(ql_error_detail(), "state ABORTED"));
+	for (int i = 0; i < 5; i++)
+		ql_ctl_client_destroy(hog[i]);
+	ql_ctl_client_destroy(big);
+	ql_ctl_client_destroy(other);
+	fx_stop(f);
+}
+
+/* An offer that is never taken up (no ACK) is released after the session
+ * timeout even while keepalives keep coming. */
+static void test_attack_offer_held_by_keepalives(void **state)
+{
+	struct fx *f = fx_start(NULL, false, 300);
+	struct ql_ctl_client *cl = client(f, NULL, 0, NULL, 0, 0);
+	struct ql_conn_params rth[QL_CTL_MAX_CHANNELS];
+	uint64_t t0;
+
+	assert_int_equal(ql_ctl_client_discover(cl, 4, rth), 0);
+	t0 = now_ms();
+	while (now_ms() - t0 < 900 && CNT(f->losts) == 0) {
+		ql_ctl_client_keepalive(cl);
+		usleep(50000);
+	}
+	assert_int_equal(CNT(f->losts), 1);
+	assert_int_equal(stats(f).channels_active, 0);
+	ql_ctl_client_destroy(cl);
+	fx_stop(f);
+}
+
+/* With a secret: a DISCOVER recorded and replayed (after its session ended,
+ * or was forgotten) opens nothing; a replayed ACK connects nothing. */
+static void test_attack_replay(void **state)
+{
+	struct fx *f = fx_start(NULL, true, 300);
+	int fd = raw_socket(f, "127.0.0.1");
+	uint8_t disc[QL_CTL_MAX_DGRAM], ack[QL_CTL_MAX_DGRAM], d[QL_CTL_MAX_DGRAM];
+	struct ql_ctl_msg m, rep;
+	size_t dn, an, n;
+	uint64_t t0;
+
+	m = req(QL_CTL_DISCOVER, 0x3333, 1);
+	dn = raw_discover(fd, &m, true, disc);
+	raw_send(fd, disc, dn);
+	expect_reply(fd, true, &rep, QL_CTL_CONNECTION_PARAMS);
+	m = req(QL_CTL_ACK, 0x3333, 2);
+	an = fmt(&m, true, ack);
+	raw_send(fd, ack, an);
+	expect_reply(fd, true, &rep, QL_CTL_OK);
+	m = req(QL_CTL_ABORT, 0x3333, 3);
+	n = fmt(&m, true, d);
+	raw_send(fd, d, n);
+	expect_reply(fd, true, &rep, QL_CTL_OK);
+	/* The slot is free now; a retransmitted ABORT still gets its OK, byte for byte. */
+	raw_send(fd, d, n);
+	expect_reply(fd, true, &rep, QL_CTL_OK);
+	assert_int_equal(rep.re, QL_CTL_ABORT);
+	/* Ended: the recorded DISCOVER and ACK are replays. */
+	raw_send(fd, disc, dn);
+	expect_silence(fd, 100);
+	raw_send(fd, ack, an);
+	expect_silence(fd, 100);
+	assert_int_equal(CNT(f->offers), 1);
+	assert_int_equal(CNT(f->accepts), 1);
+	/* A second session goes silent and is forgotten (LOST); its DISCOVER replayed
+	 * within the cookie's lifetime still opens nothing. */
+	m = req(QL_CTL_DISCOVER, 0x4444, 1);
+	dn = raw_discover(fd, &m, true, disc);
+	raw_send(fd, disc, dn);
+	expect_reply(fd, true, &rep, QL_CTL_CONNECTION_PARAMS);
+	t0 = now_ms();
+	while (now_ms() - t0 < 2000 && CNT(f->losts) == 0)
+		usleep(20000);
+	assert_int_equal(CNT(f->losts), 1);
+	raw_send(fd, disc, dn);
+	expect_silence(fd, 100);
+	assert_int_equal(CNT(f->offers), 2);
+	assert_true(stats(f).replayed >= 3);
+	close(fd);
+	fx_stop(f);
+}
+
+/* The MAC is lowercase hex, compared as text: the same MAC in uppercase is
+ * a wrong MAC. */
+static void test_attack_mac_case(void **state)
+{
+	struct ql_ctl_msg m = req(QL_CTL_KEEPALIVE, 0x5555, 1), out;
+	uint8_t d[QL_CTL_MAX_DGRAM];
+	size_t n = fmt(&m, true, d), i;
+
+	assert_int_equal(ql_ctl_parse(d, n, secret, SECRET_LEN, &out), 0);
+	for (i = n - QL_CTL_MAC_HEX; i < n; i++)
+		if (d[i] >= 'a' && d[i] <= 'f')
+			break;
+	assert_true(i < n);
+	d[i] = (uint8_t)(d[i] - 'a' + 'A');
+	assert_int_equal(ql_ctl_parse(d, n, secret, SECRET_LEN, &out), -EACCES);
+}
+
+/* An ACK naming the RTH's own QP (self-connect), or a QP it offered in
+ * another session, is refused and connects nothing. */
+static void test_attack_self_connect(void **state)
+{
+	struct fx *f = fx_start(NULL, false, 0);
+	struct ql_ctl_client *a = client(f, NULL, 0, NULL, 0, 0);
+	struct ql_ctl_client *b = client(f, NULL, 0, NULL, 0, 0);
+	struct ql_conn_params rth[QL_CTL_MAX_CHANNELS], other[QL_CTL_MAX_CHANNELS];
+
+	assert_int_equal(ql_ctl_client_discover(a, 1, rth), 0);
+	assert_int_equal(ql_ctl_client_ack(a, rth, 1), -ECONNREFUSED);
+	assert_non_null(strstr(ql_error_detail(), "endpoint of this RTH"));
+	assert_int_equal(stats(f).self_connect, 1);
+	/* The other session's endpoint: b learns it from a's offer (same RTH). */
+	assert_int_equal(ql_ctl_client_discover(a, 2, other), 0);
+	assert_int_equal(ql_ctl_client_discover(b, 1, rth), 0);
+	assert_int_equal(ql_ctl_client_ack(b, &other[1], 1), -ECONNREFUSED);
+	assert_int_equal(CNT(f->accepts), 0);
+	assert_int_equal(stats(f).self_connect, 2);
+	assert_int_equal(stats(f).sessions_active, 1);
+	ql_ctl_client_destroy(a);
+	ql_ctl_client_destroy(b);
 	fx_stop(f);
 }
 
@@ -798,6 +1144,14 @@ int main(void)
 		cmocka_unit_test(test_allowlist),
 		cmocka_unit_test(test_authentication),
 		cmocka_unit_test(test_bad_datagrams),
+		cmocka_unit_test(test_attack_port_sharing),
+		cmocka_unit_test(test_attack_spoofed_discover),
+		cmocka_unit_test(test_attack_no_amplification),
+		cmocka_unit_test(test_attack_session_exhaustion),
+		cmocka_unit_test(test_attack_offer_held_by_keepalives),
+		cmocka_unit_test(test_attack_replay),
+		cmocka_unit_test(test_attack_mac_case),
+		cmocka_unit_test(test_attack_self_connect),
 	};
 
 	if (!getenv("QLINK_LOG"))

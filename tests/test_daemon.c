@@ -16,10 +16,10 @@
 
 #include <cmocka.h>
 
+#include "demo/demo.h"
 #include <qlink/channel.h>
 #include <qlink/clock.h>
 #include <qlink/daemon.h>
-#include <qlink/demo.h>
 #include <qlink/ring.h>
 #include <qlink/rpc.h>
 

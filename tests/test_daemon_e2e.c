@@ -22,9 +22,9 @@
 
 #include <cmocka.h>
 
+#include "demo/demo.h"
 #include <qlink/clock.h>
 #include <qlink/daemon.h>
-#include <qlink/demo.h>
 #include <qlink/vppu.h>
 
 #include "rendezvous.h" /* tools/: parameters over pipes, as qlink bench */

@@ -22,10 +22,10 @@
 
 #include <cmocka.h>
 
+#include "demo/demo.h"
 #include <qlink/channel.h>
 #include <qlink/clock.h>
 #include <qlink/daemon.h>
-#include <qlink/demo.h>
 #include <qlink/dispatcher.h>
 #include <qlink/rpc.h>
 

@@ -15,11 +15,11 @@
 
 #include <cmocka.h>
 
+#include "demo/demo.h"
+#include "plugin/loader.h"
 #include <qlink/channel.h>
 #include <qlink/daemon.h>
-#include <qlink/demo.h>
 #include <qlink/error.h>
-#include <qlink/plugin.h>
 
 /* A request for repcode_decode with the errors at `flips` (distance 64). */
 static long decode_request(uint8_t *msg, size_t cap, const int *flips, int nflips)

@@ -16,10 +16,10 @@
 
 #include <cmocka.h>
 
-#include <qlink/demo.h>
+#include "config/program.h"
+#include "demo/demo.h"
+#include "plugin/loader.h"
 #include <qlink/error.h>
-#include <qlink/plugin.h>
-#include <qlink/program.h>
 
 static char dir[] = "/tmp/qlink-test-program-XXXXXX";
 

@@ -26,9 +26,9 @@
 
 #include <cmocka.h>
 
+#include "demo/demo.h"
 #include "qlink/control.h"
 #include "qlink/daemon.h"
-#include "qlink/demo.h"
 #include "qlink/error.h"
 #include "qlink/qcs.h"
 

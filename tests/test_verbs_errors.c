@@ -576,7 +576,7 @@ static void expect_refused(struct vt_pair *pr, struct ibv_send_wr *wr, const cha
 		if (!may_run)
 			assert_int_not_equal(wc.status, IBV_WC_SUCCESS);
 		vt_note(pr->param, "%s: accepted when posted, completed with %s", what,
-			vt_status_str(wc.status));
+			ibv_wc_status_str(wc.status));
 		reconnect(pr);
 		return;
 	}

@@ -260,7 +260,8 @@ static int hostile(int fd)
 			uint8_t *map = raw_map(&q[0].local, &sz);
 
 			if (u < 0 || s < 0 || !map || pipe(pp) < 0 || ftruncate(u, (off_t)sz) < 0 ||
-			    pwrite(u, map, FAKE_COPY, 0) != FAKE_COPY || ftruncate(s, 1 << 20) < 0 ||
+			    pwrite(u, map, FAKE_COPY, 0) != FAKE_COPY ||
+			    ftruncate(s, 1 << 20) < 0 ||
 			    fcntl(s, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
 				return 14;
 			munmap(map, sz);

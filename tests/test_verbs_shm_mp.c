@@ -796,7 +796,7 @@ static void expect_survivor_completions(struct mp_qp *q, bool with_send)
 			assert_int_equal(wc.wr_id, 999);
 			if (wc.status != IBV_WC_RETRY_EXC_ERR)
 				fail_msg("send to the dead peer: %s, expected RETRY_EXC_ERR",
-					 vt_status_str(wc.status));
+					 ibv_wc_status_str(wc.status));
 			sends++;
 		}
 	}

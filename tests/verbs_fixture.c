@@ -126,38 +126,6 @@ int vt_dev_open_b(const struct vt_param *p, struct ql_device **dev)
 	return vt_dev_open(p, dev);
 }
 
-const char *vt_status_str(enum ibv_wc_status s)
-{
-	static const char *const names[] = {
-		[IBV_WC_SUCCESS] = "SUCCESS",
-		[IBV_WC_LOC_LEN_ERR] = "LOC_LEN_ERR",
-		[IBV_WC_LOC_QP_OP_ERR] = "LOC_QP_OP_ERR",
-		[IBV_WC_LOC_EEC_OP_ERR] = "LOC_EEC_OP_ERR",
-		[IBV_WC_LOC_PROT_ERR] = "LOC_PROT_ERR",
-		[IBV_WC_WR_FLUSH_ERR] = "WR_FLUSH_ERR",
-		[IBV_WC_MW_BIND_ERR] = "MW_BIND_ERR",
-		[IBV_WC_BAD_RESP_ERR] = "BAD_RESP_ERR",
-		[IBV_WC_LOC_ACCESS_ERR] = "LOC_ACCESS_ERR",
-		[IBV_WC_REM_INV_REQ_ERR] = "REM_INV_REQ_ERR",
-		[IBV_WC_REM_ACCESS_ERR] = "REM_ACCESS_ERR",
-		[IBV_WC_REM_OP_ERR] = "REM_OP_ERR",
-		[IBV_WC_RETRY_EXC_ERR] = "RETRY_EXC_ERR",
-		[IBV_WC_RNR_RETRY_EXC_ERR] = "RNR_RETRY_EXC_ERR",
-		[IBV_WC_LOC_RDD_VIOL_ERR] = "LOC_RDD_VIOL_ERR",
-		[IBV_WC_REM_INV_RD_REQ_ERR] = "REM_INV_RD_REQ_ERR",
-		[IBV_WC_REM_ABORT_ERR] = "REM_ABORT_ERR",
-		[IBV_WC_INV_EECN_ERR] = "INV_EECN_ERR",
-		[IBV_WC_INV_EEC_STATE_ERR] = "INV_EEC_STATE_ERR",
-		[IBV_WC_FATAL_ERR] = "FATAL_ERR",
-		[IBV_WC_RESP_TIMEOUT_ERR] = "RESP_TIMEOUT_ERR",
-		[IBV_WC_GENERAL_ERR] = "GENERAL_ERR",
-	};
-
-	if ((unsigned int)s < sizeof(names) / sizeof(names[0]) && names[s])
-		return names[s];
-	return "?";
-}
-
 const char *vt_state_str(enum ibv_qp_state s)
 {
 	static const char *const n[] = { "RESET", "INIT", "RTR", "RTS", "SQD", "SQE", "ERR" };

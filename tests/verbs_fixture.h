@@ -188,8 +188,8 @@ int vt_poll_for(struct ql_cq *cq, struct ibv_wc *wc, int max, int ms);
 		assert_int_equal(vt_rc_, 1);                                                  \
 		if ((wcp)->status != (st))                                                    \
 			print_error("wc status %s (%d), expected %s\n",                       \
-				    vt_status_str((wcp)->status), (wcp)->status,              \
-				    vt_status_str(st));                                       \
+				    ibv_wc_status_str((wcp)->status), (wcp)->status,          \
+				    ibv_wc_status_str(st));                                   \
 		assert_int_equal((wcp)->status, (st));                                        \
 		assert_int_equal((wcp)->wr_id, (id));                                         \
 		if ((int)(op) != -1 && (st) == IBV_WC_SUCCESS)                                \
@@ -209,13 +209,13 @@ int vt_poll_for(struct ql_cq *cq, struct ibv_wc *wc, int max, int ms);
 		assert_int_equal(vt_rc_, 1);                                                  \
 		if ((p)->ibv && (wcp)->status == (alt) && (alt) != (st)) {                    \
 			vt_note((p), "%s: %s, where the IB spec has %s", (why),               \
-				vt_status_str(alt), vt_status_str(st));                       \
+				ibv_wc_status_str(alt), ibv_wc_status_str(st));               \
 			vt_alt_ = true;                                                       \
 		} else {                                                                      \
 			if ((wcp)->status != (st))                                            \
 				print_error("wc status %s (%d), expected %s\n",               \
-					    vt_status_str((wcp)->status), (wcp)->status,      \
-					    vt_status_str(st));                               \
+					    ibv_wc_status_str((wcp)->status), (wcp)->status,  \
+					    ibv_wc_status_str(st));                           \
 			assert_int_equal((wcp)->status, (st));                                \
 		}                                                                             \
 		assert_int_equal((wcp)->wr_id, (id));                                         \
@@ -248,7 +248,6 @@ int vt_poll_for(struct ql_cq *cq, struct ibv_wc *wc, int max, int ms);
 		assert_int_equal(vt_poll_for((cq), vt_wc_, 4, (ms)), 0); \
 	} while (0)
 
-const char *vt_status_str(enum ibv_wc_status s);
 const char *vt_state_str(enum ibv_qp_state s);
 /* ql_device_counters of a device; all zero on a real device, which keeps
  * no such counters (check vt_has_counters before comparing). */

@@ -25,13 +25,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config/config.h"
+#include "config/program.h"
+#include "demo/demo.h"
 #include "qlink/clock.h"
-#include "qlink/config.h"
 #include "qlink/control.h"
 #include "qlink/daemon.h"
-#include "qlink/demo.h"
 #include "qlink/error.h"
-#include "qlink/program.h"
 #include "qlink/vppu.h"
 #include "tools.h"
 

@@ -4,7 +4,7 @@
  *   qlinkd --config FILE [--params-file P]   run in the foreground
  *   qlinkd --check-config FILE               validate FILE (and its plugins)
  *
- * It reads the YAML configuration (qlink/config.h), opens the device, loads
+ * It reads the YAML configuration (src/config/config.h), opens the device, loads
  * the handler plugins (qlink/plugin.h) and serves sessions: a session is one
  * verbs channel (a request ring and its QP, in the device's shared verbs
  * context) and one daemon with the built-in qlink_parity and every plugin
@@ -42,15 +42,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "config/config.h"
+#include "demo/demo.h"
+#include "plugin/loader.h"
 #include "qlink/channel.h"
 #include "qlink/clock.h"
-#include "qlink/config.h"
 #include "qlink/control.h"
 #include "qlink/daemon.h"
-#include "qlink/demo.h"
 #include "qlink/dispatcher.h"
 #include "qlink/error.h"
-#include "qlink/plugin.h"
+#include "qlink/log.h"
 #include "qlink/verbs.h"
 #include "tools.h"
 
@@ -124,13 +125,19 @@ static void qlog_to(FILE *out, bool force, enum ql_log_level level, const char *
 	strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%S", &tm);
 	flockfile(out);
 	if (logcfg.format == QL_LOG_FORMAT_TEXT) {
+		/* Values can come from peers: control characters, quotes and backslashes
+		 * escaped, so that no line or field can be forged (JSON: json_str). */
+		char safe[4 * sizeof(pairs)];
+
 		fprintf(out, "%s.%06ldZ %s %s ", ts, now.tv_nsec / 1000, names[level], comp);
+		ql_log_escape(safe, sizeof(safe), msg);
 		if (strchr(msg, ' '))
-			fprintf(out, "\"%s\"", msg);
+			fprintf(out, "\"%s\"", safe);
 		else
-			fputs(msg, out);
+			fputs(safe, out);
+		ql_log_escape(safe, sizeof(safe), pairs);
 		if (pairs[0])
-			fprintf(out, " %s", pairs);
+			fprintf(out, " %s", safe);
 		fputc('\n', out);
 	} else {
 		fprintf(out, "{\"ts\":\"%s.%06ldZ\",\"level\":\"%s\",\"component\":", ts,
@@ -720,19 +727,62 @@ static const struct ql_ctl_server_ops ctl_ops = {
 	.lost = ctl_lost,
 };
 
+/* An allowlist entry ("A.B.C.D" or "A.B.C.D/N") inside 127.0.0.0/8. */
+static bool cidr_is_loopback(const char *cidr)
+{
+	unsigned a, n = 32;
+	char tail;
+
+	if (sscanf(cidr, "%u.", &a) != 1 || a != 127)
+		return false;
+	const char *slash = strchr(cidr, '/');
+	if (slash && (sscanf(slash + 1, "%u%c", &n, &tail) != 1 || n < 8))
+		return false;
+	return true;
+}
+
+/*
+ * soft+shm connection parameters name a process, one of its fds and a heap
+ * address (docs/security.md, "Peer memory"). Without a shared secret no QCS
+ * is authenticated, so they go to local sources only: soft+shm peers are on
+ * this host anyway, and a remote host learns nothing of this process.
+ */
+static const char *const loopback_only[] = { "127.0.0.0/8", NULL };
+
+static int control_local_only(const struct ql_config *c, bool secret)
+{
+	if (secret || strncmp(c->device, "soft+shm://", 11))
+		return 0;
+	for (uint32_t i = 0; i < c->control.allow_count; i++)
+		if (!cidr_is_loopback(c->control.allow[i]))
+			return ql_error_set(
+				-EPERM,
+				"control.allow '%s': a soft+shm device without "
+				"control.secret_file answers local (127.0.0.0/8) QCSs only; "
+				"configure a secret or allow loopback sources only",
+				c->control.allow[i]);
+	return 1;
+}
+
 static int control_open(struct qlinkd *q)
 {
 	const struct ql_config *c = q->cfg;
 	const char **allow = NULL;
 	uint8_t secret[256];
 	size_t secret_len = 0;
-	int ret;
+	int local, ret;
 
 	if (c->control.secret_file) {
 		ret = tool_read_secret(c->control.secret_file, secret, sizeof(secret), &secret_len);
 		if (ret)
 			return ret;
 	}
+	local = control_local_only(c, secret_len > 0);
+	if (local < 0)
+		return local;
+	if (local && !c->control.allow_count)
+		qlog(QL_LOG_INFO, "control", "soft+shm without a secret: local QCSs only",
+		     "allow=127.0.0.0/8");
 	if (c->control.allow_count) {
 		allow = calloc(c->control.allow_count + 1, sizeof(*allow));
 		if (!allow)
@@ -743,7 +793,9 @@ static int control_open(struct qlinkd *q)
 	struct ql_ctl_server_config sc = {
 		.bind_addr = c->control.address,
 		.port = (uint16_t)c->control.port,
-		.allow = allow,
+		.allow = allow ? (const char *const *)allow :
+			 local ? loopback_only :
+				 NULL,
 		.secret = secret_len ? secret : NULL,
 		.secret_len = secret_len,
 		.max_sessions = c->max_sessions,
@@ -768,10 +820,13 @@ static void control_counters(struct qlinkd *q)
 		"received=%" PRIu64 " replied=%" PRIu64 " duplicates=%" PRIu64 " rejected=%" PRIu64
 		" malformed=%" PRIu64 " too_big=%" PRIu64 " bad_version=%" PRIu64
 		" not_allowed=%" PRIu64 " bad_mac=%" PRIu64 " replayed=%" PRIu64
-		" sessions_active=%" PRIu64 " sessions_lost=%" PRIu64,
+		" sessions_active=%" PRIu64 " sessions_lost=%" PRIu64 " sessions_total=%" PRIu64
+		" busy=%" PRIu64 " retries=%" PRIu64 " bad_cookie=%" PRIu64 " unanswered=%" PRIu64
+		" self_connect=%" PRIu64,
 		st.received, st.replied, st.duplicates, st.rejected, st.malformed, st.too_big,
 		st.bad_version, st.not_allowed, st.bad_mac, st.replayed, st.sessions_active,
-		st.sessions_lost);
+		st.sessions_lost, st.sessions_total, st.busy, st.retries, st.bad_cookie,
+		st.unanswered, st.self_connect);
 }
 
 /* ---- signals and the params-file rendezvous --------------------------------- */
@@ -983,6 +1038,10 @@ static int check_config(const char *path)
 		ql_diags_print(&diags, path, stderr);
 	if (!q.cfg)
 		return 1;
+	if (q.cfg->device && control_local_only(q.cfg, q.cfg->control.secret_file != NULL) < 0) {
+		fprintf(stderr, "%s: %s\n", path, ql_error_detail());
+		ret = -EINVAL;
+	}
 	if (load_plugins(&q, true))
 		ret = -EINVAL;
 	else if (check_registration(&q))

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "qlink/demo.h"
+#include "demo/demo.h"
 #include "qlink/error.h"
 #include "tools.h"
 

@@ -20,7 +20,16 @@
  * the same (session, seq) arrives, and the server answers a duplicate from a
  * reply cache without running its side effects again. A session that sends
  * nothing valid for session_timeout_ms is declared LOST and torn down through
- * the `lost` callback. Sources can be restricted by an allowlist of CIDRs,
+ * the `lost` callback.
+ *
+ * The server keeps no state for a source until it has proved it receives at
+ * its address: a DISCOVER without a valid cookie is answered RETRY with an
+ * HMAC cookie (address, port, session id, 10 s time bucket), and only the
+ * DISCOVER that echoes it opens a session (the client does this round trip
+ * itself). Answers to sources without a session are never longer than what
+ * they answer (no amplification); sessions, channels and sessions per source
+ * address are limited separately; an ended session frees its slot at once.
+ * Sources can be restricted by an allowlist of CIDRs,
  * and a shared secret makes every datagram carry an HMAC-SHA256 of its JSON
  * bytes; rejected datagrams are counted and logged (rate-limited).
  *
@@ -55,6 +64,14 @@ extern "C" {
 #define QL_CTL_DEFAULT_PORT 7700
 #define QL_CTL_CHUNK_MAX 768		/* PROGRAM "data" bytes (1024 in base64) */
 #define QL_CTL_PROGRAM_MAX (256u << 10) /* PROGRAM "total": largest program */
+/* Anti-DoS (docs/control-plane.md §5): a DISCOVER is padded to at least
+ * QL_CTL_DISCOVER_MIN bytes so that the RETRY it earns is never larger; a
+ * cookie is 32 lowercase hex digits (128 bits of HMAC-SHA256) and lives
+ * QL_CTL_COOKIE_PERIOD_S to twice that. */
+#define QL_CTL_DISCOVER_MIN 256
+#define QL_CTL_COOKIE_HEX 32
+#define QL_CTL_COOKIE_PERIOD_S 10
+#define QL_CTL_REQUEST_PAD 256 /* the reference client pads its other requests to this */
 
 /* ---- messages -------------------------------------------------------- */
 
@@ -75,6 +92,7 @@ enum ql_ctl_type {
 	/* RTH -> QCS requests (with "rseq"; ABORT too), answered OK or ERROR by the QCS */
 	QL_CTL_PROGRAM, /* a chunk of the program to run */
 	QL_CTL_TRIGGER, /* run the uploaded program */
+	QL_CTL_RETRY,	/* RTH -> QCS: reply to a DISCOVER without a valid cookie */
 	QL_CTL_TYPE_COUNT
 };
 
@@ -103,8 +121,9 @@ struct ql_ctl_msg {
 	uint64_t rseq;
 	uint64_t ts;
 	bool mac_ok; /* a MAC was present and verified against the secret */
-	/* DISCOVER */
+	/* DISCOVER: name ([A-Za-z0-9._:@-] only); DISCOVER, RETRY: cookie ("" if none) */
 	char name[QL_CTL_NAME_MAX];
+	char cookie[QL_CTL_COOKIE_HEX + 1];
 	/* DISCOVER: channels asked for; CONNECTION_PARAMS, ACK: entries in ch */
 	uint32_t nchannels;
 	uint32_t proto; /* CONNECTION_PARAMS */
@@ -122,6 +141,9 @@ struct ql_ctl_msg {
 	uint32_t total;
 	uint32_t data_len;
 	uint8_t data[QL_CTL_CHUNK_MAX];
+	/* ql_ctl_format: pad with a "pad" key to at least this many bytes (MAC line
+	 * included); a DISCOVER is always padded to QL_CTL_DISCOVER_MIN. */
+	uint32_t pad_to;
 };
 
 /* Decode one datagram. Pure and total: any bytes give 0 or a negative
@@ -165,8 +187,10 @@ struct ql_ctl_server_config {
 	                             NULL: every source */
 	const uint8_t *secret;	  /* NULL/0: no authentication */
 	size_t secret_len;
-	uint32_t max_sessions;	     /* 0: 16 */
-	uint32_t session_timeout_ms; /* 0: 3000 */
+	uint32_t max_sessions;		  /* 0: 16 */
+	uint32_t max_channels;		  /* channels over all open sessions; 0: 2 * max_sessions */
+	uint32_t max_sessions_per_source; /* open sessions per source IPv4 address; 0: 4 */
+	uint32_t session_timeout_ms;	  /* 0: 3000 */
 	/* RTH -> QCS requests (ql_ctl_server_request): first wait for the
 	 * answer (0: 200 ms, doubled per retry up to 8x) and retransmissions
 	 * (0: 5), as the client does for its requests. */
@@ -212,11 +236,17 @@ struct ql_ctl_stats {
 	uint64_t replayed;    /* seq older than the session's last: dropped unanswered */
 	uint64_t unknown_session;
 	uint64_t bad_state; /* request not valid in the session's state */
-	uint64_t busy;	    /* DISCOVER refused: max_sessions reached */
+	uint64_t busy;	    /* DISCOVER refused: a session or channel limit reached */
 	uint64_t refused;   /* a callback failed */
 	uint64_t sessions_active;
 	uint64_t sessions_total;
 	uint64_t sessions_lost;
+	/* Anti-DoS (appended to keep the layout of the fields above). */
+	uint64_t retries;      /* RETRY (cookie) replies sent to DISCOVERs without a valid cookie */
+	uint64_t bad_cookie;   /* DISCOVER with a wrong or expired cookie (also answered RETRY) */
+	uint64_t unanswered;   /* rejected without an answer: the answer would have been larger */
+	uint64_t self_connect; /* ACK naming an endpoint of this RTH (counted in refused too) */
+	uint64_t channels_active;
 };
 
 int ql_ctl_server_create(const struct ql_ctl_server_config *cfg,

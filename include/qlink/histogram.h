@@ -37,7 +37,11 @@ struct ql_hist {
 	uint64_t counts[QL_HIST_BUCKETS];
 };
 
+#ifdef __cplusplus
+static_assert(sizeof(struct ql_hist) <= 64 * 1024, "ql_hist must stay under 64 KiB");
+#else
 _Static_assert(sizeof(struct ql_hist) <= 64 * 1024, "ql_hist must stay under 64 KiB");
+#endif
 
 /* Make h empty. Always returns 0. */
 int ql_hist_init(struct ql_hist *h);

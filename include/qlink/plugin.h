@@ -10,7 +10,7 @@
  * by the host, so a plugin needs no symbol from qlinkd or libqlink at run
  * time: it is compiled against qlink's headers only, whose typed-handler
  * macros (QL_RPC_FN) and stream functions are header-only inlines. qlinkd
- * links libqlink statically with hidden visibility and exports nothing.
+ * links libqlink statically and exports nothing.
  *
  *   static int32_t decode(const uint8_t *syn, uint8_t *corr) { ... }
  *   QL_RPC_FN(decode, QL_ARG_BITS(63), QL_RES_BITS(64));
@@ -33,6 +33,9 @@
  * error instead of misbehaving. Handlers run on dispatcher threads, one per
  * session, possibly concurrently: state shared through ctx must be
  * read-only or thread-safe.
+ *
+ * This header is the plugin ABI only (what a plugin compiles against); the
+ * loader that qlinkd uses is qlinkd-private (src/plugin/loader.h).
  */
 #ifndef QLINK_PLUGIN_H
 #define QLINK_PLUGIN_H
@@ -83,34 +86,6 @@ struct ql_plugin_info {
 };
 
 typedef const struct ql_plugin_info *(*ql_plugin_info_fn)(void);
-
-struct ql_plugin;
-struct ql_daemon;
-struct ql_rpc_table;
-
-/*
- * dlopen path (RTLD_NOW | RTLD_LOCAL), find ql_plugin_info, check the ABI
- * version and the description, and call init(config). 0 and *plugin, or a
- * negative errno with a detail sentence naming the file and the cause:
- * -ENOENT no such file, -ENOEXEC not a loadable library or unresolved
- * symbols, -ENOSYS no ql_plugin_info symbol, -EPROTO an ABI version
- * mismatch, -EINVAL a malformed description, or init's own error.
- */
-int ql_plugin_load(const char *path, const char *config, struct ql_plugin **plugin);
-/* fini, then dlclose. Every daemon it registered functions on must be
- * destroyed first: their tables point at the plugin's code. */
-void ql_plugin_unload(struct ql_plugin *plugin);
-
-const struct ql_plugin_info *ql_plugin_get_info(const struct ql_plugin *plugin);
-const char *ql_plugin_path(const struct ql_plugin *plugin);
-/* Functions registered by the last ql_plugin_register* call. */
-uint32_t ql_plugin_function_count(const struct ql_plugin *plugin);
-
-/* Register the plugin's functions on a (stopped) daemon / a table. */
-int ql_plugin_register(struct ql_plugin *plugin, struct ql_daemon *daemon);
-int ql_plugin_register_table(struct ql_plugin *plugin, struct ql_rpc_table *table);
-/* With a caller-made registrar (abi_version is filled in). */
-int ql_plugin_register_with(struct ql_plugin *plugin, struct ql_plugin_registrar *reg);
 
 #ifdef __cplusplus
 }

@@ -1,11 +1,11 @@
 /*
- * The qlinkd configuration file (see qlink/config.h). libcyaml loads the
+ * The qlinkd configuration file (see config/config.h). libcyaml loads the
  * file into a raw struct whose scalars are pointers, so that an absent key
  * (NULL) can be told from one set to zero; the raw struct is then checked
  * key by key and copied into struct ql_config with the defaults filled in.
  */
 #define _GNU_SOURCE
-#include "qlink/config.h"
+#include "config/config.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>

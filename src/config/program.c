@@ -1,11 +1,11 @@
 /*
- * VPPU programs (see qlink/program.h): libcyaml maps the file onto raw
+ * VPPU programs (see config/program.h): libcyaml maps the file onto raw
  * structs of strings, which are then checked and compiled into typed
  * generators; the generators run in the VPPU's send loop, so they only
  * compute, never allocate.
  */
 #define _GNU_SOURCE
-#include "qlink/program.h"
+#include "config/program.h"
 
 #include <ctype.h>
 #include <errno.h>

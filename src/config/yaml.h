@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <yaml.h>
 
-#include "qlink/config.h"
+#include "config/config.h"
 
 struct ql_yaml_file {
 	const char *path;

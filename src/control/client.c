@@ -22,8 +22,6 @@
 #include "qlink/error.h"
 #include "qlink/log.h"
 
-#define QL_EXPORT __attribute__((visibility("default")))
-
 struct ql_ctl_client {
 	int fd;
 	uint8_t *secret;
@@ -120,6 +118,10 @@ static int transact(struct ql_ctl_client *cl, struct ql_ctl_msg *m, enum ql_ctl_
 	m->session = cl->session;
 	m->seq = ++cl->seq;
 	m->ts = now_ns();
+	/* Padded, so that a server that has forgotten this session may still answer
+	 * it (it never answers an unvalidated source with more than it received). */
+	if (!m->pad_to)
+		m->pad_to = QL_CTL_REQUEST_PAD;
 	n = ql_ctl_format(m, cl->secret, cl->secret_len, buf, sizeof(buf));
 	if (n < 0)
 		return ql_error_set(n, "control: cannot encode %s: %s", ql_ctl_type_name(m->type),
@@ -157,6 +159,8 @@ static int transact(struct ql_ctl_client *cl, struct ql_ctl_msg *m, enum ql_ctl_
 	return ql_error_set(-ETIMEDOUT, "control: no reply to %s from %s after %u tries",
 			    ql_ctl_type_name(m->type), cl->server, cl->retries + 1);
 got:
+	if (cl->reply.type == QL_CTL_RETRY && m->type == QL_CTL_DISCOVER)
+		return 1; /* the caller repeats the DISCOVER with the cookie */
 	if (cl->reply.type == QL_CTL_ERROR)
 		return ql_error_set(ql_ctl_error_errno(cl->reply.code), "server: %s: %s",
 				    cl->reply.code, cl->reply.text);
@@ -166,9 +170,8 @@ got:
 	return 0;
 }
 
-QL_EXPORT int ql_ctl_client_create(const char *host_port, const uint8_t *secret, size_t secret_len,
-				   const struct ql_ctl_client_config *cfg,
-				   struct ql_ctl_client **out)
+int ql_ctl_client_create(const char *host_port, const uint8_t *secret, size_t secret_len,
+			 const struct ql_ctl_client_config *cfg, struct ql_ctl_client **out)
 {
 	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *ai = NULL;
 	char host[128];
@@ -245,7 +248,7 @@ fail:
 	return ret;
 }
 
-QL_EXPORT void ql_ctl_client_destroy(struct ql_ctl_client *cl)
+void ql_ctl_client_destroy(struct ql_ctl_client *cl)
 {
 	if (!cl)
 		return;
@@ -257,8 +260,7 @@ QL_EXPORT void ql_ctl_client_destroy(struct ql_ctl_client *cl)
 	free(cl);
 }
 
-QL_EXPORT int ql_ctl_client_discover(struct ql_ctl_client *cl, uint32_t n,
-				     struct ql_conn_params *rth)
+int ql_ctl_client_discover(struct ql_ctl_client *cl, uint32_t n, struct ql_conn_params *rth)
 {
 	struct ql_ctl_msg m;
 	int ret;
@@ -284,7 +286,14 @@ QL_EXPORT int ql_ctl_client_discover(struct ql_ctl_client *cl, uint32_t n,
 	m.type = QL_CTL_DISCOVER;
 	snprintf(m.name, sizeof(m.name), "%s", cl->name);
 	m.nchannels = n;
-	ret = transact(cl, &m, QL_CTL_CONNECTION_PARAMS);
+	/* The server answers a DISCOVER without a valid cookie with RETRY and its
+	 * cookie: repeat it with the cookie (again if the cookie expired meanwhile). */
+	for (int round = 0; (ret = transact(cl, &m, QL_CTL_CONNECTION_PARAMS)) == 1; round++) {
+		if (round == 3)
+			return ql_error_set(-EPROTO, "control: %s keeps answering RETRY",
+					    cl->server);
+		memcpy(m.cookie, cl->reply.cookie, sizeof(m.cookie));
+	}
 	if (ret)
 		return ret;
 	if (cl->reply.nchannels != n)
@@ -300,8 +309,7 @@ QL_EXPORT int ql_ctl_client_discover(struct ql_ctl_client *cl, uint32_t n,
 	return 0;
 }
 
-QL_EXPORT int ql_ctl_client_ack(struct ql_ctl_client *cl, const struct ql_conn_params *mine,
-				uint32_t n)
+int ql_ctl_client_ack(struct ql_ctl_client *cl, const struct ql_conn_params *mine, uint32_t n)
 {
 	struct ql_ctl_msg m;
 	int ret;
@@ -332,22 +340,22 @@ static int simple(struct ql_ctl_client *cl, enum ql_ctl_type t)
 	return transact(cl, &m, QL_CTL_OK);
 }
 
-QL_EXPORT int ql_ctl_client_start(struct ql_ctl_client *cl)
+int ql_ctl_client_start(struct ql_ctl_client *cl)
 {
 	return simple(cl, QL_CTL_START);
 }
 
-QL_EXPORT int ql_ctl_client_stop(struct ql_ctl_client *cl)
+int ql_ctl_client_stop(struct ql_ctl_client *cl)
 {
 	return simple(cl, QL_CTL_STOP);
 }
 
-QL_EXPORT int ql_ctl_client_abort(struct ql_ctl_client *cl)
+int ql_ctl_client_abort(struct ql_ctl_client *cl)
 {
 	return simple(cl, QL_CTL_ABORT);
 }
 
-QL_EXPORT int ql_ctl_client_complete(struct ql_ctl_client *cl)
+int ql_ctl_client_complete(struct ql_ctl_client *cl)
 {
 	int ret = simple(cl, QL_CTL_COMPLETE);
 
@@ -356,7 +364,7 @@ QL_EXPORT int ql_ctl_client_complete(struct ql_ctl_client *cl)
 	return ret;
 }
 
-QL_EXPORT int ql_ctl_client_status(struct ql_ctl_client *cl, char *json, size_t len)
+int ql_ctl_client_status(struct ql_ctl_client *cl, char *json, size_t len)
 {
 	struct ql_ctl_msg m;
 	int ret;
@@ -385,6 +393,7 @@ static int send_keepalive(struct ql_ctl_client *cl)
 
 	memset(&m, 0, sizeof(m));
 	m.type = QL_CTL_KEEPALIVE;
+	m.pad_to = QL_CTL_REQUEST_PAD;
 	m.session = cl->session;
 	m.seq = ++cl->seq;
 	m.ts = now_ns();
@@ -397,7 +406,7 @@ static int send_keepalive(struct ql_ctl_client *cl)
 	return 0;
 }
 
-QL_EXPORT int ql_ctl_client_keepalive(struct ql_ctl_client *cl)
+int ql_ctl_client_keepalive(struct ql_ctl_client *cl)
 {
 	bool unauth = false;
 	int ret;
@@ -420,7 +429,7 @@ QL_EXPORT int ql_ctl_client_keepalive(struct ql_ctl_client *cl)
 	return send_keepalive(cl);
 }
 
-QL_EXPORT uint64_t ql_ctl_client_session(const struct ql_ctl_client *cl)
+uint64_t ql_ctl_client_session(const struct ql_ctl_client *cl)
 {
 	return cl->session;
 }
@@ -595,8 +604,8 @@ static int serve_drain(struct ql_ctl_client *cl, const struct ql_ctl_client_ops 
 	}
 }
 
-QL_EXPORT int ql_ctl_client_serve(struct ql_ctl_client *cl, int timeout_ms,
-				  const struct ql_ctl_client_ops *ops, void *ctx)
+int ql_ctl_client_serve(struct ql_ctl_client *cl, int timeout_ms,
+			const struct ql_ctl_client_ops *ops, void *ctx)
 {
 	uint64_t deadline = now_ns() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
 	uint64_t period = (uint64_t)cl->keepalive_ms * 1000000ull;

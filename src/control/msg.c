@@ -13,8 +13,6 @@
 
 #include "qlink/control.h"
 
-#define QL_EXPORT __attribute__((visibility("default")))
-
 static const char *const type_names[QL_CTL_TYPE_COUNT] = {
 	[QL_CTL_NONE] = "?",
 	[QL_CTL_DISCOVER] = "DISCOVER",
@@ -31,18 +29,19 @@ static const char *const type_names[QL_CTL_TYPE_COUNT] = {
 	[QL_CTL_ERROR] = "ERROR",
 	[QL_CTL_PROGRAM] = "PROGRAM",
 	[QL_CTL_TRIGGER] = "TRIGGER",
+	[QL_CTL_RETRY] = "RETRY",
 };
 
 static const char *const state_names[QL_CTL_S_COUNT] = {
 	"NEW", "OFFERED", "CONNECTED", "RUNNING", "STOPPED", "ABORTED", "COMPLETE", "LOST",
 };
 
-QL_EXPORT const char *ql_ctl_type_name(enum ql_ctl_type t)
+const char *ql_ctl_type_name(enum ql_ctl_type t)
 {
 	return ((unsigned)t < QL_CTL_TYPE_COUNT) ? type_names[t] : "?";
 }
 
-QL_EXPORT enum ql_ctl_type ql_ctl_type_from_name(const char *name)
+enum ql_ctl_type ql_ctl_type_from_name(const char *name)
 {
 	for (int t = QL_CTL_DISCOVER; t < QL_CTL_TYPE_COUNT; t++)
 		if (!strcmp(name, type_names[t]))
@@ -50,12 +49,12 @@ QL_EXPORT enum ql_ctl_type ql_ctl_type_from_name(const char *name)
 	return QL_CTL_NONE;
 }
 
-QL_EXPORT const char *ql_ctl_state_name(enum ql_ctl_state s)
+const char *ql_ctl_state_name(enum ql_ctl_state s)
 {
 	return ((unsigned)s < QL_CTL_S_COUNT) ? state_names[s] : "?";
 }
 
-QL_EXPORT int ql_ctl_error_errno(const char *code)
+int ql_ctl_error_errno(const char *code)
 {
 	static const struct {
 		const char *code;
@@ -97,6 +96,16 @@ static void mac_compute(const uint8_t *secret, size_t secret_len, const uint8_t 
 	crypto_auth_hmacsha256_update(&st, data, len);
 	crypto_auth_hmacsha256_final(&st, out);
 	sodium_memzero(&st, sizeof(st));
+}
+
+static void mac_hex(const uint8_t mac[crypto_auth_hmacsha256_BYTES], uint8_t out[QL_CTL_MAC_HEX])
+{
+	static const char hx[] = "0123456789abcdef";
+
+	for (size_t i = 0; i < crypto_auth_hmacsha256_BYTES; i++) {
+		out[2 * i] = (uint8_t)hx[mac[i] >> 4];
+		out[2 * i + 1] = (uint8_t)hx[mac[i] & 15];
+	}
 }
 
 static int hexval(uint8_t c)
@@ -274,6 +283,21 @@ static int get_chunk(json_t *o, struct ql_ctl_msg *m)
 	return 0;
 }
 
+#define NAME_CHARS "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:@-"
+
+/* "cookie": exactly QL_CTL_COOKIE_HEX lowercase hex digits. */
+static int get_cookie(json_t *o, bool required, struct ql_ctl_msg *m)
+{
+	int ret = get_str(o, "cookie", required, m->cookie, sizeof(m->cookie));
+
+	if (ret || !m->cookie[0])
+		return ret ? ret : (required ? -EBADMSG : 0);
+	if (strlen(m->cookie) != QL_CTL_COOKIE_HEX ||
+	    strspn(m->cookie, "0123456789abcdef") != QL_CTL_COOKIE_HEX)
+		return -EBADMSG;
+	return 0;
+}
+
 static int parse_body(json_t *o, struct ql_ctl_msg *m)
 {
 	char name[QL_CTL_CODE_MAX] = "";
@@ -284,11 +308,16 @@ static int parse_body(json_t *o, struct ql_ctl_msg *m)
 	case QL_CTL_DISCOVER:
 		m->nchannels = 1;
 		if (get_str(o, "name", false, m->name, sizeof(m->name)) ||
-		    get_u32(o, "channels", false, &m->nchannels))
+		    get_u32(o, "channels", false, &m->nchannels) || get_cookie(o, false, m))
 			return -EBADMSG;
 		if (m->nchannels < 1 || m->nchannels > QL_CTL_MAX_CHANNELS)
 			return -EBADMSG;
+		/* The name ends up in logs: a restricted alphabet forges no lines or keys. */
+		if (strspn(m->name, NAME_CHARS) != strlen(m->name))
+			return -EBADMSG;
 		return 0;
+	case QL_CTL_RETRY:
+		return get_cookie(o, true, m);
 	case QL_CTL_CONNECTION_PARAMS:
 		if (get_u32(o, "proto", true, &m->proto))
 			return -EBADMSG;
@@ -334,8 +363,8 @@ static int parse_body(json_t *o, struct ql_ctl_msg *m)
 	}
 }
 
-QL_EXPORT int ql_ctl_parse(const uint8_t *dgram, size_t len, const uint8_t *secret,
-			   size_t secret_len, struct ql_ctl_msg *out)
+int ql_ctl_parse(const uint8_t *dgram, size_t len, const uint8_t *secret, size_t secret_len,
+		 struct ql_ctl_msg *out)
 {
 	char type[QL_CTL_CODE_MAX];
 	const uint8_t *mac;
@@ -374,15 +403,16 @@ QL_EXPORT int ql_ctl_parse(const uint8_t *dgram, size_t len, const uint8_t *secr
 		goto out;
 	out->version = (uint32_t)v;
 	if (secret_len) {
-		uint8_t want[crypto_auth_hmacsha256_BYTES], got[crypto_auth_hmacsha256_BYTES];
+		uint8_t want[crypto_auth_hmacsha256_BYTES], want_hex[QL_CTL_MAC_HEX];
 
 		ret = -EACCES;
 		if (!mac)
 			goto out;
-		for (size_t i = 0; i < sizeof(got); i++)
-			got[i] = (uint8_t)(hexval(mac[2 * i]) << 4 | hexval(mac[2 * i + 1]));
 		mac_compute(secret, secret_len, dgram, jlen, want);
-		if (sodium_memcmp(want, got, sizeof(want)))
+		mac_hex(want, want_hex);
+		/* The text is compared, not its value: the MAC is lowercase hex exactly as
+		 * specified (an uppercase digit is a wrong MAC), and in constant time. */
+		if (sodium_memcmp(want_hex, mac, QL_CTL_MAC_HEX))
 			goto out;
 		out->mac_ok = true;
 	}
@@ -440,6 +470,13 @@ static int body_json(json_t *o, const struct ql_ctl_msg *m)
 	case QL_CTL_DISCOVER:
 		json_object_set_new(o, "name", json_string(m->name));
 		json_object_set_new(o, "channels", json_integer(m->nchannels ? m->nchannels : 1));
+		if (m->cookie[0])
+			json_object_set_new(o, "cookie", json_string(m->cookie));
+		return 0;
+	case QL_CTL_RETRY:
+		if (strlen(m->cookie) != QL_CTL_COOKIE_HEX)
+			return -EINVAL;
+		json_object_set_new(o, "cookie", json_string(m->cookie));
 		return 0;
 	case QL_CTL_CONNECTION_PARAMS:
 	case QL_CTL_ACK:
@@ -480,7 +517,9 @@ static int body_json(json_t *o, const struct ql_ctl_msg *m)
 		return 0;
 	case QL_CTL_ERROR:
 		json_object_set_new(o, "code", json_string(m->code));
-		json_object_set_new(o, "message", json_string(m->text));
+		/* Optional: left out when empty, for the shortest answer to an unvalidated source. */
+		if (m->text[0])
+			json_object_set_new(o, "message", json_string(m->text));
 		return 0;
 	case QL_CTL_STATUS_REPLY:
 		json_object_set_new(o, "state", json_string(ql_ctl_state_name(m->state)));
@@ -496,11 +535,11 @@ static int body_json(json_t *o, const struct ql_ctl_msg *m)
 	}
 }
 
-QL_EXPORT int ql_ctl_format(const struct ql_ctl_msg *m, const uint8_t *secret, size_t secret_len,
-			    uint8_t *buf, size_t cap)
+int ql_ctl_format(const struct ql_ctl_msg *m, const uint8_t *secret, size_t secret_len,
+		  uint8_t *buf, size_t cap)
 {
 	char session[17];
-	size_t n, max = cap < QL_CTL_MAX_DGRAM ? cap : QL_CTL_MAX_DGRAM;
+	size_t n, pad_to, max = cap < QL_CTL_MAX_DGRAM ? cap : QL_CTL_MAX_DGRAM;
 	json_t *o;
 	int ret;
 
@@ -522,6 +561,26 @@ QL_EXPORT int ql_ctl_format(const struct ql_ctl_msg *m, const uint8_t *secret, s
 	if (ret)
 		goto out;
 	n = json_dumpb(o, (char *)buf, max, JSON_COMPACT);
+	pad_to = m->type == QL_CTL_DISCOVER && m->pad_to < QL_CTL_DISCOVER_MIN ?
+			 QL_CTL_DISCOVER_MIN :
+			 m->pad_to;
+	if (pad_to > max)
+		pad_to = max;
+	if (pad_to && n > 0 && n <= max) {
+		/* Pad to QL_CTL_DISCOVER_MIN bytes (MAC line included): the server answers an
+		 * unvalidated source only with replies no larger than its request. */
+		size_t total = n + (secret_len ? 1 + QL_CTL_MAC_HEX : 0), fill = 9; /* ,"pad":"" */
+
+		if (total < pad_to) {
+			char pad[QL_CTL_MAX_DGRAM];
+			size_t k = total + fill < pad_to ? pad_to - total - fill : 0;
+
+			memset(pad, '.', k);
+			pad[k] = 0;
+			json_object_set_new(o, "pad", json_string(pad));
+			n = json_dumpb(o, (char *)buf, max, JSON_COMPACT);
+		}
+	}
 	ret = -EMSGSIZE;
 	if (n == 0 || n > max || (secret_len && n + 1 + QL_CTL_MAC_HEX > max))
 		goto out;
@@ -531,12 +590,7 @@ QL_EXPORT int ql_ctl_format(const struct ql_ctl_msg *m, const uint8_t *secret, s
 		mac_compute(secret, secret_len, buf, n, mac);
 		buf[n] = '\n';
 		/* sodium_bin2hex writes a NUL after the digits: build the line in place by hand. */
-		for (size_t i = 0; i < sizeof(mac); i++) {
-			static const char hx[] = "0123456789abcdef";
-
-			buf[n + 1 + 2 * i] = (uint8_t)hx[mac[i] >> 4];
-			buf[n + 2 + 2 * i] = (uint8_t)hx[mac[i] & 15];
-		}
+		mac_hex(mac, buf + n + 1);
 		n += 1 + QL_CTL_MAC_HEX;
 	}
 	ret = (int)n;

@@ -13,8 +13,6 @@
 #include "qlink/log.h"
 #include "qlink/qcs.h"
 
-#define QL_EXPORT __attribute__((visibility("default")))
-
 #define DISCONNECT_ABORT_MS 1000
 
 struct ql_qcs_device {
@@ -128,8 +126,8 @@ static const struct ql_ctl_server_ops qcs_ops = {
 	.lost = op_lost,
 };
 
-QL_EXPORT int ql_qcs_device_create(const struct ql_ctl_server_config *cfg, const char *qcs_name,
-				   struct ql_qcs_device **out)
+int ql_qcs_device_create(const struct ql_ctl_server_config *cfg, const char *qcs_name,
+			 struct ql_qcs_device **out)
 {
 	struct ql_ctl_server_config def = { .port = QL_CTL_DEFAULT_PORT };
 	struct ql_qcs_device *dev;
@@ -153,7 +151,7 @@ QL_EXPORT int ql_qcs_device_create(const struct ql_ctl_server_config *cfg, const
 	return 0;
 }
 
-QL_EXPORT void ql_qcs_device_destroy(struct ql_qcs_device *dev)
+void ql_qcs_device_destroy(struct ql_qcs_device *dev)
 {
 	if (!dev)
 		return;
@@ -161,13 +159,12 @@ QL_EXPORT void ql_qcs_device_destroy(struct ql_qcs_device *dev)
 	free(dev);
 }
 
-QL_EXPORT struct ql_ctl_server *ql_qcs_device_server(struct ql_qcs_device *dev)
+struct ql_ctl_server *ql_qcs_device_server(struct ql_qcs_device *dev)
 {
 	return dev->srv;
 }
 
-QL_EXPORT int ql_qcs_establish_connection(struct ql_qcs_device *dev, struct ql_channel *ch,
-					  int timeout_ms)
+int ql_qcs_establish_connection(struct ql_qcs_device *dev, struct ql_channel *ch, int timeout_ms)
 {
 	uint64_t deadline = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	int ret = 0;
@@ -203,7 +200,7 @@ QL_EXPORT int ql_qcs_establish_connection(struct ql_qcs_device *dev, struct ql_c
 	return ret;
 }
 
-QL_EXPORT bool ql_qcs_is_connected(const struct ql_qcs_device *dev)
+bool ql_qcs_is_connected(const struct ql_qcs_device *dev)
 {
 	return dev && dev->connected;
 }
@@ -221,8 +218,7 @@ static int check_connected(struct ql_qcs_device *dev, const char *what)
 	return 0;
 }
 
-QL_EXPORT int ql_qcs_upload_program(struct ql_qcs_device *dev, const void *bytes, size_t len,
-				    int timeout_ms)
+int ql_qcs_upload_program(struct ql_qcs_device *dev, const void *bytes, size_t len, int timeout_ms)
 {
 	uint64_t deadline = now_ms() + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0);
 	struct ql_ctl_msg *m;
@@ -276,18 +272,18 @@ static int simple(struct ql_qcs_device *dev, enum ql_ctl_type t, int timeout_ms)
 	return ret;
 }
 
-QL_EXPORT int ql_qcs_trigger(struct ql_qcs_device *dev, int timeout_ms)
+int ql_qcs_trigger(struct ql_qcs_device *dev, int timeout_ms)
 {
 	return simple(dev, QL_CTL_TRIGGER, timeout_ms);
 }
 
-QL_EXPORT int ql_qcs_abort(struct ql_qcs_device *dev, int timeout_ms)
+int ql_qcs_abort(struct ql_qcs_device *dev, int timeout_ms)
 {
 	/* The server ends the session (op_abort) whatever the QCS answers. */
 	return simple(dev, QL_CTL_ABORT, timeout_ms);
 }
 
-QL_EXPORT bool ql_qcs_is_complete(struct ql_qcs_device *dev)
+bool ql_qcs_is_complete(struct ql_qcs_device *dev)
 {
 	if (!dev)
 		return false;
@@ -295,12 +291,12 @@ QL_EXPORT bool ql_qcs_is_complete(struct ql_qcs_device *dev)
 	return dev->complete;
 }
 
-QL_EXPORT int ql_qcs_poll(struct ql_qcs_device *dev, int timeout_ms)
+int ql_qcs_poll(struct ql_qcs_device *dev, int timeout_ms)
 {
 	return ql_ctl_server_poll(dev->srv, timeout_ms);
 }
 
-QL_EXPORT int ql_qcs_disconnect(struct ql_qcs_device *dev)
+int ql_qcs_disconnect(struct ql_qcs_device *dev)
 {
 	if (!dev)
 		return ql_error_set(-EINVAL, "qcs: no device");

@@ -3,7 +3,15 @@
  * a reply cache per session, and the state machine of docs/control-plane.md.
  * Everything runs in the caller's ql_ctl_server_poll(); nothing allocates
  * after create except jansson while encoding and decoding.
+ *
+ * Anti-DoS (docs/control-plane.md §5): a DISCOVER from an unknown source
+ * earns only a stateless RETRY cookie; answers to sources without a session
+ * are never longer than what they answer; sessions, channels and sessions
+ * per address are limited; an ended session's slot is freed at once and its
+ * last answer kept in a ring of ended records; admitted session ids are
+ * remembered for a cookie's lifetime so a replayed DISCOVER opens nothing.
  */
+#define _GNU_SOURCE /* recvmmsg */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -20,8 +28,7 @@
 #include "qlink/control.h"
 #include "qlink/error.h"
 #include "qlink/log.h"
-
-#define QL_EXPORT __attribute__((visibility("default")))
+#include "server_internal.h"
 
 static uint64_t ql_ctl_now_ns(void)
 {
@@ -32,8 +39,14 @@ static uint64_t ql_ctl_now_ns(void)
 }
 
 #define RX_BURST 64    /* datagrams per poll call, so timers still run under a flood */
+#define RX_BATCH 16    /* datagrams per recvmmsg */
 #define LOG_PER_SEC 10 /* reject lines per second before suppression */
 #define PEER_STR_MAX 24
+#define ERROR_MIN \
+	80 /* bytes: {"v":1,"type":"ERROR","session":"<16>","seq":0,"ts":0,"code":"busy"} */
+#define ADMIT_MAX 4096	    /* session ids admitted within a cookie's lifetime */
+#define ADMIT_PER_SOURCE 64 /* of which one source address may hold */
+#define COOKIE_NS ((uint64_t)QL_CTL_COOKIE_PERIOD_S * 1000000000ull)
 
 struct ql_ctl_session {
 	struct ql_ctl_server *srv;
@@ -47,6 +60,8 @@ struct ql_ctl_session {
 	char peer_str[PEER_STR_MAX];
 	uint64_t last_seq;
 	uint64_t last_rx_ns;
+	uint64_t created_ns;
+	struct ql_conn_params offered[QL_CTL_MAX_CHANNELS]; /* this RTH's endpoints */
 	uint64_t requests; /* requests that ran (duplicates excluded) */
 	size_t reply_len;
 	uint8_t reply[QL_CTL_MAX_DGRAM];
@@ -64,6 +79,27 @@ struct ql_ctl_session {
 	uint8_t rq[QL_CTL_MAX_DGRAM];
 };
 
+/* An ended session, kept after its slot is freed so that a retransmission of
+ * its last request still gets the same answer. */
+struct ended {
+	bool used;
+	uint64_t id;
+	struct sockaddr_in peer;
+	enum ql_ctl_state state;
+	uint64_t last_seq;
+	uint64_t until_ns;
+	size_t reply_len;
+	uint8_t reply[QL_CTL_MAX_DGRAM];
+};
+
+/* A session id admitted (a DISCOVER with a valid cookie ran): a replay of
+ * that DISCOVER while its cookie lives opens nothing. */
+struct admitted {
+	uint64_t id;
+	uint64_t t_ns;
+	uint32_t addr;
+};
+
 struct allow_net {
 	uint32_t net; /* host order */
 	uint32_t mask;
@@ -79,7 +115,21 @@ struct ql_ctl_server {
 	struct allow_net *allow;
 	size_t nallow; /* 0 with allow == NULL: everyone */
 	uint32_t max_sessions;
+	uint32_t max_channels, max_per_source;
 	uint64_t timeout_ns;
+	struct ended *ended; /* 2 * max_sessions, a ring */
+	uint32_t nended, ended_next;
+	struct admitted *admitted;
+	uint8_t ckey[2][crypto_auth_hmacsha256_KEYBYTES]; /* by time bucket parity */
+	uint64_t cbucket;
+	size_t req_len; /* the datagram being handled: bound of an unvalidated answer */
+	/* receive batch (recvmmsg), set up once */
+	struct mmsghdr rx_msgs[RX_BATCH];
+	struct iovec rx_iov[RX_BATCH];
+	struct sockaddr_in rx_from[RX_BATCH];
+	uint8_t rx_buf[RX_BATCH][QL_CTL_MAX_DGRAM + 64];
+	ql_ctl_sender_fn sender; /* tests and fuzzers: replaces sendto */
+	void *sender_ctx;
 	uint32_t rq_timeout_ms, rq_retries;
 	struct ql_ctl_session *sessions;
 	struct ql_ctl_stats st; /* updated atomically: read from other threads */
@@ -179,6 +229,11 @@ static void send_dgram(struct ql_ctl_server *srv, const struct sockaddr_in *to, 
 {
 	/* Counters are current when a reply leaves: a QCS that reads them next sees its own step. */
 	count_active(srv);
+	if (srv->sender) {
+		if (srv->sender(srv->sender_ctx, to, buf, len) >= 0)
+			STAT_INC(srv, replied);
+		return;
+	}
 	/* Best effort: a reply lost here is a reply lost on the wire, and the client retries. */
 	if (sendto(srv->fd, buf, len, MSG_DONTWAIT, (const struct sockaddr *)to, sizeof(*to)) >= 0)
 		STAT_INC(srv, replied);
@@ -210,18 +265,45 @@ static void error_msg(struct ql_ctl_msg *r, const struct ql_ctl_msg *req, const 
 	snprintf(r->text, sizeof(r->text), "%s", text);
 }
 
-/* An ERROR for a datagram that belongs to no session (nothing cached). */
+/* Send an answer to a source no cookie has validated (no session of it):
+ * never larger than the datagram that provoked it, so that a spoofed source
+ * cannot turn this server into an amplifier. */
+static void send_unvalidated(struct ql_ctl_server *srv, const struct sockaddr_in *to,
+			     const uint8_t *buf, size_t n)
+{
+	if (n > srv->req_len) {
+		STAT_INC(srv, unanswered);
+		return;
+	}
+	send_dgram(srv, to, buf, n);
+}
+
+/* An ERROR for a datagram that belongs to no session (nothing cached): with
+ * its message if that fits the no-amplification bound, else without it
+ * (and without ts), else none. */
 static void reply_error(struct ql_ctl_server *srv, const struct sockaddr_in *to,
 			const struct ql_ctl_msg *req, const char *code, const char *text)
 {
 	uint8_t buf[QL_CTL_MAX_DGRAM];
 	struct ql_ctl_msg r;
 	size_t n;
+	int k;
 
+	/* No ERROR is shorter than this: a flood of short garbage costs no encoding. */
+	if (srv->req_len < ERROR_MIN + (srv->secret_len ? 1 + QL_CTL_MAC_HEX : 0)) {
+		STAT_INC(srv, unanswered);
+		return;
+	}
 	error_msg(&r, req, code, text);
 	n = encode(srv, &r, buf);
+	if (n > srv->req_len) {
+		r.text[0] = 0;
+		r.ts = 0;
+		k = ql_ctl_format(&r, srv->secret, srv->secret_len, buf, sizeof(buf));
+		n = k > 0 ? (size_t)k : 0;
+	}
 	if (n)
-		send_dgram(srv, to, buf, n);
+		send_unvalidated(srv, to, buf, n);
 }
 
 static struct ql_ctl_session *session_find(struct ql_ctl_server *srv, uint64_t id)
@@ -240,13 +322,152 @@ static void session_free(struct ql_ctl_session *s)
 	s->srv = srv;
 }
 
+/* The slot of an ended session is freed at once (its channels were given
+ * back by its ending callback); its last answer moves to the ended ring for
+ * retransmissions. */
+static void session_retire(struct ql_ctl_session *s, uint64_t now)
+{
+	struct ql_ctl_server *srv = s->srv;
+	struct ended *e = &srv->ended[srv->ended_next];
+	uint64_t keep = srv->timeout_ns > 2 * COOKIE_NS ? srv->timeout_ns : 2 * COOKIE_NS;
+
+	srv->ended_next = (srv->ended_next + 1) % srv->nended;
+	e->used = true;
+	e->id = s->id;
+	e->peer = s->peer;
+	e->state = s->state;
+	e->last_seq = s->last_seq;
+	e->until_ns = now + keep;
+	e->reply_len = s->reply_len;
+	memcpy(e->reply, s->reply, s->reply_len);
+	session_free(s);
+}
+
+static struct ended *ended_find(struct ql_ctl_server *srv, uint64_t id,
+				const struct sockaddr_in *from, uint64_t now)
+{
+	for (uint32_t i = 0; i < srv->nended; i++) {
+		struct ended *e = &srv->ended[i];
+
+		if (e->used && now >= e->until_ns)
+			e->used = false;
+		if (e->used && e->id == id && e->peer.sin_addr.s_addr == from->sin_addr.s_addr &&
+		    e->peer.sin_port == from->sin_port)
+			return e;
+	}
+	return NULL;
+}
+
+/* ---- cookies (stateless address validation, as DTLS and QUIC do) -------- */
+
+/* Keys rotate every QL_CTL_COOKIE_PERIOD_S; the key of bucket b is
+ * ckey[b & 1], so a cookie lives for the rest of its bucket and the next. */
+static void cookie_rotate(struct ql_ctl_server *srv, uint64_t now)
+{
+	uint64_t b = now / COOKIE_NS;
+
+	if (b == srv->cbucket)
+		return;
+	if (b != srv->cbucket + 1)
+		randombytes_buf(srv->ckey[(b + 1) & 1], sizeof(srv->ckey[0]));
+	randombytes_buf(srv->ckey[b & 1], sizeof(srv->ckey[0]));
+	srv->cbucket = b;
+}
+
+static void cookie_make(struct ql_ctl_server *srv, uint64_t bucket, const struct sockaddr_in *from,
+			uint64_t session, char out[QL_CTL_COOKIE_HEX + 1])
+{
+	static const char hx[] = "0123456789abcdef";
+	uint8_t in[4 + 2 + 8 + 8], mac[crypto_auth_hmacsha256_BYTES];
+
+	memcpy(in, &from->sin_addr.s_addr, 4);
+	memcpy(in + 4, &from->sin_port, 2);
+	memcpy(in + 6, &session, 8);
+	memcpy(in + 14, &bucket, 8);
+	crypto_auth_hmacsha256(mac, in, sizeof(in), srv->ckey[bucket & 1]);
+	for (int i = 0; i < QL_CTL_COOKIE_HEX / 2; i++) {
+		out[2 * i] = hx[mac[i] >> 4];
+		out[2 * i + 1] = hx[mac[i] & 15];
+	}
+	out[QL_CTL_COOKIE_HEX] = 0;
+}
+
+static bool cookie_ok(struct ql_ctl_server *srv, const struct ql_ctl_msg *req,
+		      const struct sockaddr_in *from)
+{
+	char want[QL_CTL_COOKIE_HEX + 1];
+
+	if (strlen(req->cookie) != QL_CTL_COOKIE_HEX)
+		return false;
+	cookie_make(srv, srv->cbucket, from, req->session, want);
+	if (!sodium_memcmp(want, req->cookie, QL_CTL_COOKIE_HEX))
+		return true;
+	cookie_make(srv, srv->cbucket - 1, from, req->session, want);
+	return !sodium_memcmp(want, req->cookie, QL_CTL_COOKIE_HEX);
+}
+
+/* RETRY: the cookie the DISCOVER must carry. Costs no state; as small as
+ * possible and never larger than the DISCOVER (send_unvalidated). */
+static void send_retry(struct ql_ctl_server *srv, const struct ql_ctl_msg *req,
+		       const struct sockaddr_in *from)
+{
+	uint8_t buf[QL_CTL_MAX_DGRAM];
+	struct ql_ctl_msg r;
+	int n;
+
+	memset(&r, 0, sizeof(r));
+	r.type = QL_CTL_RETRY;
+	r.session = req->session;
+	r.seq = req->seq;
+	cookie_make(srv, srv->cbucket, from, req->session, r.cookie);
+	n = ql_ctl_format(&r, srv->secret, srv->secret_len, buf, sizeof(buf));
+	STAT_INC(srv, retries);
+	if (n > 0)
+		send_unvalidated(srv, from, buf, (size_t)n);
+}
+
+/* 0: admitted now; -EALREADY: admitted before (a replay); -EBUSY: no room
+ * (for this source). */
+static int admit(struct ql_ctl_server *srv, uint64_t id, const struct sockaddr_in *from,
+		 uint64_t now)
+{
+	struct admitted *free_slot = NULL;
+	uint32_t mine = 0;
+
+	for (uint32_t i = 0; i < ADMIT_MAX; i++) {
+		struct admitted *a = &srv->admitted[i];
+
+		if (a->t_ns && now - a->t_ns > 2 * COOKIE_NS + 1000000000ull)
+			a->t_ns = 0;
+		if (!a->t_ns) {
+			if (!free_slot)
+				free_slot = a;
+			continue;
+		}
+		if (a->id == id)
+			return -EALREADY;
+		mine += a->addr == from->sin_addr.s_addr;
+	}
+	if (!free_slot || mine >= ADMIT_PER_SOURCE)
+		return -EBUSY;
+	free_slot->id = id;
+	free_slot->t_ns = now ? now : 1;
+	free_slot->addr = from->sin_addr.s_addr;
+	return 0;
+}
+
 static void count_active(struct ql_ctl_server *srv)
 {
-	uint64_t n = 0;
+	uint64_t n = 0, c = 0;
 
-	for (uint32_t i = 0; i < srv->max_sessions; i++)
-		n += srv->sessions[i].used && state_open(srv->sessions[i].state);
+	for (uint32_t i = 0; i < srv->max_sessions; i++) {
+		bool on = srv->sessions[i].used && state_open(srv->sessions[i].state);
+
+		n += on;
+		c += on ? srv->sessions[i].nchannels : 0;
+	}
 	__atomic_store_n(&srv->st.sessions_active, n, __ATOMIC_RELAXED);
+	__atomic_store_n(&srv->st.channels_active, c, __ATOMIC_RELAXED);
 }
 
 /* Callback failures go back to the QCS as ERROR "refused" with the detail sentence. */
@@ -266,6 +487,25 @@ static void end_session(struct ql_ctl_session *s, enum ql_ctl_state st)
 {
 	s->state = st;
 	s->open = false;
+}
+
+/* Whether one of the QCS's endpoints (QP number and GID) is one this RTH
+ * offered, in any open session. */
+static bool owns_endpoint(struct ql_ctl_server *srv, const struct ql_conn_params *ch, uint32_t n)
+{
+	for (uint32_t i = 0; i < srv->max_sessions; i++) {
+		const struct ql_ctl_session *o = &srv->sessions[i];
+
+		if (!o->used)
+			continue;
+		for (uint32_t j = 0; j < o->nchannels; j++)
+			for (uint32_t k = 0; k < n; k++)
+				if (ch[k].qpn == o->offered[j].qpn &&
+				    !memcmp(ch[k].gid.raw, o->offered[j].gid.raw,
+					    sizeof(ch[k].gid.raw)))
+					return true;
+	}
+	return false;
 }
 
 /* Run one new request of an existing session; fills the reply. */
@@ -293,7 +533,14 @@ static void session_request(struct ql_ctl_server *srv, struct ql_ctl_session *s,
 			STAT_INC(srv, rejected);
 			return;
 		}
-		ret = ops->accept ? ops->accept(srv->ctx, s, req->ch, req->nchannels) : 0;
+		if (owns_endpoint(srv, req->ch, req->nchannels)) {
+			/* Connecting the RTH's QP to itself or to another of its own QPs
+			 * would loop its ring into itself: refused, and the offer released. */
+			STAT_INC(srv, self_connect);
+			ret = ql_error_set(-EINVAL, "the ACK names an endpoint of this RTH");
+		} else {
+			ret = ops->accept ? ops->accept(srv->ctx, s, req->ch, req->nchannels) : 0;
+		}
 		if (op_result(r, req, ret, "accept")) {
 			/* The offer reserved resources: release them through abort. */
 			end_session(s, QL_CTL_S_ABORTED);
@@ -382,20 +629,51 @@ static void session_discover(struct ql_ctl_server *srv, const struct ql_ctl_msg 
 			     const struct sockaddr_in *from, uint64_t now)
 {
 	struct ql_ctl_session *s = NULL;
+	uint32_t channels = 0, mine = 0;
+	const char *why = NULL;
 	struct ql_ctl_msg r;
 	int ret;
 
-	for (uint32_t i = 0; i < srv->max_sessions && !s; i++)
-		if (!srv->sessions[i].used)
-			s = &srv->sessions[i];
-	if (!s) {
+	for (uint32_t i = 0; i < srv->max_sessions; i++) {
+		struct ql_ctl_session *o = &srv->sessions[i];
+
+		if (!o->used) {
+			if (!s)
+				s = o;
+			continue;
+		}
+		channels += o->nchannels;
+		mine += o->peer.sin_addr.s_addr == from->sin_addr.s_addr;
+	}
+	/* Sessions and channels are limited separately, and per source, so that one
+	 * QCS asking for everything leaves room for the others. */
+	if (!s)
+		why = "the server has no free session";
+	else if (channels + req->nchannels > srv->max_channels)
+		why = "the server has no free channel";
+	else if (mine >= srv->max_per_source)
+		why = "too many sessions from this address";
+	if (!why) {
+		ret = admit(srv, req->session, from, now);
+		if (ret == -EALREADY) {
+			STAT_INC(srv, replayed);
+			STAT_INC(srv, rejected);
+			reject_log(srv, from, "DISCOVER replayed (session %016llx seen before)",
+				   (unsigned long long)req->session);
+			return;
+		}
+		if (ret)
+			why = "too many new sessions from this address";
+	}
+	if (why) {
 		STAT_INC(srv, busy);
 		STAT_INC(srv, rejected);
-		reject_log(srv, from, "DISCOVER refused: %u sessions open", srv->max_sessions);
-		reply_error(srv, from, req, "busy", "the server has no free session");
+		reject_log(srv, from, "DISCOVER refused: %s", why);
+		reply_error(srv, from, req, "busy", why);
 		return;
 	}
 	s->used = true;
+	s->created_ns = now;
 	s->id = req->session;
 	snprintf(s->name, sizeof(s->name), "%s", req->name);
 	s->nchannels = req->nchannels;
@@ -417,10 +695,16 @@ static void session_discover(struct ql_ctl_server *srv, const struct ql_ctl_msg 
 		STAT_INC(srv, refused);
 		STAT_INC(srv, rejected);
 		ql_log_warn("control", "DISCOVER from %s refused: %s", s->peer_str, r.text);
-		reply_error(srv, from, req, "refused", r.text);
-		session_free(s);
+		/* Cached in the ended ring: the retransmitted DISCOVER gets the same answer
+		 * (its session id is admitted, so it would otherwise count as a replay). */
+		s->state = QL_CTL_S_ABORTED;
+		s->reply_len = encode(srv, &r, s->reply);
+		if (s->reply_len)
+			send_dgram(srv, from, s->reply, s->reply_len);
+		session_retire(s, now);
 		return;
 	}
+	memcpy(s->offered, r.ch, s->nchannels * sizeof(r.ch[0]));
 	s->state = QL_CTL_S_OFFERED;
 	s->open = true;
 	s->requests = 1;
@@ -432,7 +716,7 @@ static void session_discover(struct ql_ctl_server *srv, const struct ql_ctl_msg 
 			srv->ops.abort(srv->ctx, s);
 		reply_error(srv, from, req, "refused",
 			    "connection parameters could not be encoded");
-		session_free(s);
+		session_retire(s, now);
 		return;
 	}
 	STAT_INC(srv, sessions_total);
@@ -475,6 +759,43 @@ static void rth_answer(struct ql_ctl_server *srv, const struct ql_ctl_msg *m,
 	}
 }
 
+/* A datagram of a session that has ended (its slot already free). */
+static void session_ended(struct ql_ctl_server *srv, struct ended *e, const struct ql_ctl_msg *req,
+			  const struct sockaddr_in *from)
+{
+	char text[QL_CTL_TEXT_MAX];
+
+	if (req->seq == e->last_seq) {
+		STAT_INC(srv, duplicates);
+		if (e->reply_len)
+			send_dgram(srv, from, e->reply, e->reply_len);
+		return;
+	}
+	if (req->seq < e->last_seq) {
+		STAT_INC(srv, replayed);
+		STAT_INC(srv, rejected);
+		reject_log(srv, from, "%s seq %llu older than %llu (ended session %016llx)",
+			   ql_ctl_type_name(req->type), (unsigned long long)req->seq,
+			   (unsigned long long)e->last_seq, (unsigned long long)e->id);
+		return;
+	}
+	e->last_seq = req->seq;
+	STAT_INC(srv, bad_state);
+	STAT_INC(srv, rejected);
+	snprintf(text, sizeof(text), "%s is not valid in state %s", ql_ctl_type_name(req->type),
+		 ql_ctl_state_name(e->state));
+	reject_log(srv, from, "%s", text);
+	/* Bound to the address its cookie validated: the answer may be cached and sent. */
+	{
+		struct ql_ctl_msg r;
+
+		error_msg(&r, req, "bad_state", text);
+		e->reply_len = encode(srv, &r, e->reply);
+		if (e->reply_len)
+			send_dgram(srv, from, e->reply, e->reply_len);
+	}
+}
+
 static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, size_t real_len,
 		   const struct sockaddr_in *from)
 {
@@ -484,6 +805,7 @@ static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, si
 	int ret;
 
 	STAT_INC(srv, received);
+	srv->req_len = real_len;
 	if (!allowed(srv, from)) {
 		/* Unanswered: a reply would tell a stranger that something listens here. */
 		STAT_INC(srv, not_allowed);
@@ -493,6 +815,8 @@ static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, si
 	}
 	if (real_len > len)
 		ret = -EMSGSIZE;
+	else if (len < 2 || buf[0] != '{')
+		ret = -EBADMSG; /* garbage costs no JSON parse (flood: docs/benchmarks.md) */
 	else
 		ret = ql_ctl_parse(buf, len, srv->secret, srv->secret_len, &req);
 	if (ret) {
@@ -543,6 +867,7 @@ static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, si
 	case QL_CTL_ERROR:
 	case QL_CTL_PROGRAM:
 	case QL_CTL_TRIGGER:
+	case QL_CTL_RETRY:
 		STAT_INC(srv, bad_type);
 		STAT_INC(srv, rejected);
 		reject_log(srv, from, "%s is sent by servers only", ql_ctl_type_name(req.type));
@@ -556,6 +881,12 @@ static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, si
 	if (s && !same_peer(&s->peer, from))
 		s = NULL; /* a session is bound to the address that opened it */
 	if (!s) {
+		struct ended *e = ended_find(srv, req.session, from, now);
+
+		if (e) {
+			session_ended(srv, e, &req, from);
+			return;
+		}
 		if (req.type == QL_CTL_DISCOVER) {
 			if (session_find(srv, req.session)) {
 				STAT_INC(srv, bad_state);
@@ -563,6 +894,23 @@ static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, si
 				reject_log(srv, from,
 					   "session id already in use from another address");
 				reply_error(srv, from, &req, "bad_state", "session id in use");
+				return;
+			}
+			if (len < QL_CTL_DISCOVER_MIN) {
+				STAT_INC(srv, malformed);
+				STAT_INC(srv, rejected);
+				reject_log(srv, from, "DISCOVER of %zu bytes, not padded to %d",
+					   len, QL_CTL_DISCOVER_MIN);
+				reply_error(srv, from, &req, "malformed",
+					    "DISCOVER must be padded to 256 bytes");
+				return;
+			}
+			cookie_rotate(srv, now);
+			if (!cookie_ok(srv, &req, from)) {
+				/* No state for an address not yet shown to be real. */
+				if (req.cookie[0])
+					STAT_INC(srv, bad_cookie);
+				send_retry(srv, &req, from);
 				return;
 			}
 			session_discover(srv, &req, from, now);
@@ -602,6 +950,8 @@ static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, si
 	s->reply_len = encode(srv, &r, s->reply);
 	if (s->reply_len)
 		send_dgram(srv, from, s->reply, s->reply_len);
+	if (!s->open)
+		session_retire(s, now);
 }
 
 /* Retransmit RTH requests that are due, with the client's back-off; give
@@ -639,10 +989,17 @@ static uint64_t expire(struct ql_ctl_server *srv, uint64_t now)
 
 	for (uint32_t i = 0; i < srv->max_sessions; i++) {
 		struct ql_ctl_session *s = &srv->sessions[i];
-		uint64_t deadline = s->last_rx_ns + srv->timeout_ns;
+		/* An offer must be taken up (ACK) within the timeout: keepalives alone do
+		 * not hold reserved channels. */
+		uint64_t deadline = (s->state == QL_CTL_S_OFFERED ? s->created_ns : s->last_rx_ns) +
+				    srv->timeout_ns;
 
 		if (!s->used)
 			continue;
+		if (!s->open) {
+			session_retire(s, now);
+			continue;
+		}
 		if (now < deadline) {
 			next = deadline < next ? deadline : next;
 			continue;
@@ -657,16 +1014,27 @@ static uint64_t expire(struct ql_ctl_server *srv, uint64_t now)
 			if (srv->ops.lost)
 				srv->ops.lost(srv->ctx, s);
 		}
-		/* Ended sessions were kept this long only to answer duplicates. */
 		session_free(s);
 	}
 	count_active(srv);
 	return next;
 }
 
-QL_EXPORT int ql_ctl_server_poll(struct ql_ctl_server *srv, int timeout_ms)
+void ql_ctl_server_set_sender(struct ql_ctl_server *srv, ql_ctl_sender_fn fn, void *ctx)
 {
-	uint8_t buf[QL_CTL_MAX_DGRAM + 64];
+	srv->sender = fn;
+	srv->sender_ctx = ctx;
+}
+
+void ql_ctl_server_input(struct ql_ctl_server *srv, const uint8_t *buf, size_t len,
+			 const struct sockaddr_in *from)
+{
+	handle(srv, buf, len > QL_CTL_MAX_DGRAM + 64 ? QL_CTL_MAX_DGRAM + 64 : len, len, from);
+	expire(srv, ql_ctl_now_ns());
+}
+
+int ql_ctl_server_poll(struct ql_ctl_server *srv, int timeout_ms)
+{
 	uint64_t now = ql_ctl_now_ns(), next = expire(srv, now);
 	struct pollfd pfd = { .fd = srv->fd, .events = POLLIN };
 	int handled = 0, ret;
@@ -681,12 +1049,11 @@ QL_EXPORT int ql_ctl_server_poll(struct ql_ctl_server *srv, int timeout_ms)
 	if (ret < 0 && errno != EINTR)
 		return -errno;
 	while (handled < RX_BURST) {
-		struct sockaddr_in from;
-		socklen_t flen = sizeof(from);
-		ssize_t n = recvfrom(srv->fd, buf, sizeof(buf), MSG_DONTWAIT | MSG_TRUNC,
-				     (struct sockaddr *)&from, &flen);
+		/* A batch per system call: under a flood the syscalls, not the parsing, would
+		 * dominate the cost of a rejected datagram. */
+		int got = recvmmsg(srv->fd, srv->rx_msgs, RX_BATCH, MSG_DONTWAIT, NULL);
 
-		if (n < 0) {
+		if (got < 0) {
 			if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)
 				break;
 			/* ICMP errors from earlier sends surface here; they are not ours to fail on. */
@@ -694,25 +1061,38 @@ QL_EXPORT int ql_ctl_server_poll(struct ql_ctl_server *srv, int timeout_ms)
 				continue;
 			return -errno;
 		}
-		handled++;
-		if (flen != sizeof(from) || from.sin_family != AF_INET)
-			continue;
-		handle(srv, buf, (size_t)n > sizeof(buf) ? sizeof(buf) : (size_t)n, (size_t)n,
-		       &from);
+		for (int i = 0; i < got; i++) {
+			struct mmsghdr *mh = &srv->rx_msgs[i];
+			const struct sockaddr_in *from = &srv->rx_from[i];
+			size_t n = mh->msg_len, cap = sizeof(srv->rx_buf[i]);
+
+			handled++;
+			/* MSG_TRUNC: longer than the buffer, so longer than allowed. */
+			if (mh->msg_hdr.msg_flags & MSG_TRUNC)
+				n = cap + 1;
+			if (mh->msg_hdr.msg_namelen != sizeof(*from) || from->sin_family != AF_INET)
+				continue;
+			handle(srv, srv->rx_buf[i], n > cap ? cap : n, n, from);
+		}
+		for (int i = 0; i < got; i++) {
+			srv->rx_msgs[i].msg_hdr.msg_namelen = sizeof(srv->rx_from[i]);
+			srv->rx_msgs[i].msg_hdr.msg_flags = 0;
+		}
+		if (got < RX_BATCH)
+			break;
 	}
 	expire(srv, ql_ctl_now_ns());
 	return handled;
 }
 
-QL_EXPORT int ql_ctl_server_create(const struct ql_ctl_server_config *cfg,
-				   const struct ql_ctl_server_ops *ops, void *ctx,
-				   struct ql_ctl_server **out)
+int ql_ctl_server_create(const struct ql_ctl_server_config *cfg,
+			 const struct ql_ctl_server_ops *ops, void *ctx, struct ql_ctl_server **out)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	socklen_t alen = sizeof(a);
 	struct ql_ctl_server *srv;
 	const char *bind_addr;
-	int ret, one = 1;
+	int ret;
 
 	if (!cfg || !ops || !ops->offer || !out)
 		return ql_error_set(-EINVAL,
@@ -728,14 +1108,28 @@ QL_EXPORT int ql_ctl_server_create(const struct ql_ctl_server_config *cfg,
 	srv->ops = *ops;
 	srv->ctx = ctx;
 	srv->max_sessions = cfg->max_sessions ? cfg->max_sessions : 16;
+	srv->max_channels = cfg->max_channels ? cfg->max_channels : 2 * srv->max_sessions;
+	srv->max_per_source = cfg->max_sessions_per_source ? cfg->max_sessions_per_source : 4;
 	srv->timeout_ns =
 		(uint64_t)(cfg->session_timeout_ms ? cfg->session_timeout_ms : 3000) * 1000000ull;
 	srv->rq_timeout_ms = cfg->request_timeout_ms ? cfg->request_timeout_ms : 200;
 	srv->rq_retries = cfg->request_retries ? cfg->request_retries : 5;
 	srv->sessions = calloc(srv->max_sessions, sizeof(*srv->sessions));
+	srv->nended = 2 * srv->max_sessions;
+	srv->ended = calloc(srv->nended, sizeof(*srv->ended));
+	srv->admitted = calloc(ADMIT_MAX, sizeof(*srv->admitted));
 	ret = ql_error_set(-ENOMEM, "control server: out of memory");
-	if (!srv->sessions)
+	if (!srv->sessions || !srv->ended || !srv->admitted)
 		goto fail;
+	srv->cbucket = ql_ctl_now_ns() / COOKIE_NS;
+	for (int i = 0; i < RX_BATCH; i++) {
+		srv->rx_iov[i] = (struct iovec){ srv->rx_buf[i], sizeof(srv->rx_buf[i]) };
+		srv->rx_msgs[i].msg_hdr = (struct msghdr){ .msg_name = &srv->rx_from[i],
+							   .msg_namelen = sizeof(srv->rx_from[i]),
+							   .msg_iov = &srv->rx_iov[i],
+							   .msg_iovlen = 1 };
+	}
+	randombytes_buf(srv->ckey, sizeof(srv->ckey));
 	for (uint32_t i = 0; i < srv->max_sessions; i++)
 		srv->sessions[i].srv = srv;
 	if (cfg->secret_len) {
@@ -779,10 +1173,17 @@ QL_EXPORT int ql_ctl_server_create(const struct ql_ctl_server_config *cfg,
 		ret = ql_error_set(-errno, "control server: socket: %s", strerror(errno));
 		goto fail;
 	}
-	setsockopt(srv->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	/* No SO_REUSEADDR or SO_REUSEPORT: on UDP they let a second socket (another
+	 * qlinkd, or another user's program) bind the same port and take datagrams. */
 	if (bind(srv->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
-		ret = ql_error_set(-errno, "control server: cannot bind %s:%u: %s", bind_addr,
-				   cfg->port, strerror(errno));
+		if (errno == EADDRINUSE)
+			ret = ql_error_set(-EADDRINUSE,
+					   "control port %u already in use on %s (another qlinkd, "
+					   "or another program, is bound to it)",
+					   cfg->port, bind_addr);
+		else
+			ret = ql_error_set(-errno, "control server: cannot bind %s:%u: %s",
+					   bind_addr, cfg->port, strerror(errno));
 		goto fail;
 	}
 	getsockname(srv->fd, (struct sockaddr *)&a, &alen);
@@ -798,11 +1199,14 @@ fail:
 		sodium_memzero(srv->secret, srv->secret_len);
 	free(srv->secret);
 	free(srv->sessions);
+	free(srv->ended);
+	free(srv->admitted);
+	sodium_memzero(srv->ckey, sizeof(srv->ckey));
 	free(srv);
 	return ret;
 }
 
-QL_EXPORT void ql_ctl_server_destroy(struct ql_ctl_server *srv)
+void ql_ctl_server_destroy(struct ql_ctl_server *srv)
 {
 	if (!srv)
 		return;
@@ -833,11 +1237,14 @@ QL_EXPORT void ql_ctl_server_destroy(struct ql_ctl_server *srv)
 		sodium_memzero(srv->secret, srv->secret_len);
 	free(srv->secret);
 	free(srv->sessions);
+	free(srv->ended);
+	free(srv->admitted);
+	sodium_memzero(srv->ckey, sizeof(srv->ckey));
 	free(srv);
 }
 
-QL_EXPORT int ql_ctl_server_request(struct ql_ctl_server *srv, uint64_t session,
-				    const struct ql_ctl_msg *m, int timeout_ms)
+int ql_ctl_server_request(struct ql_ctl_server *srv, uint64_t session, const struct ql_ctl_msg *m,
+			  int timeout_ms)
 {
 	uint64_t now = ql_ctl_now_ns(),
 		 deadline = now + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000ull;
@@ -901,17 +1308,17 @@ QL_EXPORT int ql_ctl_server_request(struct ql_ctl_server *srv, uint64_t session,
 	return 0;
 }
 
-QL_EXPORT int ql_ctl_server_fd(const struct ql_ctl_server *srv)
+int ql_ctl_server_fd(const struct ql_ctl_server *srv)
 {
 	return srv->fd;
 }
 
-QL_EXPORT uint16_t ql_ctl_server_port(const struct ql_ctl_server *srv)
+uint16_t ql_ctl_server_port(const struct ql_ctl_server *srv)
 {
 	return srv->port;
 }
 
-QL_EXPORT void ql_ctl_server_stats(const struct ql_ctl_server *srv, struct ql_ctl_stats *st)
+void ql_ctl_server_stats(const struct ql_ctl_server *srv, struct ql_ctl_stats *st)
 {
 	const uint64_t *src = (const uint64_t *)&srv->st;
 	uint64_t *dst = (uint64_t *)st;
@@ -920,37 +1327,37 @@ QL_EXPORT void ql_ctl_server_stats(const struct ql_ctl_server *srv, struct ql_ct
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 }
 
-QL_EXPORT uint64_t ql_ctl_session_id(const struct ql_ctl_session *s)
+uint64_t ql_ctl_session_id(const struct ql_ctl_session *s)
 {
 	return s->id;
 }
 
-QL_EXPORT const char *ql_ctl_session_name(const struct ql_ctl_session *s)
+const char *ql_ctl_session_name(const struct ql_ctl_session *s)
 {
 	return s->name;
 }
 
-QL_EXPORT uint32_t ql_ctl_session_nchannels(const struct ql_ctl_session *s)
+uint32_t ql_ctl_session_nchannels(const struct ql_ctl_session *s)
 {
 	return s->nchannels;
 }
 
-QL_EXPORT enum ql_ctl_state ql_ctl_session_state(const struct ql_ctl_session *s)
+enum ql_ctl_state ql_ctl_session_state(const struct ql_ctl_session *s)
 {
 	return s->state;
 }
 
-QL_EXPORT const char *ql_ctl_session_peer(const struct ql_ctl_session *s)
+const char *ql_ctl_session_peer(const struct ql_ctl_session *s)
 {
 	return s->peer_str;
 }
 
-QL_EXPORT void ql_ctl_session_set_data(struct ql_ctl_session *s, void *data)
+void ql_ctl_session_set_data(struct ql_ctl_session *s, void *data)
 {
 	s->data = data;
 }
 
-QL_EXPORT void *ql_ctl_session_data(const struct ql_ctl_session *s)
+void *ql_ctl_session_data(const struct ql_ctl_session *s)
 {
 	return s->data;
 }

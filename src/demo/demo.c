@@ -1,7 +1,7 @@
-/* The demonstration function qlink_parity (see include/qlink/demo.h). */
+/* The demonstration function qlink_parity (see demo/demo.h). */
 #include <string.h>
 
-#include "qlink/demo.h"
+#include "demo/demo.h"
 
 /* Bit count of a word, inline: without -mpopcnt, __builtin_popcount is a
  * call into libgcc that costs more than the rest of the handler. */

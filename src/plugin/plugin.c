@@ -1,6 +1,6 @@
-/* Loading handler plugins (see qlink/plugin.h). */
+/* Loading handler plugins (see plugin/loader.h and qlink/plugin.h). */
 #define _GNU_SOURCE
-#include "qlink/plugin.h"
+#include "plugin/loader.h"
 
 #include <dlfcn.h>
 #include <errno.h>

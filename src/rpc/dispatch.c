@@ -13,8 +13,6 @@
 #include "qlink/rpc.h"
 #include "rpc/dispatch_int.h"
 
-#define QL_EXPORT __attribute__((visibility("default")))
-
 /* Not a value a handler writes by chance (nor zeros, nor a small integer). */
 static const uint64_t canary_value = 0x5ca1ab1ec0ffee17ull;
 
@@ -150,9 +148,9 @@ respond:
 	return status;
 }
 
-QL_EXPORT int32_t ql_rpc_dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t msg_len,
-				  uint8_t *resp, size_t resp_cap, size_t *resp_len,
-				  struct ql_rpc_dispatch_info *info)
+int32_t ql_rpc_dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t msg_len,
+			uint8_t *resp, size_t resp_cap, size_t *resp_len,
+			struct ql_rpc_dispatch_info *info)
 {
 	return dispatch(t, msg, msg_len, resp, resp_cap, resp_len, info, NULL, NULL);
 }

@@ -12,11 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define QL_EXPORT __attribute__((visibility("default")))
-
 #define QL_RPC_TABLE_MAX 65536u
 
-QL_EXPORT int ql_rpc_table_create(uint32_t capacity, struct ql_rpc_table **out)
+int ql_rpc_table_create(uint32_t capacity, struct ql_rpc_table **out)
 {
 	struct ql_rpc_table *t;
 	uint32_t nslots = 2;
@@ -46,7 +44,7 @@ QL_EXPORT int ql_rpc_table_create(uint32_t capacity, struct ql_rpc_table **out)
 	return 0;
 }
 
-QL_EXPORT void ql_rpc_table_destroy(struct ql_rpc_table *t)
+void ql_rpc_table_destroy(struct ql_rpc_table *t)
 {
 	if (!t)
 		return;
@@ -57,7 +55,7 @@ QL_EXPORT void ql_rpc_table_destroy(struct ql_rpc_table *t)
 	free(t);
 }
 
-QL_EXPORT int ql_rpc_table_add(struct ql_rpc_table *t, const struct ql_rpc_function *f)
+int ql_rpc_table_add(struct ql_rpc_table *t, const struct ql_rpc_function *f)
 {
 	struct ql_rpc_table_entry *e;
 	uint32_t i;

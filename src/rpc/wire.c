@@ -4,9 +4,7 @@
 #include <errno.h>
 #include <stdint.h>
 
-#define QL_EXPORT __attribute__((visibility("default")))
-
-QL_EXPORT const char *ql_rpc_status_str(int32_t status)
+const char *ql_rpc_status_str(int32_t status)
 {
 	if (status > 0)
 		return "handler error";
@@ -32,7 +30,7 @@ QL_EXPORT const char *ql_rpc_status_str(int32_t status)
 	}
 }
 
-QL_EXPORT const char *ql_rpc_err_kind_str(enum ql_rpc_err_kind kind)
+const char *ql_rpc_err_kind_str(enum ql_rpc_err_kind kind)
 {
 	static const char *const names[QL_RPC_ERR_KIND_COUNT] = {
 		[QL_RPC_ERR_NONE] = "none",
@@ -51,7 +49,7 @@ QL_EXPORT const char *ql_rpc_err_kind_str(enum ql_rpc_err_kind kind)
 	return names[kind];
 }
 
-QL_EXPORT int ql_rpc_type_elem_size(uint8_t type_id)
+int ql_rpc_type_elem_size(uint8_t type_id)
 {
 	switch (type_id) {
 	case QL_RPC_TYPE_UINT8:
@@ -94,7 +92,7 @@ static int64_t expected_size(uint8_t type_id, uint32_t n)
 	return (int64_t)n * es; /* at most 2^35, no overflow */
 }
 
-QL_EXPORT int ql_rpc_type_init(struct ql_rpc_type *t, uint8_t type_id, uint32_t n)
+int ql_rpc_type_init(struct ql_rpc_type *t, uint8_t type_id, uint32_t n)
 {
 	int64_t size = expected_size(type_id, n);
 
@@ -107,7 +105,7 @@ QL_EXPORT int ql_rpc_type_init(struct ql_rpc_type *t, uint8_t type_id, uint32_t 
 	return 0;
 }
 
-QL_EXPORT int ql_rpc_type_check(const struct ql_rpc_type *t)
+int ql_rpc_type_check(const struct ql_rpc_type *t)
 {
 	int64_t size = expected_size(t->type_id, t->num_elements);
 
@@ -130,7 +128,7 @@ static int check_side(const struct ql_rpc_type *v, unsigned int n)
 	return total > UINT32_MAX ? -EINVAL : 0;
 }
 
-QL_EXPORT int ql_rpc_schema_check(const struct ql_rpc_schema *s)
+int ql_rpc_schema_check(const struct ql_rpc_schema *s)
 {
 	if (!s || s->nargs > QL_RPC_MAX_ARGS || s->nresults > QL_RPC_MAX_RESULTS)
 		return -EINVAL;
@@ -150,12 +148,12 @@ static size_t side_size(const struct ql_rpc_type *v, unsigned int n, unsigned in
 	return total;
 }
 
-QL_EXPORT size_t ql_rpc_schema_args_size(const struct ql_rpc_schema *s)
+size_t ql_rpc_schema_args_size(const struct ql_rpc_schema *s)
 {
 	return side_size(s->args, s->nargs, QL_RPC_MAX_ARGS);
 }
 
-QL_EXPORT size_t ql_rpc_schema_results_size(const struct ql_rpc_schema *s)
+size_t ql_rpc_schema_results_size(const struct ql_rpc_schema *s)
 {
 	return side_size(s->results, s->nresults, QL_RPC_MAX_RESULTS);
 }

@@ -39,10 +39,44 @@ enum ql_log_level ql_log_get_level(void)
 	return (enum ql_log_level)l;
 }
 
+size_t ql_log_escape(char *out, size_t cap, const char *in)
+{
+	static const char hx[] = "0123456789abcdef";
+	size_t o = 0;
+
+	if (!cap)
+		return 0;
+	for (const unsigned char *p = (const unsigned char *)(in ? in : ""); *p; p++) {
+		char e[5];
+		size_t k = 0;
+
+		if (*p == '\\' || *p == '"') {
+			e[k++] = '\\';
+			e[k++] = (char)*p;
+		} else if (*p == '\n' || *p == '\r' || *p == '\t') {
+			e[k++] = '\\';
+			e[k++] = *p == '\n' ? 'n' : *p == '\r' ? 'r' : 't';
+		} else if (*p < 0x20 || *p == 0x7f) {
+			e[k++] = '\\';
+			e[k++] = 'x';
+			e[k++] = hx[*p >> 4];
+			e[k++] = hx[*p & 15];
+		} else {
+			e[k++] = (char)*p;
+		}
+		if (o + k >= cap)
+			break; /* truncated at a whole escape, never in the middle of one */
+		memcpy(out + o, e, k);
+		o += k;
+	}
+	out[o] = 0;
+	return o;
+}
+
 void ql_log(enum ql_log_level l, const char *component, const char *fmt, ...)
 {
 	static const char *const names[] = { "error", "warn", "info", "debug" };
-	char msg[1024];
+	char msg[1024], safe[2048];
 	va_list ap;
 
 	if ((int)l > (int)ql_log_get_level())
@@ -50,6 +84,9 @@ void ql_log(enum ql_log_level l, const char *component, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* Messages carry strings from peers (names, reasons): escaped, so that no
+	 * line, terminal control or quote can be forged into the log. */
+	ql_log_escape(safe, sizeof(safe), msg);
 	/* One write per line so concurrent processes do not interleave. */
-	fprintf(stderr, "qlink %s [%s] %s\n", names[l], component, msg);
+	fprintf(stderr, "qlink %s [%s] %s\n", names[l], component, safe);
 }

@@ -15,8 +15,6 @@
 #include "qlink/verbs.h"
 #include "verbs/provider.h"
 
-#define QL_EXPORT __attribute__((visibility("default")))
-
 static int mtu_bytes(enum ibv_mtu m)
 {
 	return (m >= IBV_MTU_256 && m <= IBV_MTU_4096) ? 128 << m : -1;
@@ -33,7 +31,7 @@ static int mtu_from_bytes(unsigned long b, enum ibv_mtu *m)
 	return -EINVAL;
 }
 
-QL_EXPORT int ql_conn_params_format(const struct ql_conn_params *p, char *buf, size_t len)
+int ql_conn_params_format(const struct ql_conn_params *p, char *buf, size_t len)
 {
 	char gid[INET6_ADDRSTRLEN];
 
@@ -71,7 +69,7 @@ static int parse_u64(const char *v, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-QL_EXPORT int ql_conn_params_parse(const char *text, struct ql_conn_params *p)
+int ql_conn_params_parse(const char *text, struct ql_conn_params *p)
 {
 	char buf[512], *save = NULL, *tok;
 	unsigned int seen = 0;
@@ -143,7 +141,7 @@ bad:
 	return 0;
 }
 
-QL_EXPORT int ql_qp_local_params(struct ql_qp *qp, struct ql_conn_params *p)
+int ql_qp_local_params(struct ql_qp *qp, struct ql_conn_params *p)
 {
 	struct ql_device_attr attr;
 	int ret;
@@ -160,7 +158,7 @@ QL_EXPORT int ql_qp_local_params(struct ql_qp *qp, struct ql_conn_params *p)
 	return 0;
 }
 
-QL_EXPORT void ql_qp_connect_opts_default(struct ql_qp_connect_opts *o)
+void ql_qp_connect_opts_default(struct ql_qp_connect_opts *o)
 {
 	o->access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 		    IBV_ACCESS_REMOTE_ATOMIC;
@@ -170,8 +168,8 @@ QL_EXPORT void ql_qp_connect_opts_default(struct ql_qp_connect_opts *o)
 	o->min_rnr_timer = 12;
 }
 
-QL_EXPORT int ql_qp_connect(struct ql_qp *qp, const struct ql_conn_params *remote,
-			    const struct ql_qp_connect_opts *opts)
+int ql_qp_connect(struct ql_qp *qp, const struct ql_conn_params *remote,
+		  const struct ql_qp_connect_opts *opts)
 {
 	struct ql_qp_connect_opts def;
 	struct ql_device_attr dattr;

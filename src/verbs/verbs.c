@@ -18,9 +18,7 @@
 #include "verbs/provider.h"
 #include "verbs/registry.h"
 
-#define QL_EXPORT __attribute__((visibility("default")))
-
-QL_EXPORT int ql_device_open(const char *uri, struct ql_device **dev)
+int ql_device_open(const char *uri, struct ql_device **dev)
 {
 	const struct ql_provider *p;
 	char known[128], reserved[64];
@@ -78,7 +76,7 @@ static int list_one(void *ctx, const char *uri)
 	return 0;
 }
 
-QL_EXPORT int ql_device_list(char (*uris)[QL_DEVICE_URI_MAX], int max)
+int ql_device_list(char (*uris)[QL_DEVICE_URI_MAX], int max)
 {
 	struct list_ctx l = { uris, max, 0 };
 	const struct ql_provider *p;
@@ -91,7 +89,7 @@ QL_EXPORT int ql_device_list(char (*uris)[QL_DEVICE_URI_MAX], int max)
 	return l.n;
 }
 
-QL_EXPORT int ql_device_close(struct ql_device *dev)
+int ql_device_close(struct ql_device *dev)
 {
 	uint32_t npd, ncq;
 
@@ -105,7 +103,7 @@ QL_EXPORT int ql_device_close(struct ql_device *dev)
 	return dev->ops->close(dev);
 }
 
-QL_EXPORT int ql_device_query(struct ql_device *dev, struct ql_device_attr *attr)
+int ql_device_query(struct ql_device *dev, struct ql_device_attr *attr)
 {
 	int ret;
 
@@ -119,14 +117,14 @@ QL_EXPORT int ql_device_query(struct ql_device *dev, struct ql_device_attr *attr
 	return ret;
 }
 
-QL_EXPORT int ql_device_counters(struct ql_device *dev, struct ql_device_counters *c)
+int ql_device_counters(struct ql_device *dev, struct ql_device_counters *c)
 {
 	if (!dev || !c)
 		return -EINVAL;
 	return dev->ops->counters(dev, c);
 }
 
-QL_EXPORT int ql_pd_alloc(struct ql_device *dev, struct ql_pd **pd)
+int ql_pd_alloc(struct ql_device *dev, struct ql_pd **pd)
 {
 	int ret;
 
@@ -152,7 +150,7 @@ struct ql_pd_mem {
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ql_mr *live_mrs;
 
-QL_EXPORT int ql_pd_free(struct ql_pd *pd)
+int ql_pd_free(struct ql_pd *pd)
 {
 	struct ql_device *dev;
 	int ret;
@@ -179,7 +177,7 @@ static size_t page_size(void)
 	return ps > 0 ? (size_t)ps : 4096;
 }
 
-QL_EXPORT int ql_pd_mem_alloc(struct ql_pd *pd, size_t length, void **addr)
+int ql_pd_mem_alloc(struct ql_pd *pd, size_t length, void **addr)
 {
 	const struct ql_provider *p;
 	struct ql_pd_mem *m;
@@ -212,7 +210,7 @@ QL_EXPORT int ql_pd_mem_alloc(struct ql_pd *pd, size_t length, void **addr)
 	return 0;
 }
 
-QL_EXPORT int ql_pd_mem_free(struct ql_pd *pd, void *addr)
+int ql_pd_mem_free(struct ql_pd *pd, void *addr)
 {
 	struct ql_pd_mem **pp, *m = NULL;
 	const struct ql_mr *mr = NULL;
@@ -249,7 +247,7 @@ QL_EXPORT int ql_pd_mem_free(struct ql_pd *pd, void *addr)
 	return 0;
 }
 
-QL_EXPORT void *ql_mem_alloc(size_t length)
+void *ql_mem_alloc(size_t length)
 {
 	const struct ql_provider *p = ql_registry_default_mem();
 	size_t ps = page_size();
@@ -268,13 +266,13 @@ QL_EXPORT void *ql_mem_alloc(size_t length)
 	return addr;
 }
 
-QL_EXPORT void ql_mem_free(void *addr)
+void ql_mem_free(void *addr)
 {
 	if (addr)
 		ql_registry_default_mem()->mem_free(NULL, addr, 0);
 }
 
-QL_EXPORT int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access, struct ql_mr **mr)
+int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access, struct ql_mr **mr)
 {
 	int ret;
 
@@ -302,7 +300,7 @@ QL_EXPORT int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access,
 	return 0;
 }
 
-QL_EXPORT int ql_mr_dereg(struct ql_mr *mr)
+int ql_mr_dereg(struct ql_mr *mr)
 {
 	struct ql_mr **pp;
 	int ret;
@@ -325,27 +323,27 @@ QL_EXPORT int ql_mr_dereg(struct ql_mr *mr)
 	return ret;
 }
 
-QL_EXPORT uint32_t ql_mr_lkey(const struct ql_mr *mr)
+uint32_t ql_mr_lkey(const struct ql_mr *mr)
 {
 	return mr->lkey;
 }
 
-QL_EXPORT uint32_t ql_mr_rkey(const struct ql_mr *mr)
+uint32_t ql_mr_rkey(const struct ql_mr *mr)
 {
 	return mr->rkey;
 }
 
-QL_EXPORT void *ql_mr_addr(const struct ql_mr *mr)
+void *ql_mr_addr(const struct ql_mr *mr)
 {
 	return mr->addr;
 }
 
-QL_EXPORT size_t ql_mr_length(const struct ql_mr *mr)
+size_t ql_mr_length(const struct ql_mr *mr)
 {
 	return mr->length;
 }
 
-QL_EXPORT int ql_cq_create(struct ql_device *dev, int cqe, struct ql_cq **cq)
+int ql_cq_create(struct ql_device *dev, int cqe, struct ql_cq **cq)
 {
 	int ret;
 
@@ -361,7 +359,7 @@ QL_EXPORT int ql_cq_create(struct ql_device *dev, int cqe, struct ql_cq **cq)
 	return 0;
 }
 
-QL_EXPORT int ql_cq_destroy(struct ql_cq *cq)
+int ql_cq_destroy(struct ql_cq *cq)
 {
 	struct ql_device *dev;
 	int ret;
@@ -375,41 +373,41 @@ QL_EXPORT int ql_cq_destroy(struct ql_cq *cq)
 	return ret;
 }
 
-QL_EXPORT int ql_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp)
+int ql_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp)
 {
 	if (!pd || !attr || !qp)
 		return -EINVAL;
 	return pd->dev->ops->qp_create(pd, attr, qp);
 }
 
-QL_EXPORT int ql_qp_destroy(struct ql_qp *qp)
+int ql_qp_destroy(struct ql_qp *qp)
 {
 	if (!qp)
 		return -EINVAL;
 	return qp->dev->ops->qp_destroy(qp);
 }
 
-QL_EXPORT int ql_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+int ql_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
 	if (!qp || !attr)
 		return -EINVAL;
 	return qp->dev->ops->qp_modify(qp, attr, attr_mask);
 }
 
-QL_EXPORT int ql_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
-			  struct ql_qp_init_attr *init_attr)
+int ql_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+		struct ql_qp_init_attr *init_attr)
 {
 	if (!qp || !attr)
 		return -EINVAL;
 	return qp->dev->ops->qp_query(qp, attr, attr_mask, init_attr);
 }
 
-QL_EXPORT uint32_t ql_qp_num(const struct ql_qp *qp)
+uint32_t ql_qp_num(const struct ql_qp *qp)
 {
 	return qp->qp_num;
 }
 
-QL_EXPORT enum ibv_qp_state ql_qp_state(const struct ql_qp *qp)
+enum ibv_qp_state ql_qp_state(const struct ql_qp *qp)
 {
 	struct ibv_qp_attr attr;
 
@@ -419,7 +417,7 @@ QL_EXPORT enum ibv_qp_state ql_qp_state(const struct ql_qp *qp)
 	return attr.qp_state;
 }
 
-QL_EXPORT uint64_t ql_rnr_timer_ns(uint8_t encoded)
+uint64_t ql_rnr_timer_ns(uint8_t encoded)
 {
 	/* IBTA spec vol 1, table 45 (RNR NAK timer field), in units of 10 us. */
 	static const uint32_t t10us[32] = {

@@ -20,6 +20,8 @@
 #   --soft             also run the soft:// groups inside the guest
 #   --extra PROGRAM    also copy PROGRAM (and its libraries) in and run it
 #                      like a test program (repeatable; for debugging)
+#   --list             print the test programs it would run, one a line,
+#                      and exit (no packages, no qemu)
 #
 # What it does: installs its Debian packages when root (scripts/deps.sh rxe;
 # otherwise prints the apt-get line and exits 77, "skipped"); downloads Debian's kernel package
@@ -40,23 +42,25 @@ src=$(cd "$here/../.." && pwd)
 build=build
 workdir=${QLINK_RXE_WORKDIR:-}
 timeout_s=600
-tests=""
+tests=()
 bench_rounds=1
 bench_iters=1000
 soft=0
-extra=""
+extra=()
+list=0
 
-usage() { sed -n '2,24s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,26s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build-dir) build=$2; shift ;;
 	--workdir) workdir=$2; shift ;;
 	--timeout) timeout_s=$2; shift ;;
-	--tests) tests=$2; shift ;;
+	--tests) read -r -a tests <<<"$2"; shift ;;
 	--bench-rounds) bench_rounds=$2; shift ;;
 	--bench-iters) bench_iters=$2; shift ;;
 	--soft) soft=1 ;;
-	--extra) extra="$extra $2"; shift ;;
+	--extra) extra+=("$2"); shift ;;
+	--list) list=1 ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "rxe: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
 	esac
@@ -73,6 +77,27 @@ case "$build" in /*) ;; *) build=$(pwd)/$build ;; esac
 [ -n "$workdir" ] || workdir=$build/rxe
 case "$workdir" in /*) ;; *) workdir=$(pwd)/$workdir ;; esac
 
+# The test programs: every executable test_verbs_* in BUILD/tests. Only the
+# file *name* is looked at, so a build folder under a path with dots or
+# spaces (~/src/qlink-1.0, "qlink 1.0") works; names with a dot (test_x.c,
+# test_x.log) are not programs.
+list_tests() {
+	local f name
+	for f in "$build"/tests/test_verbs_*; do
+		name=${f##*/}
+		case "$name" in *.*) continue ;; esac
+		[ -f "$f" ] && [ -x "$f" ] && printf '%s\n' "$name"
+	done
+}
+if [ ${#tests[@]} -eq 0 ]; then
+	mapfile -t tests < <(list_tests)
+fi
+if [ "$list" -eq 1 ]; then
+	[ ${#tests[@]} -gt 0 ] || die "no test programs in $build/tests (build first: cmake --build $build)"
+	printf '%s\n' "${tests[@]}"
+	exit 0
+fi
+
 # ---- 1. host packages (scripts/deps.sh, profile rxe) ----------------------
 if ! command -v dpkg-query >/dev/null 2>&1; then
 	skip "not a Debian system (needs qemu-system-x86_64, busybox, rdma-core, perftest)"
@@ -87,19 +112,13 @@ command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not found"
 qemu-system-x86_64 -accel help 2>/dev/null | grep -qx tcg || skip "this qemu has no TCG accelerator"
 
 # ---- 2. what goes into the guest ------------------------------------------
-if [ -z "$tests" ]; then
-	for f in "$build"/tests/test_verbs_*; do
-		case "$f" in *.*) continue ;; esac
-		[ -x "$f" ] && tests="$tests ${f##*/}"
-	done
-fi
-[ -n "$tests" ] || die "no test programs in $build/tests (build first: cmake --build $build)"
+[ ${#tests[@]} -gt 0 ] || die "no test programs in $build/tests (build first: cmake --build $build)"
 [ -x "$build/tools/qlink" ] || die "$build/tools/qlink missing (build first)"
 if [ "$bench_rounds" -gt 0 ] && [ ! -x "$build/bench/qlink-bench-verbs" ]; then
 	echo "rxe: $build/bench/qlink-bench-verbs missing (QLINK_BUILD_BENCH=OFF?): no benchmark"
 	bench_rounds=0
 fi
-for t in $tests; do
+for t in "${tests[@]}"; do
 	[ -x "$build/tests/$t" ] || die "$build/tests/$t missing"
 done
 if grep -q '^QLINK_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
@@ -149,12 +168,12 @@ if [ ! -s "$kdir/modules.list" ] || [ ! -f "$kdir/vmlinuz" ]; then
 		modprobe -d "$workdir/kroot" -S "$kver" --show-depends "$m" >>"$workdir/insmod.txt" ||
 			die "module $m not found in $kpkg"
 	done
-	for ko in $(awk '$1 == "insmod" { print $2 }' "$workdir/insmod.txt"); do
+	while IFS= read -r ko; do
 		base=${ko##*/}
 		grep -qx "modules/$base" "$kdir.tmp/modules.list" && continue
 		cp "$ko" "$kdir.tmp/modules/$base" || die "cannot copy $ko"
 		echo "modules/$base" >>"$kdir.tmp/modules.list"
-	done
+	done < <(sed -n 's/^insmod \(.*\.ko\(\.[a-z]*\)\{0,1\}\)\( .*\)\{0,1\}$/\1/p' "$workdir/insmod.txt")
 	[ -s "$kdir.tmp/modules.list" ] || die "no modules resolved"
 	mv "$kdir.tmp" "$kdir"
 	rm -rf "$workdir/kroot" "$workdir/debs" # ~0.5 GB unpacked; keep only what boots
@@ -175,9 +194,11 @@ cp /bin/busybox "$ir/usr/bin/busybox" || die "busybox missing"
 ln -s busybox "$ir/usr/bin/sh"
 copy_libs() { # the shared libraries a program needs, at their own paths
 	local l
-	for l in $(ldd "$1" 2>/dev/null | awk '/=> \// { print $3 } /^\t\/lib/ { print $1 }'); do
+	while IFS= read -r l; do
+		[ -n "$l" ] || continue
 		[ -e "$ir$l" ] || { mkdir -p "$ir$(dirname "$l")" && cp -L "$l" "$ir$l"; }
-	done
+	done < <(ldd "$1" 2>/dev/null | sed -n -e 's/^.*=> \(\/.*\) (0x[0-9a-f]*)$/\1/p' \
+		-e 's/^\t\(\/[^ ]*\) (0x[0-9a-f]*)$/\1/p')
 }
 for f in /usr/bin/ib_write_lat /usr/bin/ib_send_lat /usr/bin/rdma /usr/sbin/ip /usr/bin/chrt \
 	/usr/bin/ibv_devices /usr/bin/ibv_devinfo "$prov"; do
@@ -191,15 +212,15 @@ for f in tools/qlink bench/qlink-bench-verbs; do
 	cp "$build/$f" "$ir/qlink/bin/"
 	copy_libs "$build/$f"
 done
-for t in $tests; do
+for t in "${tests[@]}"; do
 	cp "$build/tests/$t" "$ir/qlink/bin/"
 	copy_libs "$build/tests/$t"
 done
-for f in $extra; do
+for f in "${extra[@]}"; do
 	[ -x "$f" ] || die "--extra $f: not an executable"
 	cp "$f" "$ir/qlink/bin/"
 	copy_libs "$f"
-	tests="$tests ${f##*/}"
+	tests+=("${f##*/}")
 done
 mkdir -p "$ir/etc/libibverbs.d"
 cp /etc/libibverbs.d/rxe.driver "$ir/etc/libibverbs.d/"
@@ -210,7 +231,7 @@ sed "s|^|/|" "$kdir/modules.list" >"$ir/modules.list"
 cp "$here/guest-init.sh" "$ir/init"
 chmod +x "$ir/init"
 {
-	echo "QL_TESTS='$tests'"
+	echo "QL_TESTS='${tests[*]}'"
 	echo "QL_TEST_TIMEOUT=300"
 	echo "QL_SOFT=$soft"
 	echo "QL_BENCH_ROUNDS=$bench_rounds"
@@ -218,7 +239,7 @@ chmod +x "$ir/init"
 } >"$ir/rxe.conf"
 (cd "$ir" && find . | cpio -o -H newc --quiet | gzip -1 >"$workdir/initrd.gz") ||
 	die "cannot build the initramfs"
-say "initramfs $(du -h "$workdir/initrd.gz" | cut -f1): $(echo "$tests" | wc -w) test programs"
+say "initramfs $(du -h "$workdir/initrd.gz" | cut -f1): ${#tests[@]} test programs"
 
 # ---- 5. boot -----------------------------------------------------------------
 share=$workdir/share
@@ -261,7 +282,7 @@ check info qlink-info
 if [ -s "$share/qlink-info.log" ]; then
 	sed -n '/^ibv:/,$p' "$share/qlink-info.log" | sed 's/^/    | /'
 fi
-for t in $tests; do
+for t in "${tests[@]}"; do
 	check test "$t"
 	if [ -f "$share/$t.log" ]; then
 		# cmocka names a skipped test twice: when it happens, and in the summary

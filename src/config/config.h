@@ -12,7 +12,8 @@
  * editor can jump to. docs/qlinkd.md documents every key and default.
  *
  * The diagnostics type (struct ql_diags) is shared with program.h, which
- * loads VPPU programs the same way.
+ * loads VPPU programs the same way. qlinkd-private (the qlinkd_private
+ * library, never installed): it describes qlinkd's own file, not an API.
  */
 #ifndef QLINK_CONFIG_H
 #define QLINK_CONFIG_H

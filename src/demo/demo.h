@@ -2,9 +2,10 @@
  * demo: the built-in demonstration function, so a fresh install has
  * something real to call. `qlink_parity` takes a syndrome of 256 bit-packed
  * detection events and returns its parity (u8) and weight (i32): the
- * shape of a QEC decoding round, with real work on every bit. qlink bench,
- * the tests and the examples all use it; the VPPU side generates
- * reproducible syndromes and checks every answer.
+ * shape of a QEC decoding round, with real work on every bit. qlinkd,
+ * qlink bench/serve/vppu and the tests use it; the VPPU side generates
+ * reproducible syndromes and checks every answer. qlinkd-private (never installed): the tools and tests link it from the
+ * qlinkd_private library.
  */
 #ifndef QLINK_DEMO_H
 #define QLINK_DEMO_H

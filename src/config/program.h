@@ -11,14 +11,14 @@
  * qlinkd's configuration; ql_program_vppu_call() turns one step into a
  * struct ql_vppu_call and a struct ql_vppu_config for ql_vppu_run(), so the
  * same program drives a ring client over any transport. docs/qlinkd.md
- * documents the format.
+ * documents the format. qlinkd-private (never installed), like config.h.
  */
 #ifndef QLINK_PROGRAM_H
 #define QLINK_PROGRAM_H
 
 #include <stdint.h>
 
-#include "qlink/config.h"
+#include "config/config.h"
 #include "qlink/vppu.h"
 
 #ifdef __cplusplus

@@ -1,0 +1,86 @@
+# What `cmake --install` puts where (GNUInstallDirs):
+#
+#   lib/libqlink.so.0.1.0 (+ .so.0, .so), lib/libqlink.a,
+#   lib/libqlink-control.so..., lib/libqlink-control.a
+#   include/qlink/*.h (the public headers, qlink/version.h generated)
+#   bin/qlink, sbin/qlinkd
+#   lib/pkgconfig/qlink.pc, lib/pkgconfig/qlink-control.pc
+#   lib/cmake/qlink/qlinkConfig.cmake (+ Version, Targets): find_package(qlink)
+#     with targets qlink::qlink, qlink::qlink_static, qlink::control,
+#     qlink::control_static
+#   share/man/man1/qlink.1, man5/qlinkd.yaml.5, man8/qlinkd.8
+#   share/doc/qlink/ (README, docs/*.md), share/doc/qlink/examples/
+include(CMakePackageConfigHelpers)
+
+set_target_properties(qlink PROPERTIES EXPORT_NAME qlink)
+set_target_properties(qlink_static PROPERTIES EXPORT_NAME qlink_static)
+set_target_properties(qlink_control PROPERTIES EXPORT_NAME control)
+set_target_properties(qlink_control_static PROPERTIES EXPORT_NAME control_static)
+set_target_properties(ql_ibverbs PROPERTIES EXPORT_NAME ibverbs)
+set_target_properties(ql_control_deps PROPERTIES EXPORT_NAME control_deps)
+
+install(TARGETS qlink qlink_static qlink_control qlink_control_static ql_ibverbs ql_control_deps
+        EXPORT qlinkTargets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT devel
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devel
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/qlink DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
+        COMPONENT devel FILES_MATCHING PATTERN "*.h")
+install(FILES ${PROJECT_BINARY_DIR}/include/qlink/version.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/qlink COMPONENT devel)
+
+set(QL_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/qlink)
+install(EXPORT qlinkTargets NAMESPACE qlink:: DESTINATION ${QL_CMAKE_DIR} COMPONENT devel)
+configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/qlinkConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/cmake/qlinkConfig.cmake INSTALL_DESTINATION ${QL_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/qlinkConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/cmake/qlinkConfig.cmake
+              ${PROJECT_BINARY_DIR}/cmake/qlinkConfigVersion.cmake
+        DESTINATION ${QL_CMAKE_DIR} COMPONENT devel)
+
+# pkg-config: written at install time, so that the prefix in the file is
+# the one installed to (cmake --install --prefix P changes it after
+# configure). A prefix with spaces is written with backslash escapes, which
+# pkg-config keeps in its shell-quoted output.
+install(CODE "
+  set(PROJECT_VERSION \"${PROJECT_VERSION}\")
+  string(REPLACE \" \" \"\\\\ \" QL_PC_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  foreach(d LIBDIR INCLUDEDIR)
+    if(d STREQUAL LIBDIR)
+      set(v \"${CMAKE_INSTALL_LIBDIR}\")
+    else()
+      set(v \"${CMAKE_INSTALL_INCLUDEDIR}\")
+    endif()
+    if(IS_ABSOLUTE \"\${v}\")
+      string(REPLACE \" \" \"\\\\ \" QL_PC_\${d} \"\${v}\")
+    else()
+      set(QL_PC_\${d} \"\\\${prefix}/\${v}\")
+    endif()
+  endforeach()
+  foreach(pc qlink qlink-control)
+    configure_file(\"${PROJECT_SOURCE_DIR}/cmake/\${pc}.pc.in\"
+                   \"${PROJECT_BINARY_DIR}/pkgconfig/\${pc}.pc\" @ONLY)
+  endforeach()
+  file(INSTALL \"${PROJECT_BINARY_DIR}/pkgconfig/qlink.pc\"
+                \"${PROJECT_BINARY_DIR}/pkgconfig/qlink-control.pc\"
+       DESTINATION \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig\")
+" COMPONENT devel)
+
+install(TARGETS qlink-cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+install(TARGETS qlinkd RUNTIME DESTINATION ${CMAKE_INSTALL_SBINDIR} COMPONENT runtime)
+
+install(FILES ${PROJECT_SOURCE_DIR}/man/qlink.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
+        COMPONENT runtime)
+install(FILES ${PROJECT_SOURCE_DIR}/man/qlinkd.yaml.5 DESTINATION ${CMAKE_INSTALL_MANDIR}/man5
+        COMPONENT runtime)
+install(FILES ${PROJECT_SOURCE_DIR}/man/qlinkd.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8
+        COMPONENT runtime)
+
+install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc
+        FILES_MATCHING PATTERN "*.md")
+install(FILES ${PROJECT_SOURCE_DIR}/examples/qlinkd.yaml ${PROJECT_SOURCE_DIR}/examples/program.yaml
+              ${PROJECT_SOURCE_DIR}/examples/verbs_hello.c
+              ${PROJECT_SOURCE_DIR}/examples/plugin_decoder.c
+        DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT doc)

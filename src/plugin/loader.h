@@ -1,0 +1,49 @@
+/*
+ * plugin loader (qlinkd-private, not installed): dlopen a handler plugin,
+ * check its ABI and description (include/qlink/plugin.h) and register its
+ * functions on a daemon or a table. Lives outside the public library so
+ * that a program using only verbs/rpc does not link libdl.
+ */
+#ifndef QLINK_PLUGIN_LOADER_H
+#define QLINK_PLUGIN_LOADER_H
+
+#include <stdint.h>
+
+#include "qlink/plugin.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ql_plugin;
+struct ql_daemon;
+struct ql_rpc_table;
+
+/*
+ * dlopen path (RTLD_NOW | RTLD_LOCAL), find ql_plugin_info, check the ABI
+ * version and the description, and call init(config). 0 and *plugin, or a
+ * negative errno with a detail sentence naming the file and the cause:
+ * -ENOENT no such file, -ENOEXEC not a loadable library or unresolved
+ * symbols, -ENOSYS no ql_plugin_info symbol, -EPROTO an ABI version
+ * mismatch, -EINVAL a malformed description, or init's own error.
+ */
+int ql_plugin_load(const char *path, const char *config, struct ql_plugin **plugin);
+/* fini, then dlclose. Every daemon it registered functions on must be
+ * destroyed first: their tables point at the plugin's code. */
+void ql_plugin_unload(struct ql_plugin *plugin);
+
+const struct ql_plugin_info *ql_plugin_get_info(const struct ql_plugin *plugin);
+const char *ql_plugin_path(const struct ql_plugin *plugin);
+/* Functions registered by the last ql_plugin_register* call. */
+uint32_t ql_plugin_function_count(const struct ql_plugin *plugin);
+
+/* Register the plugin's functions on a (stopped) daemon / a table. */
+int ql_plugin_register(struct ql_plugin *plugin, struct ql_daemon *daemon);
+int ql_plugin_register_table(struct ql_plugin *plugin, struct ql_rpc_table *table);
+/* With a caller-made registrar (abi_version is filled in). */
+int ql_plugin_register_with(struct ql_plugin *plugin, struct ql_plugin_registrar *reg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
