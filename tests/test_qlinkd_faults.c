@@ -25,9 +25,9 @@
 
 #include <cmocka.h>
 
+#include "demo/demo.h"
 #include "qlink/clock.h"
 #include "qlink/control.h"
-#include "qlink/demo.h"
 #include "qlink/ring.h"
 #include "qlink/rpc.h"
 
