@@ -527,6 +527,12 @@ static void test_configure(void **state)
 	sample_dp(&dp);
 	t.vp = 32;
 	assert_int_equal(ql_hsb_dataplane_regs(&t, &dp, regs, QL_HSB_CONFIG_REGS), -EINVAL);
+	/* the one-call form qlinkd uses */
+	t.vp = 0;
+	assert_int_equal(
+		ql_hsb_configure_board("127.0.0.1", ql_hl_server_port(b.s), &t, &dp, 500, 2), 0);
+	assert_int_equal(ql_hl_server_dataplane(b.s, 0, &got), 0);
+	assert_dp_equal(&got, &dp);
 	/* VP 2 does not exist on this board: the board's answer */
 	t.vp = 2;
 	assert_int_equal(ql_hsb_configure(h, &t, &dp), -EFAULT);

@@ -181,6 +181,13 @@ int ql_hsb_dataplane_regs(const struct ql_hsb_target *t, const struct ql_hsb_dat
 int ql_hsb_configure(struct ql_hl *h, const struct ql_hsb_target *t,
 		     const struct ql_hsb_dataplane *dp);
 
+/* The whole job for a daemon: open the board at address:port (0:
+ * QL_HL_PORT), ql_hsb_configure(), close. timeout_ms/retries as ql_hl_open
+ * (0, 0: 200 ms, 3 retries). The detail names the board, VP and cause. */
+int ql_hsb_configure_board(const char *address, uint16_t port, const struct ql_hsb_target *t,
+			   const struct ql_hsb_dataplane *dp, uint32_t timeout_ms,
+			   uint32_t retries);
+
 /* ------------------------------------------------------ server (emulation) */
 
 struct ql_hl_server;

@@ -515,3 +515,17 @@ int ql_hsb_configure(struct ql_hl *h, const struct ql_hsb_target *t,
 		return ret;
 	return verify(h, t, &mask, 1);
 }
+
+int ql_hsb_configure_board(const char *address, uint16_t port, const struct ql_hsb_target *t,
+			   const struct ql_hsb_dataplane *dp, uint32_t timeout_ms, uint32_t retries)
+{
+	struct ql_hl *h;
+	int ret;
+
+	ret = ql_hl_open(address, port, timeout_ms, timeout_ms || retries ? retries : 3, &h);
+	if (ret)
+		return ret;
+	ret = ql_hsb_configure(h, t, dp);
+	ql_hl_close(h);
+	return ret;
+}
