@@ -11,6 +11,7 @@
  * byte.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -706,6 +707,59 @@ static void test_doc_examples(void **state)
 	assert_true(examples >= 6);
 }
 
+/* The fuzzer's seed corpus (tests/fuzz/corpus/hololink, fuzz_hololink.c's
+ * format: length byte, datagram; 0xff: the rest) replayed with the
+ * project's compiler, so that ASan and coverage builds run it too; the
+ * configure seeds must enable VP 0. */
+static void test_corpus_replay(void **state)
+{
+	DIR *d = opendir(QL_SOURCE_DIR "/tests/fuzz/corpus/hololink");
+	struct dirent *e;
+	int files = 0, enabled = 0;
+
+	(void)state;
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		struct ql_hl_server_config cfg = { .num_vps = 2 };
+		struct ql_hsb_dataplane dp;
+		struct ql_hl_server *s;
+		uint8_t in[4096], r[QL_HL_DGRAM_MAX];
+		char path[512];
+		size_t size, off = 0;
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/tests/fuzz/corpus/hololink/%s", QL_SOURCE_DIR,
+			 e->d_name);
+		f = fopen(path, "rb");
+		assert_non_null(f);
+		size = fread(in, 1, sizeof(in), f);
+		fclose(f);
+		assert_int_equal(ql_hl_server_create(&cfg, NULL, NULL, &s), 0);
+		while (off < size) {
+			size_t len = in[off] == 0xff || in[off] >= size - off ? size - off - 1 :
+										in[off];
+			size_t n = ask(s, in + off + 1, len, r);
+
+			assert_true(n <= len + 6);
+			if (n)
+				assert_memory_equal(r, in + off + 1, 4);
+			off += 1 + len;
+		}
+		if (!strncmp(e->d_name, "configure-vp0", 13) ||
+		    !strncmp(e->d_name, "configure-then", 14)) {
+			assert_int_equal(ql_hl_server_dataplane(s, 0, &dp), 0);
+			enabled++;
+		}
+		ql_hl_server_destroy(s);
+		files++;
+	}
+	closedir(d);
+	assert_true(files >= 10);
+	assert_int_equal(enabled, 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -719,6 +773,7 @@ int main(void)
 		cmocka_unit_test(test_configure_mismatch),
 		cmocka_unit_test(test_hostile_requests),
 		cmocka_unit_test(test_doc_examples),
+		cmocka_unit_test(test_corpus_replay),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
