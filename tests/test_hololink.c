@@ -148,7 +148,8 @@ static void test_dropped_reply(void **state)
 
 	(void)state;
 	board_start(&b, &cfg);
-	h = open_board(ql_hl_server_port(b.s), 50, 3);
+	/* long enough that only the dropped reply causes a retransmission */
+	h = open_board(ql_hl_server_port(b.s), 300, 3);
 	assert_int_equal(ql_hl_write_dword(h, VP0 + QL_HSB_DP_QP, 7), 0);
 	assert_int_equal(ql_hl_write_dword(h, VP0 + QL_HSB_DP_RKEY, 8), 0);
 	assert_int_equal(ql_hl_read_dword(h, VP0 + QL_HSB_DP_RKEY, &v), 0);
@@ -397,7 +398,7 @@ static void test_status_mapping(void **state)
  * another source never reaches the client. */
 static void test_hostile_replies(void **state)
 {
-	struct ql_hl *h = open_board(fake.port, 60, 1);
+	struct ql_hl *h = open_board(fake.port, 500, 1);
 	struct ql_hl_stats st;
 	uint32_t v = 0;
 
@@ -416,6 +417,8 @@ static void test_hostile_replies(void **state)
 	atomic_store(&fake.mode, M_BAD_ECHO);
 	assert_int_equal(ql_hl_read_dword(h, 0x1000, &v), -EPROTO);
 	assert_non_null(strstr(ql_error_detail(), "another address"));
+	ql_hl_close(h);
+	h = open_board(fake.port, 60, 1);
 	atomic_store(&fake.mode, M_OTHER_SRC);
 	assert_int_equal(ql_hl_read_dword(h, 0x1000, &v), -ETIMEDOUT);
 	ql_hl_close(h);
