@@ -418,6 +418,52 @@ static int setup(void **state)
 	return mkdtemp(dir) ? 0 : -1;
 }
 
+/* qcs: hsb boards qlinkd configures (docs/hololink.md). */
+static void test_qcs_hsb(void **state)
+{
+	const char *path = write_tmp("qcs.yaml", "device: soft://loop\n"
+						 "qcs:\n"
+						 "  - { kind: hsb, address: 10.0.0.2 }\n"
+						 "  - kind: hsb\n"
+						 "    address: 10.0.0.3\n"
+						 "    port: 8193\n"
+						 "    vp: 3\n"
+						 "    vp_address: 0x2000\n"
+						 "    hif_address: 0x0900\n");
+	struct ql_config *c;
+
+	(void)state;
+	assert_int_equal(ql_config_load(path, &c, NULL), 0);
+	assert_int_equal(c->qcs_count, 2);
+	assert_string_equal(c->qcs[0].kind, "hsb");
+	assert_string_equal(c->qcs[0].address, "10.0.0.2");
+	assert_int_equal(c->qcs[0].port, 8192);
+	assert_int_equal(c->qcs[0].vp, 0);
+	assert_int_equal(c->qcs[0].vp_address, 0);
+	assert_int_equal(c->qcs[0].line, 3);
+	assert_int_equal(c->qcs[1].port, 8193);
+	assert_int_equal(c->qcs[1].vp, 3);
+	assert_int_equal(c->qcs[1].vp_address, 0x2000);
+	assert_int_equal(c->qcs[1].hif_address, 0x900);
+	ql_config_free(c);
+	expect_error("qcs:\n  - { kind: fpga, address: 10.0.0.2 }\n", 2,
+		     "'fpga' is not a QCS kind");
+	expect_error("qcs:\n  - { address: 10.0.0.2 }\n", 2, "qcs[0].kind: required");
+	expect_error("qcs:\n  - kind: hsb\n    address: board.example\n", 3,
+		     "'board.example' is not an IPv4 address");
+	expect_error("qcs:\n  - { kind: hsb }\n", 2, "qcs[0].address: required");
+	expect_error("qcs:\n  - kind: hsb\n    address: 10.0.0.2\n    vp: 32\n", 4,
+		     "qcs.0.vp: 32 is out of range (0..31");
+	expect_error("qcs:\n  - kind: hsb\n    address: 10.0.0.2\n    port: 0\n", 4,
+		     "qcs.0.port: 0 is out of range");
+	expect_error("qcs:\n  - { kind: hsb, address: 10.0.0.2, vp_address: 0x1002 }\n", 2,
+		     "multiples of 4");
+	expect_error("qcs:\n  - { kind: hsb, address: 10.0.0.2 }\n"
+		     "  - { kind: hsb, address: 10.0.0.2, port: 8192 }\n",
+		     3, "the same board and VP as qcs[0]");
+	expect_error("qcs:\n  - { kind: hsb, address: 10.0.0.2, colour: red }\n", 2, "colour");
+}
+
 static int teardown(void **state)
 {
 	char cmd[300];
@@ -444,6 +490,7 @@ int main(void)
 		cmocka_unit_test(test_ring_memory),
 		cmocka_unit_test(test_multi_document),
 		cmocka_unit_test(test_check_keeps_partial),
+		cmocka_unit_test(test_qcs_hsb),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -2,6 +2,7 @@
  * qlink: the command-line tool. Subcommands:
  *   bench           daemon and VPPU in two processes: round trip and rate
  *   serve / vppu    the two sides as separate programs
+ *   hololink        Hololink register protocol: read, write, or be a board
  *   info [URI...]   list RDMA devices of every provider with their limits
  */
 #include <arpa/inet.h>
@@ -24,6 +25,8 @@ static void usage(FILE *f)
 		   "                  in two processes over the software NIC (qlink bench -h)\n"
 		   "  serve           run a daemon serving qlink_parity (qlink serve -h)\n"
 		   "  vppu            the virtual PPU: call a running daemon (qlink vppu -h)\n"
+		   "  hololink        read/write registers of a Hololink board, or be one\n"
+		   "                  (qlink hololink -h)\n"
 		   "  info [URI...]   show RDMA devices and their limits (default: every\n"
 		   "                  device every provider lists; a listed SCHEME://NAME,\n"
 		   "                  any name, is shown as SCHEME://info)\n"
@@ -169,6 +172,8 @@ int main(int argc, char **argv)
 		return tool_serve(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "vppu"))
 		return tool_vppu(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "hololink"))
+		return tool_hololink(argc - 1, argv + 1);
 	fprintf(stderr, "qlink: unknown command '%s'\n\n", argv[1]);
 	usage(stderr);
 	return 2;

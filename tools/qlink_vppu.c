@@ -32,6 +32,7 @@
 #include "qlink/control.h"
 #include "qlink/daemon.h"
 #include "qlink/error.h"
+#include "qlink/hololink.h"
 #include "qlink/vppu.h"
 #include "tools.h"
 
@@ -188,6 +189,7 @@ static void vppu_usage(FILE *f)
 	fprintf(f,
 		"usage: qlink vppu --connect HOST:PORT [--program FILE | --device] [options]\n"
 		"       qlink vppu --params-file FILE [options]\n"
+		"       qlink vppu --hsb-listen [ADDR:]PORT [--hsb-vp N] [--timeout S]\n"
 		"\n"
 		"The virtual PPU: a software QCS. With --connect it discovers a qlinkd through\n"
 		"the UDP control plane (DISCOVER, ACK, START ... STOP, COMPLETE), connects its QP\n"
@@ -218,6 +220,10 @@ static void vppu_usage(FILE *f)
 		"  --call-timeout S     a call unanswered after S ends the run, reported as\n"
 		"                       timed out, exit 1 (default 5)\n"
 		"  --json               JSON report (one object per program step)\n"
+		"  --hsb-listen [ADDR:]PORT  be a Hololink board's register side (alone:\n"
+		"                       wait until the host enables the VP, print its\n"
+		"                       data-plane parameters, exit; bare PORT: 0.0.0.0)\n"
+		"  --hsb-vp N           the VP the host configures (default 0)\n"
 		"  -h, --help           this text\n");
 }
 
@@ -474,6 +480,8 @@ out:
 struct vppu_opts {
 	struct ql_vppu_config cfg;
 	const char *file, *uri, *connect, *program, *secret_file, *name;
+	const char *hsb_listen; /* [ADDR:]PORT of the hsb register server */
+	uint32_t hsb_vp;
 	double seconds, timeout, call_timeout;
 	bool json, device;
 	int cpu;
@@ -498,6 +506,8 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "call-timeout", required_argument, NULL, 'T' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "hsb-listen", required_argument, NULL, 'H' },
+		{ "hsb-vp", required_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -564,6 +574,13 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 		case 'j':
 			o->json = true;
 			break;
+		case 'H':
+			o->hsb_listen = optarg;
+			break;
+		case 'V':
+			if (tool_u32(optarg, 0, QL_HSB_MAX_VPS - 1, &o->hsb_vp))
+				return tool_bad("vppu", "--hsb-vp", optarg);
+			break;
 		case 'h':
 			vppu_usage(stdout);
 			return -1;
@@ -572,6 +589,9 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 			return 2;
 		}
 	}
+	/* --hsb-listen alone: the register side of the hsb personality */
+	if (o->hsb_listen && !o->file && !o->connect && optind == argc)
+		return 0;
 	if (optind < argc || !!o->file == !!o->connect || (o->program && !o->connect) ||
 	    (o->device && (!o->connect || o->program))) {
 		fprintf(stderr, "qlink vppu: %s\n",
@@ -779,6 +799,16 @@ int tool_vppu(int argc, char **argv)
 	ret = vppu_parse(argc, argv, &o);
 	if (ret)
 		return ret < 0 ? 0 : ret;
+	if (o.hsb_listen) {
+		struct ql_hl_server *hs = NULL;
+		struct ql_hsb_dataplane dp;
+
+		ret = tool_hsb_listen(o.hsb_listen, o.hsb_vp, o.timeout, &hs, &dp);
+		if (ret)
+			tool_fail("vppu", "hsb register server", ret);
+		ql_hl_server_destroy(hs);
+		return ret ? 1 : 0;
+	}
 	if (o.program) {
 		struct ql_diags diags;
 

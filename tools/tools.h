@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "qlink/channel.h"
 #include "qlink/daemon.h"
@@ -39,5 +40,17 @@ void tool_server_close(struct tool_server *s);
 int tool_bench(int argc, char **argv);
 int tool_serve(int argc, char **argv);
 int tool_vppu(int argc, char **argv);
+int tool_hololink(int argc, char **argv);
+
+/* The hsb personality's register side (tools/qlink_hololink.c): an emulated
+ * Hololink board on [ADDR:]PORT (bare PORT: 0.0.0.0; port 0: ephemeral,
+ * printed), served until VP `vp` is enabled (or timeout_s: -ETIMEDOUT);
+ * prints and returns its data-plane parameters, and leaves the board in
+ * *srv for the caller to keep serving (ql_hl_server_poll) and destroy. */
+struct ql_hl_server;
+struct ql_hsb_dataplane;
+int tool_hsb_listen(const char *spec, uint32_t vp, double timeout_s, struct ql_hl_server **srv,
+		    struct ql_hsb_dataplane *out);
+void tool_hsb_print(FILE *f, uint32_t vp, const struct ql_hsb_dataplane *dp);
 
 #endif

@@ -1,8 +1,8 @@
 /*
  * qlink.h: every public header of qlink in one include, as liburing.h is
  * for liburing. Link libqlink (pkg-config qlink, CMake qlink::qlink); the
- * control plane (qlink/control.h, qlink/qcs.h) is in libqlink-control
- * (pkg-config qlink-control, CMake qlink::control).
+ * control plane (qlink/control.h, qlink/qcs.h, qlink/hololink.h) is in
+ * libqlink-control (pkg-config qlink-control, CMake qlink::control).
  *
  *   util       qlink/version.h qlink/error.h qlink/log.h qlink/clock.h
  *              qlink/histogram.h
@@ -11,7 +11,8 @@
  *   rpc        qlink/rpc.h = qlink/rpc_wire.h (the message bytes, CUDA-Q
  *              Realtime compatible) + rpc_stream.h + rpc_table.h + rpc_fn.h
  *   service    qlink/daemon.h qlink/vppu.h qlink/plugin.h (the plugin ABI)
- *   control    qlink/control.h qlink/qcs.h
+ *   control    qlink/control.h qlink/qcs.h qlink/hololink.h (Hololink
+ *              register protocol)
  */
 #ifndef QLINK_QLINK_H
 #define QLINK_QLINK_H
@@ -40,6 +41,7 @@
 #include "qlink/vppu.h"
 
 #include "qlink/control.h"
+#include "qlink/hololink.h"
 #include "qlink/qcs.h"
 
 #endif

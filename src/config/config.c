@@ -54,6 +54,15 @@ struct raw_plugin {
 	char *config;
 };
 
+struct raw_qcs {
+	char *kind;
+	char *address;
+	int64_t *port;
+	int64_t *vp;
+	int64_t *vp_address;
+	int64_t *hif_address;
+};
+
 struct raw_log {
 	char *level;
 	char *format;
@@ -67,6 +76,8 @@ struct raw_config {
 	int64_t *max_sessions;
 	struct raw_plugin *plugins;
 	unsigned plugins_count;
+	struct raw_qcs *qcs;
+	unsigned qcs_count;
 	struct raw_log *log;
 };
 
@@ -120,6 +131,20 @@ static const cyaml_schema_value_t plugin_entry = {
 	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct raw_plugin, plugin_fields),
 };
 
+static const cyaml_schema_field_t qcs_fields[] = {
+	STR("kind", struct raw_qcs, kind),
+	STR("address", struct raw_qcs, address),
+	CYAML_FIELD_INT_PTR("port", OPT, struct raw_qcs, port),
+	CYAML_FIELD_INT_PTR("vp", OPT, struct raw_qcs, vp),
+	CYAML_FIELD_INT_PTR("vp_address", OPT, struct raw_qcs, vp_address),
+	CYAML_FIELD_INT_PTR("hif_address", OPT, struct raw_qcs, hif_address),
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_value_t qcs_entry = {
+	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct raw_qcs, qcs_fields),
+};
+
 static const cyaml_schema_field_t log_fields[] = {
 	STR("level", struct raw_log, level),
 	STR("format", struct raw_log, format),
@@ -135,6 +160,7 @@ static const cyaml_schema_field_t top_fields[] = {
 	CYAML_FIELD_INT_PTR("max_sessions", OPT, struct raw_config, max_sessions),
 	CYAML_FIELD_SEQUENCE("plugins", OPT, struct raw_config, plugins, &plugin_entry, 0,
 			     CYAML_UNLIMITED),
+	CYAML_FIELD_SEQUENCE("qcs", OPT, struct raw_config, qcs, &qcs_entry, 0, CYAML_UNLIMITED),
 	CYAML_FIELD_MAPPING_PTR("log", OPT, struct raw_config, log, log_fields),
 	CYAML_FIELD_END,
 };
@@ -173,6 +199,11 @@ void ql_config_free(struct ql_config *cfg)
 		free(cfg->plugins[i].config);
 	}
 	free(cfg->plugins);
+	for (uint32_t i = 0; i < cfg->qcs_count; i++) {
+		free(cfg->qcs[i].kind);
+		free(cfg->qcs[i].address);
+	}
+	free(cfg->qcs);
 	free(cfg);
 }
 
@@ -428,6 +459,63 @@ static int convert_dispatcher(struct ql_yaml_file *f, const struct raw_dispatche
 	return 0;
 }
 
+/* qcs: QCSs qlinkd configures itself. Kind hsb: a Hololink board's IPv4
+ * address (qlinkd talks to no other), its register port, the VP and, for
+ * boards that report other ones, the VP and HIF block addresses. */
+static int convert_qcs(struct ql_yaml_file *f, const struct raw_config *r, struct ql_config *c)
+{
+	unsigned char a4[4];
+
+	if (r->qcs_count) {
+		c->qcs = calloc(r->qcs_count, sizeof(*c->qcs));
+		if (!c->qcs)
+			return -ENOMEM;
+	}
+	for (unsigned i = 0; i < r->qcs_count; i++) {
+		const struct raw_qcs *rq = &r->qcs[i];
+		struct ql_config_qcs *q = &c->qcs[i];
+		char key[64];
+
+		q->line = ql__yaml_linef(f, "qcs.%u", i);
+		q->kind = ql__strdup0(rq->kind);
+		q->address = ql__strdup0(rq->address);
+		if ((rq->kind && !q->kind) || (rq->address && !q->address))
+			return -ENOMEM;
+		c->qcs_count++;
+		if (!rq->kind || strcmp(rq->kind, "hsb"))
+			ql__diag_add(f, rq->kind ? ql__yaml_linef(f, "qcs.%u.kind", i) : q->line,
+				     "qcs[%u].kind: %s%s%s (known: hsb)", i,
+				     rq->kind ? "'" : "required", rq->kind ? rq->kind : "",
+				     rq->kind ? "' is not a QCS kind" : "");
+		if (!rq->address || inet_pton(AF_INET, rq->address, a4) != 1)
+			ql__diag_add(
+				f, rq->address ? ql__yaml_linef(f, "qcs.%u.address", i) : q->line,
+				"qcs[%u].address: %s%s%s", i, rq->address ? "'" : "required",
+				rq->address ? rq->address : "",
+				rq->address ? "' is not an IPv4 address" : " (the board's IPv4)");
+		snprintf(key, sizeof(key), "qcs.%u.port", i);
+		q->port = (uint32_t)int_key(f, rq->port, key, 1, 65535, 8192, "a UDP port");
+		snprintf(key, sizeof(key), "qcs.%u.vp", i);
+		q->vp = (uint32_t)int_key(f, rq->vp, key, 0, 31, 0, "one bit of DP_VP_MASK");
+		snprintf(key, sizeof(key), "qcs.%u.vp_address", i);
+		q->vp_address =
+			(uint32_t)int_key(f, rq->vp_address, key, 0, UINT32_MAX - 0x30, 0, NULL);
+		snprintf(key, sizeof(key), "qcs.%u.hif_address", i);
+		q->hif_address =
+			(uint32_t)int_key(f, rq->hif_address, key, 0, UINT32_MAX - 0x10, 0, NULL);
+		if ((q->vp_address | q->hif_address) & 3)
+			ql__diag_add(f, q->line, "qcs[%u]: register addresses are multiples of 4",
+				     i);
+		for (unsigned j = 0; j < i; j++)
+			if (q->address && c->qcs[j].address &&
+			    !strcmp(q->address, c->qcs[j].address) && q->port == c->qcs[j].port &&
+			    q->vp == c->qcs[j].vp)
+				ql__diag_add(f, q->line,
+					     "qcs[%u]: the same board and VP as qcs[%u]", i, j);
+	}
+	return 0;
+}
+
 static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql_config *c)
 {
 	const struct raw_control *rc = r->control;
@@ -509,6 +597,8 @@ static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql
 				     "plugins[%u].path: cannot read '%s': %s", i, p->path,
 				     strerror(errno));
 	}
+	if (convert_qcs(f, r, c))
+		return -ENOMEM;
 	c->log.level = QL_LOG_INFO;
 	c->log.format = QL_LOG_FORMAT_TEXT;
 	if (r->log && r->log->level) {

@@ -74,6 +74,17 @@ struct ql_config_plugin {
 	unsigned line;
 };
 
+/* A QCS qlinkd configures itself (`qcs:`): today only kind `hsb`, a Hololink
+ * board whose data-plane registers qlinkd writes (ql_hsb_configure_board). */
+struct ql_config_qcs {
+	char *kind;			  /* "hsb" */
+	char *address;			  /* the board's IPv4 address */
+	uint32_t port;			  /* its register port; default 8192 (QL_HL_PORT) */
+	uint32_t vp;			  /* the VP qlinkd configures, 0..31 */
+	uint32_t vp_address, hif_address; /* 0: the defaults (hololink.h) */
+	unsigned line;
+};
+
 /* Every string is owned by the struct; absent keys hold the defaults. */
 struct ql_config {
 	char *path;   /* the file it was loaded from */
@@ -102,6 +113,8 @@ struct ql_config {
 	uint32_t max_sessions;
 	struct ql_config_plugin *plugins;
 	uint32_t plugins_count;
+	struct ql_config_qcs *qcs;
+	uint32_t qcs_count;
 	struct {
 		enum ql_log_level level;
 		enum ql_config_log_format format;

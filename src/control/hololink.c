@@ -1,0 +1,531 @@
+/*
+ * Hololink register protocol, client side, and the data-plane configuration
+ * built on it. Replies are hostile input: only a datagram with the opcode and
+ * a sequence number of the current request is looked at, and then its length
+ * and address echo must be exactly right.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "qlink/error.h"
+#include "qlink/hololink.h"
+
+#define HL_RETRIES_MAX 16
+
+struct ql_hl {
+	int fd;
+	uint16_t seq; /* last sequence number used */
+	uint32_t timeout_ms;
+	uint32_t retries;
+	char peer[80];
+	struct ql_hl_stats stats;
+};
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+const char *ql_hl_status_name(uint8_t code)
+{
+	switch (code) {
+	case QL_HL_OK:
+		return "success";
+	case QL_HL_ERR_GENERAL:
+		return "general error";
+	case QL_HL_ERR_ADDRESS:
+		return "invalid address";
+	case QL_HL_ERR_COMMAND:
+		return "invalid command";
+	case QL_HL_ERR_LENGTH:
+		return "bad packet length";
+	case QL_HL_ERR_FLAGS:
+		return "invalid flags";
+	case QL_HL_ERR_BUFFER_FULL:
+		return "buffer full";
+	default:
+		return "unknown status";
+	}
+}
+
+int ql_hl_status_errno(uint8_t code)
+{
+	switch (code) {
+	case QL_HL_OK:
+		return 0;
+	case QL_HL_ERR_GENERAL:
+		return -EIO;
+	case QL_HL_ERR_ADDRESS:
+		return -EFAULT;
+	case QL_HL_ERR_COMMAND:
+		return -EOPNOTSUPP;
+	case QL_HL_ERR_LENGTH:
+		return -EMSGSIZE;
+	case QL_HL_ERR_FLAGS:
+		return -EINVAL;
+	case QL_HL_ERR_BUFFER_FULL:
+		return -ENOBUFS;
+	default:
+		return -EPROTO;
+	}
+}
+
+static const char *op_name(uint8_t op)
+{
+	switch (op) {
+	case QL_HL_WR_DWORD:
+		return "WR_DWORD";
+	case QL_HL_WR_BLOCK:
+		return "WR_BLOCK";
+	case QL_HL_RD_DWORD:
+		return "RD_DWORD";
+	case QL_HL_RD_BLOCK:
+		return "RD_BLOCK";
+	default:
+		return "?";
+	}
+}
+
+int ql_hl_open(const char *address, uint16_t port, uint32_t timeout_ms, uint32_t retries,
+	       struct ql_hl **out)
+{
+	struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_DGRAM }, *ai = NULL;
+	char service[8];
+	struct ql_hl *h;
+	int ret;
+
+	if (!address || !*address || !out)
+		return ql_error_set(-EINVAL, "hololink: board address required");
+	if (retries > HL_RETRIES_MAX)
+		return ql_error_set(-EINVAL, "hololink: at most %d retries, not %u", HL_RETRIES_MAX,
+				    retries);
+	snprintf(service, sizeof(service), "%u", port ? port : QL_HL_PORT);
+	ret = getaddrinfo(address, service, &hints, &ai);
+	if (ret)
+		return ql_error_set(-EHOSTUNREACH, "hololink: cannot resolve '%s': %s", address,
+				    gai_strerror(ret));
+	h = calloc(1, sizeof(*h));
+	if (!h) {
+		freeaddrinfo(ai);
+		return ql_error_set(-ENOMEM, "hololink: out of memory");
+	}
+	h->timeout_ms = timeout_ms ? timeout_ms : 200;
+	h->retries = retries;
+	snprintf(h->peer, sizeof(h->peer), "%s:%s", address, service);
+	/* A random first number: a restarted host does not replay old numbers. */
+	if (getrandom(&h->seq, sizeof(h->seq), GRND_NONBLOCK) != sizeof(h->seq))
+		h->seq = (uint16_t)now_ms();
+	h->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (h->fd < 0) {
+		ret = ql_error_set(-errno, "hololink: socket: %s", strerror(errno));
+		goto fail;
+	}
+	/* Connected: the kernel drops datagrams from any other source. */
+	if (connect(h->fd, ai->ai_addr, ai->ai_addrlen) < 0) {
+		ret = ql_error_set(-errno, "hololink: connect %s: %s", h->peer, strerror(errno));
+		goto fail_fd;
+	}
+	freeaddrinfo(ai);
+	*out = h;
+	return 0;
+fail_fd:
+	close(h->fd);
+fail:
+	freeaddrinfo(ai);
+	free(h);
+	return ret;
+}
+
+void ql_hl_close(struct ql_hl *h)
+{
+	if (!h)
+		return;
+	close(h->fd);
+	free(h);
+}
+
+const char *ql_hl_peer(const struct ql_hl *h)
+{
+	return h->peer;
+}
+
+void ql_hl_stats(const struct ql_hl *h, struct ql_hl_stats *out)
+{
+	*out = h->stats;
+}
+
+/* One request/reply exchange. req has its opcode and body; the header's
+ * flags and sequence are set per attempt. check() validates a reply whose
+ * opcode and sequence match: 0 accept, <0 fail with that error. */
+struct xact {
+	uint8_t op;
+	uint8_t *req;
+	size_t req_len;
+	const struct ql_hl_reg *regs; /* for the address echo and the messages */
+	size_t n;
+	uint32_t *values; /* read results */
+};
+
+static int check_reply(struct ql_hl *h, const struct xact *x, const uint8_t *r, size_t len)
+{
+	uint8_t code = r[4];
+
+	if (code != QL_HL_OK)
+		return ql_error_set(ql_hl_status_errno(code),
+				    "hololink %s: %s of 0x%08x%s answered status 0x%02x (%s)",
+				    h->peer, op_name(x->op), x->regs[0].addr,
+				    x->n > 1 ? " and following" : "", code,
+				    ql_hl_status_name(code));
+	switch (x->op) {
+	case QL_HL_WR_DWORD:
+	case QL_HL_WR_BLOCK:
+		if (len != 5)
+			goto shape;
+		return 0;
+	case QL_HL_RD_DWORD:
+		if (len != 16 || r[5] != 0)
+			goto shape;
+		if (get32(r + 6) != x->regs[0].addr)
+			goto echo;
+		x->values[0] = get32(r + 10);
+		return 0;
+	case QL_HL_RD_BLOCK:
+		if (len != QL_HL_HEADER + 8 * x->n + 2 || r[5] != 0)
+			goto shape;
+		for (size_t i = 0; i < x->n; i++)
+			if (get32(r + QL_HL_HEADER + 8 * i) != x->regs[i].addr)
+				goto echo;
+		for (size_t i = 0; i < x->n; i++)
+			x->values[i] = get32(r + QL_HL_HEADER + 8 * i + 4);
+		return 0;
+	}
+shape:
+	return ql_error_set(-EPROTO, "hololink %s: malformed %zu-byte reply to %s of 0x%08x",
+			    h->peer, len, op_name(x->op), x->regs[0].addr);
+echo:
+	return ql_error_set(-EPROTO, "hololink %s: reply to %s of 0x%08x echoes another address",
+			    h->peer, op_name(x->op), x->regs[0].addr);
+}
+
+static int transact(struct ql_hl *h, const struct xact *x)
+{
+	uint16_t seqs[HL_RETRIES_MAX + 1];
+	uint8_t r[QL_HL_DGRAM_MAX + 64];
+
+	h->stats.requests++;
+	for (uint32_t attempt = 0; attempt <= h->retries; attempt++) {
+		uint64_t deadline = now_ms() + h->timeout_ms;
+		uint16_t seq = ++h->seq;
+
+		seqs[attempt] = seq;
+		if (attempt)
+			h->stats.retransmits++;
+		x->req[0] = x->op;
+		x->req[1] = QL_HL_FLAG_ACK_REQUEST;
+		x->req[2] = (uint8_t)(seq >> 8);
+		x->req[3] = (uint8_t)seq;
+		x->req[4] = x->req[5] = 0;
+		/* ECONNREFUSED from an earlier ICMP port-unreachable is a lost try. */
+		if (send(h->fd, x->req, x->req_len, 0) < 0 && errno != ECONNREFUSED)
+			return ql_error_set(-errno, "hololink %s: send: %s", h->peer,
+					    strerror(errno));
+		for (;;) {
+			uint64_t now = now_ms();
+			struct pollfd pfd = { .fd = h->fd, .events = POLLIN };
+			ssize_t len;
+			uint16_t rseq;
+			bool ours = false;
+
+			if (now >= deadline)
+				break;
+			if (poll(&pfd, 1, (int)(deadline - now)) <= 0)
+				continue;
+			len = recv(h->fd, r, sizeof(r), MSG_DONTWAIT);
+			if (len < 0)
+				continue;
+			if (len < 5 || r[0] != x->op) {
+				h->stats.stale++;
+				continue;
+			}
+			rseq = (uint16_t)(r[2] << 8 | r[3]);
+			/* A late reply to an earlier attempt of this request also answers
+			 * it (registers are idempotent); others are stale. */
+			for (uint32_t i = 0; i <= attempt; i++)
+				ours |= seqs[i] == rseq;
+			if (!ours) {
+				h->stats.stale++;
+				continue;
+			}
+			return check_reply(h, x, r, (size_t)len);
+		}
+	}
+	h->stats.timeouts++;
+	return ql_error_set(-ETIMEDOUT, "hololink %s: no reply to %s of 0x%08x after %u tries",
+			    h->peer, op_name(x->op), x->regs[0].addr, h->retries + 1);
+}
+
+static int check_regs(const struct ql_hl_reg *regs, size_t n)
+{
+	if (!regs || n < 1 || n > QL_HL_BLOCK_MAX)
+		return ql_error_set(-EINVAL, "hololink: 1 to %d registers per block, not %zu",
+				    QL_HL_BLOCK_MAX, n);
+	for (size_t i = 0; i < n; i++)
+		if (regs[i].addr & 3)
+			return ql_error_set(-EINVAL,
+					    "hololink: register address 0x%08x is not a "
+					    "multiple of 4",
+					    regs[i].addr);
+	return 0;
+}
+
+int ql_hl_write_dword(struct ql_hl *h, uint32_t addr, uint32_t value)
+{
+	struct ql_hl_reg reg = { addr, value };
+	uint8_t req[14];
+	struct xact x = { QL_HL_WR_DWORD, req, sizeof(req), &reg, 1, NULL };
+	int ret = check_regs(&reg, 1);
+
+	if (ret)
+		return ret;
+	put32(req + 6, addr);
+	put32(req + 10, value);
+	return transact(h, &x);
+}
+
+int ql_hl_read_dword(struct ql_hl *h, uint32_t addr, uint32_t *value)
+{
+	struct ql_hl_reg reg = { addr, 0 };
+	uint8_t req[10];
+	struct xact x = { QL_HL_RD_DWORD, req, sizeof(req), &reg, 1, value };
+	int ret = check_regs(&reg, 1);
+
+	if (ret)
+		return ret;
+	put32(req + 6, addr);
+	return transact(h, &x);
+}
+
+int ql_hl_write_block(struct ql_hl *h, const struct ql_hl_reg *regs, size_t n)
+{
+	uint8_t req[QL_HL_DGRAM_MAX];
+	struct xact x = { QL_HL_WR_BLOCK, req, QL_HL_HEADER + 8 * n, regs, n, NULL };
+	int ret = check_regs(regs, n);
+
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < n; i++) {
+		put32(req + QL_HL_HEADER + 8 * i, regs[i].addr);
+		put32(req + QL_HL_HEADER + 8 * i + 4, regs[i].value);
+	}
+	return transact(h, &x);
+}
+
+int ql_hl_read_block(struct ql_hl *h, struct ql_hl_reg *regs, size_t n)
+{
+	uint8_t req[QL_HL_DGRAM_MAX];
+	uint32_t values[QL_HL_BLOCK_MAX];
+	struct xact x = { QL_HL_RD_BLOCK, req, QL_HL_HEADER + 8 * n, regs, n, values };
+	int ret = check_regs(regs, n);
+
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < n; i++) {
+		put32(req + QL_HL_HEADER + 8 * i, regs[i].addr);
+		put32(req + QL_HL_HEADER + 8 * i + 4, 0);
+	}
+	ret = transact(h, &x);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < n; i++)
+		regs[i].value = values[i];
+	return 0;
+}
+
+/* ------------------------------------------------------ data-plane configure */
+
+static const char *const vp_reg_names[QL_HSB_VP_SIZE / 4] = {
+	"DP_QP",	   "DP_RKEY",	       "DP_PAGE_LSB",	   "DP_PAGE_MSB",
+	"DP_PAGE_INC",	   "DP_MAX_BUFF",      "DP_BUFFER_LENGTH", "DP_BUFFER_MASK",
+	"DP_HOST_MAC_LOW", "DP_HOST_MAC_HIGH", "DP_HOST_IP",	   "DP_HOST_UDP_PORT",
+};
+
+static void target_addrs(const struct ql_hsb_target *t, uint32_t *vp, uint32_t *hif)
+{
+	*vp = t->vp_address ? t->vp_address : QL_HSB_VP_BASE + t->vp * QL_HSB_VP_STRIDE;
+	*hif = t->hif_address ? t->hif_address : QL_HSB_HIF_BASE;
+}
+
+static const char *reg_name(const struct ql_hsb_target *t, uint32_t addr)
+{
+	uint32_t vp, hif;
+
+	target_addrs(t, &vp, &hif);
+	if (addr >= vp && addr - vp < QL_HSB_VP_SIZE)
+		return vp_reg_names[(addr - vp) / 4];
+	if (addr == hif + QL_HSB_DP_PACKET_SIZE)
+		return "DP_PACKET_SIZE";
+	if (addr == hif + QL_HSB_DP_PACKET_UDP_PORT)
+		return "DP_PACKET_UDP_PORT";
+	if (addr == hif + QL_HSB_DP_VP_MASK)
+		return "DP_VP_MASK";
+	return "register";
+}
+
+int ql_hsb_dataplane_regs(const struct ql_hsb_target *t, const struct ql_hsb_dataplane *dp,
+			  struct ql_hl_reg *regs, size_t cap)
+{
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	uint32_t vp, hif, mtu = dp && dp->mtu ? dp->mtu : 4096;
+	uint64_t end;
+	size_t n = 0;
+
+	if (!t || !dp || !regs || cap < QL_HSB_CONFIG_REGS)
+		return ql_error_set(-EINVAL, "hsb: target, parameters and %d registers required",
+				    QL_HSB_CONFIG_REGS);
+	if (t->vp >= QL_HSB_MAX_VPS)
+		return ql_error_set(-EINVAL, "hsb: VP %u out of range (0..%d)", t->vp,
+				    QL_HSB_MAX_VPS - 1);
+	if (dp->page_addr % QL_HSB_PAGE || !dp->page_inc || dp->page_inc % QL_HSB_PAGE)
+		return ql_error_set(-EINVAL,
+				    "hsb: ring base 0x%llx and stride %u must be multiples of %d",
+				    (unsigned long long)dp->page_addr, dp->page_inc, QL_HSB_PAGE);
+	if (!dp->num_pages || dp->num_pages > QL_HSB_MAX_PAGES)
+		return ql_error_set(-EINVAL, "hsb: %u slots, not 1..%d", dp->num_pages,
+				    QL_HSB_MAX_PAGES);
+	if (!dp->frame_len || dp->frame_len > dp->page_inc)
+		return ql_error_set(-EINVAL, "hsb: frame length %u must be 1..stride (%u)",
+				    dp->frame_len, dp->page_inc);
+	end = dp->page_addr + (uint64_t)dp->page_inc * dp->num_pages;
+	if (dp->page_addr >> 39 || (end - 1) >> 39)
+		return ql_error_set(-EINVAL,
+				    "hsb: ring 0x%llx..0x%llx does not lie below 2^39 "
+				    "(register it at iova 0)",
+				    (unsigned long long)dp->page_addr, (unsigned long long)end);
+	if (dp->qpn >> 24)
+		return ql_error_set(-EINVAL, "hsb: QP number 0x%x is wider than 24 bits", dp->qpn);
+	if (memcmp(dp->gid, v4mapped, sizeof(v4mapped)))
+		return ql_error_set(-EINVAL,
+				    "hsb: the host GID is not IPv4-mapped (::ffff:a.b.c.d)");
+	if (mtu < 256 || mtu > 9216)
+		return ql_error_set(-EINVAL, "hsb: MTU %u out of range (256..9216)", mtu);
+	target_addrs(t, &vp, &hif);
+	/* The host library's order: HIF, then the VP's addressing registers. */
+	regs[n++] = (struct ql_hl_reg){ hif + QL_HSB_DP_PACKET_SIZE,
+					(mtu - QL_HSB_ROCE_OVERHEAD) / QL_HSB_PAGE };
+	regs[n++] = (struct ql_hl_reg){ hif + QL_HSB_DP_PACKET_UDP_PORT,
+					dp->src_port ? dp->src_port : QL_HSB_SRC_PORT };
+	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_BUFFER_LENGTH, dp->frame_len };
+	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_MAC_LOW,
+					(uint32_t)dp->mac[2] << 24 | (uint32_t)dp->mac[3] << 16 |
+						(uint32_t)dp->mac[4] << 8 | dp->mac[5] };
+	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_MAC_HIGH,
+					(uint32_t)dp->mac[0] << 8 | dp->mac[1] };
+	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_IP, get32(dp->gid + 12) };
+	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_UDP_PORT,
+					dp->udp_port ? dp->udp_port : QL_HSB_ROCE_PORT };
+	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_QP, dp->qpn };
+	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_RKEY, dp->rkey };
+	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_PAGE_LSB, (uint32_t)(dp->page_addr >> 7) };
+	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_PAGE_MSB, (uint32_t)(dp->page_addr >> 32) };
+	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_PAGE_INC, dp->page_inc / QL_HSB_PAGE };
+	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_MAX_BUFF, dp->num_pages - 1 };
+	return (int)n;
+}
+
+static int verify(struct ql_hl *h, const struct ql_hsb_target *t, const struct ql_hl_reg *want,
+		  size_t n)
+{
+	struct ql_hl_reg got[QL_HL_BLOCK_MAX];
+	int ret;
+
+	memcpy(got, want, n * sizeof(*want));
+	ret = ql_hl_read_block(h, got, n);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < n; i++)
+		if (got[i].value != want[i].value)
+			return ql_error_set(-EIO,
+					    "hsb %s VP %u: %s (0x%08x) reads back 0x%08x, "
+					    "wrote 0x%08x",
+					    h->peer, t->vp, reg_name(t, want[i].addr), want[i].addr,
+					    got[i].value, want[i].value);
+	return 0;
+}
+
+int ql_hsb_configure(struct ql_hl *h, const struct ql_hsb_target *t,
+		     const struct ql_hsb_dataplane *dp)
+{
+	struct ql_hl_reg regs[QL_HSB_CONFIG_REGS], mask;
+	uint32_t vp, hif;
+	int n, ret;
+
+	if (!h)
+		return ql_error_set(-EINVAL, "hsb: no board handle");
+	n = ql_hsb_dataplane_regs(t, dp, regs, QL_HSB_CONFIG_REGS);
+	if (n < 0)
+		return n;
+	target_addrs(t, &vp, &hif);
+	mask.addr = hif + QL_HSB_DP_VP_MASK;
+	/* Stop the VP while its addressing changes. */
+	ret = ql_hl_read_dword(h, mask.addr, &mask.value);
+	if (ret)
+		return ret;
+	mask.value &= ~(1u << t->vp);
+	ret = ql_hl_write_dword(h, mask.addr, mask.value);
+	if (ret)
+		return ret;
+	ret = ql_hl_write_block(h, regs, (size_t)n);
+	if (ret)
+		return ret;
+	ret = verify(h, t, regs, (size_t)n);
+	if (ret)
+		return ret;
+	ret = ql_hl_read_dword(h, mask.addr, &mask.value);
+	if (ret)
+		return ret;
+	mask.value |= 1u << t->vp;
+	ret = ql_hl_write_dword(h, mask.addr, mask.value);
+	if (ret)
+		return ret;
+	return verify(h, t, &mask, 1);
+}
+
+int ql_hsb_configure_board(const char *address, uint16_t port, const struct ql_hsb_target *t,
+			   const struct ql_hsb_dataplane *dp, uint32_t timeout_ms, uint32_t retries)
+{
+	struct ql_hl *h;
+	int ret;
+
+	ret = ql_hl_open(address, port, timeout_ms, timeout_ms || retries ? retries : 3, &h);
+	if (ret)
+		return ret;
+	ret = ql_hsb_configure(h, t, dp);
+	ql_hl_close(h);
+	return ret;
+}

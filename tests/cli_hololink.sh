@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# cli_hololink.sh: `qlink vppu --hsb-listen` configured through `qlink
+# hololink write` as a host would (13 data-plane registers in one block,
+# then the enable bit), printing what it received; `qlink hololink read`
+# reads them back; a refused write and a silent board exit 1 with the
+# board's status or the register address.
+#
+#   tests/cli_hololink.sh QLINK
+set -uo pipefail
+qlink=$1
+tmp=$(mktemp -d)
+pid=
+trap '[ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$tmp"' EXIT
+fail() { echo "FAIL: $*"; cat "$tmp"/* 2>/dev/null; exit 1; }
+
+"$qlink" vppu --hsb-listen 127.0.0.1:0 --timeout 20 >"$tmp/vppu.out" 2>&1 &
+pid=$!
+port=
+for _ in $(seq 100); do
+	port=$(sed -n 's/^hsb: register server on 127.0.0.1:\([0-9]*\), VP 0$/\1/p' "$tmp/vppu.out")
+	[ -n "$port" ] && break
+	sleep 0.1
+done
+[ -n "$port" ] || fail "no register server line"
+b="$qlink hololink --timeout 500 127.0.0.1:$port"
+
+# out of range (DP_MAX_BUFF 4096): the board's general error
+$b write 0x1014 4096 2>"$tmp/err" && fail "out-of-range write accepted"
+grep -q "status 0x02 (general error)" "$tmp/err" || fail "no status in: $(cat "$tmp/err")"
+# enabling before configuring is refused too
+$b write 0x080c 1 2>/dev/null && fail "enable of an unconfigured VP accepted"
+# host 10.0.0.1, MAC 02:11:22:33:44:55, QP 0x11, rkey 0x2233, base 0, stride 384, 64 slots, frame 320
+$b write 0x0804 31 0x0808 12288 0x1018 320 0x1020 0x22334455 0x1024 0x0211 \
+	0x1028 0x0a000001 0x102c 4791 0x1000 0x11 0x1004 0x2233 0x1008 0 0x100c 0 \
+	0x1010 3 0x1014 63 || fail "configuration block refused"
+$b read 0x1004 0x1014 >"$tmp/read" || fail "read"
+printf '0x00001004 0x00002233\n0x00001014 0x0000003f\n' | cmp -s - "$tmp/read" ||
+	fail "read back: $(cat "$tmp/read")"
+$b write 0x080c 1 || fail "enable refused"
+wait "$pid" || fail "vppu --hsb-listen exited $?"
+pid=
+grep -q "^hsb: VP 0 configured: qpn 0x11 rkey 0x2233 page_addr 0x0 stride 384 pages 64 frame 320 host 10.0.0.1 mac 02:11:22:33:44:55 udp_port 4791 mtu 4042 src_port 12288$" \
+	"$tmp/vppu.out" || fail "parameters: $(cat "$tmp/vppu.out")"
+# the board is gone: silence, with the address
+"$qlink" hololink --timeout 50 --retries 1 "127.0.0.1:$port" read 0x1000 2>"$tmp/err" &&
+	fail "read from nobody succeeded"
+grep -q "no reply to RD_DWORD of 0x00001000 after 2 tries" "$tmp/err" || fail "timeout: $(cat "$tmp/err")"
+# usage errors
+"$qlink" hololink 127.0.0.1 write 0x1002 1 2>/dev/null; [ $? -eq 2 ] || fail "misaligned ADDR not a usage error"
+"$qlink" hololink 127.0.0.1 poke 0x1000 2>/dev/null; [ $? -eq 2 ] || fail "unknown verb not a usage error"
+echo "PASS: hsb listener configured over the register protocol, readback, refusals, timeout"

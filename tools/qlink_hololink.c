@@ -1,0 +1,245 @@
+/*
+ * qlink hololink: read and write the registers of a Hololink board (or of a
+ * VPPU's emulated one) over the register protocol, or be such a board; and
+ * the hsb register listener of `qlink vppu --hsb-listen`.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qlink/error.h"
+#include "qlink/hololink.h"
+#include "tools.h"
+
+static volatile sig_atomic_t hl_stop;
+
+static void hl_on_signal(int sig)
+{
+	(void)sig;
+	hl_stop = 1;
+}
+
+static void hl_usage(FILE *f)
+{
+	fprintf(f, "usage: qlink hololink [options] HOST[:PORT] read ADDR...\n"
+		   "       qlink hololink [options] HOST[:PORT] write ADDR VALUE [ADDR VALUE]...\n"
+		   "       qlink hololink --serve [ADDR:]PORT [--vps N]\n"
+		   "\n"
+		   "Read or write 32-bit registers of a Hololink board over its UDP register\n"
+		   "protocol (docs/hololink.md; default port 8192, the VPPU's is 8193). One\n"
+		   "register is a RD_DWORD/WR_DWORD, several one RD_BLOCK/WR_BLOCK. read prints\n"
+		   "`ADDR VALUE` per register in hex. With --serve it is an emulated board\n"
+		   "(the VPPU's) that prints each VP's parameters when its enable bit is set,\n"
+		   "until SIGINT/SIGTERM. Exit 1 on any error (the board's status or silence).\n"
+		   "\n"
+		   "options:\n"
+		   "  --timeout MS     wait per try (default 200)\n"
+		   "  --retries N      retransmissions after the first try (default 3)\n"
+		   "  --serve ADDR     be the board, on [ADDR:]PORT (bare PORT: 0.0.0.0)\n"
+		   "  --vps N          VPs of the served board (default 1)\n"
+		   "  -h, --help       this text\n");
+}
+
+/* "[ADDR:]PORT" into a server config (bare PORT binds every address). */
+static int parse_listen(const char *spec, char *addr, size_t cap, uint16_t *port)
+{
+	const char *colon = strrchr(spec, ':');
+	uint32_t p;
+
+	if (tool_u32(colon ? colon + 1 : spec, 0, 65535, &p))
+		return -EINVAL;
+	if (colon) {
+		if ((size_t)(colon - spec) >= cap || colon == spec)
+			return -EINVAL;
+		memcpy(addr, spec, (size_t)(colon - spec));
+		addr[colon - spec] = 0;
+	} else {
+		snprintf(addr, cap, "0.0.0.0");
+	}
+	*port = (uint16_t)p;
+	return 0;
+}
+
+void tool_hsb_print(FILE *f, uint32_t vp, const struct ql_hsb_dataplane *dp)
+{
+	char ip[INET_ADDRSTRLEN];
+
+	inet_ntop(AF_INET, dp->gid + 12, ip, sizeof(ip));
+	fprintf(f,
+		"hsb: VP %u configured: qpn 0x%x rkey 0x%x page_addr 0x%" PRIx64
+		" stride %u pages %u frame %u host %s mac %02x:%02x:%02x:%02x:%02x:%02x"
+		" udp_port %u mtu %u src_port %u\n",
+		vp, dp->qpn, dp->rkey, dp->page_addr, dp->page_inc, dp->num_pages, dp->frame_len,
+		ip, dp->mac[0], dp->mac[1], dp->mac[2], dp->mac[3], dp->mac[4], dp->mac[5],
+		dp->udp_port, dp->mtu, dp->src_port);
+	fflush(f);
+}
+
+int tool_hsb_listen(const char *spec, uint32_t vp, double timeout_s, struct ql_hl_server **srv,
+		    struct ql_hsb_dataplane *out)
+{
+	struct ql_hl_server_config cfg = { .num_vps = vp + 1 };
+	char addr[64];
+	int ret;
+
+	if (parse_listen(spec, addr, sizeof(addr), &cfg.port))
+		return ql_error_set(-EINVAL, "'%s' is not [ADDR:]PORT", spec);
+	if (vp >= QL_HSB_MAX_VPS)
+		return ql_error_set(-EINVAL, "VP %u out of range (0..%d)", vp, QL_HSB_MAX_VPS - 1);
+	cfg.address = addr;
+	ret = ql_hl_server_create(&cfg, NULL, NULL, srv);
+	if (ret)
+		return ret;
+	/* the port line first: with port 0 it is how a caller learns the port */
+	printf("hsb: register server on %s:%u, VP %u\n", addr, ql_hl_server_port(*srv), vp);
+	fflush(stdout);
+	ret = ql_hl_server_wait(*srv, vp, (int)(timeout_s * 1000), out);
+	if (ret) {
+		ql_hl_server_destroy(*srv);
+		*srv = NULL;
+		return ret;
+	}
+	tool_hsb_print(stdout, vp, out);
+	return 0;
+}
+
+static void serve_report(void *arg, uint32_t vp, const struct ql_hsb_dataplane *dp)
+{
+	(void)arg;
+	tool_hsb_print(stdout, vp, dp);
+}
+
+static int hl_serve(const char *spec, uint32_t vps)
+{
+	struct ql_hl_server_config cfg = { .num_vps = vps };
+	struct ql_hl_server *s;
+	char addr[64];
+	int ret;
+
+	if (parse_listen(spec, addr, sizeof(addr), &cfg.port))
+		return tool_bad("hololink", "--serve", spec);
+	cfg.address = addr;
+	ret = ql_hl_server_create(&cfg, serve_report, NULL, &s);
+	if (ret) {
+		tool_fail("hololink", "starting the board", ret);
+		return 1;
+	}
+	printf("hsb: register server on %s:%u, %u VP(s)\n", addr, ql_hl_server_port(s), vps);
+	fflush(stdout);
+	signal(SIGINT, hl_on_signal);
+	signal(SIGTERM, hl_on_signal);
+	while (!hl_stop)
+		ql_hl_server_poll(s, 100);
+	ql_hl_server_destroy(s);
+	return 0;
+}
+
+int tool_hololink(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "timeout", required_argument, NULL, 't' },
+		{ "retries", required_argument, NULL, 'r' },
+		{ "serve", required_argument, NULL, 's' },
+		{ "vps", required_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct ql_hl_reg regs[QL_HL_BLOCK_MAX];
+	uint32_t timeout = 200, retries = 3, vps = 1, port = QL_HL_PORT;
+	const char *serve = NULL;
+	char host[256];
+	struct ql_hl *h;
+	size_t n = 0;
+	bool write;
+	char *colon;
+	int c, ret;
+
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
+		switch (c) {
+		case 't':
+			if (tool_u32(optarg, 1, 60000, &timeout))
+				return tool_bad("hololink", "--timeout", optarg);
+			break;
+		case 'r':
+			if (tool_u32(optarg, 0, 16, &retries))
+				return tool_bad("hololink", "--retries", optarg);
+			break;
+		case 's':
+			serve = optarg;
+			break;
+		case 'v':
+			if (tool_u32(optarg, 1, QL_HSB_MAX_VPS, &vps))
+				return tool_bad("hololink", "--vps", optarg);
+			break;
+		case 'h':
+			hl_usage(stdout);
+			return 0;
+		default:
+			hl_usage(stderr);
+			return 2;
+		}
+	}
+	if (serve) {
+		if (optind < argc) {
+			fprintf(stderr, "qlink hololink: --serve takes no other arguments\n");
+			return 2;
+		}
+		return hl_serve(serve, vps);
+	}
+	if (argc - optind < 3 ||
+	    (strcmp(argv[optind + 1], "read") && strcmp(argv[optind + 1], "write"))) {
+		hl_usage(stderr);
+		return 2;
+	}
+	snprintf(host, sizeof(host), "%s", argv[optind]);
+	colon = strrchr(host, ':');
+	if (colon) {
+		*colon = 0;
+		if (tool_u32(colon + 1, 1, 65535, &port))
+			return tool_bad("hololink", "HOST:PORT", argv[optind]);
+	}
+	write = !strcmp(argv[optind + 1], "write");
+	for (int i = optind + 2; i < argc; i += write ? 2 : 1) {
+		if (n == QL_HL_BLOCK_MAX) {
+			fprintf(stderr, "qlink hololink: at most %d registers\n", QL_HL_BLOCK_MAX);
+			return 2;
+		}
+		if (tool_u32(argv[i], 0, UINT32_MAX, &regs[n].addr) || regs[n].addr % 4)
+			return tool_bad("hololink", "ADDR", argv[i]);
+		regs[n].value = 0;
+		if (write) {
+			if (i + 1 >= argc) {
+				fprintf(stderr, "qlink hololink: write %s needs a VALUE\n",
+					argv[i]);
+				return 2;
+			}
+			if (tool_u32(argv[i + 1], 0, UINT32_MAX, &regs[n].value))
+				return tool_bad("hololink", "VALUE", argv[i + 1]);
+		}
+		n++;
+	}
+	ret = ql_hl_open(host, (uint16_t)port, timeout, retries, &h);
+	if (ret) {
+		tool_fail("hololink", host, ret);
+		return 1;
+	}
+	if (write)
+		ret = n == 1 ? ql_hl_write_dword(h, regs[0].addr, regs[0].value) :
+			       ql_hl_write_block(h, regs, n);
+	else
+		ret = n == 1 ? ql_hl_read_dword(h, regs[0].addr, &regs[0].value) :
+			       ql_hl_read_block(h, regs, n);
+	if (ret)
+		tool_fail("hololink", write ? "write" : "read", ret);
+	else if (!write)
+		for (size_t i = 0; i < n; i++)
+			printf("0x%08x 0x%08x\n", regs[i].addr, regs[i].value);
+	ql_hl_close(h);
+	return ret ? 1 : 0;
+}
