@@ -1054,7 +1054,13 @@ static int check_config(const char *path)
 	return 0;
 }
 
-int main(int argc, char **argv)
+struct qlinkd_opts {
+	const char *config, *check, *params;
+	double timeout; /* for --params-file's client */
+};
+
+/* Command line: -1 to go on, else the exit status (--help, --version, errors). */
+static int parse_args(int argc, char **argv, struct qlinkd_opts *o)
 {
 	static const struct option lo[] = {
 		{ "config", required_argument, NULL, 'c' },
@@ -1065,29 +1071,25 @@ int main(int argc, char **argv)
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *config = NULL, *check = NULL, *params = NULL;
-	struct qlinkd q = { .sigfd = -1 };
-	struct ql_diags diags;
-	double timeout = 60;
-	sigset_t mask;
-	int c, ret, ev;
+	int c;
 
+	*o = (struct qlinkd_opts){ .timeout = 60 };
 	while ((c = getopt_long(argc, argv, "c:hV", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c':
-			config = optarg;
+			o->config = optarg;
 			break;
 		case 'C':
-			check = optarg;
+			o->check = optarg;
 			break;
 		case 'p':
-			params = optarg;
+			o->params = optarg;
 			break;
 		case 't': {
 			char *end;
 
-			timeout = strtod(optarg, &end);
-			if (*end || !(timeout > 0 && timeout <= 86400)) {
+			o->timeout = strtod(optarg, &end);
+			if (*end || !(o->timeout > 0 && o->timeout <= 86400)) {
 				fprintf(stderr, "qlinkd: bad value '%s' for --timeout\n", optarg);
 				return 2;
 			}
@@ -1104,24 +1106,34 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind < argc || (!config && !check) || (config && check)) {
+	if (optind < argc || (!o->config && !o->check) || (o->config && o->check)) {
 		fprintf(stderr, "qlinkd: %s\n",
 			optind < argc ? "unexpected argument" :
 					"give one of --config FILE or --check-config FILE");
 		usage(stderr);
 		return 2;
 	}
-	if (check)
-		return check_config(check);
+	return -1;
+}
 
-	ret = ql_config_load(config, &q.cfg, &diags);
-	if (ret) {
-		ql_diags_print(&diags, config, stderr);
-		return 1;
-	}
-	logcfg.level = q.cfg->log.level;
-	logcfg.format = q.cfg->log.format;
-	ql_log_set_level(q.cfg->log.level);
+static const char *detail_or(int err)
+{
+	return ql_error_detail()[0] ? ql_error_detail() : ql_strerror(err);
+}
+
+/*
+ * Everything before service: signals, plugins, device, dispatchers, control
+ * plane, and the --params-file session. 0, -EINTR (a signal while waiting
+ * for the params-file client: a clean stop) or a negative errno (logged).
+ */
+static int qlinkd_start(struct qlinkd *q, const struct qlinkd_opts *o)
+{
+	sigset_t mask;
+	int ret;
+
+	logcfg.level = q->cfg->log.level;
+	logcfg.format = q->cfg->log.format;
+	ql_log_set_level(q->cfg->log.level);
 	/* a handler that crashes the process is named on stderr first */
 	ql_dispatcher_crash_report("qlinkd");
 	/* Blocked before any thread exists, so every dispatcher inherits the
@@ -1132,104 +1144,134 @@ int main(int argc, char **argv)
 	sigaddset(&mask, SIGUSR1);
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
-	q.sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
-	q.sessions = calloc(q.cfg->max_sessions, sizeof(*q.sessions));
-	if (q.sigfd < 0 || !q.sessions) {
-		ret = q.sigfd < 0 ? -errno : -ENOMEM;
+	q->sigfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	q->sessions = calloc(q->cfg->max_sessions, sizeof(*q->sessions));
+	if (q->sigfd < 0 || !q->sessions) {
+		ret = q->sigfd < 0 ? -errno : -ENOMEM;
 		qlog(QL_LOG_ERROR, "qlinkd", "setup failed", "error=%s", ql_strerror(ret));
-		goto out;
+		return ret;
 	}
 	qlog(QL_LOG_INFO, "qlinkd", "starting",
 	     "version=%s config=%s device=%s control=%s:%u cpu=%d dispatchers=%u slots=%u "
 	     "slot_size=%u",
-	     QLINK_VERSION, config, q.cfg->device, q.cfg->control.address, q.cfg->control.port,
-	     q.cfg->dispatcher.cpu, q.cfg->dispatcher.cpus_count, q.cfg->ring.slots,
-	     q.cfg->ring.slot_size);
-	ret = load_plugins(&q, false);
+	     QLINK_VERSION, o->config, q->cfg->device, q->cfg->control.address,
+	     q->cfg->control.port, q->cfg->dispatcher.cpu, q->cfg->dispatcher.cpus_count,
+	     q->cfg->ring.slots, q->cfg->ring.slot_size);
+	ret = load_plugins(q, false);
 	if (ret)
-		goto out;
-	ret = ql_device_open(q.cfg->device, &q.dev);
+		return ret;
+	ret = ql_device_open(q->cfg->device, &q->dev);
 	if (ret) {
 		qlog(QL_LOG_ERROR, "qlinkd", "cannot open the device", "device=%s error=\"%s\"",
-		     q.cfg->device, ql_error_detail()[0] ? ql_error_detail() : ql_strerror(ret));
-		fprintf(stderr, "%s: device %s: %s\n", config, q.cfg->device,
-			ql_error_detail()[0] ? ql_error_detail() : ql_strerror(ret));
-		goto out;
+		     q->cfg->device, detail_or(ret));
+		fprintf(stderr, "%s: device %s: %s\n", o->config, q->cfg->device, detail_or(ret));
+		return ret;
 	}
-	ret = dispatch_open(&q);
+	ret = dispatch_open(q);
 	if (ret) {
 		qlog(QL_LOG_ERROR, "dispatcher", "cannot start the dispatchers", "error=\"%s\"",
-		     ql_error_detail()[0] ? ql_error_detail() : ql_strerror(ret));
-		goto out;
+		     detail_or(ret));
+		return ret;
 	}
-	ret = control_open(&q);
+	ret = control_open(q);
 	if (ret) {
 		qlog(QL_LOG_ERROR, "control", "cannot listen", "address=%s port=%u error=\"%s\"",
-		     q.cfg->control.address, q.cfg->control.port,
-		     ql_error_detail()[0] ? ql_error_detail() : ql_strerror(ret));
-		fprintf(stderr, "%s: control %s:%u: %s\n", config, q.cfg->control.address,
-			q.cfg->control.port,
-			ql_error_detail()[0] ? ql_error_detail() : ql_strerror(ret));
-		goto out;
+		     q->cfg->control.address, q->cfg->control.port, detail_or(ret));
+		fprintf(stderr, "%s: control %s:%u: %s\n", o->config, q->cfg->control.address,
+			q->cfg->control.port, detail_or(ret));
+		return ret;
 	}
-	if (params) {
-		ret = params_rendezvous(&q, params, timeout);
-		if (ret == -EINTR) {
-			ret = 0;
-			goto out;
-		}
-		if (ret) {
+	if (o->params) {
+		ret = params_rendezvous(q, o->params, o->timeout);
+		if (ret && ret != -EINTR) {
 			qlog(QL_LOG_ERROR, "session", "rendezvous failed", "params_file=%s",
-			     params);
-			fprintf(stderr, "qlinkd: %s: %s\n", params,
-				ql_error_detail()[0] ? ql_error_detail() : ql_strerror(ret));
-			goto out;
+			     o->params);
+			fprintf(stderr, "qlinkd: %s: %s\n", o->params, detail_or(ret));
 		}
 	}
+	return ret;
+}
+
+/* Service: signals, counters on SIGUSR1, sessions watched, until a stop. */
+static void qlinkd_serve(struct qlinkd *q, bool params)
+{
+	int ev;
+
 	qlog(QL_LOG_INFO, "qlinkd", "serving", "control_port=%u params_sessions=%u",
-	     ql_ctl_server_port(q.ctl), params ? 1u : 0u);
+	     ql_ctl_server_port(q->ctl), params ? 1u : 0u);
 	for (;;) {
-		ev = wait_signal(&q, 200);
+		ev = wait_signal(q, 200);
 		if (ev == EV_STOP)
 			break;
 		if (ev == EV_COUNTERS) {
-			print_counters(&q);
-			control_counters(&q);
+			print_counters(q);
+			control_counters(q);
 		}
-		check_sessions(&q);
+		check_sessions(q);
 	}
-	ret = 0;
-out:
-	/* final counters; then tell every connected QCS (ABORT "server
-	 * shutdown") and end their sessions through the abort callback, each
-	 * printing its own final counters */
-	control_counters(&q);
-	ql_ctl_server_destroy(q.ctl);
-	q.ctl = NULL;
-	if (q.sessions)
-		for (uint32_t i = 0; i < q.cfg->max_sessions; i++)
-			session_destroy(q.sessions[i]);
-	free(q.sessions);
+}
+
+/*
+ * Final counters; then tell every connected QCS (ABORT "server shutdown")
+ * and end their sessions through the abort callback, each printing its own
+ * final counters; then free what was made. The exit status.
+ */
+static int qlinkd_stop(struct qlinkd *q, int ret)
+{
+	control_counters(q);
+	ql_ctl_server_destroy(q->ctl);
+	q->ctl = NULL;
+	if (q->sessions)
+		for (uint32_t i = 0; i < q->cfg->max_sessions; i++)
+			session_destroy(q->sessions[i]);
+	free(q->sessions);
 	tool_rdv_cleanup(&params_rdv);
-	if (abandoned_threads(&q)) {
+	if (abandoned_threads(q)) {
 		/* A thread is still inside a handler (past its deadline): the
 		 * plugin's code, the device's memory and the response buffers
 		 * must stay mapped under it. Exit without freeing them (kept
 		 * reachable); the thread is not joined. */
 		qlog(QL_LOG_WARN, "qlinkd", "exiting with a handler still running",
-		     "abandoned_threads=%" PRIu64, abandoned_threads(&q));
-		kept_on_exit = q;
-		q.dev = NULL;
+		     "abandoned_threads=%" PRIu64, abandoned_threads(q));
+		kept_on_exit = *q;
+		q->dev = NULL;
 	} else {
-		dispatch_close(&q);
-		unload_plugins(&q);
+		dispatch_close(q);
+		unload_plugins(q);
 	}
-	if (q.dev)
-		ql_device_close(q.dev);
-	if (q.sigfd >= 0)
-		close(q.sigfd);
+	if (q->dev)
+		ql_device_close(q->dev);
+	if (q->sigfd >= 0)
+		close(q->sigfd);
 	qlog(QL_LOG_INFO, "qlinkd", ret ? "exiting on an error" : "stopped", "status=%d",
 	     ret ? 1 : 0);
-	ql_config_free(q.cfg);
+	ql_config_free(q->cfg);
 	return ret ? 1 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct qlinkd q = { .sigfd = -1 };
+	struct qlinkd_opts o;
+	struct ql_diags diags;
+	int ret;
+
+	ret = parse_args(argc, argv, &o);
+	if (ret >= 0)
+		return ret;
+	if (o.check)
+		return check_config(o.check);
+	ret = ql_config_load(o.config, &q.cfg, &diags);
+	if (ret) {
+		ql_diags_print(&diags, o.config, stderr);
+		return 1;
+	}
+	ret = qlinkd_start(&q, &o);
+	if (ret == -EINTR)
+		ret = 0; /* stopped while waiting for the params-file client */
+	else if (!ret) {
+		qlinkd_serve(&q, o.params != NULL);
+		ret = 0;
+	}
+	return qlinkd_stop(&q, ret);
 }
