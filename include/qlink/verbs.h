@@ -80,6 +80,9 @@ struct ql_device_counters {
 	uint64_t rc_nak_rnr;	    /* RC: receiver-not-ready NAKs sent */
 	uint64_t rc_nak_inv_req;    /* RC: invalid request NAKs sent */
 	uint64_t rc_nak_op_err;	    /* RC: remote operational error NAKs sent */
+	/* soft, requester side: UC messages this device's QPs sent that loss
+	 * injection dropped (docs/soft-provider.md); 0 elsewhere */
+	uint64_t uc_drop_injected;
 };
 int ql_device_counters(struct ql_device *dev, struct ql_device_counters *c);
 
