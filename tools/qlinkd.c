@@ -250,6 +250,7 @@ static int session_create(struct qlinkd *q, struct qlinkd_session **out,
 		.num_slots = q->cfg->ring.slots,
 		.slot_size = q->cfg->ring.slot_size,
 		.ctx = q->vctx,
+		.qp_type = (enum ibv_qp_type)q->cfg->ring.qp,
 	};
 	struct ql_daemon_config dc = {
 		.cpu = -1, /* served by q->disp, not a thread of its own */

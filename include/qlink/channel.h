@@ -194,7 +194,11 @@ struct ql_verbs_channel_config {
 	 * can be lost; the client resends and the channel answers a resend
 	 * from its cache of recent responses (docs/wire-protocol.md, UC). */
 	enum ibv_qp_type qp_type;
-	uint32_t dup_cache; /* UC: responses remembered (0: 16; at most num_slots) */
+	/* UC: responses remembered for resends (0: num_slots, at most 16 MiB
+	 * of them; never more than num_slots). A client must keep no more
+	 * requests outstanding than this, or a resend may find its response
+	 * forgotten (counted dup_missed, not answered). */
+	uint32_t dup_cache;
 };
 
 /* Create the ring (ql_mem_alloc'd, registered REMOTE_WRITE), an RC or UC QP, its

@@ -77,7 +77,8 @@ struct ql_ring_client_config {
 	uint32_t window; /* requests in flight at most (0: the ring's num_slots) */
 	/* IBV_QPT_RC (0 means RC) or IBV_QPT_UC (must match the server's). */
 	enum ibv_qp_type qp_type;
-	/* UC: resend a request unanswered this long (0: 2 ms), at most
+	/* UC: resend a request unanswered this long (0: 2 ms; the wait
+	 * doubles after each resend, up to 64 times this), at most
 	 * max_resends times (0: 8), then give it up (counted lost). */
 	uint64_t resend_ns;
 	uint32_t max_resends;

@@ -46,6 +46,7 @@ struct raw_dispatcher {
 struct raw_ring {
 	int64_t *slots;
 	int64_t *slot_size;
+	char *qp;
 };
 
 struct raw_plugin {
@@ -104,6 +105,7 @@ static const cyaml_schema_field_t dispatcher_fields[] = {
 static const cyaml_schema_field_t ring_fields[] = {
 	CYAML_FIELD_INT_PTR("slots", OPT, struct raw_ring, slots),
 	CYAML_FIELD_INT_PTR("slot_size", OPT, struct raw_ring, slot_size),
+	STR("qp", struct raw_ring, qp),
 	CYAML_FIELD_END,
 };
 
@@ -474,6 +476,14 @@ static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql
 	c->ring.slot_size = (uint32_t)int_key(f, rr ? rr->slot_size : NULL, "ring.slot_size",
 					      QL_RING_MIN_SLOT, QL_RING_MAX_SLOT,
 					      QL_CONFIG_DEFAULT_SLOT_SIZE, NULL);
+	c->ring.qp = IBV_QPT_RC;
+	if (rr && rr->qp) {
+		if (!strcmp(rr->qp, "uc"))
+			c->ring.qp = IBV_QPT_UC;
+		else if (strcmp(rr->qp, "rc"))
+			ql__diag_add(f, ql__yaml_line(f, "ring.qp"),
+				     "ring.qp: '%s' is not one of rc, uc", rr->qp);
+	}
 	if (ql_ring_check_geometry(c->ring.slots, c->ring.slot_size))
 		ql__diag_add(f,
 			     ql__yaml_line(f, c->ring.slots & (c->ring.slots - 1) ?

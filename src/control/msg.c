@@ -229,6 +229,16 @@ static int get_params(json_t *o, struct ql_conn_params *p)
 	ret |= get_hex64(o, "length", false, true, &p->length);
 	ret |= get_u32(o, "num_slots", false, &p->num_slots);
 	ret |= get_u32(o, "slot_size", false, &p->slot_size);
+	{
+		/* the ring's QP type; absent: RC (older RTHs) */
+		char qt[4] = "rc";
+
+		ret |= get_str(o, "qp_type", false, qt, sizeof(qt));
+		if (!strcmp(qt, "uc"))
+			p->qp_type = IBV_QPT_UC;
+		else if (strcmp(qt, "rc"))
+			ret = -EBADMSG;
+	}
 	if (ret)
 		return -EBADMSG;
 	if (inet_pton(AF_INET6, gid, p->gid.raw) != 1)
@@ -458,6 +468,8 @@ static json_t *params_json(const struct ql_conn_params *p, bool full)
 		json_object_set_new(o, "length", hex64(p->length));
 		json_object_set_new(o, "num_slots", json_integer(p->num_slots));
 		json_object_set_new(o, "slot_size", json_integer(p->slot_size));
+		json_object_set_new(o, "qp_type",
+				    json_string(p->qp_type == IBV_QPT_UC ? "uc" : "rc"));
 	}
 	return o;
 }

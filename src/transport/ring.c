@@ -113,6 +113,7 @@ int ql_ring_client_create(struct ql_device *dev, const struct ql_conn_params *sr
 			  const struct ql_ring_client_config *cfg, struct ql_ring_client **out)
 {
 	struct ql_ring_client *cl;
+	enum ibv_qp_type qp_type;
 	size_t stage_len, rbuf_len;
 	void *mem;
 	int ret;
@@ -139,11 +140,14 @@ int ql_ring_client_create(struct ql_device *dev, const struct ql_conn_params *sr
 		cl->window = srv->num_slots;
 	cl->signal_every = CLIENT_SIGNAL_EVERY;
 	cl->nrbuf = cl->window;
-	if (cfg && cfg->qp_type == IBV_QPT_UC) {
+	/* the QP type: the configuration's, else the server's (the RTH names
+	 * it in its parameters) */
+	qp_type = cfg && cfg->qp_type ? cfg->qp_type : srv->qp_type;
+	if (qp_type == IBV_QPT_UC) {
 		cl->uc = true;
 		cl->nrbuf = 2 * cl->window;
-		cl->resend_ns = cfg->resend_ns ? cfg->resend_ns : 2000000;
-		cl->max_resends = cfg->max_resends ? cfg->max_resends : 8;
+		cl->resend_ns = cfg && cfg->resend_ns ? cfg->resend_ns : 2000000;
+		cl->max_resends = cfg && cfg->max_resends ? cfg->max_resends : 8;
 		cl->pend = calloc(cl->num_slots, sizeof(*cl->pend));
 		if (!cl->pend) {
 			free(cl);
@@ -173,7 +177,7 @@ int ql_ring_client_create(struct ql_device *dev, const struct ql_conn_params *sr
 	/* two WRITEs per request; unsignaled ones hold their slot until a
 	 * later signaled completion is polled */
 	ret = ql_endpoint_create_qp(&cl->ep, 2 * (cl->window + 2 * cl->signal_every), cl->nrbuf,
-				    cfg ? cfg->qp_type : IBV_QPT_RC);
+				    qp_type);
 	if (ret)
 		goto err;
 	cl->qp = cl->ep.qp;
@@ -361,7 +365,10 @@ static void uc_resend(struct ql_ring_client *cl)
 	for (uint64_t k = cl->received; k < cl->sent && !cl->err; k++) {
 		struct pend *p = &cl->pend[k & (cl->num_slots - 1)];
 
-		if (p->state != PEND_WAIT || now - p->sent_ns < cl->resend_ns)
+		/* the deadline doubles at each resend (at most 64 times the
+		 * first): a slow server is not flooded with copies */
+		if (p->state != PEND_WAIT ||
+		    now - p->sent_ns < cl->resend_ns << (p->resends < 6 ? p->resends : 6))
 			continue;
 		if (p->resends >= cl->max_resends) {
 			p->state = PEND_LOST;

@@ -76,6 +76,7 @@ struct vch {
 			      the k-th (one per request, in order) */
 	struct vch_dup *dup;
 	uint8_t *dup_mem;
+	uint64_t dup_cursor; /* the next request whose slot dup_scan looks at */
 	struct ql_verbs_channel_uc_stats uc;
 };
 
@@ -201,28 +202,39 @@ static int vch_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)
  * back (the channel cleared it when it took the request) holds a resend:
  * the client did not get the response. Answer it from the cache, never by
  * running the handler again; a resend older than the cache is counted and
- * ignored. Looks at the last 2 * ndup requests answered (at most a ring).
+ * ignored. Every slot of the last num_slots requests answered can hold
+ * one; a cursor looks at VCH_DUP_SCAN of them per idle poll, so that an
+ * idle poll stays short whatever the ring's size.
  */
+#define VCH_DUP_SCAN 32u
+
 static void dup_scan(struct vch *c)
 {
 	const uint32_t cap = c->rx.slot_size - QL_RING_SLOT_HDR;
-	uint64_t w = 2 * (uint64_t)c->ndup, k;
+	const uint64_t lo = c->answered > c->rx.num_slots ? c->answered - c->rx.num_slots : 0;
+	uint64_t todo = c->answered - lo;
 
-	if (w > c->rx.num_slots)
-		w = c->rx.num_slots;
-	k = c->answered > w ? c->answered - w : 0;
-	for (; k < c->answered; k++) {
-		uint8_t *slot = c->ring + ql_ring_slot_offset(c->rx.num_slots, c->rx.slot_size, k);
-		_Atomic uint64_t *seqw = (_Atomic uint64_t *)(void *)slot;
-		const struct vch_dup *d = &c->dup[k % c->ndup];
+	if (todo > VCH_DUP_SCAN)
+		todo = VCH_DUP_SCAN;
+	for (; todo; todo--) {
+		uint64_t k;
+		uint8_t *slot;
+		_Atomic uint64_t *seqw;
+		const struct vch_dup *d;
 		struct ql_buffer *b;
 		uint32_t stamp;
 
+		if (c->dup_cursor < lo || c->dup_cursor >= c->answered)
+			c->dup_cursor = lo;
+		k = c->dup_cursor++;
+		slot = c->ring + ql_ring_slot_offset(c->rx.num_slots, c->rx.slot_size, k);
+		seqw = (_Atomic uint64_t *)(void *)slot;
 		if (atomic_load_explicit(seqw, memory_order_acquire) != k + 1)
 			continue;
 		__builtin_memcpy(&stamp, slot + 12, 4);
 		if (stamp != (uint32_t)(k + 1))
 			continue; /* its message WRITE is not here (yet) */
+		d = &c->dup[k % c->ndup];
 		if (d->seq != k + 1 || d->request_id != slot_request_id(slot, cap)) {
 			atomic_store_explicit(seqw, 0, memory_order_relaxed);
 			c->uc.dup_missed++;
@@ -233,8 +245,10 @@ static void dup_scan(struct vch *c)
 			reap(c);
 			b = ql_pool_get(c->pool);
 		}
-		if (!b)
-			return; /* no buffer now: answered on a later idle poll */
+		if (!b) {
+			c->dup_cursor = k; /* no buffer now: on a later idle poll */
+			return;
+		}
 		atomic_store_explicit(seqw, 0, memory_order_relaxed);
 		ql_buffer_reset(b, 0);
 		__builtin_memcpy(ql_buffer_append(b, d->len), d->bytes, d->len);
@@ -417,7 +431,11 @@ int ql_verbs_channel_create(struct ql_device *dev, const struct ql_verbs_channel
 		goto err;
 	if (cfg->qp_type == IBV_QPT_UC) {
 		c->rx.uc = true;
-		c->ndup = cfg->dup_cache ? cfg->dup_cache : 16;
+		/* by default every request a client can have outstanding (the
+		 * ring), up to 16 MiB of copies */
+		c->ndup = cfg->dup_cache ? cfg->dup_cache : cfg->num_slots;
+		if (!cfg->dup_cache && (uint64_t)c->ndup * cfg->slot_size > (16u << 20))
+			c->ndup = (16u << 20) / cfg->slot_size;
 		if (c->ndup > cfg->num_slots)
 			c->ndup = cfg->num_slots;
 		c->dup = calloc(c->ndup, sizeof(*c->dup));
@@ -601,6 +619,7 @@ int ql_verbs_channel_reset_ring(struct ql_channel *ch)
 		return -EINVAL;
 	ql_rx_ring_reset(&c->rx);
 	c->answered = 0;
+	c->dup_cursor = 0;
 	for (uint32_t i = 0; i < c->ndup; i++)
 		c->dup[i].seq = 0;
 	return 0;

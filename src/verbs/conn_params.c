@@ -45,13 +45,15 @@ int ql_conn_params_format(const struct ql_conn_params *p, char *buf, size_t len)
 		return snprintf(buf, len,
 				"qpn=0x%06" PRIx32 " psn=0x%06" PRIx32
 				" gid=%s mtu=%d vaddr=0x%" PRIx64 " rkey=0x%08" PRIx32
-				" length=%" PRIu64 " slots=%" PRIu32 " slot_size=%" PRIu32,
+				" length=%" PRIu64 " slots=%" PRIu32 " slot_size=%" PRIu32 "%s",
 				p->qpn, p->psn, gid, mtu_bytes(p->mtu), p->vaddr, p->rkey,
-				p->length, p->num_slots, p->slot_size);
+				p->length, p->num_slots, p->slot_size,
+				p->qp_type == IBV_QPT_UC ? " qp=uc" : "");
 	return snprintf(buf, len,
 			"qpn=0x%06" PRIx32 " psn=0x%06" PRIx32 " gid=%s mtu=%d vaddr=0x%" PRIx64
-			" rkey=0x%08" PRIx32 " length=%" PRIu64,
-			p->qpn, p->psn, gid, mtu_bytes(p->mtu), p->vaddr, p->rkey, p->length);
+			" rkey=0x%08" PRIx32 " length=%" PRIu64 "%s",
+			p->qpn, p->psn, gid, mtu_bytes(p->mtu), p->vaddr, p->rkey, p->length,
+			p->qp_type == IBV_QPT_UC ? " qp=uc" : "");
 }
 
 static int parse_u64(const char *v, uint64_t max, uint64_t *out)
@@ -124,6 +126,13 @@ int ql_conn_params_parse(const char *text, struct ql_conn_params *p)
 			if (parse_u64(val, UINT32_MAX, &v))
 				goto bad;
 			p->slot_size = (uint32_t)v;
+		} else if (!strcmp(key, "qp")) {
+			if (!strcmp(val, "rc"))
+				p->qp_type = IBV_QPT_RC;
+			else if (!strcmp(val, "uc"))
+				p->qp_type = IBV_QPT_UC;
+			else
+				goto bad;
 		} else if (!strcmp(key, "length")) {
 			if (parse_u64(val, UINT64_MAX, &v))
 				goto bad;
@@ -153,6 +162,7 @@ int ql_qp_local_params(struct ql_qp *qp, struct ql_conn_params *p)
 		return ret;
 	memset(p, 0, sizeof(*p));
 	p->qpn = qp->qp_num;
+	p->qp_type = qp->qp_type;
 	p->gid = attr.gid;
 	p->mtu = attr.port.active_mtu;
 	return 0;

@@ -158,6 +158,7 @@ int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 		const struct ql_vppu_config *cfg, struct ql_vppu_report *rep)
 {
 	struct run r = { .cl = cl, .call = call, .rep = rep };
+	struct ql_ring_client_stats st0;
 	uint64_t start, end, target, timeout, window, period = 0, due, next_tick, now;
 	int ret = 0;
 
@@ -167,6 +168,8 @@ int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 		return ql_error_set(-EINVAL, "vppu: give a call count or a duration");
 	memset(rep, 0, sizeof(*rep));
 	ql_hist_init(&rep->rtt_ns);
+	if (ql_ring_client_stats(cl, &st0))
+		memset(&st0, 0, sizeof(st0));
 	r.msg_len = QL_RPC_HEADER_SIZE + call->arg_len;
 	if (r.msg_len > ql_ring_client_max_msg(cl))
 		return ql_error_set(-EMSGSIZE, "vppu: %u bytes of arguments do not fit a slot",
@@ -237,10 +240,11 @@ int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 	{
 		struct ql_ring_client_stats st;
 
+		/* this run's share of the client's counts */
 		if (!ql_ring_client_stats(cl, &st)) {
-			rep->resent = st.resent;
-			rep->gave_up = st.lost;
-			rep->dup_responses = st.dup_responses;
+			rep->resent = st.resent - st0.resent;
+			rep->gave_up = st.lost - st0.lost;
+			rep->dup_responses = st.dup_responses - st0.dup_responses;
 		}
 	}
 	rep->lost = rep->sent - rep->received + rep->gave_up;
