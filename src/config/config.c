@@ -253,10 +253,14 @@ static void check_device(struct ql_yaml_file *f, const char *uri)
 	}
 	slen = (size_t)(sep - uri);
 	rest = sep + 3;
+	/* soft devices take a loss-injection query (?loss=P&seed=N&drop_nth=N,
+	 * for tests), checked by the provider when it opens the device */
 	if (slen == 4 && !strncmp(uri, "soft", 4))
-		why = strcmp(rest, "loop") ? "the only soft:// device is soft://loop" : NULL;
+		why = strncmp(rest, "loop", 4) || (rest[4] && rest[4] != '?') ?
+			      "the only soft:// device is soft://loop" :
+			      NULL;
 	else if (slen == 8 && !strncmp(uri, "soft+shm", 8))
-		why = bad_device_name(rest, strlen(rest));
+		why = bad_device_name(rest, strcspn(rest, "?"));
 	else if (slen == 3 && !strncmp(uri, "ibv", 3))
 		why = bad_ibv(rest);
 	else if (slen == 8 && !strncmp(uri, "soft+udp", 8))
