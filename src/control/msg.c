@@ -448,13 +448,23 @@ static json_t *hex64(uint64_t v)
 	return json_string(b);
 }
 
+/* A GID as sent: eight groups of four lowercase hex digits, no "::" and no
+ * dotted quad, so that the simplest parser reads it (docs/wire-protocol.md
+ * §1); any inet_pton form is accepted on input. */
+static void gid_full(const union ibv_gid *g, char out[40])
+{
+	for (int i = 0; i < 8; i++)
+		snprintf(out + 5 * i, 6, "%02x%02x%s", g->raw[2 * i], g->raw[2 * i + 1],
+			 i < 7 ? ":" : "");
+}
+
 static json_t *params_json(const struct ql_conn_params *p, bool full)
 {
-	char gid[INET6_ADDRSTRLEN];
+	char gid[40];
 	json_t *o = json_object();
 
-	if (!o || !inet_ntop(AF_INET6, p->gid.raw, gid, sizeof(gid)) || p->mtu < IBV_MTU_256 ||
-	    p->mtu > IBV_MTU_4096) {
+	gid_full(&p->gid, gid);
+	if (!o || p->mtu < IBV_MTU_256 || p->mtu > IBV_MTU_4096) {
 		json_decref(o);
 		return NULL;
 	}

@@ -31,16 +31,25 @@ static int mtu_from_bytes(unsigned long b, enum ibv_mtu *m)
 	return -EINVAL;
 }
 
+/* A GID as sent: eight groups of four lowercase hex digits, no "::" and no
+ * dotted quad, so that the simplest parser reads it (docs/wire-protocol.md
+ * §1); any inet_pton form is accepted on input. */
+static void gid_full(const union ibv_gid *g, char out[40])
+{
+	for (int i = 0; i < 8; i++)
+		snprintf(out + 5 * i, 6, "%02x%02x%s", g->raw[2 * i], g->raw[2 * i + 1],
+			 i < 7 ? ":" : "");
+}
+
 int ql_conn_params_format(const struct ql_conn_params *p, char *buf, size_t len)
 {
-	char gid[INET6_ADDRSTRLEN];
+	char gid[40];
 
 	if (!p || (!buf && len))
 		return -EINVAL;
 	if (mtu_bytes(p->mtu) < 0)
 		return -EINVAL;
-	if (!inet_ntop(AF_INET6, p->gid.raw, gid, sizeof(gid)))
-		return -EINVAL;
+	gid_full(&p->gid, gid);
 	if (p->num_slots)
 		return snprintf(buf, len,
 				"qpn=0x%06" PRIx32 " psn=0x%06" PRIx32
