@@ -235,6 +235,18 @@ static void test_uc_stop_start(void **state)
 	assert_true(st.resent > 0);
 	assert_int_equal(st.lost, 0);
 	assert_int_equal(status_requests(&a), 608);
+	/* qlinkd counted its side: resends answered from the cache (its
+	 * device drops every 11th response), none too old for it */
+	{
+		char json[QL_CTL_STATUS_MAX];
+		const char *p;
+
+		assert_int_equal(ql_ctl_client_status(a.ctl, json, sizeof(json)), 0);
+		p = strstr(json, "\"dup_answered\":");
+		assert_non_null(p);
+		assert_true(atol(p + strlen("\"dup_answered\":")) > 0);
+		assert_non_null(strstr(json, "\"dup_missed\":0"));
+	}
 	qcs_close(&a);
 }
 

@@ -640,7 +640,7 @@ static int ctl_status(void *ctx, struct ql_ctl_session *cs, char *json, size_t l
 {
 	struct ctl_link *l = ql_ctl_session_data(cs);
 	uint64_t req = 0, resp = 0, ok = 0, herr = 0;
-	int chan_err = 0;
+	int chan_err = 0, n;
 
 	(void)ctx;
 	for (uint32_t i = 0; l && i < l->n; i++) {
@@ -654,11 +654,24 @@ static int ctl_status(void *ctx, struct ql_ctl_session *cs, char *json, size_t l
 		if (st.channel_error)
 			chan_err = st.channel_error;
 	}
-	snprintf(json, len,
-		 "{\"channels\":%u,\"requests\":%" PRIu64 ",\"responses\":%" PRIu64
-		 ",\"ok\":%" PRIu64 ",\"handler_errors\":%" PRIu64 ",\"protocol_errors\":%" PRIu64
-		 ",\"channel_error\":%d}",
-		 l ? l->n : 0, req, resp, ok, herr, req - ok - herr, chan_err);
+	n = snprintf(json, len,
+		     "{\"channels\":%u,\"requests\":%" PRIu64 ",\"responses\":%" PRIu64
+		     ",\"ok\":%" PRIu64 ",\"handler_errors\":%" PRIu64
+		     ",\"protocol_errors\":%" PRIu64 ",\"channel_error\":%d}",
+		     l ? l->n : 0, req, resp, ok, herr, req - ok - herr, chan_err);
+	/* UC rings: the resends answered from the cache, and those too old */
+	if (l && l->n && l->s[0]->local.qp_type == IBV_QPT_UC && n > 0 && (size_t)n < len) {
+		struct ql_verbs_channel_uc_stats u, sum = { 0 };
+
+		for (uint32_t i = 0; i < l->n; i++)
+			if (!ql_verbs_channel_uc_stats(l->s[i]->ch, &u)) {
+				sum.dup_answered += u.dup_answered;
+				sum.dup_missed += u.dup_missed;
+			}
+		snprintf(json + n - 1, len - (size_t)n + 1,
+			 ",\"dup_answered\":%" PRIu64 ",\"dup_missed\":%" PRIu64 "}",
+			 sum.dup_answered, sum.dup_missed);
+	}
 	return 0;
 }
 

@@ -137,8 +137,9 @@ static int soft_open(const char *uri, const char *scheme, const char *rest_q,
 	uint32_t w = !strcmp(scheme, "soft") ? SOFT_WIRE_LOOP : SOFT_WIRE_SHM;
 	uint32_t pid, fd, id;
 	struct soft_loss_opts loss = { 0 };
-	char rest[QL_DEVICE_NAME_MAX + 8];
+	char rest[QL_DEVICE_NAME_MAX];
 	const char *q = strchr(rest_q, '?');
+	size_t n;
 	int ret;
 
 	if (q) {
@@ -146,10 +147,12 @@ static int soft_open(const char *uri, const char *scheme, const char *rest_q,
 		if (ret)
 			return ret;
 	}
-	if ((size_t)(q ? q - rest_q : (ptrdiff_t)strlen(rest_q)) >= sizeof(rest))
-		return ql_error_set(-EINVAL, "'%s': the device name is too long", uri);
-	snprintf(rest, sizeof(rest), "%.*s", (int)(q ? q - rest_q : (ptrdiff_t)strlen(rest_q)),
-		 rest_q);
+	n = q ? (size_t)(q - rest_q) : strlen(rest_q);
+	/* too long: an empty name, refused below with the usual message */
+	if (n >= sizeof(rest))
+		n = 0;
+	memcpy(rest, rest_q, n);
+	rest[n] = '\0';
 
 	if (w == SOFT_WIRE_LOOP && strcmp(rest, "loop"))
 		return ql_error_set(
