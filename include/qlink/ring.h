@@ -9,8 +9,6 @@
  * header gives the constants and a reference client.
  *
  *   ring:  | header (64 B) | slot 0 | slot 1 | ... | slot num_slots-1 |
- *   slot:  | seq u64 | len u32 | reserved u32 | message (len bytes) | ...
- *
  *   slot:  | seq u64 | len u32 | stamp u32 | message (len bytes) | ...
  *
  * Request n (n = 0, 1, 2, ...) goes to slot n % num_slots with seq n + 1
@@ -41,7 +39,7 @@ extern "C" {
 #define QL_RING_MAGIC 0x474e5251u /* "QRNG": bytes 51 52 4e 47 */
 #define QL_RING_VERSION 1
 #define QL_RING_HDR_SIZE 64u
-#define QL_RING_SLOT_HDR 16u /* seq u64, len u32, reserved u32 */
+#define QL_RING_SLOT_HDR 16u /* seq u64, len u32, stamp u32 */
 #define QL_RING_MAX_SLOTS 65536u
 #define QL_RING_MIN_SLOT 64u
 #define QL_RING_MAX_SLOT 65536u

@@ -68,7 +68,7 @@ struct pend {
 struct ql_ring_client {
 	struct ql_endpoint ep; /* PD, CQs, RC or UC QP */
 	struct ql_qp *qp;      /* = ep.qp */
-	uint8_t *stage;	       /* per slot: seq u64 | len u32 | reserved u32 | message */
+	uint8_t *stage;	       /* per slot: seq u64 | len u32 | stamp u32 | message */
 	struct ql_mr *stage_mr;
 	uint8_t *rbuf; /* window receive buffers of slot_size bytes */
 	struct ql_mr *rbuf_mr;
@@ -216,7 +216,16 @@ int ql_ring_client_local_params(struct ql_ring_client *cl, struct ql_conn_params
 int ql_ring_client_connect(struct ql_ring_client *cl, const struct ql_conn_params *srv,
 			   const struct ql_qp_connect_opts *opts)
 {
-	int ret = ql_qp_connect(cl->qp, srv, opts);
+	struct ql_qp_connect_opts uc_opts;
+	int ret;
+
+	/* UC has no READ or atomics: grant only what a UC QP can carry */
+	if (!opts && cl->uc) {
+		ql_qp_connect_opts_default(&uc_opts);
+		uc_opts.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+		opts = &uc_opts;
+	}
+	ret = ql_qp_connect(cl->qp, srv, opts);
 
 	for (uint32_t i = 0; !ret && i < cl->nrbuf; i++)
 		ret = post_recv_buf(cl, i);

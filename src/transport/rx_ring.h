@@ -18,7 +18,7 @@ struct ql_rx_ring {
 	uint32_t slot_size;
 	uint64_t next;		/* the request expected next (seq next + 1) */
 	struct ql_buffer *bufs; /* one per slot, wrapping its message */
-	/* UC: a slot counts only when its stamp (the reserved word) equals the
+	/* UC: a slot counts only when its stamp (offset 12) equals the
 	 * low 32 bits of seq, i.e. the WRITE of its message arrived too, and
 	 * the seq word is cleared once taken, so that a resend of the same
 	 * request shows as seq reappearing (docs/wire-protocol.md, UC). */

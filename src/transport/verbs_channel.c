@@ -601,10 +601,17 @@ int ql_verbs_channel_connect(struct ql_channel *ch, const struct ql_conn_params 
 			     const struct ql_qp_connect_opts *opts)
 {
 	struct vch *c = (struct vch *)ch;
+	struct ql_qp_connect_opts uc_opts;
 	int ret;
 
 	if (!ch || !client || ((const struct ql__channel_head *)(const void *)ch)->ops != &vch_ops)
 		return -EINVAL;
+	/* UC has no READ or atomics: grant only what a UC QP can carry */
+	if (!opts && c->ep.qp_type == IBV_QPT_UC) {
+		ql_qp_connect_opts_default(&uc_opts);
+		uc_opts.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+		opts = &uc_opts;
+	}
 	ret = ql_qp_connect(c->qp, client, opts);
 	if (!ret)
 		c->err = 0;
