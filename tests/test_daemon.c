@@ -189,8 +189,9 @@ static void test_bad_requests(void **state)
 	call_raw(f, msg, len, len, &r);
 	assert_int_equal(r.status, QL_RPC_E_BAD_LENGTH);
 	len = make_req(msg, "echo", 7, syn, 8);
-	call_raw(f, msg, 0xffffffffu, len, &r); /* length field says more than the slot */
-	assert_int_equal(r.status, 0);		/* clamped to the slot: arg_len still fits */
+	call_raw(f, msg, 0xffffffffu, len, &r);		 /* length field says more than the slot */
+	assert_int_equal(r.status, QL_RPC_E_BAD_LENGTH); /* never cut to the slot */
+	assert_int_equal(r.request_id, 7);
 	len = make_req(msg, "echo", 8, syn, 8);
 	call_raw(f, msg, len - 4, len, &r); /* length field says less than arg_len */
 	assert_int_equal(r.status, QL_RPC_E_BAD_LENGTH);
@@ -229,13 +230,13 @@ static void test_bad_requests(void **state)
 	assert_int_equal(st.responses, 12);
 	assert_int_equal(st.err_short, 1);
 	assert_int_equal(st.err_bad_magic, 1);
-	assert_int_equal(st.err_bad_length, 2);
+	assert_int_equal(st.err_bad_length, 3);
 	assert_int_equal(st.err_args, 2);
 	assert_int_equal(st.err_unknown_function, 1);
 	assert_int_equal(st.handler_error, 1);
 	assert_int_equal(st.err_internal, 1);
 	assert_int_equal(st.err_result_overflow, 1);
-	assert_int_equal(st.ok, 2);
+	assert_int_equal(st.ok, 1);
 }
 
 /* Many laps of the ring with the window always full. */

@@ -37,6 +37,7 @@ struct bench_opts {
 	double paced_s;
 	double rate_s;
 	uint64_t lat_calls;
+	enum ibv_qp_type qp; /* 0: RC, or what --connect's RTH offers */
 	bool json;
 };
 
@@ -64,6 +65,9 @@ static void bench_usage(FILE *f)
 		   "  --slots N          ring slots (default 64)\n"
 		   "  --slot-size N      ring slot bytes (default 256)\n"
 		   "  --window N         calls in flight in the rate phase (default 32)\n"
+		   "  --qp rc|uc         the ring's QP type (default rc; with --connect: the\n"
+		   "                     RTH's, which --qp must then match). On uc lost\n"
+		   "                     requests are resent (URI ?loss= injects losses)\n"
 		   "  --latency-calls N  calls in the latency phase (default 200000)\n"
 		   "  --rate-seconds S   length of the rate phase (default 0.3)\n"
 		   "  --rate HZ          paced phase rate (default 1000000)\n"
@@ -84,6 +88,7 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		{ "slots", required_argument, NULL, 'n' },
 		{ "slot-size", required_argument, NULL, 'z' },
 		{ "window", required_argument, NULL, 'w' },
+		{ "qp", required_argument, NULL, 'Q' },
 		{ "latency-calls", required_argument, NULL, 'l' },
 		{ "rate-seconds", required_argument, NULL, 'R' },
 		{ "rate", required_argument, NULL, 'r' },
@@ -136,6 +141,10 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 			if (tool_u32(optarg, 1, 65536, &o->window))
 				return tool_bad("bench", "--window", optarg);
 			break;
+		case 'Q':
+			if (tool_qp(optarg, &o->qp))
+				return tool_bad("bench", "--qp", optarg);
+			break;
 		case 'l':
 			if (tool_u64(optarg, 1, UINT64_MAX, &o->lat_calls))
 				return tool_bad("bench", "--latency-calls", optarg);
@@ -180,7 +189,9 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 
 static int server(const struct bench_opts *o, int rfd, int wfd)
 {
-	struct ql_verbs_channel_config vc = { .num_slots = o->slots, .slot_size = o->slot_size };
+	struct ql_verbs_channel_config vc = { .num_slots = o->slots,
+					      .slot_size = o->slot_size,
+					      .qp_type = o->qp };
 	struct ql_daemon_config dc = { .cpu = o->server_cpu };
 	struct tool_server srv;
 	struct ql_conn_params cp;
@@ -439,6 +450,9 @@ static int bench_connect(struct bench *b, const struct ql_conn_params *sp)
 	struct ql_conn_params cp;
 	int ret;
 
+	ret = tool_qp_check("bench", b->o->qp, sp);
+	if (ret)
+		return ret;
 	ret = ql_device_open(b->o->uri, &b->dev);
 	if (!ret)
 		ret = ql_ring_client_create(b->dev, sp, NULL, &b->cl);

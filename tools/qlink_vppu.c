@@ -76,6 +76,7 @@ static void serve_usage(FILE *f)
 		   "  --cpu N             dispatcher core (default 1; -1: no pinning)\n"
 		   "  --slots N           ring slots (default 64)\n"
 		   "  --slot-size N       slot bytes (default 256)\n"
+		   "  --qp rc|uc          the ring's QP type (default rc; written to FILE)\n"
 		   "  --timeout S         how long to wait for the client (default 60)\n"
 		   "  -h, --help          this text\n");
 }
@@ -88,6 +89,7 @@ int tool_serve(int argc, char **argv)
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "slots", required_argument, NULL, 'n' },
 		{ "slot-size", required_argument, NULL, 'z' },
+		{ "qp", required_argument, NULL, 'Q' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -122,6 +124,10 @@ int tool_serve(int argc, char **argv)
 		case 'z':
 			if (tool_u32(optarg, 64, 65536, &vc.slot_size))
 				return tool_bad("serve", "--slot-size", optarg);
+			break;
+		case 'Q':
+			if (tool_qp(optarg, &vc.qp_type))
+				return tool_bad("serve", "--qp", optarg);
 			break;
 		case 't':
 			if (tool_double(optarg, 0.01, 86400, &timeout))
@@ -215,6 +221,8 @@ static void vppu_usage(FILE *f)
 		"  --count N            calls to make, no program (default: run --seconds)\n"
 		"  --seconds S          how long to run, no program (default 1)\n"
 		"  --window N           calls in flight, closed loop (default 1)\n"
+		"  --qp rc|uc           the ring's QP type: must match the server's (default:\n"
+		"                       the server's, from CONNECTION_PARAMS or the file)\n"
 		"  --rate HZ            paced at HZ instead of closed loop\n"
 		"  --timeout S          wait for the server, or the trigger (default 60)\n"
 		"  --call-timeout S     a call unanswered after S ends the run, reported as\n"
@@ -485,6 +493,7 @@ struct vppu_opts {
 	double seconds, timeout, call_timeout;
 	bool json, device;
 	int cpu;
+	enum ibv_qp_type qp; /* 0: the server's */
 };
 
 /* 0 to go on, or the exit status (0 for --help). */
@@ -502,6 +511,7 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 		{ "count", required_argument, NULL, 'n' },
 		{ "seconds", required_argument, NULL, 's' },
 		{ "window", required_argument, NULL, 'w' },
+		{ "qp", required_argument, NULL, 'Q' },
 		{ "rate", required_argument, NULL, 'r' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "call-timeout", required_argument, NULL, 'T' },
@@ -566,6 +576,10 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 		case 't':
 			if (tool_double(optarg, 0.01, 86400, &o->timeout))
 				return tool_bad("vppu", "--timeout", optarg);
+			break;
+		case 'Q':
+			if (tool_qp(optarg, &o->qp))
+				return tool_bad("vppu", "--qp", optarg);
 			break;
 		case 'T':
 			if (tool_double(optarg, 0.001, 86400, &o->call_timeout))
@@ -663,6 +677,9 @@ static int vppu_connect(struct vppu *v, const struct ql_conn_params *sp)
 	struct ql_conn_params cp;
 	int ret;
 
+	ret = tool_qp_check("vppu", o->qp, sp);
+	if (ret)
+		return ret;
 	ret = ql_device_open(o->uri, &v->dev);
 	if (!ret)
 		ret = ql_ring_client_create(v->dev, sp, NULL, &v->cl);

@@ -253,6 +253,7 @@ static int session_create(struct qlinkd *q, struct qlinkd_session **out,
 		.num_slots = q->cfg->ring.slots,
 		.slot_size = q->cfg->ring.slot_size,
 		.ctx = q->vctx,
+		.qp_type = (enum ibv_qp_type)q->cfg->ring.qp,
 	};
 	struct ql_daemon_config dc = {
 		.cpu = -1, /* served by q->disp, not a thread of its own */
@@ -688,7 +689,7 @@ static int ctl_status(void *ctx, struct ql_ctl_session *cs, char *json, size_t l
 {
 	struct ctl_link *l = ql_ctl_session_data(cs);
 	uint64_t req = 0, resp = 0, ok = 0, herr = 0, dropped = 0, overrun = 0;
-	int chan_err = 0, failed = 0;
+	int chan_err = 0, failed = 0, n;
 
 	(void)ctx;
 	for (uint32_t i = 0; l && i < l->n; i++) {
@@ -706,13 +707,26 @@ static int ctl_status(void *ctx, struct ql_ctl_session *cs, char *json, size_t l
 		if (st.failed)
 			failed = st.failed;
 	}
-	snprintf(json, len,
-		 "{\"channels\":%u,\"requests\":%" PRIu64 ",\"responses\":%" PRIu64
-		 ",\"ok\":%" PRIu64 ",\"handler_errors\":%" PRIu64 ",\"protocol_errors\":%" PRIu64
-		 ",\"dropped\":%" PRIu64 ",\"result_overruns\":%" PRIu64
-		 ",\"channel_error\":%d,\"failed\":%d}",
-		 l ? l->n : 0, req, resp, ok, herr, req - ok - herr, dropped, overrun, chan_err,
-		 failed);
+	n = snprintf(json, len,
+		     "{\"channels\":%u,\"requests\":%" PRIu64 ",\"responses\":%" PRIu64
+		     ",\"ok\":%" PRIu64 ",\"handler_errors\":%" PRIu64
+		     ",\"protocol_errors\":%" PRIu64 ",\"dropped\":%" PRIu64
+		     ",\"result_overruns\":%" PRIu64 ",\"channel_error\":%d,\"failed\":%d}",
+		     l ? l->n : 0, req, resp, ok, herr, req - ok - herr, dropped, overrun, chan_err,
+		     failed);
+	/* UC rings: the resends answered from the cache, and those too old */
+	if (l && l->n && l->s[0]->local.qp_type == IBV_QPT_UC && n > 0 && (size_t)n < len) {
+		struct ql_verbs_channel_uc_stats u, sum = { 0 };
+
+		for (uint32_t i = 0; i < l->n; i++)
+			if (!ql_verbs_channel_uc_stats(l->s[i]->ch, &u)) {
+				sum.dup_answered += u.dup_answered;
+				sum.dup_missed += u.dup_missed;
+			}
+		snprintf(json + n - 1, len - (size_t)n + 1,
+			 ",\"dup_answered\":%" PRIu64 ",\"dup_missed\":%" PRIu64 "}",
+			 sum.dup_answered, sum.dup_missed);
+	}
 	return 0;
 }
 

@@ -61,6 +61,28 @@ int tool_double(const char *s, double min, double max, double *out)
 	return 0;
 }
 
+int tool_qp(const char *s, enum ibv_qp_type *out)
+{
+	if (!strcmp(s, "rc"))
+		*out = IBV_QPT_RC;
+	else if (!strcmp(s, "uc"))
+		*out = IBV_QPT_UC;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+int tool_qp_check(const char *cmd, enum ibv_qp_type want, const struct ql_conn_params *srv)
+{
+	enum ibv_qp_type have = srv->qp_type == IBV_QPT_UC ? IBV_QPT_UC : IBV_QPT_RC;
+
+	if (!want || want == have)
+		return 0;
+	fprintf(stderr, "qlink %s: --qp %s, but the server's ring is %s\n", cmd,
+		want == IBV_QPT_UC ? "uc" : "rc", have == IBV_QPT_UC ? "uc" : "rc");
+	return -EPROTO;
+}
+
 int tool_bad(const char *cmd, const char *opt, const char *val)
 {
 	fprintf(stderr, "qlink %s: bad value '%s' for %s (see qlink %s --help)\n", cmd, val, opt,

@@ -16,6 +16,11 @@ int tool_int(const char *s, long min, long max, int *out);
 int tool_u32(const char *s, uint64_t min, uint64_t max, uint32_t *out);
 int tool_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out);
 int tool_double(const char *s, double min, double max, double *out);
+/* "rc" or "uc" as IBV_QPT_RC / IBV_QPT_UC (--qp); 0 or -EINVAL. */
+int tool_qp(const char *s, enum ibv_qp_type *out);
+/* The ring's QP type as the client must follow it: `want` (0: whatever
+ * the server offers) against the server's; 0 or -EPROTO, printed. */
+int tool_qp_check(const char *cmd, enum ibv_qp_type want, const struct ql_conn_params *srv);
 /* Print "qlink CMD: bad value 'V' for OPT" and return 2. */
 int tool_bad(const char *cmd, const char *opt, const char *val);
 /* Print "qlink CMD: WHAT: error text (detail)". */

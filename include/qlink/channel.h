@@ -221,9 +221,18 @@ struct ql_verbs_channel_config {
 	uint32_t signal_every;	      /* signal one SEND in n (0: 16) */
 	struct ql_verbs_context *ctx; /* shared PD and response memory of
 					 this device; NULL: the channel's own */
+	/* IBV_QPT_RC (0 means RC) or IBV_QPT_UC: on UC requests and responses
+	 * can be lost; the client resends and the channel answers a resend
+	 * from its cache of recent responses (docs/wire-protocol.md, UC). */
+	enum ibv_qp_type qp_type;
+	/* UC: responses remembered for resends (0: num_slots, at most 16 MiB
+	 * of them; never more than num_slots). A client must keep no more
+	 * requests outstanding than this, or a resend may find its response
+	 * forgotten (counted dup_missed, not answered). */
+	uint32_t dup_cache;
 };
 
-/* Create the ring (ql_mem_alloc'd, registered REMOTE_WRITE), an RC QP, its
+/* Create the ring (ql_mem_alloc'd, registered REMOTE_WRITE), an RC or UC QP, its
  * CQs and the response pool on `dev`. With cfg->ctx: in the context's PD,
  * the pool in a block of its region (-ENOSPC when every block is taken,
  * -EMSGSIZE when the pool is larger than a block). */
@@ -250,6 +259,13 @@ int ql_verbs_channel_info(struct ql_channel *ch, struct ql_verbs_channel_info *i
 /* Forget every slot: the next request expected is sequence 1 again (for a
  * client that reconnects). */
 int ql_verbs_channel_reset_ring(struct ql_channel *ch);
+/* The losses a UC channel saw (all 0 on RC). */
+struct ql_verbs_channel_uc_stats {
+	uint64_t dup_answered; /* resent requests answered from the cache */
+	uint64_t dup_missed;   /* resent requests too old for the cache: not
+				  answered (the client counts them lost) */
+};
+int ql_verbs_channel_uc_stats(struct ql_channel *ch, struct ql_verbs_channel_uc_stats *st);
 
 /* ---- the loopback channel: in memory, for tests ------------------------ */
 

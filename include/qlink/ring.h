@@ -9,13 +9,20 @@
  * header gives the constants and a reference client.
  *
  *   ring:  | header (64 B) | slot 0 | slot 1 | ... | slot num_slots-1 |
- *   slot:  | seq u64 | len u32 | reserved u32 | message (len bytes) | ...
+ *   slot:  | seq u64 | len u32 | stamp u32 | message (len bytes) | ...
  *
- * Request n (n = 0, 1, 2, ...) goes to slot n % num_slots with seq n + 1.
- * The client writes | len | reserved | message | first, then the 8-byte
- * seq, as two RDMA WRITEs on one RC QP: the seq is visible only after the
- * message. A slot may be rewritten only after the response to the request
- * that used it has arrived (one response per request, always).
+ * Request n (n = 0, 1, 2, ...) goes to slot n % num_slots with seq n + 1
+ * (stamp: its low 32 bits). The client writes | len | stamp | message |
+ * first, then the 8-byte seq, as two RDMA WRITEs on one QP: the seq is
+ * visible only after the message. A slot may be rewritten only after the
+ * response to the request that used it has arrived (one response per
+ * request, always). len is at most slot_size - 16; a larger one is
+ * answered BAD_LENGTH.
+ *
+ * Over UC (unreliable connected) a WRITE or a response can be lost: the
+ * client resends a request unanswered after a deadline, same slot, same
+ * seq, same bytes (so the same request_id), and the server answers a
+ * resend of a request it already ran from a cache of its last responses.
  */
 #ifndef QLINK_RING_H
 #define QLINK_RING_H
@@ -32,7 +39,7 @@ extern "C" {
 #define QL_RING_MAGIC 0x474e5251u /* "QRNG": bytes 51 52 4e 47 */
 #define QL_RING_VERSION 1
 #define QL_RING_HDR_SIZE 64u
-#define QL_RING_SLOT_HDR 16u /* seq u64, len u32, reserved u32 */
+#define QL_RING_SLOT_HDR 16u /* seq u64, len u32, stamp u32 */
 #define QL_RING_MAX_SLOTS 65536u
 #define QL_RING_MIN_SLOT 64u
 #define QL_RING_MAX_SLOT 65536u
@@ -66,14 +73,31 @@ struct ql_ring_client;
 
 struct ql_ring_client_config {
 	uint32_t window; /* requests in flight at most (0: the ring's num_slots) */
+	/* IBV_QPT_RC (0 means RC) or IBV_QPT_UC (must match the server's). */
+	enum ibv_qp_type qp_type;
+	/* UC: resend a request unanswered this long (0: 2 ms; the wait
+	 * doubles after each resend, up to 64 times this), at most
+	 * max_resends times (0: 8), then give it up (counted lost). */
+	uint64_t resend_ns;
+	uint32_t max_resends;
 };
 
 /* A response as received: points into the client's receive buffer, valid
- * until ql_ring_client_release. */
+ * until ql_ring_client_release. Responses come in request order. On UC a
+ * request given up after max_resends comes as msg NULL, len 0 in its
+ * place (release it like any other). */
 struct ql_ring_response {
-	const uint8_t *msg; /* RPCResponse | results */
+	const uint8_t *msg; /* RPCResponse | results; NULL: lost (UC) */
 	uint32_t len;
 	uint32_t slot; /* internal: the receive buffer to re-post */
+};
+
+/* What the client did about losses (UC; all 0 on RC). */
+struct ql_ring_client_stats {
+	uint64_t resent;	/* requests written again after their deadline */
+	uint64_t lost;		/* requests given up after max_resends */
+	uint64_t dup_responses; /* responses to a request already answered
+				   (a resend raced the original): dropped */
 };
 
 /* Create a client on `dev` for the server ring described by `server`
@@ -97,6 +121,7 @@ int ql_ring_client_release(struct ql_ring_client *cl, const struct ql_ring_respo
 uint32_t ql_ring_client_in_flight(const struct ql_ring_client *cl);
 /* The largest message a slot holds. */
 uint32_t ql_ring_client_max_msg(const struct ql_ring_client *cl);
+int ql_ring_client_stats(const struct ql_ring_client *cl, struct ql_ring_client_stats *st);
 
 #ifdef __cplusplus
 }

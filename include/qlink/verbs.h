@@ -80,6 +80,9 @@ struct ql_device_counters {
 	uint64_t rc_nak_rnr;	    /* RC: receiver-not-ready NAKs sent */
 	uint64_t rc_nak_inv_req;    /* RC: invalid request NAKs sent */
 	uint64_t rc_nak_op_err;	    /* RC: remote operational error NAKs sent */
+	/* soft, requester side: UC messages this device's QPs sent that loss
+	 * injection dropped (docs/soft-provider.md); 0 elsewhere */
+	uint64_t uc_drop_injected;
 };
 int ql_device_counters(struct ql_device *dev, struct ql_device_counters *c);
 
@@ -170,11 +173,12 @@ struct ql_conn_params {
 	uint64_t length;
 	uint32_t num_slots; /* ring geometry when the region is a qlink ring (0: none) */
 	uint32_t slot_size;
+	enum ibv_qp_type qp_type; /* the QP's type: IBV_QPT_RC (or 0) or IBV_QPT_UC */
 };
 
 /* Text form: "qpn=0x000102 psn=0x000000 gid=fd71:0201:... mtu=4096
  * vaddr=0x7f... rkey=0x... length=4096", plus " slots=N slot_size=N" when
- * num_slots is set. Returns the length written (like snprintf) or a
+ * num_slots is set and " qp=uc" for a UC QP (absent: RC; qp=rc parses too). Returns the length written (like snprintf) or a
  * negative errno. */
 int ql_conn_params_format(const struct ql_conn_params *p, char *buf, size_t len);
 int ql_conn_params_parse(const char *text, struct ql_conn_params *p);

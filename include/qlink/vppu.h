@@ -65,7 +65,11 @@ struct ql_vppu_report {
 	uint64_t unexpected;	  /* response matching no call in flight */
 	uint64_t timeouts;	  /* calls unanswered timeout_ns after they left */
 	uint64_t late;		  /* paced: calls that left more than a period late */
-	uint64_t lost;		  /* sent - received at the end */
+	uint64_t lost;		  /* sent - received at the end, plus gave_up */
+	/* UC (the ring client's counts, ql_ring_client_stats): */
+	uint64_t resent;	/* requests written again after the deadline */
+	uint64_t gave_up;	/* requests given up after the last resend */
+	uint64_t dup_responses; /* extra responses to resent requests, dropped */
 	double elapsed_s;
 	double rpc_per_s;
 	struct ql_hist rtt_ns;

@@ -47,6 +47,7 @@ struct raw_dispatcher {
 struct raw_ring {
 	int64_t *slots;
 	int64_t *slot_size;
+	char *qp;
 };
 
 struct raw_plugin {
@@ -117,6 +118,7 @@ static const cyaml_schema_field_t dispatcher_fields[] = {
 static const cyaml_schema_field_t ring_fields[] = {
 	CYAML_FIELD_INT_PTR("slots", OPT, struct raw_ring, slots),
 	CYAML_FIELD_INT_PTR("slot_size", OPT, struct raw_ring, slot_size),
+	STR("qp", struct raw_ring, qp),
 	CYAML_FIELD_END,
 };
 
@@ -284,10 +286,14 @@ static void check_device(struct ql_yaml_file *f, const char *uri)
 	}
 	slen = (size_t)(sep - uri);
 	rest = sep + 3;
+	/* soft devices take a loss-injection query (?loss=P&seed=N&drop_nth=N,
+	 * for tests), checked by the provider when it opens the device */
 	if (slen == 4 && !strncmp(uri, "soft", 4))
-		why = strcmp(rest, "loop") ? "the only soft:// device is soft://loop" : NULL;
+		why = strncmp(rest, "loop", 4) || (rest[4] && rest[4] != '?') ?
+			      "the only soft:// device is soft://loop" :
+			      NULL;
 	else if (slen == 8 && !strncmp(uri, "soft+shm", 8))
-		why = bad_device_name(rest, strlen(rest));
+		why = bad_device_name(rest, strcspn(rest, "?"));
 	else if (slen == 3 && !strncmp(uri, "ibv", 3))
 		why = bad_ibv(rest);
 	else if (slen == 8 && !strncmp(uri, "soft+udp", 8))
@@ -567,6 +573,14 @@ static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql
 	c->ring.slot_size = (uint32_t)int_key(f, rr ? rr->slot_size : NULL, "ring.slot_size",
 					      QL_RING_MIN_SLOT, QL_RING_MAX_SLOT,
 					      QL_CONFIG_DEFAULT_SLOT_SIZE, NULL);
+	c->ring.qp = IBV_QPT_RC;
+	if (rr && rr->qp) {
+		if (!strcmp(rr->qp, "uc"))
+			c->ring.qp = IBV_QPT_UC;
+		else if (strcmp(rr->qp, "rc"))
+			ql__diag_add(f, ql__yaml_line(f, "ring.qp"),
+				     "ring.qp: '%s' is not one of rc, uc", rr->qp);
+	}
 	if (ql_ring_check_geometry(c->ring.slots, c->ring.slot_size))
 		ql__diag_add(f,
 			     ql__yaml_line(f, c->ring.slots & (c->ring.slots - 1) ?

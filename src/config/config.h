@@ -109,6 +109,7 @@ struct ql_config {
 	struct {
 		uint32_t slots;	    /* power of two */
 		uint32_t slot_size; /* multiple of 64 */
+		uint32_t qp;	    /* IBV_QPT_RC (default) or IBV_QPT_UC */
 	} ring;
 	uint32_t max_sessions;
 	struct ql_config_plugin *plugins;

@@ -229,6 +229,16 @@ static int get_params(json_t *o, struct ql_conn_params *p)
 	ret |= get_hex64(o, "length", false, true, &p->length);
 	ret |= get_u32(o, "num_slots", false, &p->num_slots);
 	ret |= get_u32(o, "slot_size", false, &p->slot_size);
+	{
+		/* the ring's QP type; absent: RC (older RTHs) */
+		char qt[4] = "rc";
+
+		ret |= get_str(o, "qp_type", false, qt, sizeof(qt));
+		if (!strcmp(qt, "uc"))
+			p->qp_type = IBV_QPT_UC;
+		else if (strcmp(qt, "rc"))
+			ret = -EBADMSG;
+	}
 	if (ret)
 		return -EBADMSG;
 	if (inet_pton(AF_INET6, gid, p->gid.raw) != 1)
@@ -438,13 +448,23 @@ static json_t *hex64(uint64_t v)
 	return json_string(b);
 }
 
+/* A GID as sent: eight groups of four lowercase hex digits, no "::" and no
+ * dotted quad, so that the simplest parser reads it (docs/wire-protocol.md
+ * §1); any inet_pton form is accepted on input. */
+static void gid_full(const union ibv_gid *g, char out[40])
+{
+	for (int i = 0; i < 8; i++)
+		snprintf(out + 5 * i, 6, "%02x%02x%s", g->raw[2 * i], g->raw[2 * i + 1],
+			 i < 7 ? ":" : "");
+}
+
 static json_t *params_json(const struct ql_conn_params *p, bool full)
 {
-	char gid[INET6_ADDRSTRLEN];
+	char gid[40];
 	json_t *o = json_object();
 
-	if (!o || !inet_ntop(AF_INET6, p->gid.raw, gid, sizeof(gid)) || p->mtu < IBV_MTU_256 ||
-	    p->mtu > IBV_MTU_4096) {
+	gid_full(&p->gid, gid);
+	if (!o || p->mtu < IBV_MTU_256 || p->mtu > IBV_MTU_4096) {
 		json_decref(o);
 		return NULL;
 	}
@@ -458,6 +478,8 @@ static json_t *params_json(const struct ql_conn_params *p, bool full)
 		json_object_set_new(o, "length", hex64(p->length));
 		json_object_set_new(o, "num_slots", json_integer(p->num_slots));
 		json_object_set_new(o, "slot_size", json_integer(p->slot_size));
+		json_object_set_new(o, "qp_type",
+				    json_string(p->qp_type == IBV_QPT_UC ? "uc" : "rc"));
 	}
 	return o;
 }

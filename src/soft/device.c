@@ -75,13 +75,84 @@ static bool valid_name(const char *s)
 	return true;
 }
 
-static int soft_open(const char *uri, const char *scheme, const char *rest, struct ql_device **out)
+/* Loss injection options: the URI's query, `key=value` joined by '&':
+ * loss=P (0 <= P <= 1), seed=N, drop_nth=N (N >= 1). */
+struct soft_loss_opts {
+	bool on;
+	uint64_t drop_nth;
+	uint64_t p64;
+	uint64_t seed;
+};
+
+static int parse_loss(const char *uri, const char *q, struct soft_loss_opts *o)
+{
+	char buf[256], *save = NULL, *kv;
+
+	memset(o, 0, sizeof(*o));
+	if (strlen(q) >= sizeof(buf))
+		return ql_error_set(-EINVAL, "'%s': the query is too long", uri);
+	snprintf(buf, sizeof(buf), "%s", q);
+	for (kv = strtok_r(buf, "&", &save); kv; kv = strtok_r(NULL, "&", &save)) {
+		char *v = strchr(kv, '='), *end;
+
+		if (!v)
+			goto bad;
+		*v++ = '\0';
+		errno = 0;
+		if (!strcmp(kv, "loss")) {
+			double p = strtod(v, &end);
+
+			if (errno || end == v || *end || !(p >= 0.0 && p <= 1.0))
+				goto bad;
+			/* 2^64 * p, saturated: p = 1 drops everything */
+			o->p64 = p >= 1.0 ? UINT64_MAX : (uint64_t)(p * 18446744073709551616.0);
+		} else if (!strcmp(kv, "seed") || !strcmp(kv, "drop_nth")) {
+			unsigned long long n = strtoull(v, &end, 0);
+
+			if (errno || end == v || *end || *v == '-' ||
+			    (!strcmp(kv, "drop_nth") && !n))
+				goto bad;
+			if (kv[0] == 's')
+				o->seed = n;
+			else
+				o->drop_nth = n;
+		} else {
+			goto bad;
+		}
+	}
+	o->on = o->p64 || o->drop_nth;
+	return 0;
+bad:
+	return ql_error_set(-EINVAL,
+			    "'%s': the query takes loss=P (0..1), seed=N and drop_nth=N (>= 1), "
+			    "joined by '&'",
+			    uri);
+}
+
+static int soft_open(const char *uri, const char *scheme, const char *rest_q,
+		     struct ql_device **out)
 {
 	struct soft_device *dev;
 	struct soft_heap *heap;
 	uint32_t w = !strcmp(scheme, "soft") ? SOFT_WIRE_LOOP : SOFT_WIRE_SHM;
 	uint32_t pid, fd, id;
+	struct soft_loss_opts loss = { 0 };
+	char rest[QL_DEVICE_NAME_MAX];
+	const char *q = strchr(rest_q, '?');
+	size_t n;
 	int ret;
+
+	if (q) {
+		ret = parse_loss(uri, q + 1, &loss);
+		if (ret)
+			return ret;
+	}
+	n = q ? (size_t)(q - rest_q) : strlen(rest_q);
+	/* too long: an empty name, refused below with the usual message */
+	if (n >= sizeof(rest))
+		n = 0;
+	memcpy(rest, rest_q, n);
+	rest[n] = '\0';
 
 	if (w == SOFT_WIRE_LOOP && strcmp(rest, "loop"))
 		return ql_error_set(
@@ -122,6 +193,10 @@ static int soft_open(const char *uri, const char *scheme, const char *rest, stru
 	pthread_mutex_init(&dev->lock, NULL);
 	dev->wire = w;
 	dev->next_pd_id = 1;
+	dev->loss_on = loss.on;
+	dev->drop_nth = loss.drop_nth;
+	dev->loss_p64 = loss.p64;
+	dev->loss_seed = loss.seed;
 	/* Unpredictable key secrets and starting epochs: one getrandom call. */
 	random_fill(dev->key_secret, sizeof(dev->key_secret));
 	random_fill(dev->mr_epoch, sizeof(dev->mr_epoch));
@@ -208,6 +283,7 @@ static int soft_counters(struct ql_device *d, struct ql_device_counters *c)
 	c->rc_nak_rnr = atomic_load(&s->rc_nak_rnr);
 	c->rc_nak_inv_req = atomic_load(&s->rc_nak_inv_req);
 	c->rc_nak_op_err = atomic_load(&s->rc_nak_op_err);
+	c->uc_drop_injected = atomic_load(&to_dev(d)->loss_dropped);
 	return 0;
 }
 

@@ -708,6 +708,38 @@ static inline __attribute__((always_inline)) int req_complete(struct soft_qp *qp
 	return EXEC_DONE;
 }
 
+/* ---- loss injection (test only, docs/soft-provider.md) --------------- */
+
+static inline uint64_t splitmix64(uint64_t x)
+{
+	x += 0x9e3779b97f4a7c15ull;
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
+/* Stateless but for one counter, so QPs of one device in several threads
+ * draw without a lock: message m is dropped when it is a multiple of
+ * drop_nth, or when splitmix64(seed + m) < loss_p64. */
+bool soft_loss_drop(struct soft_device *dev)
+{
+	uint64_t m = atomic_fetch_add_explicit(&dev->loss_msgs, 1, memory_order_relaxed) + 1;
+	bool drop = (dev->drop_nth && m % dev->drop_nth == 0) ||
+		    (dev->loss_p64 && splitmix64(dev->loss_seed + m) < dev->loss_p64);
+
+	if (drop)
+		atomic_fetch_add_explicit(&dev->loss_dropped, 1, memory_order_relaxed);
+	return drop;
+}
+
+/* A UC message lost on the wire: the requester completes it successfully
+ * (UC has no acknowledgement) and the responder never sees it. RC is never
+ * injected: its transport would retransmit, so a loss is invisible there. */
+static inline bool inject_loss(struct soft_qp *qp)
+{
+	return soft_unlikely(qp->dev->loss_on) && qp->type == IBV_QPT_UC && soft_loss_drop(qp->dev);
+}
+
 /* One work request: requester checks, then the responder's execution of
  * its opcode, then the completion. EXEC_STALL leaves it at the head of the
  * send queue; -1 means it completed in error. */
@@ -720,6 +752,10 @@ static int exec_wr(struct soft_qp *qp, struct ibv_send_wr *wr, uint64_t idx)
 	r.st = req_check(qp, wr, &len);
 	if (soft_unlikely(r.st != IBV_WC_SUCCESS))
 		return req_complete(qp, wr, idx, &r);
+	if (inject_loss(qp)) {
+		r.byte_len = (uint32_t)len;
+		return req_complete(qp, wr, idx, &r);
+	}
 	epoch = req_enter(qp);
 	ret = req_reach(qp, &r);
 	if (ret < 0) {
@@ -770,8 +806,8 @@ exec_write1(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t idx)
 	uint32_t rkey = wr->wr.rdma.rkey;
 	uint8_t *dst;
 
-	if (soft_unlikely(!p || !len))
-		return EXEC_SLOW;
+	if (soft_unlikely(!p || !len || qp->dev->loss_on))
+		return EXEC_SLOW; /* loss injection is decided once, in exec_wr */
 	if (!(wr->send_flags & IBV_SEND_INLINE) &&
 	    soft_unlikely(check_local(qp, sg, 1, false) != IBV_WC_SUCCESS))
 		return EXEC_SLOW;

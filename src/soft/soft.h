@@ -333,7 +333,19 @@ struct soft_device {
 	uint32_t qp_gen[SOFT_MAX_QP];
 	struct soft_qp *qps[SOFT_MAX_QP];
 	struct soft_mr *mrs[SOFT_MAX_MR];
+	/* Loss injection (URI query, test only): UC messages sent by this
+	 * device's QPs are dropped, every drop_nth-th or with probability
+	 * loss_p64 / 2^64 drawn from splitmix64(seed + message number). */
+	bool loss_on;
+	uint64_t drop_nth;
+	uint64_t loss_p64;
+	uint64_t loss_seed;
+	_Atomic uint64_t loss_msgs;    /* UC messages seen */
+	_Atomic uint64_t loss_dropped; /* of them dropped */
 };
+
+/* Loss injection's verdict on the next UC message of `dev` (exec.c). */
+SOFT_HIDDEN bool soft_loss_drop(struct soft_device *dev);
 
 /* ---- heap.c ---------------------------------------------------------- */
 SOFT_HIDDEN int soft_heap_get(struct soft_heap **heap);

@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "qlink/error.h"
+
 int ql_endpoint_open_pd(struct ql_device *dev, struct ql_pd *shared_pd, struct ql_endpoint *ep)
 {
 	memset(ep, 0, sizeof(*ep));
@@ -16,12 +18,20 @@ int ql_endpoint_open_pd(struct ql_device *dev, struct ql_pd *shared_pd, struct q
 	return ql_pd_alloc(dev, &ep->pd);
 }
 
-int ql_endpoint_create_qp(struct ql_endpoint *ep, uint32_t send_wr, uint32_t recv_wr)
+int ql_endpoint_create_qp(struct ql_endpoint *ep, uint32_t send_wr, uint32_t recv_wr,
+			  enum ibv_qp_type qp_type)
 {
 	struct ql_device_attr attr;
 	struct ql_qp_init_attr ia;
-	int ret = ql_device_query(ep->dev, &attr);
+	int ret;
 
+	if (!qp_type)
+		qp_type = IBV_QPT_RC;
+	if (qp_type != IBV_QPT_RC && qp_type != IBV_QPT_UC)
+		return ql_error_set(-EINVAL, "endpoint: QP type %d is neither RC nor UC",
+				    (int)qp_type);
+	ep->qp_type = qp_type;
+	ret = ql_device_query(ep->dev, &attr);
 	if (ret)
 		return ret;
 	if (send_wr > (uint32_t)attr.dev.max_qp_wr)
@@ -39,7 +49,7 @@ int ql_endpoint_create_qp(struct ql_endpoint *ep, uint32_t send_wr, uint32_t rec
 	memset(&ia, 0, sizeof(ia));
 	ia.send_cq = ep->scq;
 	ia.recv_cq = ep->rcq;
-	ia.qp_type = IBV_QPT_RC;
+	ia.qp_type = qp_type;
 	ia.cap.max_send_wr = ep->send_wr;
 	ia.cap.max_recv_wr = ep->recv_wr;
 	ia.cap.max_send_sge = 1;

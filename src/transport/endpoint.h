@@ -1,8 +1,9 @@
 /*
  * The verbs endpoint both sides of a ring are built on: a protection domain
  * (the endpoint's own, or one shared by several endpoints), a send and a
- * receive CQ and an RC QP sized for them, with the device's inline limit
- * (internal; used by the verbs channel and the ring client).
+ * receive CQ and a connected QP sized for them (RC, or UC for the ring over
+ * unreliable connections), with the device's inline limit (internal; used
+ * by the verbs channel and the ring client).
  */
 #ifndef QL_TRANSPORT_ENDPOINT_H
 #define QL_TRANSPORT_ENDPOINT_H
@@ -22,7 +23,8 @@ struct ql_endpoint {
 	struct ql_cq *scq;
 	struct ql_cq *rcq;
 	struct ql_qp *qp;
-	uint32_t send_wr; /* as granted: the request, capped by the device */
+	enum ibv_qp_type qp_type; /* IBV_QPT_RC or IBV_QPT_UC */
+	uint32_t send_wr;	  /* as granted: the request, capped by the device */
 	uint32_t recv_wr;
 	uint32_t max_inline; /* as granted by the QP */
 };
@@ -33,8 +35,10 @@ struct ql_endpoint {
  * queues and CQs; send_wr is capped at the device's max_qp_wr.
  */
 int ql_endpoint_open_pd(struct ql_device *dev, struct ql_pd *shared_pd, struct ql_endpoint *ep);
-/* Then the CQs and the RC QP. */
-int ql_endpoint_create_qp(struct ql_endpoint *ep, uint32_t send_wr, uint32_t recv_wr);
+/* Then the CQs and the QP: qp_type IBV_QPT_RC (or 0) or IBV_QPT_UC, else
+ * -EINVAL. */
+int ql_endpoint_create_qp(struct ql_endpoint *ep, uint32_t send_wr, uint32_t recv_wr,
+			  enum ibv_qp_type qp_type);
 /* Destroy what was made (QP, CQs, and the PD when it is the endpoint's own);
  * safe on a partly opened or zeroed endpoint. The caller deregisters its
  * MRs first. */

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qlink/clock.h"
 #include "qlink/error.h"
 #include "qlink/ring.h"
 #include "transport/endpoint.h"
@@ -52,10 +53,22 @@ void ql_ring_format(void *ring, uint32_t num_slots, uint32_t slot_size)
 
 /* ---- client -------------------------------------------------------------- */
 
+/* UC: what the client knows of the request in a ring slot. */
+enum { PEND_IDLE, PEND_WAIT, PEND_ARRIVED, PEND_LOST };
+
+struct pend {
+	uint64_t sent_ns; /* last (re)send */
+	uint32_t request_id;
+	uint32_t resends;
+	uint32_t rbuf; /* PEND_ARRIVED: the receive buffer holding the response */
+	uint32_t len;
+	uint8_t state;
+};
+
 struct ql_ring_client {
-	struct ql_endpoint ep; /* PD, CQs, RC QP */
+	struct ql_endpoint ep; /* PD, CQs, RC or UC QP */
 	struct ql_qp *qp;      /* = ep.qp */
-	uint8_t *stage;	       /* per slot: seq u64 | len u32 | reserved u32 | message */
+	uint8_t *stage;	       /* per slot: seq u64 | len u32 | stamp u32 | message */
 	struct ql_mr *stage_mr;
 	uint8_t *rbuf; /* window receive buffers of slot_size bytes */
 	struct ql_mr *rbuf_mr;
@@ -72,6 +85,14 @@ struct ql_ring_client {
 	uint64_t wr_retired;
 	uint32_t sq_depth;
 	int err;
+	/* UC */
+	bool uc;
+	uint32_t nrbuf; /* receive buffers: window (RC), 2 * window (UC, room
+			   for duplicate responses) */
+	uint64_t resend_ns;
+	uint32_t max_resends;
+	struct pend *pend; /* [num_slots] */
+	struct ql_ring_client_stats st;
 };
 
 #define CLIENT_SIGNAL_EVERY 16
@@ -92,6 +113,7 @@ int ql_ring_client_create(struct ql_device *dev, const struct ql_conn_params *sr
 			  const struct ql_ring_client_config *cfg, struct ql_ring_client **out)
 {
 	struct ql_ring_client *cl;
+	enum ibv_qp_type qp_type;
 	size_t stage_len, rbuf_len;
 	void *mem;
 	int ret;
@@ -117,9 +139,24 @@ int ql_ring_client_create(struct ql_device *dev, const struct ql_conn_params *sr
 	if (cl->window > srv->num_slots)
 		cl->window = srv->num_slots;
 	cl->signal_every = CLIENT_SIGNAL_EVERY;
+	cl->nrbuf = cl->window;
+	/* the QP type: the configuration's, else the server's (the RTH names
+	 * it in its parameters) */
+	qp_type = cfg && cfg->qp_type ? cfg->qp_type : srv->qp_type;
+	if (qp_type == IBV_QPT_UC) {
+		cl->uc = true;
+		cl->nrbuf = 2 * cl->window;
+		cl->resend_ns = cfg && cfg->resend_ns ? cfg->resend_ns : 2000000;
+		cl->max_resends = cfg && cfg->max_resends ? cfg->max_resends : 8;
+		cl->pend = calloc(cl->num_slots, sizeof(*cl->pend));
+		if (!cl->pend) {
+			free(cl);
+			return -ENOMEM;
+		}
+	}
 
 	stage_len = (size_t)cl->num_slots * cl->slot_size;
-	rbuf_len = (size_t)cl->window * cl->slot_size;
+	rbuf_len = (size_t)cl->nrbuf * cl->slot_size;
 	ret = ql_endpoint_open_pd(dev, NULL, &cl->ep);
 	if (ret)
 		goto err;
@@ -139,7 +176,8 @@ int ql_ring_client_create(struct ql_device *dev, const struct ql_conn_params *sr
 		goto err;
 	/* two WRITEs per request; unsignaled ones hold their slot until a
 	 * later signaled completion is polled */
-	ret = ql_endpoint_create_qp(&cl->ep, 2 * (cl->window + 2 * cl->signal_every), cl->window);
+	ret = ql_endpoint_create_qp(&cl->ep, 2 * (cl->window + 2 * cl->signal_every), cl->nrbuf,
+				    qp_type);
 	if (ret)
 		goto err;
 	cl->qp = cl->ep.qp;
@@ -166,6 +204,7 @@ void ql_ring_client_destroy(struct ql_ring_client *cl)
 	if (cl->rbuf)
 		ql_pd_mem_free(cl->ep.pd, cl->rbuf);
 	ql_endpoint_close_pd(&cl->ep);
+	free(cl->pend);
 	free(cl);
 }
 
@@ -177,14 +216,25 @@ int ql_ring_client_local_params(struct ql_ring_client *cl, struct ql_conn_params
 int ql_ring_client_connect(struct ql_ring_client *cl, const struct ql_conn_params *srv,
 			   const struct ql_qp_connect_opts *opts)
 {
-	int ret = ql_qp_connect(cl->qp, srv, opts);
+	struct ql_qp_connect_opts uc_opts;
+	int ret;
 
-	for (uint32_t i = 0; !ret && i < cl->window; i++)
+	/* UC has no READ or atomics: grant only what a UC QP can carry */
+	if (!opts && cl->uc) {
+		ql_qp_connect_opts_default(&uc_opts);
+		uc_opts.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+		opts = &uc_opts;
+	}
+	ret = ql_qp_connect(cl->qp, srv, opts);
+
+	for (uint32_t i = 0; !ret && i < cl->nrbuf; i++)
 		ret = post_recv_buf(cl, i);
 	if (!ret) {
 		cl->sent = cl->received = 0;
 		cl->wr_posted = cl->wr_retired = 0;
 		cl->err = 0;
+		if (cl->pend)
+			memset(cl->pend, 0, cl->num_slots * sizeof(*cl->pend));
 	}
 	return ret;
 }
@@ -228,9 +278,34 @@ static inline int post_write(struct ql_ring_client *cl, void *src, uint32_t len,
 	return ret;
 }
 
+/* The two WRITEs of request n, from its staged slot (also a UC resend). */
+static int post_request(struct ql_ring_client *cl, uint64_t n)
+{
+	uint64_t off = ql_ring_slot_offset(cl->num_slots, cl->slot_size, n);
+	uint8_t *st = cl->stage + (off - QL_RING_HDR_SIZE);
+	uint32_t len;
+	int ret;
+
+	while (cl->wr_posted + 2 - cl->wr_retired > cl->sq_depth) {
+		ret = reap_sends(cl);
+		if (ret)
+			return ret;
+	}
+	memcpy(&len, st + 8, 4);
+	/* | len | stamp | message |, then the sequence word, as two WRITEs
+	 * on one QP: the second is visible only after the first. */
+	if (post_write(cl, st + 8, 8 + len, cl->vaddr + off + 8, false))
+		return cl->err = -EIO;
+	if (post_write(cl, st, 8, cl->vaddr + off,
+		       (cl->wr_posted / 2) % cl->signal_every == cl->signal_every - 1))
+		return cl->err = -EIO;
+	return 0;
+}
+
 int ql_ring_client_send(struct ql_ring_client *cl, const void *msg, uint32_t len)
 {
-	uint64_t n = cl->sent, off;
+	uint64_t n = cl->sent, seq = n + 1;
+	uint32_t stamp = (uint32_t)seq;
 	uint8_t *st;
 	int ret;
 
@@ -240,32 +315,128 @@ int ql_ring_client_send(struct ql_ring_client *cl, const void *msg, uint32_t len
 		return -EMSGSIZE;
 	if (n - cl->received >= cl->window)
 		return -EAGAIN;
-	while (cl->wr_posted + 2 - cl->wr_retired > cl->sq_depth) {
-		ret = reap_sends(cl);
-		if (ret)
-			return ret;
-	}
-	off = ql_ring_slot_offset(cl->num_slots, cl->slot_size, n);
-	st = cl->stage + (off - QL_RING_HDR_SIZE);
-	/* | len | reserved | message |, then the sequence word, as two WRITEs
-	 * on one RC QP: the second is visible only after the first. */
+	st = cl->stage + (ql_ring_slot_offset(cl->num_slots, cl->slot_size, n) - QL_RING_HDR_SIZE);
+	memcpy(st, &seq, 8);
 	memcpy(st + 8, &len, 4); /* little-endian host (asserted above) */
-	memset(st + 12, 0, 4);
+	memcpy(st + 12, &stamp, 4);
 	memcpy(st + 16, msg, len);
-	ret = post_write(cl, st + 8, 8 + len, cl->vaddr + off + 8, false);
+	ret = post_request(cl, n);
 	if (ret)
-		return cl->err = -EIO;
-	{
-		uint64_t seq = n + 1;
+		return ret;
+	if (cl->uc) {
+		struct pend *p = &cl->pend[n & (cl->num_slots - 1)];
 
-		memcpy(st, &seq, 8);
+		p->state = PEND_WAIT;
+		p->resends = 0;
+		p->request_id = 0;
+		if (len >= 16)
+			memcpy(&p->request_id, (const uint8_t *)msg + 12, 4);
+		p->sent_ns = ql_clock_ns();
 	}
-	ret = post_write(cl, st, 8, cl->vaddr + off,
-			 (cl->wr_posted / 2) % cl->signal_every == cl->signal_every - 1);
-	if (ret)
-		return cl->err = -EIO;
 	cl->sent = n + 1;
 	return 0;
+}
+
+/* UC: match a response to the request in flight with its request_id (the
+ * oldest first: responses come in order unless one was lost). */
+static void uc_arrived(struct ql_ring_client *cl, uint32_t b, uint32_t len)
+{
+	const uint8_t *m = cl->rbuf + (size_t)b * cl->slot_size;
+	uint32_t id = 0;
+
+	if (len >= 16)
+		memcpy(&id, m + 12, 4);
+	for (uint64_t k = cl->received; k < cl->sent; k++) {
+		struct pend *p = &cl->pend[k & (cl->num_slots - 1)];
+
+		if (p->state == PEND_WAIT && (len < 16 || p->request_id == id)) {
+			p->state = PEND_ARRIVED;
+			p->rbuf = b;
+			p->len = len;
+			return;
+		}
+	}
+	/* the answer to a resend whose original answer came too, or to a
+	 * request given up: nobody waits for it */
+	cl->st.dup_responses++;
+	if (post_recv_buf(cl, b))
+		cl->err = -EIO;
+}
+
+/* UC, idle: resend what is past its deadline, give up after max_resends. */
+static void uc_resend(struct ql_ring_client *cl)
+{
+	uint64_t now;
+
+	if (cl->received == cl->sent)
+		return;
+	now = ql_clock_ns();
+	for (uint64_t k = cl->received; k < cl->sent && !cl->err; k++) {
+		struct pend *p = &cl->pend[k & (cl->num_slots - 1)];
+
+		/* the deadline doubles at each resend (at most 64 times the
+		 * first): a slow server is not flooded with copies */
+		if (p->state != PEND_WAIT ||
+		    now - p->sent_ns < cl->resend_ns << (p->resends < 6 ? p->resends : 6))
+			continue;
+		if (p->resends >= cl->max_resends) {
+			p->state = PEND_LOST;
+			cl->st.lost++;
+			continue;
+		}
+		if (post_request(cl, k))
+			return;
+		p->resends++;
+		p->sent_ns = now;
+		cl->st.resent++;
+	}
+}
+
+static int uc_poll(struct ql_ring_client *cl, struct ql_ring_response *out, int max)
+{
+	struct ibv_wc wc[16];
+	int n, got = 0;
+
+	if (cl->wr_posted - cl->wr_retired > cl->sq_depth / 2 && reap_sends(cl))
+		return cl->err;
+	n = ql_cq_poll(cl->ep.rcq, 16, wc);
+	if (n < 0)
+		return cl->err = -EIO;
+	for (int i = 0; i < n; i++) {
+		uint32_t b = (uint32_t)wc[i].wr_id;
+
+		if (wc[i].status != IBV_WC_SUCCESS || b >= cl->nrbuf ||
+		    wc[i].byte_len > cl->slot_size)
+			return cl->err = -EIO;
+		uc_arrived(cl, b, wc[i].byte_len);
+	}
+	if (!n) {
+		if (cl->wr_posted != cl->wr_retired && reap_sends(cl))
+			return cl->err;
+		uc_resend(cl);
+		if (cl->err)
+			return cl->err;
+	}
+	/* in request order: a response waits for the ones before it */
+	while (got < max && cl->received < cl->sent) {
+		struct pend *p = &cl->pend[cl->received & (cl->num_slots - 1)];
+
+		if (p->state == PEND_ARRIVED) {
+			out[got].msg = cl->rbuf + (size_t)p->rbuf * cl->slot_size;
+			out[got].len = p->len;
+			out[got].slot = p->rbuf;
+		} else if (p->state == PEND_LOST) {
+			out[got].msg = NULL;
+			out[got].len = 0;
+			out[got].slot = UINT32_MAX;
+		} else {
+			break;
+		}
+		p->state = PEND_IDLE;
+		got++;
+		cl->received++;
+	}
+	return got;
 }
 
 int ql_ring_client_poll(struct ql_ring_client *cl, struct ql_ring_response *out, int max)
@@ -273,6 +444,8 @@ int ql_ring_client_poll(struct ql_ring_client *cl, struct ql_ring_response *out,
 	struct ibv_wc wc[16];
 	int n, got = 0;
 
+	if (cl->uc)
+		return uc_poll(cl, out, max);
 	/* send completions only free send-queue slots: look when it fills */
 	if (cl->wr_posted - cl->wr_retired > cl->sq_depth / 2 && reap_sends(cl))
 		return cl->err;
@@ -290,7 +463,7 @@ int ql_ring_client_poll(struct ql_ring_client *cl, struct ql_ring_response *out,
 		uint32_t b = (uint32_t)wc[i].wr_id;
 
 		/* the completion is the peer's word: bound it by what we posted */
-		if (wc[i].status != IBV_WC_SUCCESS || b >= cl->window ||
+		if (wc[i].status != IBV_WC_SUCCESS || b >= cl->nrbuf ||
 		    wc[i].byte_len > cl->slot_size)
 			return cl->err = -EIO;
 		out[got].msg = cl->rbuf + (size_t)b * cl->slot_size;
@@ -304,9 +477,19 @@ int ql_ring_client_poll(struct ql_ring_client *cl, struct ql_ring_response *out,
 
 int ql_ring_client_release(struct ql_ring_client *cl, const struct ql_ring_response *r)
 {
-	if (r->slot >= cl->window)
+	if (cl->uc && !r->msg && r->slot == UINT32_MAX)
+		return 0; /* a lost request: no buffer */
+	if (r->slot >= cl->nrbuf)
 		return -EINVAL;
 	return post_recv_buf(cl, r->slot);
+}
+
+int ql_ring_client_stats(const struct ql_ring_client *cl, struct ql_ring_client_stats *st)
+{
+	if (!cl || !st)
+		return -EINVAL;
+	*st = cl->st;
+	return 0;
 }
 
 uint32_t ql_ring_client_in_flight(const struct ql_ring_client *cl)

@@ -15,6 +15,7 @@ int ql_rx_ring_init(struct ql_rx_ring *r, uint8_t *ring, uint32_t num_slots, uin
 	r->num_slots = num_slots;
 	r->slot_size = slot_size;
 	r->next = 0;
+	r->uc = false;
 	r->bufs = calloc(num_slots, sizeof(*r->bufs));
 	if (!r->bufs)
 		return -ENOMEM;

@@ -6,6 +6,7 @@
 #define QL_TRANSPORT_RX_RING_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "qlink/channel.h"
@@ -17,7 +18,23 @@ struct ql_rx_ring {
 	uint32_t slot_size;
 	uint64_t next;		/* the request expected next (seq next + 1) */
 	struct ql_buffer *bufs; /* one per slot, wrapping its message */
+	/* UC: a slot counts only when its stamp (offset 12) equals the
+	 * low 32 bits of seq, i.e. the WRITE of its message arrived too, and
+	 * the seq word is cleared once taken, so that a resend of the same
+	 * request shows as seq reappearing (docs/wire-protocol.md, UC). */
+	bool uc;
 };
+
+/* Make a slot whose len exceeds the slot fail the RPC layer's length check
+ * (BAD_LENGTH, request_id echoed) instead of being cut to the slot: the
+ * message keeps its header, its arg_len is made larger than any slot. */
+static inline void ql_rx_ring_poison_len(uint8_t *slot, uint32_t cap)
+{
+	const uint32_t bad = 0xffffffffu;
+
+	if (cap >= QL_RING_SLOT_HDR + 12)
+		__builtin_memcpy(slot + QL_RING_SLOT_HDR + 8, &bad, 4);
+}
 
 /* Collect up to max consecutive requests that arrived. */
 static inline int ql_rx_ring_burst(struct ql_rx_ring *r, struct ql_buffer **out, int max)
@@ -34,11 +51,26 @@ static inline int ql_rx_ring_burst(struct ql_rx_ring *r, struct ql_buffer **out,
 		if (atomic_load_explicit((_Atomic uint64_t *)(void *)slot, memory_order_acquire) !=
 		    k + 1)
 			break;
+		if (r->uc) {
+			uint32_t stamp;
+
+			__builtin_memcpy(&stamp, slot + 12, 4);
+			/* seq without its message: the first WRITE was lost,
+			 * wait for the resend */
+			if (stamp != (uint32_t)(k + 1))
+				break;
+			atomic_store_explicit((_Atomic uint64_t *)(void *)slot, 0,
+					      memory_order_relaxed);
+		}
 		b = &r->bufs[k & (r->num_slots - 1)];
 		__builtin_memcpy(&len, slot + 8, 4);
-		/* a length beyond the slot is the client's error: hand over what
-		 * the slot holds; the RPC layer answers BAD_LENGTH */
-		b->len = len <= cap ? len : cap;
+		/* a length beyond the slot is the client's error: the RPC layer
+		 * answers BAD_LENGTH (the valid range is 0..slot_size - 16) */
+		if (len > cap) {
+			ql_rx_ring_poison_len(slot, cap);
+			len = cap;
+		}
+		b->len = len;
 		b->tag = k;
 		out[n++] = b;
 	}

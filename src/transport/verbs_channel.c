@@ -38,6 +38,15 @@ struct ql_verbs_context {
 	bool *used;
 };
 
+/* UC: a response remembered for a resend of its request (key: the
+ * request's seq, i.e. its slot and number, and its request_id). */
+struct vch_dup {
+	uint64_t seq; /* k + 1 of request k; 0: empty */
+	uint32_t request_id;
+	uint32_t len;
+	uint8_t *bytes; /* slot_size bytes in vch.dup_mem */
+};
+
 struct vch {
 	struct ql__channel_head head;
 	struct ql_endpoint ep; /* PD (maybe the context's), CQs, RC QP */
@@ -65,9 +74,29 @@ struct vch {
 	int err;
 	struct ql_mr *extra[VCH_MAX_EXTRA_MR];
 	int nextra;
+	/* UC duplicate answering (ndup == 0 on RC) */
+	uint32_t ndup;
+	uint64_t answered; /* responses sent to requests taken: request k's is
+			      the k-th (one per request, in order) */
+	struct vch_dup *dup;
+	uint8_t *dup_mem;
+	uint64_t dup_cursor; /* the next request whose slot dup_scan looks at */
+	struct ql_verbs_channel_uc_stats uc;
 };
 
+/* request_id of the message in a ring slot (0 when too short for one). */
+static inline uint32_t slot_request_id(const uint8_t *slot, uint32_t cap)
+{
+	uint32_t len, id = 0;
+
+	__builtin_memcpy(&len, slot + 8, 4);
+	if (len >= 16 && cap >= 16)
+		__builtin_memcpy(&id, slot + QL_RING_SLOT_HDR + 12, 4);
+	return id;
+}
+
 static const struct ql__channel_ops vch_ops;
+static void dup_scan(struct vch *c);
 
 #define SS_ADD(x, n) __atomic_store_n(&(x), (x) + (n), __ATOMIC_RELAXED)
 
@@ -116,12 +145,58 @@ static int vch_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int
 	 * the QP (a peer that died takes it to ERR). */
 	if (c->posted != c->done)
 		reap(c);
+	if (c->ndup && !c->err)
+		dup_scan(c);
 	if (++c->idle >= VCH_IDLE_CHECK) {
 		c->idle = 0;
 		if (ql_qp_state(c->qp) == IBV_QPS_ERR && !c->err)
 			c->err = -ECONNRESET;
 	}
 	return c->err ? c->err : 0;
+}
+
+/* Post one response buffer as a SEND; it returns to the pool when done. */
+/* `last`: the last SEND of a burst is signaled too, so that every SEND's
+ * outcome is known from a completion even when no more traffic comes. */
+static int post_response(struct vch *c, struct ql_buffer *b, bool last)
+{
+	bool signal = c->posted % c->signal_every == c->signal_every - 1 ||
+		      ql_pool_available(c->pool) < c->signal_every || last;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)ql_buffer_data(b),
+		.length = b->len,
+		.lkey = c->tx_lkey,
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = c->posted,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		/* signal one in signal_every, and every one while the
+		 * pool runs low, so that buffers keep coming back */
+		.send_flags = (b->len <= c->max_inline ? IBV_SEND_INLINE : 0) |
+			      (signal ? IBV_SEND_SIGNALED : 0),
+	};
+	struct ibv_send_wr *bad;
+
+	if (ql_qp_post_send(c->qp, &wr, &bad))
+		return c->err = -EIO;
+	c->inflight[c->posted % c->ntx] = b;
+	c->posted++;
+	return 0;
+}
+
+/* UC: remember the response to request c->answered for its resends. */
+static inline void dup_remember(struct vch *c, const struct ql_buffer *b)
+{
+	uint64_t k = c->answered;
+	struct vch_dup *d = &c->dup[k % c->ndup];
+	const uint8_t *slot = c->ring + ql_ring_slot_offset(c->rx.num_slots, c->rx.slot_size, k);
+
+	d->seq = k + 1;
+	d->request_id = slot_request_id(slot, c->rx.slot_size - QL_RING_SLOT_HDR);
+	d->len = b->len <= c->rx.slot_size ? b->len : c->rx.slot_size;
+	__builtin_memcpy(d->bytes, ql_buffer_data(b), d->len);
 }
 
 static int vch_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)
@@ -132,39 +207,80 @@ static int vch_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)
 	if (c->err)
 		return c->err;
 	for (i = 0; i < n; i++) {
-		struct ql_buffer *b = bufs[i];
-		/* the last of the burst too: every SEND's outcome is then
-		 * known from a completion, even when no more traffic comes */
-		bool signal = c->posted % c->signal_every == c->signal_every - 1 ||
-			      ql_pool_available(c->pool) < c->signal_every || i == n - 1;
-		struct ibv_sge sge = {
-			.addr = (uintptr_t)ql_buffer_data(b),
-			.length = b->len,
-			.lkey = c->tx_lkey,
-		};
-		struct ibv_send_wr wr = {
-			.wr_id = c->posted,
-			.sg_list = &sge,
-			.num_sge = 1,
-			.opcode = IBV_WR_SEND,
-			/* signal one in signal_every, and every one while the
-			 * pool runs low, so that buffers keep coming back */
-			.send_flags = (b->len <= c->max_inline ? IBV_SEND_INLINE : 0) |
-				      (signal ? IBV_SEND_SIGNALED : 0),
-		};
-		struct ibv_send_wr *bad;
-
-		if (ql_qp_post_send(c->qp, &wr, &bad)) {
-			c->err = -EIO;
+		if (c->ndup)
+			dup_remember(c, bufs[i]);
+		if (post_response(c, bufs[i], i == n - 1))
 			break;
-		}
-		c->inflight[c->posted % c->ntx] = b;
-		c->posted++;
+		c->answered++;
 	}
 	SS_ADD(c->ss.posted, (uint64_t)i);
 	if (c->posted - c->done > c->ntx / 2)
 		reap(c);
 	return i ? i : c->err;
+}
+
+/*
+ * UC, when idle: a slot of a request already answered whose seq word is
+ * back (the channel cleared it when it took the request) holds a resend:
+ * the client did not get the response. Answer it from the cache, never by
+ * running the handler again; a resend older than the cache is counted and
+ * ignored. Every slot of the last num_slots requests answered can hold
+ * one; a cursor looks at VCH_DUP_SCAN of them per idle poll, so that an
+ * idle poll stays short whatever the ring's size.
+ */
+#define VCH_DUP_SCAN 32u
+
+static void dup_scan(struct vch *c)
+{
+	const uint32_t cap = c->rx.slot_size - QL_RING_SLOT_HDR;
+	const uint64_t lo = c->answered > c->rx.num_slots ? c->answered - c->rx.num_slots : 0;
+	uint64_t todo = c->answered - lo;
+
+	if (todo > VCH_DUP_SCAN)
+		todo = VCH_DUP_SCAN;
+	for (; todo; todo--) {
+		uint64_t k;
+		uint8_t *slot;
+		_Atomic uint64_t *seqw;
+		const struct vch_dup *d;
+		struct ql_buffer *b;
+		uint32_t stamp;
+
+		if (c->dup_cursor < lo || c->dup_cursor >= c->answered)
+			c->dup_cursor = lo;
+		k = c->dup_cursor++;
+		slot = c->ring + ql_ring_slot_offset(c->rx.num_slots, c->rx.slot_size, k);
+		seqw = (_Atomic uint64_t *)(void *)slot;
+		if (atomic_load_explicit(seqw, memory_order_acquire) != k + 1)
+			continue;
+		__builtin_memcpy(&stamp, slot + 12, 4);
+		if (stamp != (uint32_t)(k + 1))
+			continue; /* its message WRITE is not here (yet) */
+		d = &c->dup[k % c->ndup];
+		if (d->seq != k + 1 || d->request_id != slot_request_id(slot, cap)) {
+			atomic_store_explicit(seqw, 0, memory_order_relaxed);
+			c->uc.dup_missed++;
+			continue;
+		}
+		b = ql_pool_get(c->pool);
+		if (!b && c->posted != c->done) {
+			reap(c);
+			b = ql_pool_get(c->pool);
+		}
+		if (!b) {
+			c->dup_cursor = k; /* no buffer now: on a later idle poll */
+			return;
+		}
+		atomic_store_explicit(seqw, 0, memory_order_relaxed);
+		ql_buffer_reset(b, 0);
+		__builtin_memcpy(ql_buffer_append(b, d->len), d->bytes, d->len);
+		if (post_response(c, b, true)) {
+			ql_pool_put(c->pool, b);
+			return;
+		}
+		SS_ADD(c->ss.posted, 1); /* its completion is counted like any */
+		c->uc.dup_answered++;
+	}
 }
 
 static struct ql_buffer *vch_acquire(struct ql_channel *ch)
@@ -288,6 +404,8 @@ static void vch_destroy(struct ql_channel *ch)
 	ql_rx_ring_fini(&c->rx);
 	ql_pool_destroy(c->pool);
 	free(c->inflight);
+	free(c->dup);
+	free(c->dup_mem);
 	if (c->ring)
 		ql_pd_mem_free(c->ep.pd, c->ring);
 	/* after the memory: a PD with memory outstanding is busy */
@@ -309,6 +427,9 @@ int ql_verbs_channel_create(struct ql_device *dev, const struct ql_verbs_channel
 	ret = ql_ring_check_geometry(cfg->num_slots, cfg->slot_size);
 	if (ret)
 		return ret;
+	if (cfg->qp_type && cfg->qp_type != IBV_QPT_RC && cfg->qp_type != IBV_QPT_UC)
+		return ql_error_set(-EINVAL, "verbs channel: QP type %d is neither RC nor UC",
+				    (int)cfg->qp_type);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -341,6 +462,24 @@ int ql_verbs_channel_create(struct ql_device *dev, const struct ql_verbs_channel
 	ret = ql_rx_ring_init(&c->rx, c->ring, cfg->num_slots, cfg->slot_size);
 	if (ret)
 		goto err;
+	if (cfg->qp_type == IBV_QPT_UC) {
+		c->rx.uc = true;
+		/* by default every request a client can have outstanding (the
+		 * ring), up to 16 MiB of copies */
+		c->ndup = cfg->dup_cache ? cfg->dup_cache : cfg->num_slots;
+		if (!cfg->dup_cache && (uint64_t)c->ndup * cfg->slot_size > (16u << 20))
+			c->ndup = (16u << 20) / cfg->slot_size;
+		if (c->ndup > cfg->num_slots)
+			c->ndup = cfg->num_slots;
+		c->dup = calloc(c->ndup, sizeof(*c->dup));
+		c->dup_mem = calloc(c->ndup, cfg->slot_size);
+		if (!c->dup || !c->dup_mem) {
+			ret = -ENOMEM;
+			goto err;
+		}
+		for (uint32_t i = 0; i < c->ndup; i++)
+			c->dup[i].bytes = c->dup_mem + (size_t)i * cfg->slot_size;
+	}
 	ret = ql_pool_create(c->txmem, c->tx_len, c->ntx, cfg->slot_size, 0, &c->pool);
 	if (ret)
 		goto err;
@@ -355,7 +494,7 @@ int ql_verbs_channel_create(struct ql_device *dev, const struct ql_verbs_channel
 	}
 	c->tx_lkey = ql_mr_lkey(c->tx_mr);
 	/* requests need no receive WQE (they are WRITEs): one, unused */
-	ret = ql_endpoint_create_qp(&c->ep, c->ntx, 1);
+	ret = ql_endpoint_create_qp(&c->ep, c->ntx, 1, cfg->qp_type);
 	if (ret)
 		goto err;
 	c->qp = c->ep.qp;
@@ -495,10 +634,17 @@ int ql_verbs_channel_connect(struct ql_channel *ch, const struct ql_conn_params 
 			     const struct ql_qp_connect_opts *opts)
 {
 	struct vch *c = (struct vch *)ch;
+	struct ql_qp_connect_opts uc_opts;
 	int ret;
 
 	if (!ch || !client || ((const struct ql__channel_head *)(const void *)ch)->ops != &vch_ops)
 		return -EINVAL;
+	/* UC has no READ or atomics: grant only what a UC QP can carry */
+	if (!opts && c->ep.qp_type == IBV_QPT_UC) {
+		ql_qp_connect_opts_default(&uc_opts);
+		uc_opts.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+		opts = &uc_opts;
+	}
 	ret = ql_qp_connect(c->qp, client, opts);
 	if (!ret)
 		c->err = 0;
@@ -512,6 +658,20 @@ int ql_verbs_channel_reset_ring(struct ql_channel *ch)
 	if (!ch || ((const struct ql__channel_head *)(const void *)ch)->ops != &vch_ops)
 		return -EINVAL;
 	ql_rx_ring_reset(&c->rx);
+	c->answered = 0;
+	c->dup_cursor = 0;
+	for (uint32_t i = 0; i < c->ndup; i++)
+		c->dup[i].seq = 0;
+	return 0;
+}
+
+int ql_verbs_channel_uc_stats(struct ql_channel *ch, struct ql_verbs_channel_uc_stats *st)
+{
+	struct vch *c = (struct vch *)ch;
+
+	if (!ch || !st || ((const struct ql__channel_head *)(const void *)ch)->ops != &vch_ops)
+		return -EINVAL;
+	*st = c->uc;
 	return 0;
 }
 

@@ -31,27 +31,38 @@ static int mtu_from_bytes(unsigned long b, enum ibv_mtu *m)
 	return -EINVAL;
 }
 
+/* A GID as sent: eight groups of four lowercase hex digits, no "::" and no
+ * dotted quad, so that the simplest parser reads it (docs/wire-protocol.md
+ * §1); any inet_pton form is accepted on input. */
+static void gid_full(const union ibv_gid *g, char out[40])
+{
+	for (int i = 0; i < 8; i++)
+		snprintf(out + 5 * i, 6, "%02x%02x%s", g->raw[2 * i], g->raw[2 * i + 1],
+			 i < 7 ? ":" : "");
+}
+
 int ql_conn_params_format(const struct ql_conn_params *p, char *buf, size_t len)
 {
-	char gid[INET6_ADDRSTRLEN];
+	char gid[40];
 
 	if (!p || (!buf && len))
 		return -EINVAL;
 	if (mtu_bytes(p->mtu) < 0)
 		return -EINVAL;
-	if (!inet_ntop(AF_INET6, p->gid.raw, gid, sizeof(gid)))
-		return -EINVAL;
+	gid_full(&p->gid, gid);
 	if (p->num_slots)
 		return snprintf(buf, len,
 				"qpn=0x%06" PRIx32 " psn=0x%06" PRIx32
 				" gid=%s mtu=%d vaddr=0x%" PRIx64 " rkey=0x%08" PRIx32
-				" length=%" PRIu64 " slots=%" PRIu32 " slot_size=%" PRIu32,
+				" length=%" PRIu64 " slots=%" PRIu32 " slot_size=%" PRIu32 "%s",
 				p->qpn, p->psn, gid, mtu_bytes(p->mtu), p->vaddr, p->rkey,
-				p->length, p->num_slots, p->slot_size);
+				p->length, p->num_slots, p->slot_size,
+				p->qp_type == IBV_QPT_UC ? " qp=uc" : "");
 	return snprintf(buf, len,
 			"qpn=0x%06" PRIx32 " psn=0x%06" PRIx32 " gid=%s mtu=%d vaddr=0x%" PRIx64
-			" rkey=0x%08" PRIx32 " length=%" PRIu64,
-			p->qpn, p->psn, gid, mtu_bytes(p->mtu), p->vaddr, p->rkey, p->length);
+			" rkey=0x%08" PRIx32 " length=%" PRIu64 "%s",
+			p->qpn, p->psn, gid, mtu_bytes(p->mtu), p->vaddr, p->rkey, p->length,
+			p->qp_type == IBV_QPT_UC ? " qp=uc" : "");
 }
 
 static int parse_u64(const char *v, uint64_t max, uint64_t *out)
@@ -124,6 +135,13 @@ int ql_conn_params_parse(const char *text, struct ql_conn_params *p)
 			if (parse_u64(val, UINT32_MAX, &v))
 				goto bad;
 			p->slot_size = (uint32_t)v;
+		} else if (!strcmp(key, "qp")) {
+			if (!strcmp(val, "rc"))
+				p->qp_type = IBV_QPT_RC;
+			else if (!strcmp(val, "uc"))
+				p->qp_type = IBV_QPT_UC;
+			else
+				goto bad;
 		} else if (!strcmp(key, "length")) {
 			if (parse_u64(val, UINT64_MAX, &v))
 				goto bad;
@@ -153,6 +171,7 @@ int ql_qp_local_params(struct ql_qp *qp, struct ql_conn_params *p)
 		return ret;
 	memset(p, 0, sizeof(*p));
 	p->qpn = qp->qp_num;
+	p->qp_type = qp->qp_type;
 	p->gid = attr.gid;
 	p->mtu = attr.port.active_mtu;
 	return 0;

@@ -121,6 +121,7 @@ int ql_device_counters(struct ql_device *dev, struct ql_device_counters *c)
 {
 	if (!dev || !c)
 		return -EINVAL;
+	memset(c, 0, sizeof(*c));
 	return dev->ops->counters(dev, c);
 }
 

@@ -74,9 +74,14 @@ static int reap(struct run *r)
 	now = vclock_ns(&r->clk);
 	for (int i = 0; i < n; i++) {
 		struct ql_rpc_response rh;
-		uint64_t want = rep->received; /* one RC QP: answers come in order */
+		uint64_t want = rep->received; /* the client hands answers in order */
 
 		rep->received++;
+		if (!resp[i].msg) {
+			/* UC: given up after its resends (the client counts it) */
+			ql_ring_client_release(r->cl, &resp[i]);
+			continue;
+		}
 		if (resp[i].len >= QL_RPC_RESPONSE_SIZE)
 			ql_rpc_response_decode(resp[i].msg, &rh);
 		if (resp[i].len < QL_RPC_RESPONSE_SIZE || rh.magic != QL_RPC_MAGIC_RESPONSE ||
@@ -153,6 +158,7 @@ int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 		const struct ql_vppu_config *cfg, struct ql_vppu_report *rep)
 {
 	struct run r = { .cl = cl, .call = call, .rep = rep };
+	struct ql_ring_client_stats st0;
 	uint64_t start, end, target, timeout, window, period = 0, due, next_tick, now;
 	int ret = 0;
 
@@ -162,6 +168,8 @@ int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 		return ql_error_set(-EINVAL, "vppu: give a call count or a duration");
 	memset(rep, 0, sizeof(*rep));
 	ql_hist_init(&rep->rtt_ns);
+	if (ql_ring_client_stats(cl, &st0))
+		memset(&st0, 0, sizeof(st0));
 	r.msg_len = QL_RPC_HEADER_SIZE + call->arg_len;
 	if (r.msg_len > ql_ring_client_max_msg(cl))
 		return ql_error_set(-EMSGSIZE, "vppu: %u bytes of arguments do not fit a slot",
@@ -229,7 +237,17 @@ int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 			rep->timeouts++;
 	if (rep->timeouts)
 		rep->timed_out = 1;
-	rep->lost = rep->sent - rep->received;
+	{
+		struct ql_ring_client_stats st;
+
+		/* this run's share of the client's counts */
+		if (!ql_ring_client_stats(cl, &st)) {
+			rep->resent = st.resent - st0.resent;
+			rep->gave_up = st.lost - st0.lost;
+			rep->dup_responses = st.dup_responses - st0.dup_responses;
+		}
+	}
+	rep->lost = rep->sent - rep->received + rep->gave_up;
 	rep->elapsed_s =
 		(double)((r.last_rx_ns > start ? r.last_rx_ns : vclock_ns(&r.clk)) - start) / 1e9;
 	rep->rpc_per_s = rep->elapsed_s > 0 ? (double)rep->received / rep->elapsed_s : 0;
@@ -246,16 +264,18 @@ void ql_vppu_report_json(const struct ql_vppu_report *rep, const char *name, FIL
 		"{\"phase\":\"%s\",\"sent\":%" PRIu64 ",\"received\":%" PRIu64 ",\"ok\":%" PRIu64
 		",\"wrong\":%" PRIu64 ",\"handler_errors\":%" PRIu64 ",\"protocol_errors\":%" PRIu64
 		",\"unexpected\":%" PRIu64 ",\"timeouts\":%" PRIu64 ",\"late\":%" PRIu64
-		",\"lost\":%" PRIu64
+		",\"lost\":%" PRIu64 ",\"resent\":%" PRIu64 ",\"gave_up\":%" PRIu64
+		",\"dup_responses\":%" PRIu64
 		",\"elapsed_s\":%.6f,\"rpc_per_s\":%.1f,\"transport_error\":%d,"
 		"\"timed_out\":%s,\"stopped\":%s,"
 		"\"rtt_ns\":{\"min\":%" PRIu64 ",\"p50\":%" PRIu64 ",\"p90\":%" PRIu64
 		",\"p99\":%" PRIu64 ",\"p999\":%" PRIu64 ",\"max\":%" PRIu64 ",\"mean\":%.1f}}",
 		name ? name : "", rep->sent, rep->received, rep->ok, rep->wrong,
 		rep->handler_errors, rep->protocol_errors, rep->unexpected, rep->timeouts,
-		rep->late, rep->lost, rep->elapsed_s, rep->rpc_per_s, rep->transport_error,
-		rep->timed_out ? "true" : "false", rep->stopped ? "true" : "false",
-		ql_hist_count(h) ? ql_hist_min(h) : 0, ql_hist_percentile(h, 50),
-		ql_hist_percentile(h, 90), ql_hist_percentile(h, 99), ql_hist_percentile(h, 99.9),
-		ql_hist_count(h) ? ql_hist_max(h) : 0, ql_hist_mean(h));
+		rep->late, rep->lost, rep->resent, rep->gave_up, rep->dup_responses, rep->elapsed_s,
+		rep->rpc_per_s, rep->transport_error, rep->timed_out ? "true" : "false",
+		rep->stopped ? "true" : "false", ql_hist_count(h) ? ql_hist_min(h) : 0,
+		ql_hist_percentile(h, 50), ql_hist_percentile(h, 90), ql_hist_percentile(h, 99),
+		ql_hist_percentile(h, 99.9), ql_hist_count(h) ? ql_hist_max(h) : 0,
+		ql_hist_mean(h));
 }

@@ -340,6 +340,10 @@ int qlf_rpc_ring_one(const uint8_t *data, size_t size, struct qlf_rpc_ring_stats
 						     &info);
 				check_response(ql_buffer_data(b), b->len, resp, resp_cap, resp_len,
 					       st, &info);
+				/* a len beyond the slot is never served as a request */
+				CHECK(wlen <= cap || st == QL_RPC_E_BAD_LENGTH ||
+					      st == QL_RPC_E_BAD_MAGIC || st == QL_RPC_E_INTERNAL,
+				      "len %u beyond the slot answered %d", wlen, st);
 				if (stats) {
 					stats->requests++;
 					if ((unsigned int)info.kind < QL_RPC_ERR_KIND_COUNT)
