@@ -55,6 +55,7 @@ static struct {
 	struct ibv_qp_attr last_attr;
 	int last_mask;
 	unsigned int last_access;
+	uint64_t last_iova;
 } fk;
 
 static struct ibv_device devs[3];
@@ -254,7 +255,7 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len, uint6
 {
 	struct ibv_mr *mr;
 
-	(void)iova;
+	fk.last_iova = iova;
 	if (fk.fail_reg_mr) {
 		errno = fk.fail_reg_mr;
 		return NULL;
@@ -661,6 +662,27 @@ static void test_pd_mr_errors(void **state)
 	assert_int_equal(fk.last_access, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
 	assert_int_equal(ql_mr_lkey(mr), 0x1000);
 	assert_int_equal(ql_mr_rkey(mr), 0x2000);
+
+	/* at an iova: handed to ibv_reg_mr_iova2 as given; its errors reported */
+	{
+		struct ql_mr *mr0;
+
+		assert_int_equal(ql_mr_reg_iova(pd, buf, sizeof(buf), 0,
+						IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+						&mr0),
+				 0);
+		assert_true(fk.last_iova == 0);
+		assert_int_equal(ql_mr_dereg(mr0), 0);
+		fk.fail_reg_mr = EINVAL;
+		assert_int_equal(ql_mr_reg_iova(pd, buf, sizeof(buf), 4096, IBV_ACCESS_LOCAL_WRITE,
+						&mr0),
+				 -EINVAL);
+		expect_detail("ibv_reg_mr_iova");
+		fk.fail_reg_mr = 0;
+		assert_int_equal(ql_mr_reg(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE, &mr0), 0);
+		assert_true(fk.last_iova == (uintptr_t)buf);
+		assert_int_equal(ql_mr_dereg(mr0), 0);
+	}
 
 	/* teardown refused by libibverbs (positive errno): reported, kept */
 	fk.fail_dereg_mr = EBUSY;

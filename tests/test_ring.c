@@ -69,19 +69,24 @@ static void test_buffer(void **state)
 
 static void test_pool(void **state)
 {
-	uint8_t mem[4 * 64];
+	uint8_t mem[4 * (64 + QL_POOL_SLACK)];
 	struct ql_pool *p;
 	struct ql_buffer *b[5];
 
 	(void)state;
+	assert_int_equal(ql_pool_region_size(4, 64), sizeof(mem));
 	assert_int_equal(ql_pool_create(mem, sizeof(mem), 5, 64, 0, &p), -EINVAL); /* too small */
+	assert_int_equal(ql_pool_create(mem, sizeof(mem) - 1, 4, 64, 0, &p),
+			 -EINVAL); /* no slack */
 	assert_int_equal(ql_pool_create(mem, sizeof(mem), 4, 64, 8, &p), 0);
 	for (int i = 0; i < 4; i++) {
 		b[i] = ql_pool_get(p);
 		assert_non_null(b[i]);
 		assert_int_equal(ql_buffer_headroom(b[i]), 8);
-		for (int j = 0; j < i; j++)
-			assert_ptr_not_equal(b[i]->base, b[j]->base);
+		assert_int_equal(ql_buffer_headroom(b[i]) + ql_buffer_tailroom(b[i]), 64);
+		for (int j = 0; j < i; j++) /* a buffer and its slack overlap no other */
+			assert_true(b[i]->base >= b[j]->base + 64 + QL_POOL_SLACK ||
+				    b[j]->base >= b[i]->base + 64 + QL_POOL_SLACK);
 	}
 	assert_null(ql_pool_get(p));
 	assert_int_equal(ql_pool_available(p), 0);

@@ -51,7 +51,9 @@ struct fixture {
 
 static int setup(void **state)
 {
-	struct ql_verbs_context_config xc = { .max_channels = N, .tx_bytes = SLOTS * SLOT_SIZE };
+	struct ql_verbs_context_config xc = {
+		.max_channels = N, .tx_bytes = (uint32_t)ql_pool_region_size(SLOTS, SLOT_SIZE)
+	};
 	struct ql_dispatcher_config pc = { .cpu = -1 };
 	struct ql_daemon_config dc = { .cpu = -1 };
 	struct fixture *f = calloc(1, sizeof(*f));

@@ -39,6 +39,7 @@ struct bench_opts {
 	uint64_t lat_calls;
 	enum ibv_qp_type qp; /* 0: RC, or what --connect's RTH offers */
 	bool json;
+	bool hsb; /* --transport hsb */
 };
 
 static void bench_usage(FILE *f)
@@ -57,6 +58,8 @@ static void bench_usage(FILE *f)
 		   "\n"
 		   "options:\n"
 		   "  --uri URI          device both processes open (default soft+shm://qlbench)\n"
+		   "  --transport T      ring (qlink ring, default) or hsb (Hololink pages:\n"
+		   "                     --slots pages of --slot-size bytes, a multiple of 128)\n"
 		   "  --connect HOST:PORT  run against a running qlinkd through its control\n"
 		   "                     plane instead of forking a daemon (--server-cpu unused)\n"
 		   "  --secret-file FILE shared secret for the control plane\n"
@@ -81,6 +84,7 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 {
 	static const struct option lo[] = {
 		{ "uri", required_argument, NULL, 'u' },
+		{ "transport", required_argument, NULL, 'T' },
 		{ "connect", required_argument, NULL, 'C' },
 		{ "secret-file", required_argument, NULL, 'S' },
 		{ "client-cpu", required_argument, NULL, 'c' },
@@ -114,6 +118,10 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		switch (c) {
 		case 'u':
 			o->uri = optarg;
+			break;
+		case 'T':
+			if (tool_transport(optarg, &o->hsb))
+				return tool_bad("bench", "--transport", optarg);
 			break;
 		case 'C':
 			o->connect = optarg;
@@ -176,7 +184,17 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		fprintf(stderr, "qlink bench: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (ql_ring_check_geometry(o->slots, o->slot_size)) {
+	if (o->hsb) {
+		struct ql_hsb_params g = { .num_pages = o->slots,
+					   .page_size = o->slot_size,
+					   .frame_len = o->slot_size,
+					   .resp_size = QL_HSB_DEFAULT_RESP_SIZE };
+
+		if (ql_hsb_params_check(&g)) {
+			fprintf(stderr, "qlink bench: %s\n", ql_error_detail());
+			return 2;
+		}
+	} else if (ql_ring_check_geometry(o->slots, o->slot_size)) {
 		fprintf(stderr, "qlink bench: %s\n", ql_error_detail());
 		return 2;
 	}
@@ -192,7 +210,10 @@ static int server(const struct bench_opts *o, int rfd, int wfd)
 	struct ql_verbs_channel_config vc = { .num_slots = o->slots,
 					      .slot_size = o->slot_size,
 					      .qp_type = o->qp };
-	struct ql_daemon_config dc = { .cpu = o->server_cpu };
+	struct ql_hsb_channel_config hc = { .num_pages = o->slots, .page_size = o->slot_size };
+	struct ql_daemon_config dc = { .cpu = o->server_cpu,
+				       .bad_requests = o->hsb ? QL_BAD_REQUEST_DROP :
+								QL_BAD_REQUEST_ANSWER };
 	struct tool_server srv;
 	struct ql_conn_params cp;
 	struct ql_daemon_stats st;
@@ -201,14 +222,26 @@ static int server(const struct bench_opts *o, int rfd, int wfd)
 
 	if (o->server_cpu >= 0)
 		ql_cpu_pin(o->server_cpu);
-	ret = tool_server_open(&srv, o->uri, &vc, &dc);
+	ret = o->hsb ? tool_server_open_hsb(&srv, o->uri, &hc, &dc) :
+		       tool_server_open(&srv, o->uri, &vc, &dc);
 	if (ret) {
 		tool_fail("bench server", "setup", ret);
 		return 1;
 	}
-	if (tool_send_params(wfd, &srv.params) || tool_recv_params(rfd, &cp))
-		return 1;
-	ret = ql_verbs_channel_connect(srv.ch, &cp, NULL);
+	if (o->hsb) {
+		int n = ql_hsb_params_format(&srv.hsb_params, line, sizeof(line) - 1);
+
+		if (n < 0 || (size_t)n >= sizeof(line) - 1)
+			return 1;
+		line[n++] = '\n';
+		if (tool_write_all(wfd, line, (size_t)n) || tool_recv_params(rfd, &cp))
+			return 1;
+		ret = ql_hsb_channel_connect(srv.ch, &cp, NULL);
+	} else {
+		if (tool_send_params(wfd, &srv.params) || tool_recv_params(rfd, &cp))
+			return 1;
+		ret = ql_verbs_channel_connect(srv.ch, &cp, NULL);
+	}
 	if (!ret)
 		ret = ql_daemon_start(srv.d);
 	if (ret) {
@@ -221,8 +254,9 @@ static int server(const struct bench_opts *o, int rfd, int wfd)
 	ql_daemon_stop(srv.d);
 	ql_daemon_stats(srv.d, &st);
 	snprintf(line, sizeof(line),
-		 "requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64 " errors=%" PRIu64 "\n",
-		 st.requests, st.responses, st.ok, st.requests - st.ok);
+		 "requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64 " errors=%" PRIu64
+		 " dropped=%" PRIu64 "\n",
+		 st.requests, st.responses, st.ok, st.requests - st.ok, st.dropped);
 	tool_write_all(wfd, line, strlen(line));
 	tool_server_close(&srv);
 	return 0;
@@ -271,8 +305,8 @@ static void print_table(const struct bench_opts *o, struct phase *ph, int n, con
 	if (o->connect)
 		printf("VPPU on cpu %d, against the qlinkd at %s\n\n", o->client_cpu, o->connect);
 	else
-		printf("VPPU on cpu %d, dispatcher on cpu %d, ring %u x %u bytes\n\n",
-		       o->client_cpu, o->server_cpu, o->slots, o->slot_size);
+		printf("VPPU on cpu %d, dispatcher on cpu %d, %s %u x %u bytes\n\n", o->client_cpu,
+		       o->server_cpu, o->hsb ? "hsb pages" : "ring", o->slots, o->slot_size);
 	printf("%-8s %10s %9s %9s %9s %9s %9s %12s %6s %6s\n", "phase", "calls", "p50 us", "p90 us",
 	       "p99 us", "p99.9 us", "max us", "RPC/s", "lost", "wrong");
 	for (int i = 0; i < n; i++) {
@@ -347,8 +381,9 @@ static void print_json(const struct bench_opts *o, struct phase *ph, int n, cons
 		wrong += ph[i].rep.wrong + ph[i].rep.protocol_errors + ph[i].rep.handler_errors +
 			 ph[i].rep.unexpected;
 	}
-	printf("{\"uri\":\"%s\",\"function\":\"%s\",\"slots\":%u,\"slot_size\":%u,", o->uri,
-	       QL_DEMO_PARITY_NAME, o->slots, o->slot_size);
+	printf("{\"uri\":\"%s\",\"transport\":\"%s\",\"function\":\"%s\",\"slots\":%u,"
+	       "\"slot_size\":%u,",
+	       o->uri, o->hsb ? "hsb" : "ring", QL_DEMO_PARITY_NAME, o->slots, o->slot_size);
 	printf("\"rtt_ns\":{\"p50\":%" PRIu64 ",\"p90\":%" PRIu64 ",\"p99\":%" PRIu64
 	       ",\"p999\":%" PRIu64 ",\"max\":%" PRIu64 "},",
 	       ql_hist_percentile(h, 50), ql_hist_percentile(h, 90), ql_hist_percentile(h, 99),
@@ -385,6 +420,9 @@ struct bench {
 	const struct bench_opts *o;
 	struct ql_device *dev;
 	struct ql_ring_client *cl;
+	struct ql_hsb_client *hcl;
+	struct ql_hsb_params hp; /* the hsb server's */
+	struct ql_vppu_client vc;
 	struct ql_ctl_client *ctl;
 	int to_srv, from_srv;
 	pid_t pid;
@@ -404,6 +442,11 @@ static int bench_discover(struct bench *b, struct ql_conn_params *sp)
 		ret = ql_ctl_client_create(o->connect, slen ? secret : NULL, slen, &cc, &b->ctl);
 	if (!ret)
 		ret = ql_ctl_client_discover(b->ctl, 1, sp);
+	if (!ret && !!sp->resp_size != o->hsb)
+		ret = ql_error_set(-EPROTO, "the RTH offers the %s transport: use --transport %s",
+				   sp->resp_size ? "hsb" : "ring", sp->resp_size ? "hsb" : "ring");
+	if (!ret && o->hsb)
+		ret = ql_hsb_params_from_conn(sp, &b->hp);
 	if (ret)
 		tool_fail("bench", "discovering the RTH", ret);
 	return ret;
@@ -437,6 +480,16 @@ static int bench_fork_server(struct bench *b, struct ql_conn_params *sp)
 	close(from_srv[1]);
 	b->to_srv = to_srv[1];
 	b->from_srv = from_srv[0];
+	if (b->o->hsb) {
+		char line[512];
+
+		if (tool_read_line(b->from_srv, line, sizeof(line)) < 0 ||
+		    ql_hsb_params_parse(line, &b->hp)) {
+			fprintf(stderr, "qlink bench: the daemon process did not start\n");
+			return -EIO;
+		}
+		return 0;
+	}
 	if (tool_recv_params(b->from_srv, sp)) {
 		fprintf(stderr, "qlink bench: the daemon process did not start\n");
 		return -EIO;
@@ -454,12 +507,28 @@ static int bench_connect(struct bench *b, const struct ql_conn_params *sp)
 	if (ret)
 		return ret;
 	ret = ql_device_open(b->o->uri, &b->dev);
-	if (!ret)
-		ret = ql_ring_client_create(b->dev, sp, NULL, &b->cl);
-	if (!ret)
-		ret = ql_ring_client_local_params(b->cl, &cp);
-	if (!ret)
-		ret = ql_ring_client_connect(b->cl, sp, NULL);
+	if (b->o->hsb) {
+		struct ql_hsb_client_config hc = { .recv_buffers = b->o->slots,
+						   .recv_size = b->hp.resp_size };
+
+		if (!ret)
+			ret = ql_hsb_client_create(b->dev, &hc, &b->hcl);
+		if (!ret)
+			ret = ql_hsb_client_local_params(b->hcl, &cp);
+		if (!ret)
+			ret = ql_hsb_client_connect(b->hcl, &b->hp, NULL);
+		if (!ret)
+			ql_vppu_client_hsb(&b->vc, b->hcl);
+	} else {
+		if (!ret)
+			ret = ql_ring_client_create(b->dev, sp, NULL, &b->cl);
+		if (!ret)
+			ret = ql_ring_client_local_params(b->cl, &cp);
+		if (!ret)
+			ret = ql_ring_client_connect(b->cl, sp, NULL);
+		if (!ret)
+			ql_vppu_client_ring(&b->vc, b->cl);
+	}
 	if (ret) {
 		tool_fail("bench", "client setup", ret);
 		return ret;
@@ -504,7 +573,7 @@ static int bench_phases(struct bench *b, struct phase *ph, int *status)
 				w.tick_ctx = b->ctl;
 				w.tick_ns = 500000000ull;
 			}
-			ret = ql_vppu_run(b->cl, &call, &w, &ph[0].rep);
+			ret = ql_vppu_run_client(&b->vc, &call, &w, &ph[0].rep);
 			if (!ret && ph[0].rep.lost)
 				ret = -EIO;
 		}
@@ -514,7 +583,7 @@ static int bench_phases(struct bench *b, struct phase *ph, int *status)
 			ph[n].cfg.tick_ns = 500000000ull;
 		}
 		if (!ret)
-			ret = ql_vppu_run(b->cl, &call, &ph[n].cfg, &ph[n].rep);
+			ret = ql_vppu_run_client(&b->vc, &call, &ph[n].cfg, &ph[n].rep);
 		if (ret || ph[n].rep.transport_error) {
 			tool_fail("bench", ph[n].name, ret ? ret : ph[n].rep.transport_error);
 			*status = 1;
@@ -561,6 +630,7 @@ static int bench_close(struct bench *b)
 		bad = 1;
 	ql_ctl_client_destroy(b->ctl);
 	ql_ring_client_destroy(b->cl);
+	ql_hsb_client_destroy(b->hcl);
 	if (b->dev)
 		ql_device_close(b->dev);
 	return bad;

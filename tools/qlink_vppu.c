@@ -66,7 +66,8 @@ static void serve_usage(FILE *f)
 	fprintf(f, "usage: qlink serve --params-file FILE [options]\n"
 		   "\n"
 		   "Runs a daemon serving the built-in qlink_parity function on a request\n"
-		   "ring. Writes its connection parameters to FILE, waits for a client's in\n"
+		   "ring (or, with --transport hsb, on Hololink pages). Writes its\n"
+		   "connection parameters to FILE, waits for a client's in\n"
 		   "FILE.client (qlink vppu writes them), connects, writes FILE.ready, and\n"
 		   "serves until SIGINT or SIGTERM; then prints its counters.\n"
 		   "\n"
@@ -76,6 +77,8 @@ static void serve_usage(FILE *f)
 		   "  --cpu N             dispatcher core (default 1; -1: no pinning)\n"
 		   "  --slots N           ring slots (default 64)\n"
 		   "  --slot-size N       slot bytes (default 256)\n"
+		   "  --transport T       ring (default) or hsb: --slots pages of --slot-size\n"
+		   "                      bytes (a multiple of 128), bad requests dropped\n"
 		   "  --qp rc|uc          the ring's QP type (default rc; written to FILE)\n"
 		   "  --timeout S         how long to wait for the client (default 60)\n"
 		   "  -h, --help          this text\n");
@@ -86,6 +89,7 @@ int tool_serve(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "params-file", required_argument, NULL, 'f' },
 		{ "uri", required_argument, NULL, 'u' },
+		{ "transport", required_argument, NULL, 'T' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "slots", required_argument, NULL, 'n' },
 		{ "slot-size", required_argument, NULL, 'z' },
@@ -102,6 +106,7 @@ int tool_serve(int argc, char **argv)
 	struct ql_conn_params cp;
 	struct ql_daemon_stats st;
 	double timeout = 60;
+	bool hsb = false;
 	int c, ret;
 
 	optind = 1;
@@ -112,6 +117,10 @@ int tool_serve(int argc, char **argv)
 			break;
 		case 'u':
 			uri = optarg;
+			break;
+		case 'T':
+			if (tool_transport(optarg, &hsb))
+				return tool_bad("serve", "--transport", optarg);
 			break;
 		case 'c':
 			if (tool_int(optarg, -1, 4095, &dc.cpu))
@@ -153,17 +162,27 @@ int tool_serve(int argc, char **argv)
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	ret = tool_rdv_check_dir(file);
-	if (!ret)
+	if (!ret && hsb) {
+		struct ql_hsb_channel_config hc = { .num_pages = vc.num_slots,
+						    .page_size = vc.slot_size };
+
+		dc.bad_requests = QL_BAD_REQUEST_DROP;
+		ret = tool_server_open_hsb(&srv, uri, &hc, &dc);
+		if (!ret)
+			ret = tool_rdv_offer_hsb(&rdv, &srv.hsb_params);
+	} else if (!ret) {
 		ret = tool_server_open(&srv, uri, &vc, &dc);
-	if (!ret)
-		ret = tool_rdv_offer(&rdv, &srv.params);
+		if (!ret)
+			ret = tool_rdv_offer(&rdv, &srv.params);
+	}
 	if (ret) {
 		tool_fail("serve", "setup", ret);
 		goto out;
 	}
 	ret = tool_rdv_wait_client(&rdv, timeout, rdv_idle, NULL, &cp);
 	if (!ret)
-		ret = ql_verbs_channel_connect(srv.ch, &cp, NULL);
+		ret = hsb ? ql_hsb_channel_connect(srv.ch, &cp, NULL) :
+			    ql_verbs_channel_connect(srv.ch, &cp, NULL);
 	if (!ret)
 		ret = ql_daemon_start(srv.d);
 	if (!ret)
@@ -172,16 +191,17 @@ int tool_serve(int argc, char **argv)
 		tool_fail("serve", "connecting the client", ret);
 		goto out;
 	}
-	fprintf(stderr, "qlink serve: serving qlink_parity on %s (SIGINT or SIGTERM to stop)\n",
-		uri);
+	fprintf(stderr,
+		"qlink serve: serving qlink_parity on %s over %s (SIGINT or SIGTERM to stop)\n",
+		uri, hsb ? "hsb" : "the ring");
 	while (!stop_requested)
 		sleep_ms(50);
 	ql_daemon_stop(srv.d);
 	ql_daemon_stats(srv.d, &st);
 	printf("requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64 " handler_errors=%" PRIu64
-	       " protocol_errors=%" PRIu64 " channel_error=%d\n",
+	       " protocol_errors=%" PRIu64 " dropped=%" PRIu64 " channel_error=%d\n",
 	       st.requests, st.responses, st.ok, st.handler_error,
-	       st.requests - st.ok - st.handler_error, st.channel_error);
+	       st.requests - st.ok - st.handler_error, st.dropped, st.channel_error);
 out:
 	tool_rdv_cleanup(&rdv);
 	tool_server_close(&srv);
@@ -217,6 +237,9 @@ static void vppu_usage(FILE *f)
 		"  --name NAME          this QCS's name in DISCOVER (default vppu)\n"
 		"  --params-file FILE   a qlink serve's rendezvous file instead of --connect\n"
 		"  --uri URI            device (default soft+shm://qlvppu)\n"
+		"  --transport T        ring (default) or hsb: play an FPGA with the Hololink\n"
+		"                       IP (WRITE WITH IMMEDIATE into the server's pages;\n"
+		"                       not with --device); must match what the server offers\n"
 		"  --cpu N              core (default 0; -1: no pinning)\n"
 		"  --count N            calls to make, no program (default: run --seconds)\n"
 		"  --seconds S          how long to run, no program (default 1)\n"
@@ -491,7 +514,7 @@ struct vppu_opts {
 	const char *hsb_listen; /* [ADDR:]PORT of the hsb register server */
 	uint32_t hsb_vp;
 	double seconds, timeout, call_timeout;
-	bool json, device;
+	bool json, device, hsb;
 	int cpu;
 	enum ibv_qp_type qp; /* 0: the server's */
 };
@@ -507,6 +530,7 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 		{ "secret-file", required_argument, NULL, 'S' },
 		{ "name", required_argument, NULL, 'N' },
 		{ "uri", required_argument, NULL, 'u' },
+		{ "transport", required_argument, NULL, 'X' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "count", required_argument, NULL, 'n' },
 		{ "seconds", required_argument, NULL, 's' },
@@ -552,6 +576,10 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 			break;
 		case 'u':
 			o->uri = optarg;
+			break;
+		case 'X':
+			if (tool_transport(optarg, &o->hsb))
+				return tool_bad("vppu", "--transport", optarg);
 			break;
 		case 'c':
 			if (tool_int(optarg, -1, 4095, &o->cpu))
@@ -619,6 +647,10 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 					"give one of --connect HOST:PORT or --params-file FILE");
 		return 2;
 	}
+	if (o->hsb && o->device) {
+		fprintf(stderr, "qlink vppu: --transport hsb does not work with --device\n");
+		return 2;
+	}
 	if (!o->cfg.count)
 		o->cfg.duration_ns = (uint64_t)(o->seconds * 1e9);
 	o->cfg.timeout_ns = (uint64_t)(o->call_timeout * 1e9);
@@ -631,6 +663,9 @@ struct vppu {
 	const struct vppu_opts *o;
 	struct ql_device *dev;
 	struct ql_ring_client *cl;
+	struct ql_hsb_client *hcl;
+	struct ql_hsb_params hp; /* the hsb server's (--transport hsb) */
+	struct ql_vppu_client vc;
 	struct ql_ctl_client *ctl;
 	struct ql_program *prog;
 	struct tool_rdv rdv;
@@ -658,12 +693,23 @@ static int vppu_discover(struct vppu *v, struct ql_conn_params *sp)
 						   &v->ctl);
 		if (!ret)
 			ret = ql_ctl_client_discover(v->ctl, 1, sp);
+		/* the RTH says which transport it offers (resp_size: hsb) */
+		if (!ret && !!sp->resp_size != o->hsb)
+			ret = ql_error_set(-EPROTO,
+					   "the RTH offers the %s transport: use "
+					   "--transport %s",
+					   sp->resp_size ? "hsb" : "ring",
+					   sp->resp_size ? "hsb" : "ring");
+		if (!ret && o->hsb)
+			ret = ql_hsb_params_from_conn(sp, &v->hp);
 		if (ret)
 			tool_fail("vppu", "discovering the RTH", ret);
 		return ret;
 	}
 	ret = tool_rdv_init(&v->rdv, o->file);
-	if (!ret)
+	if (!ret && o->hsb)
+		ret = tool_rdv_wait_server_hsb(&v->rdv, o->timeout, rdv_idle, NULL, &v->hp);
+	else if (!ret)
 		ret = tool_rdv_wait_server(&v->rdv, o->timeout, rdv_idle, NULL, sp);
 	if (ret)
 		tool_fail("vppu", "reading the server's parameters", ret);
@@ -681,12 +727,27 @@ static int vppu_connect(struct vppu *v, const struct ql_conn_params *sp)
 	if (ret)
 		return ret;
 	ret = ql_device_open(o->uri, &v->dev);
-	if (!ret)
-		ret = ql_ring_client_create(v->dev, sp, NULL, &v->cl);
-	if (!ret)
-		ret = ql_ring_client_local_params(v->cl, &cp);
-	if (!ret)
-		ret = ql_ring_client_connect(v->cl, sp, NULL);
+	if (o->hsb) {
+		struct ql_hsb_client_config hc = { .recv_size = v->hp.resp_size };
+
+		if (!ret)
+			ret = ql_hsb_client_create(v->dev, &hc, &v->hcl);
+		if (!ret)
+			ret = ql_hsb_client_local_params(v->hcl, &cp);
+		if (!ret)
+			ret = ql_hsb_client_connect(v->hcl, &v->hp, NULL);
+		if (!ret)
+			ql_vppu_client_hsb(&v->vc, v->hcl);
+	} else {
+		if (!ret)
+			ret = ql_ring_client_create(v->dev, sp, NULL, &v->cl);
+		if (!ret)
+			ret = ql_ring_client_local_params(v->cl, &cp);
+		if (!ret)
+			ret = ql_ring_client_connect(v->cl, sp, NULL);
+		if (!ret)
+			ql_vppu_client_ring(&v->vc, v->cl);
+	}
 	if (!ret && v->ctl) {
 		ret = ql_ctl_client_ack(v->ctl, &cp, 1);
 		if (!ret && !o->device)
@@ -722,7 +783,7 @@ static int vppu_phase(struct vppu *v, const struct ql_vppu_call *call,
 		      const struct ql_vppu_config *cfg, const char *name)
 {
 	struct ql_vppu_report rep;
-	int ret = ql_vppu_run(v->cl, call, cfg, &rep);
+	int ret = ql_vppu_run_client(&v->vc, call, cfg, &rep);
 
 	if (ret) {
 		tool_fail("vppu", "run", ret);
@@ -800,6 +861,7 @@ static void vppu_close(struct vppu *v)
 {
 	tool_rdv_cleanup(&v->rdv);
 	ql_ring_client_destroy(v->cl);
+	ql_hsb_client_destroy(v->hcl);
 	if (v->dev)
 		ql_device_close(v->dev);
 	ql_ctl_client_destroy(v->ctl);

@@ -51,6 +51,7 @@
 #include "qlink/daemon.h"
 #include "qlink/dispatcher.h"
 #include "qlink/error.h"
+#include "qlink/hsb.h"
 #include "qlink/log.h"
 #include "qlink/verbs.h"
 #include "tools.h"
@@ -183,6 +184,7 @@ struct qlinkd_session {
 	struct ql_channel *ch;
 	struct ql_daemon *d;
 	int core; /* index in q->disp serving it, -1 while stopped */
+	bool hsb; /* an hsb channel (transport: hsb), not a ring */
 	struct ql_conn_params local;
 	bool connected;
 	int reported_error;
@@ -255,10 +257,18 @@ static int session_create(struct qlinkd *q, struct qlinkd_session **out,
 		.ctx = q->vctx,
 		.qp_type = (enum ibv_qp_type)q->cfg->ring.qp,
 	};
+	struct ql_hsb_channel_config hc = {
+		.num_pages = q->cfg->hsb.pages,
+		.page_size = q->cfg->hsb.page_size,
+		.frame_len = q->cfg->hsb.frame_len,
+		.resp_size = q->cfg->hsb.resp_size,
+	};
 	struct ql_daemon_config dc = {
 		.cpu = -1, /* served by q->disp, not a thread of its own */
 		.burst = q->cfg->dispatcher.burst,
+		.bad_requests = q->cfg->bad_requests,
 	};
+	const bool hsb = q->cfg->transport == QL_CONFIG_TRANSPORT_HSB;
 	struct qlinkd_session *s;
 	uint32_t slot;
 	int ret;
@@ -274,13 +284,23 @@ static int session_create(struct qlinkd *q, struct qlinkd_session **out,
 	s->q = q;
 	s->id = q->next_id++;
 	s->core = -1;
-	ret = ql_verbs_channel_create(q->dev, &vc, &s->ch);
+	s->hsb = hsb;
+	/* hsb: pages registered at iova 0, its own PD (no shared context) */
+	ret = hsb ? ql_hsb_channel_create(q->dev, &hc, &s->ch) :
+		    ql_verbs_channel_create(q->dev, &vc, &s->ch);
 	if (!ret)
 		ret = ql_daemon_create(&dc, s->ch, &s->d);
 	if (!ret)
 		ret = session_register(q, s);
-	if (!ret)
+	if (!ret && hsb) {
+		struct ql_hsb_params hp;
+
+		ret = ql_hsb_channel_local_params(s->ch, &hp);
+		if (!ret)
+			ql_hsb_params_to_conn(&hp, &s->local);
+	} else if (!ret) {
 		ret = ql_verbs_channel_local_params(s->ch, &s->local);
+	}
 	if (ret) {
 		session_destroy(s);
 		return ret;
@@ -288,8 +308,9 @@ static int session_create(struct qlinkd *q, struct qlinkd_session **out,
 	q->sessions[slot] = s;
 	if (params)
 		*params = s->local;
-	qlog(QL_LOG_INFO, "session", "created", "session=%u qpn=%u slots=%u slot_size=%u", s->id,
-	     s->local.qpn, vc.num_slots, vc.slot_size);
+	qlog(QL_LOG_INFO, "session", "created",
+	     "session=%u transport=%s qpn=%u slots=%u slot_size=%u", s->id, hsb ? "hsb" : "ring",
+	     s->local.qpn, s->local.num_slots, s->local.slot_size);
 	*out = s;
 	return 0;
 }
@@ -330,7 +351,8 @@ static void session_pause(struct qlinkd_session *s)
 /* Connect the session's QP to the QCS's and start serving it. */
 static int session_connect(struct qlinkd_session *s, const struct ql_conn_params *client)
 {
-	int ret = ql_verbs_channel_connect(s->ch, client, NULL);
+	int ret = s->hsb ? ql_hsb_channel_connect(s->ch, client, NULL) :
+			   ql_verbs_channel_connect(s->ch, client, NULL);
 
 	if (!ret)
 		ret = session_run(s);
@@ -352,14 +374,15 @@ static void session_counters(const struct qlinkd_session *s, FILE *out)
 	ql_daemon_handler_hist(s->d, &h);
 	qlog_to(out, true, QL_LOG_INFO, "counters", "session",
 		"session=%u running=%d requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64
-		" handler_errors=%" PRIu64 " protocol_errors=%" PRIu64 " result_overruns=%" PRIu64
-		" deadline_exceeded=%" PRIu64 " sent=%" PRIu64 " dropped_rnr=%" PRIu64
-		" dropped_peer=%" PRIu64 " send_failed=%" PRIu64 " bursts=%" PRIu64
+		" handler_errors=%" PRIu64 " protocol_errors=%" PRIu64 " dropped=%" PRIu64
+		" result_overruns=%" PRIu64 " deadline_exceeded=%" PRIu64 " sent=%" PRIu64
+		" dropped_rnr=%" PRIu64 " dropped_peer=%" PRIu64 " send_failed=%" PRIu64
+		" bursts=%" PRIu64
 		" channel_error=%d failed=%d handler_ns_p50=%.0f handler_ns_p99=%.0f",
 		s->id, st.running, st.requests, st.responses, st.ok, st.handler_error,
 		st.requests - st.ok - st.handler_error - st.err_result_overrun - st.err_deadline,
-		st.err_result_overrun, st.err_deadline, st.sent, st.dropped_rnr, st.dropped_peer,
-		st.send_failed, st.bursts, st.channel_error, st.failed,
+		st.dropped, st.err_result_overrun, st.err_deadline, st.sent, st.dropped_rnr,
+		st.dropped_peer, st.send_failed, st.bursts, st.channel_error, st.failed,
 		ql_hist_count(&h) ? ql_hist_percentile(&h, 50) : 0.0,
 		ql_hist_count(&h) ? ql_hist_percentile(&h, 99) : 0.0);
 	for (uint32_t i = 0; i < ql_daemon_function_count(s->d); i++) {
@@ -450,12 +473,15 @@ static int dispatch_open(struct qlinkd *q)
 		.max_daemons = c->max_sessions,
 		.call_deadline_ns = (uint64_t)c->dispatcher.call_deadline_ms * 1000000,
 	};
-	uint64_t pool = (uint64_t)c->ring.slots * c->ring.slot_size;
+	uint64_t pool = ql_pool_region_size(c->ring.slots, c->ring.slot_size);
 	int ret = 0;
 
 	/* every session's response buffers in one registration, unless that
 	 * would be more than the context holds (1 GiB): then each its own */
-	if (pool * c->max_sessions <= (1u << 30)) {
+	if (c->transport == QL_CONFIG_TRANSPORT_HSB) {
+		/* hsb sessions have their own PD: their pages are registered at
+		 * iova 0, one region per session */
+	} else if (pool * c->max_sessions <= (1u << 30)) {
 		xc.tx_bytes = (uint32_t)pool;
 		ret = ql_verbs_context_create(q->dev, &xc, &q->vctx);
 	} else {
@@ -688,7 +714,7 @@ static void ctl_lost(void *ctx, struct ql_ctl_session *cs)
 static int ctl_status(void *ctx, struct ql_ctl_session *cs, char *json, size_t len)
 {
 	struct ctl_link *l = ql_ctl_session_data(cs);
-	uint64_t req = 0, resp = 0, ok = 0, herr = 0, dropped = 0, overrun = 0;
+	uint64_t req = 0, resp = 0, ok = 0, herr = 0, dropped = 0, sends_dropped = 0, overrun = 0;
 	int chan_err = 0, failed = 0, n;
 
 	(void)ctx;
@@ -700,7 +726,8 @@ static int ctl_status(void *ctx, struct ql_ctl_session *cs, char *json, size_t l
 		resp += st.responses;
 		ok += st.ok;
 		herr += st.handler_error;
-		dropped += st.dropped_rnr + st.dropped_peer;
+		dropped += st.dropped;
+		sends_dropped += st.dropped_rnr + st.dropped_peer;
 		overrun += st.err_result_overrun;
 		if (st.channel_error)
 			chan_err = st.channel_error;
@@ -711,9 +738,10 @@ static int ctl_status(void *ctx, struct ql_ctl_session *cs, char *json, size_t l
 		     "{\"channels\":%u,\"requests\":%" PRIu64 ",\"responses\":%" PRIu64
 		     ",\"ok\":%" PRIu64 ",\"handler_errors\":%" PRIu64
 		     ",\"protocol_errors\":%" PRIu64 ",\"dropped\":%" PRIu64
-		     ",\"result_overruns\":%" PRIu64 ",\"channel_error\":%d,\"failed\":%d}",
-		     l ? l->n : 0, req, resp, ok, herr, req - ok - herr, dropped, overrun, chan_err,
-		     failed);
+		     ",\"sends_dropped\":%" PRIu64 ",\"result_overruns\":%" PRIu64
+		     ",\"channel_error\":%d,\"failed\":%d}",
+		     l ? l->n : 0, req, resp, ok, herr, req - ok - herr, dropped, sends_dropped,
+		     overrun, chan_err, failed);
 	/* UC rings: the resends answered from the cache, and those too old */
 	if (l && l->n && l->s[0]->local.qp_type == IBV_QPT_UC && n > 0 && (size_t)n < len) {
 		struct ql_verbs_channel_uc_stats u, sum = { 0 };

@@ -264,6 +264,32 @@ int tool_rdv_wait_client(struct tool_rdv *r, double timeout_s, tool_rdv_idle_fn 
 	return wait_params(r->client, timeout_s, idle, ctx, client);
 }
 
+int tool_rdv_offer_hsb(struct tool_rdv *r, const struct ql_hsb_params *server)
+{
+	char line[512];
+	int n = ql_hsb_params_format(server, line, sizeof(line) - 1), ret;
+
+	if (n < 0 || (size_t)n >= sizeof(line) - 1)
+		return ql_error_set(-EINVAL, "hsb parameters do not fit a line");
+	line[n] = '\n';
+	line[n + 1] = '\0';
+	ret = tool_rdv_create(r->file, line);
+	r->wrote_file = !ret;
+	return ret;
+}
+
+int tool_rdv_wait_server_hsb(struct tool_rdv *r, double timeout_s, tool_rdv_idle_fn idle, void *ctx,
+			     struct ql_hsb_params *server)
+{
+	char line[512];
+	int ret = tool_rdv_wait(r->file, timeout_s, idle, ctx, line, sizeof(line));
+
+	if (!ret && ql_hsb_params_parse(line, server))
+		ret = ql_error_set(-EINVAL, "%s: not hsb parameters (%s)", r->file,
+				   ql_error_detail());
+	return ret;
+}
+
 int tool_rdv_ready(struct tool_rdv *r)
 {
 	int ret = tool_rdv_create(r->ready, "ready\n");

@@ -27,6 +27,7 @@
 #include <stddef.h>
 
 #include "qlink/channel.h"
+#include "qlink/hsb.h"
 
 /* Called between polls while waiting for a file: non-zero stops the wait
  * (-EINTR). It also paces the polls (it should sleep or poll ~10 ms). */
@@ -73,6 +74,11 @@ int tool_rdv_wait_server(struct tool_rdv *r, double timeout_s, tool_rdv_idle_fn 
 			 struct ql_conn_params *server);
 int tool_rdv_join(struct tool_rdv *r, const struct ql_conn_params *client, double timeout_s,
 		  tool_rdv_idle_fn idle, void *ctx);
+/* The same for an hsb server: FILE holds its struct ql_hsb_params
+ * (ql_hsb_params_format); the client's FILE.client is its conn params. */
+int tool_rdv_offer_hsb(struct tool_rdv *r, const struct ql_hsb_params *server);
+int tool_rdv_wait_server_hsb(struct tool_rdv *r, double timeout_s, tool_rdv_idle_fn idle, void *ctx,
+			     struct ql_hsb_params *server);
 /* Remove the files this side wrote. */
 void tool_rdv_cleanup(struct tool_rdv *r);
 

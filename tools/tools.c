@@ -118,6 +118,38 @@ int tool_server_open(struct tool_server *s, const char *uri,
 	return ret;
 }
 
+int tool_server_open_hsb(struct tool_server *s, const char *uri,
+			 const struct ql_hsb_channel_config *hc, const struct ql_daemon_config *dc)
+{
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->hsb = true;
+	ret = ql_device_open(uri, &s->dev);
+	if (!ret)
+		ret = ql_hsb_channel_create(s->dev, hc, &s->ch);
+	if (!ret)
+		ret = ql_daemon_create(dc, s->ch, &s->d);
+	if (!ret)
+		ret = ql_daemon_register(s->d, ql_demo_parity_function());
+	if (!ret)
+		ret = ql_hsb_channel_local_params(s->ch, &s->hsb_params);
+	if (ret)
+		tool_server_close(s);
+	return ret;
+}
+
+int tool_transport(const char *s, bool *hsb)
+{
+	if (!strcmp(s, "ring"))
+		*hsb = false;
+	else if (!strcmp(s, "hsb"))
+		*hsb = true;
+	else
+		return -1;
+	return 0;
+}
+
 void tool_server_close(struct tool_server *s)
 {
 	ql_daemon_destroy(s->d);

@@ -9,6 +9,7 @@
 
 #include "qlink/channel.h"
 #include "qlink/daemon.h"
+#include "qlink/hsb.h"
 #include "qlink/verbs.h"
 #include "rendezvous.h"
 
@@ -36,10 +37,17 @@ struct tool_server {
 	struct ql_channel *ch;
 	struct ql_daemon *d;
 	struct ql_conn_params params;
+	bool hsb; /* an hsb channel (params unused: hsb_params) */
+	struct ql_hsb_params hsb_params;
 };
 
 int tool_server_open(struct tool_server *s, const char *uri,
 		     const struct ql_verbs_channel_config *vc, const struct ql_daemon_config *dc);
+/* The same over an hsb channel (--transport hsb). */
+int tool_server_open_hsb(struct tool_server *s, const char *uri,
+			 const struct ql_hsb_channel_config *hc, const struct ql_daemon_config *dc);
+/* "ring" or "hsb" -> hsb false/true; -1 for anything else. */
+int tool_transport(const char *s, bool *hsb);
 void tool_server_close(struct tool_server *s);
 
 int tool_bench(int argc, char **argv);

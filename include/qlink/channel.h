@@ -83,8 +83,18 @@ static inline void ql_buffer_reset(struct ql_buffer *b, uint32_t headroom)
 /* ---- pools ------------------------------------------------------------ */
 
 /* A fixed set of equal buffers carved from one region; get/put are O(1),
- * LIFO, single-threaded. */
+ * LIFO, single-threaded. Each buffer is followed by QL_POOL_SLACK bytes
+ * outside its capacity, writable by the buffer's user: the daemon keeps its
+ * result-overrun canary there, so a handler gets the buffer's whole
+ * capacity. The region must hold ql_pool_region_size(count, buf_size). */
 struct ql_pool;
+
+#define QL_POOL_SLACK 8u
+
+static inline size_t ql_pool_region_size(uint32_t count, uint32_t buf_size)
+{
+	return (size_t)count * ((size_t)buf_size + QL_POOL_SLACK);
+}
 
 int ql_pool_create(void *region, size_t region_len, uint32_t count, uint32_t buf_size,
 		   uint32_t headroom, struct ql_pool **pool);
@@ -203,7 +213,8 @@ struct ql_verbs_context;
 struct ql_verbs_context_config {
 	uint32_t max_channels; /* channels at once (0: 16; at most 4096) */
 	uint32_t tx_bytes;     /* response memory per channel (0: 64 KiB): at
-				  least tx_buffers * slot_size of each channel */
+				  least ql_pool_region_size(tx_buffers, slot_size)
+				  of each channel */
 };
 
 int ql_verbs_context_create(struct ql_device *dev, const struct ql_verbs_context_config *cfg,

@@ -30,10 +30,21 @@ extern "C" {
 
 struct ql_daemon;
 
+/* What happens to a request refused before its handler runs (short, bad
+ * magic, bad length, unknown function, arguments not matching the schema):
+ * ANSWER sends a response with the error status (the ring's default); DROP
+ * sends nothing and frees the slot, as CUDA-Q Realtime does (the hsb
+ * transport's default). Counted by kind either way; dropped counts DROP's. */
+enum ql_bad_request_policy {
+	QL_BAD_REQUEST_ANSWER = 0,
+	QL_BAD_REQUEST_DROP = 1,
+};
+
 struct ql_daemon_config {
 	int cpu;		/* private dispatcher's core (ql_daemon_start); -1: unpinned */
 	uint32_t burst;		/* requests per burst, 1..32 (0: 32) */
 	uint32_t max_functions; /* capacity of the function table (0: 64) */
+	enum ql_bad_request_policy bad_requests; /* 0: ANSWER */
 };
 
 /* Counters by outcome. Every request taken from the channel ends in exactly
@@ -69,6 +80,7 @@ struct ql_daemon_stats {
 	int channel_error; /* 0, or the channel's negative errno */
 	int running;	   /* a running dispatcher serves it */
 	int failed;	   /* 0, or -ETIMEDOUT: see ql_daemon_failure */
+	uint64_t dropped;  /* bad requests not answered (QL_BAD_REQUEST_DROP) */
 };
 
 struct ql_daemon_function_stats {

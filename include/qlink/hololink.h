@@ -34,6 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "qlink/hsb.h" /* QL_HSB_MAX_PAGES: the data plane's limit */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -90,8 +92,7 @@ extern "C" {
 #define QL_HSB_REG_IP_VERSION 0x80
 #define QL_HSB_REG_FPGA_DATE 0x84
 
-#define QL_HSB_PAGE 128	      /* FPGA page: base and stride are multiples of it */
-#define QL_HSB_MAX_PAGES 4096 /* slots */
+#define QL_HSB_PAGE 128 /* FPGA page: base and stride are multiples of it */
 #define QL_HSB_ROCE_OVERHEAD 74
 #define QL_HSB_ROCE_PORT 4791
 #define QL_HSB_SRC_PORT 12288

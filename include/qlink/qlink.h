@@ -27,6 +27,7 @@
 #include "qlink/verbs.h"
 
 #include "qlink/channel.h"
+#include "qlink/hsb.h"
 #include "qlink/ring.h"
 
 #include "qlink/rpc.h"

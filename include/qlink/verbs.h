@@ -119,6 +119,17 @@ void ql_mem_free(void *addr);
  * require LOCAL_WRITE (-EINVAL otherwise). Pages are pinned when
  * RLIMIT_MEMLOCK allows it; otherwise a warning is logged once. */
 int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access, struct ql_mr **mr);
+/* As ql_mr_reg, but peers address the region by `iova` instead of by its
+ * virtual address (libibverbs' ibv_reg_mr_iova): a remote address iova + k
+ * names addr + k, and everything outside [iova, iova + length) is a remote
+ * access error. What a QCS that needs small addresses is given (the hsb
+ * transport registers its pages at iova 0). Local SGEs naming the MR use
+ * iova addresses on ibv; the soft provider refuses local use of an MR whose
+ * iova differs from its address (IBV_WC_LOC_PROT_ERR): register the memory
+ * a second time for that. -EOPNOTSUPP where the provider (or the system's
+ * libibverbs) cannot do it. */
+int ql_mr_reg_iova(struct ql_pd *pd, void *addr, size_t length, uint64_t iova, int access,
+		   struct ql_mr **mr);
 /* -EBUSY while a posted, unfinished work request still names the MR. */
 int ql_mr_dereg(struct ql_mr *mr);
 uint32_t ql_mr_lkey(const struct ql_mr *mr);
@@ -174,11 +185,17 @@ struct ql_conn_params {
 	uint32_t num_slots; /* ring geometry when the region is a qlink ring (0: none) */
 	uint32_t slot_size;
 	enum ibv_qp_type qp_type; /* the QP's type: IBV_QPT_RC (or 0) or IBV_QPT_UC */
+	/* hsb transport (qlink/hsb.h): the region is num_slots pages of
+	 * slot_size bytes at vaddr (an iova); frame_len is what the QCS writes
+	 * per frame, resp_size the QCS's receive buffer size. 0: not hsb. */
+	uint32_t frame_len;
+	uint32_t resp_size;
 };
 
 /* Text form: "qpn=0x000102 psn=0x000000 gid=fd71:0201:... mtu=4096
  * vaddr=0x7f... rkey=0x... length=4096", plus " slots=N slot_size=N" when
- * num_slots is set and " qp=uc" for a UC QP (absent: RC; qp=rc parses too). Returns the length written (like snprintf) or a
+ * num_slots is set, " qp=uc" for a UC QP (absent: RC; qp=rc parses too) and
+ * " frame_len=N resp_size=N" when resp_size is (the hsb transport). Returns the length written (like snprintf) or a
  * negative errno. */
 int ql_conn_params_format(const struct ql_conn_params *p, char *buf, size_t len);
 int ql_conn_params_parse(const char *text, struct ql_conn_params *p);

@@ -2,7 +2,8 @@
  * vppu: the virtual PPU, a software QCS.
  *
  * It plays the quantum control system against a real-time host: writes
- * requests into the host's ring through the reference client (ring.h),
+ * requests into the host's ring through the reference client (ring.h), or
+ * into its pages as an FPGA does (the hsb client, hsb.h),
  * stamps each with its send time in ptp_timestamp, matches responses by
  * request_id, checks every result, and measures round trips from the
  * echoed timestamp. Two modes: closed loop with a window of calls in
@@ -82,6 +83,26 @@ struct ql_vppu_report {
  * if it could not run at all. */
 int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 		const struct ql_vppu_config *cfg, struct ql_vppu_report *rep);
+
+/* The data plane the VPPU drives, as four calls on a client: the ring
+ * client (ring.h) or the hsb client (hsb.h), or any client with the same
+ * contract (send: 0, -EAGAIN when its window is full; poll: responses in
+ * the order the requests were sent; release: re-post the buffer). */
+struct ql_hsb_client;
+struct ql_vppu_client {
+	void *cl;
+	int (*send)(void *cl, const void *msg, uint32_t len);
+	int (*poll)(void *cl, struct ql_ring_response *out, int max);
+	int (*release)(void *cl, const struct ql_ring_response *r);
+	uint32_t (*max_msg)(const void *cl);
+	/* optional (NULL: none): the client's resend counters (ring over UC) */
+	int (*stats)(const void *cl, struct ql_ring_client_stats *st);
+};
+void ql_vppu_client_ring(struct ql_vppu_client *c, struct ql_ring_client *cl);
+void ql_vppu_client_hsb(struct ql_vppu_client *c, struct ql_hsb_client *cl);
+/* ql_vppu_run over any client. */
+int ql_vppu_run_client(const struct ql_vppu_client *c, const struct ql_vppu_call *call,
+		       const struct ql_vppu_config *cfg, struct ql_vppu_report *rep);
 
 /* The report as one JSON object (rtt_ns.{min,p50,p90,p99,p999,max},
  * rpc_per_s, sent, received, ok, wrong, ..., lost). */

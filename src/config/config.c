@@ -22,6 +22,7 @@
 #include "qlink/clock.h"
 #include "qlink/dispatcher.h"
 #include "qlink/error.h"
+#include "qlink/hsb.h"
 #include "qlink/ring.h"
 #include "qlink/verbs.h"
 
@@ -50,6 +51,13 @@ struct raw_ring {
 	char *qp;
 };
 
+struct raw_hsb {
+	int64_t *pages;
+	int64_t *page_size;
+	int64_t *frame_len;
+	int64_t *resp_size;
+};
+
 struct raw_plugin {
 	char *path;
 	char *config;
@@ -74,6 +82,9 @@ struct raw_config {
 	struct raw_control *control;
 	struct raw_dispatcher *dispatcher;
 	struct raw_ring *ring;
+	char *transport;
+	char *bad_requests;
+	struct raw_hsb *hsb;
 	int64_t *max_sessions;
 	struct raw_plugin *plugins;
 	unsigned plugins_count;
@@ -122,6 +133,14 @@ static const cyaml_schema_field_t ring_fields[] = {
 	CYAML_FIELD_END,
 };
 
+static const cyaml_schema_field_t hsb_fields[] = {
+	CYAML_FIELD_INT_PTR("pages", OPT, struct raw_hsb, pages),
+	CYAML_FIELD_INT_PTR("page_size", OPT, struct raw_hsb, page_size),
+	CYAML_FIELD_INT_PTR("frame_len", OPT, struct raw_hsb, frame_len),
+	CYAML_FIELD_INT_PTR("resp_size", OPT, struct raw_hsb, resp_size),
+	CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t plugin_fields[] = {
 	CYAML_FIELD_STRING_PTR("path", CYAML_FLAG_POINTER, struct raw_plugin, path, 1,
 			       CYAML_UNLIMITED),
@@ -159,6 +178,9 @@ static const cyaml_schema_field_t top_fields[] = {
 	CYAML_FIELD_MAPPING_PTR("dispatcher", OPT, struct raw_config, dispatcher,
 				dispatcher_fields),
 	CYAML_FIELD_MAPPING_PTR("ring", OPT, struct raw_config, ring, ring_fields),
+	STR("transport", struct raw_config, transport),
+	STR("bad_requests", struct raw_config, bad_requests),
+	CYAML_FIELD_MAPPING_PTR("hsb", OPT, struct raw_config, hsb, hsb_fields),
 	CYAML_FIELD_INT_PTR("max_sessions", OPT, struct raw_config, max_sessions),
 	CYAML_FIELD_SEQUENCE("plugins", OPT, struct raw_config, plugins, &plugin_entry, 0,
 			     CYAML_UNLIMITED),
@@ -522,6 +544,55 @@ static int convert_qcs(struct ql_yaml_file *f, const struct raw_config *r, struc
 	return 0;
 }
 
+/* transport: ring|hsb, bad_requests: answer|drop (default: the
+ * transport's), hsb: the page geometry (checked as a QCS is programmed). */
+static void convert_transport(struct ql_yaml_file *f, const struct raw_config *r,
+			      struct ql_config *c)
+{
+	static const char *const transports[] = { "ring", "hsb" };
+	static const char *const policies[] = { "answer", "drop" };
+	const struct raw_hsb *h = r->hsb;
+	struct ql_hsb_params g = { 0 };
+	int i;
+
+	c->transport = QL_CONFIG_TRANSPORT_RING;
+	if (r->transport) {
+		i = name_index(r->transport, transports, 2);
+		if (i < 0)
+			ql__diag_add(f, ql__yaml_line(f, "transport"),
+				     "transport: '%s' is not one of ring, hsb", r->transport);
+		else
+			c->transport = (enum ql_config_transport)i;
+	}
+	c->bad_requests = c->transport == QL_CONFIG_TRANSPORT_HSB ? QL_BAD_REQUEST_DROP :
+								    QL_BAD_REQUEST_ANSWER;
+	if (r->bad_requests) {
+		i = name_index(r->bad_requests, policies, 2);
+		if (i < 0)
+			ql__diag_add(f, ql__yaml_line(f, "bad_requests"),
+				     "bad_requests: '%s' is not one of answer, drop",
+				     r->bad_requests);
+		else
+			c->bad_requests = (enum ql_bad_request_policy)i;
+	}
+	c->hsb.pages = (uint32_t)int_key(f, h ? h->pages : NULL, "hsb.pages", 1, QL_HSB_MAX_PAGES,
+					 QL_HSB_DEFAULT_PAGES, NULL);
+	c->hsb.page_size = (uint32_t)int_key(f, h ? h->page_size : NULL, "hsb.page_size",
+					     QL_HSB_PAGE_UNIT, QL_HSB_MAX_PAGE_SIZE,
+					     QL_HSB_DEFAULT_PAGE_SIZE, "a multiple of 128");
+	c->hsb.frame_len = (uint32_t)int_key(f, h ? h->frame_len : NULL, "hsb.frame_len", 24,
+					     QL_HSB_MAX_PAGE_SIZE, c->hsb.page_size, NULL);
+	c->hsb.resp_size = (uint32_t)int_key(f, h ? h->resp_size : NULL, "hsb.resp_size", 24,
+					     QL_HSB_MAX_PAGE_SIZE, QL_HSB_DEFAULT_RESP_SIZE, NULL);
+	g.num_pages = c->hsb.pages;
+	g.page_size = c->hsb.page_size;
+	g.frame_len = c->hsb.frame_len;
+	g.resp_size = c->hsb.resp_size;
+	if (ql_hsb_params_check(&g))
+		ql__diag_add(f, ql__yaml_line(f, h ? "hsb" : "transport"), "hsb: %s",
+			     ql_error_detail());
+}
+
 static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql_config *c)
 {
 	const struct raw_control *rc = r->control;
@@ -587,6 +658,7 @@ static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql
 						      "ring.slots" :
 						      "ring.slot_size"),
 			     "%s", ql_error_detail());
+	convert_transport(f, r, c);
 	c->max_sessions = (uint32_t)int_key(f, r->max_sessions, "max_sessions", 1,
 					    QL_CONFIG_MAX_SESSIONS, QL_CONFIG_DEFAULT_MAX_SESSIONS,
 					    NULL);

@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "qlink/daemon.h"
 #include "qlink/log.h"
 
 #ifdef __cplusplus
@@ -67,6 +68,9 @@ void ql_diags_print(const struct ql_diags *diags, const char *file, FILE *f);
 
 enum ql_config_log_format { QL_LOG_FORMAT_TEXT = 0, QL_LOG_FORMAT_JSON = 1 };
 
+/* The data plane every session gets (docs/wire-protocol.md). */
+enum ql_config_transport { QL_CONFIG_TRANSPORT_RING = 0, QL_CONFIG_TRANSPORT_HSB = 1 };
+
 struct ql_config_plugin {
 	char *path;   /* as resolved: relative paths are taken from the config
 			 file's directory */
@@ -111,6 +115,14 @@ struct ql_config {
 		uint32_t slot_size; /* multiple of 64 */
 		uint32_t qp;	    /* IBV_QPT_RC (default) or IBV_QPT_UC */
 	} ring;
+	enum ql_config_transport transport;	 /* ring (default) or hsb */
+	enum ql_bad_request_policy bad_requests; /* default: answer (ring), drop (hsb) */
+	struct {
+		uint32_t pages;	    /* 1..4096 */
+		uint32_t page_size; /* multiple of 128 */
+		uint32_t frame_len; /* 24..page_size */
+		uint32_t resp_size; /* the QCS's receive buffers */
+	} hsb;
 	uint32_t max_sessions;
 	struct ql_config_plugin *plugins;
 	uint32_t plugins_count;

@@ -239,6 +239,8 @@ static int get_params(json_t *o, struct ql_conn_params *p)
 		else if (strcmp(qt, "rc"))
 			ret = -EBADMSG;
 	}
+	ret |= get_u32(o, "frame_len", false, &p->frame_len); /* hsb transport */
+	ret |= get_u32(o, "resp_size", false, &p->resp_size);
 	if (ret)
 		return -EBADMSG;
 	if (inet_pton(AF_INET6, gid, p->gid.raw) != 1)
@@ -480,6 +482,11 @@ static json_t *params_json(const struct ql_conn_params *p, bool full)
 		json_object_set_new(o, "slot_size", json_integer(p->slot_size));
 		json_object_set_new(o, "qp_type",
 				    json_string(p->qp_type == IBV_QPT_UC ? "uc" : "rc"));
+		if (p->resp_size) { /* hsb transport: pages, not a ring */
+			json_object_set_new(o, "transport", json_string("hsb"));
+			json_object_set_new(o, "frame_len", json_integer(p->frame_len));
+			json_object_set_new(o, "resp_size", json_integer(p->resp_size));
+		}
 	}
 	return o;
 }

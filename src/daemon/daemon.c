@@ -155,6 +155,14 @@ static void account(struct ql_daemon *d, const struct ql_rpc_dispatch_info *info
 	}
 }
 
+/* Refused before the handler ran: what QL_BAD_REQUEST_DROP leaves
+ * unanswered (a handler's own error status is always answered). */
+static inline bool refused(enum ql_rpc_err_kind k)
+{
+	return k == QL_RPC_ERR_SHORT || k == QL_RPC_ERR_BAD_MAGIC || k == QL_RPC_ERR_BAD_LENGTH ||
+	       k == QL_RPC_ERR_UNKNOWN_FUNCTION || k == QL_RPC_ERR_ARGS_MISMATCH;
+}
+
 /* Hand the built responses to the channel; unsent ones go back. */
 static void flush(struct ql_daemon *d, struct ql_buffer **tx, int m)
 {
@@ -251,9 +259,10 @@ int ql__daemon_poll(struct ql_daemon *d, struct ql__dthread *w)
 				return n;
 			}
 		}
-		/* the last bytes of the buffer hold the canary */
+		/* the canary goes in the pool's slack past the buffer's
+		 * capacity (QL_POOL_SLACK): the handler has all of it */
+		_Static_assert(QL_POOL_SLACK >= QL__RPC_CANARY_SIZE, "no room for the canary");
 		cap = ql_buffer_tailroom(t);
-		cap = cap > QL__RPC_CANARY_SIZE ? cap - QL__RPC_CANARY_SIZE : 0;
 		t0 = ql_tsc();
 		/* the call in progress, for the watchdog: two stores and one
 		 * exchange per request, no lock, no system call */
@@ -277,6 +286,11 @@ int ql__daemon_poll(struct ql_daemon *d, struct ql__dthread *w)
 			BUMP(d->fn_overruns[info.index]);
 		}
 		ql_channel_release_buffer(d->ch, rx[i]);
+		if (d->cfg.bad_requests == QL_BAD_REQUEST_DROP && refused(info.kind)) {
+			BUMP(d->st.dropped);
+			ql_channel_release_buffer(d->ch, t);
+			continue;
+		}
 		t->len = (uint32_t)rlen;
 		tx[m++] = t;
 	}
@@ -367,6 +381,7 @@ void ql_daemon_stats(const struct ql_daemon *d, struct ql_daemon_stats *s)
 	s->bursts = READ(d->st.bursts);
 	s->channel_error = READ(d->st.channel_error);
 	s->running = READ(d->st.running);
+	s->dropped = READ(d->st.dropped);
 }
 
 uint32_t ql_daemon_function_count(const struct ql_daemon *d)

@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -328,6 +329,35 @@ static int ibvp_mr_reg(struct ql_pd *p, void *addr, size_t length, int access, s
 	return 0;
 }
 
+static int ibvp_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t iova, int access,
+			    struct ql_mr **out)
+{
+#ifdef ibv_reg_mr_iova /* rdma-core >= 22 (Debian 12 has it) */
+	struct ibvp_pd *pd = (struct ibvp_pd *)p;
+	struct ibvp_mr *mr;
+
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+	mr->mr = ibv_reg_mr_iova2(pd->pd, addr, length, iova, (unsigned int)access);
+	if (!mr->mr) {
+		int err = errno ? errno : ENOMEM;
+
+		free(mr);
+		return ql_error_set(-err, "ibv_reg_mr_iova(%zu bytes at iova 0x%" PRIx64 "): %s%s",
+				    length, iova, strerror(err),
+				    err == ENOMEM || err == EPERM ? " (check `ulimit -l`)" : "");
+	}
+	mr->base.lkey = mr->mr->lkey;
+	mr->base.rkey = mr->mr->rkey;
+	*out = &mr->base;
+	return 0;
+#else
+	(void)p, (void)addr, (void)length, (void)iova, (void)access, (void)out;
+	return ql_error_set(-EOPNOTSUPP, "ibv: this libibverbs has no ibv_reg_mr_iova");
+#endif
+}
+
 static int ibvp_mr_dereg(struct ql_mr *m)
 {
 	struct ibvp_mr *mr = (struct ibvp_mr *)m;
@@ -529,6 +559,7 @@ static const struct ql_device_ops ibvp_device_ops = {
 	.pd_alloc = ibvp_pd_alloc,
 	.pd_free = ibvp_pd_free,
 	.mr_reg = ibvp_mr_reg,
+	.mr_reg_iova = ibvp_mr_reg_iova,
 	.mr_dereg = ibvp_mr_dereg,
 	.cq_create = ibvp_cq_create,
 	.cq_destroy = ibvp_cq_destroy,

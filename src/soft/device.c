@@ -345,7 +345,8 @@ static void pin_warn_once(size_t length, int err)
 		    length, strerror(err), (unsigned long long)rl.rlim_cur);
 }
 
-static int soft_mr_reg(struct ql_pd *p, void *addr, size_t length, int access, struct ql_mr **out)
+static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t iova, int access,
+			    struct ql_mr **out)
 {
 	const int known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
@@ -418,6 +419,7 @@ static int soft_mr_reg(struct ql_pd *p, void *addr, size_t length, int access, s
 		e->pd_id = pd->id;
 		e->addr = (uint64_t)(uintptr_t)addr;
 		e->length = length;
+		e->iova = iova;
 		e->in_heap = in_heap;
 		atomic_store_explicit(&e->lkey, lkey, memory_order_relaxed);
 		/* rkey last: a peer that sees it sees the rest of the entry */
@@ -425,6 +427,11 @@ static int soft_mr_reg(struct ql_pd *p, void *addr, size_t length, int access, s
 	}
 	*out = &mr->base;
 	return 0;
+}
+
+static int soft_mr_reg(struct ql_pd *p, void *addr, size_t length, int access, struct ql_mr **out)
+{
+	return soft_mr_reg_iova(p, addr, length, (uint64_t)(uintptr_t)addr, access, out);
 }
 
 static int soft_mr_dereg(struct ql_mr *m)
@@ -524,6 +531,7 @@ static const struct ql_device_ops soft_device_ops = {
 	.pd_alloc = soft_pd_alloc,
 	.pd_free = soft_pd_free,
 	.mr_reg = soft_mr_reg,
+	.mr_reg_iova = soft_mr_reg_iova,
 	.mr_dereg = soft_mr_dereg,
 	.cq_create = soft_cq_create,
 	.cq_destroy = soft_cq_destroy,

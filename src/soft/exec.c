@@ -130,6 +130,10 @@ static inline enum ibv_wc_status check_local(const struct soft_qp *qp, const str
 		off = s->addr - e->addr;
 		if (soft_unlikely(off > e->length || s->length > e->length - off))
 			return IBV_WC_LOC_PROT_ERR;
+		/* an MR registered at another iova is for remote access only
+		 * here (docs/soft-provider.md) */
+		if (soft_unlikely(e->iova != e->addr))
+			return IBV_WC_LOC_PROT_ERR;
 	}
 	return IBV_WC_SUCCESS;
 }
@@ -149,10 +153,15 @@ static inline bool in_peer_map(const struct soft_qp *qp, uint64_t addr, uint64_t
  * address below the MR wraps off beyond any real length (registrations are
  * at most 2^46 bytes); an entry whose length is bigger than that was forged
  * by a peer, and in_peer_map() bounds what it can reach. */
-static inline bool mr_covers(const struct soft_mr_entry *e, uint64_t addr, uint64_t len)
+static inline bool mr_covers(const struct soft_mr_entry *e, uint64_t addr, uint64_t len,
+			     uint64_t *where)
 {
-	uint64_t el = SOFT_PEEK(e->length), off = addr - SOFT_PEEK(e->addr);
+	uint64_t el = SOFT_PEEK(e->length), off = addr - SOFT_PEEK(e->iova);
 
+	/* remote addresses are the MR's iova space (its address unless it was
+	 * registered with ql_mr_reg_iova); *where is the peer's address of the
+	 * bytes, which the caller bounds with in_peer_map() */
+	*where = SOFT_PEEK(e->addr) + off;
 	return off <= el && len <= el - off;
 }
 
@@ -169,7 +178,7 @@ static inline uint8_t *check_remote(const struct soft_qp *qp, uint32_t rkey, uin
 	if (soft_unlikely(SOFT_PEEK(e->pd_id) != SOFT_PEEK(p->pd_id) ||
 			  !(SOFT_PEEK(e->access) & need) || !(SOFT_PEEK(p->access) & need)))
 		return NULL;
-	if (soft_unlikely(!mr_covers(e, addr, len) || !in_peer_map(qp, addr, len)))
+	if (soft_unlikely(!mr_covers(e, addr, len, &addr) || !in_peer_map(qp, addr, len)))
 		return NULL;
 	return (uint8_t *)(uintptr_t)(addr + (uint64_t)qp->peer_delta);
 }
@@ -363,17 +372,18 @@ static inline enum ibv_wc_status check_recv_sges(const struct soft_qp *qp,
 		const uint32_t glen = SOFT_PEEK(s->sge[i].length);
 		const uint32_t lkey = SOFT_PEEK(s->sge[i].lkey);
 		const struct soft_mr_entry *e;
+		uint64_t where;
 
 		if (!glen)
 			continue;
 		e = &tbl[lkey & (SOFT_MAX_MR - 1)];
-		if (soft_unlikely(!lkey ||
-				  atomic_load_explicit(&e->lkey, memory_order_acquire) != lkey ||
-				  SOFT_PEEK(e->pd_id) != pd ||
-				  !(SOFT_PEEK(e->access) & IBV_ACCESS_LOCAL_WRITE) ||
-				  !mr_covers(e, addr, glen) || !in_peer_map(qp, addr, glen)))
+		if (soft_unlikely(
+			    !lkey || atomic_load_explicit(&e->lkey, memory_order_acquire) != lkey ||
+			    SOFT_PEEK(e->pd_id) != pd ||
+			    !(SOFT_PEEK(e->access) & IBV_ACCESS_LOCAL_WRITE) ||
+			    !mr_covers(e, addr, glen, &where) || !in_peer_map(qp, where, glen)))
 			return IBV_WC_LOC_PROT_ERR;
-		out[k].addr = addr + (uint64_t)qp->peer_delta;
+		out[k].addr = where + (uint64_t)qp->peer_delta;
 		out[k].length = glen;
 		out[k].lkey = 0;
 		k++;
@@ -821,7 +831,7 @@ exec_write1(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t idx)
 		    atomic_load_explicit(&e->rkey, memory_order_acquire) != rkey ||
 		    SOFT_PEEK(e->pd_id) != SOFT_PEEK(p->pd_id) ||
 		    !(SOFT_PEEK(e->access) & SOFT_PEEK(p->access) & IBV_ACCESS_REMOTE_WRITE) ||
-		    !mr_covers(e, addr, len) || !in_peer_map(qp, addr, len))) {
+		    !mr_covers(e, addr, len, &addr) || !in_peer_map(qp, addr, len))) {
 		req_leave(qp, epoch);
 		return EXEC_SLOW;
 	}
@@ -1028,7 +1038,9 @@ static int soft_post_recv(struct ql_qp *q, struct ibv_recv_wr *wr, struct ibv_re
 			len = wr->sg_list[0].length;
 		} else {
 			len = 0;
-			memcpy(s->sge, wr->sg_list, (size_t)n * sizeof(*s->sge));
+			if (n) /* a receive without SGEs (WRITE WITH IMMEDIATE) may
+				  have no sg_list at all */
+				memcpy(s->sge, wr->sg_list, (size_t)n * sizeof(*s->sge));
 			for (int i = 0; i < n; i++)
 				len += wr->sg_list[i].length;
 		}

@@ -33,7 +33,7 @@
 #include "soft/soft.h"
 
 #define HEAP_MAGIC 0x31504145484c5351ull /* "QLSHEAP1" */
-#define HEAP_VERSION 3			 /* 3: memfds sealed against resizing */
+#define HEAP_VERSION 4			 /* 3: memfds sealed; 4: MR iova */
 #define HEAP_DEFAULT_SIZE (4ull << 30)
 #define HEAP_HDR_RESERVE (64u << 10)
 #define PAGE 4096u

@@ -94,6 +94,8 @@ struct soft_mr_entry {
 	uint64_t length;
 	uint32_t in_heap; /* reachable from other processes */
 	uint32_t pad;
+	uint64_t iova; /* what remote addresses are relative to (addr, or the
+			  ql_mr_reg_iova address) */
 };
 
 struct soft_rq_slot {

@@ -113,7 +113,7 @@ int ql_loop_channel_create(uint32_t num_slots, uint32_t slot_size, struct ql_cha
 	c->head.ops = &lch_ops;
 	c->nresp = num_slots;
 	c->ring = aligned_alloc(64, ql_ring_bytes(num_slots, slot_size));
-	c->txmem = aligned_alloc(64, (size_t)num_slots * slot_size);
+	c->txmem = aligned_alloc(64, ql_pool_region_size(num_slots, slot_size));
 	c->resp = malloc((size_t)num_slots * (4 + (size_t)slot_size));
 	if (!c->ring || !c->txmem || !c->resp) {
 		ret = -ENOMEM;
@@ -123,8 +123,8 @@ int ql_loop_channel_create(uint32_t num_slots, uint32_t slot_size, struct ql_cha
 	ret = ql_rx_ring_init(&c->rx, c->ring, num_slots, slot_size);
 	if (ret)
 		goto err;
-	ret = ql_pool_create(c->txmem, (size_t)num_slots * slot_size, num_slots, slot_size, 0,
-			     &c->pool);
+	ret = ql_pool_create(c->txmem, ql_pool_region_size(num_slots, slot_size), num_slots,
+			     slot_size, 0, &c->pool);
 	if (ret)
 		goto err;
 	*out = (struct ql_channel *)c;

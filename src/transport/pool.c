@@ -22,7 +22,8 @@ int ql_pool_create(void *region, size_t region_len, uint32_t count, uint32_t buf
 	struct ql_pool *p;
 
 	if (!region || !count || !buf_size || headroom > buf_size ||
-	    (size_t)count * buf_size > region_len)
+	    buf_size > UINT32_MAX - QL_POOL_SLACK ||
+	    ql_pool_region_size(count, buf_size) > region_len)
 		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -38,7 +39,7 @@ int ql_pool_create(void *region, size_t region_len, uint32_t count, uint32_t buf
 	for (uint32_t i = 0; i < count; i++) {
 		struct ql_buffer *b = &p->bufs[i];
 
-		b->base = (uint8_t *)region + (size_t)i * buf_size;
+		b->base = (uint8_t *)region + (size_t)i * (buf_size + QL_POOL_SLACK);
 		b->capacity = buf_size;
 		b->index = i;
 		ql_buffer_reset(b, headroom);

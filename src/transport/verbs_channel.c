@@ -441,7 +441,7 @@ int ql_verbs_channel_create(struct ql_device *dev, const struct ql_verbs_channel
 		c->signal_every = c->ntx;
 
 	c->ring_len = ql_ring_bytes(cfg->num_slots, cfg->slot_size);
-	c->tx_len = (size_t)c->ntx * cfg->slot_size;
+	c->tx_len = ql_pool_region_size(c->ntx, cfg->slot_size);
 	c->inflight = calloc(c->ntx, sizeof(*c->inflight));
 	if (!c->inflight) {
 		ret = -ENOMEM;

@@ -50,6 +50,15 @@ int ql_conn_params_format(const struct ql_conn_params *p, char *buf, size_t len)
 	if (mtu_bytes(p->mtu) < 0)
 		return -EINVAL;
 	gid_full(&p->gid, gid);
+	if (p->num_slots && p->resp_size)
+		return snprintf(buf, len,
+				"qpn=0x%06" PRIx32 " psn=0x%06" PRIx32
+				" gid=%s mtu=%d vaddr=0x%" PRIx64 " rkey=0x%08" PRIx32
+				" length=%" PRIu64 " slots=%" PRIu32 " slot_size=%" PRIu32
+				" frame_len=%" PRIu32 " resp_size=%" PRIu32 "%s",
+				p->qpn, p->psn, gid, mtu_bytes(p->mtu), p->vaddr, p->rkey,
+				p->length, p->num_slots, p->slot_size, p->frame_len, p->resp_size,
+				p->qp_type == IBV_QPT_UC ? " qp=uc" : "");
 	if (p->num_slots)
 		return snprintf(buf, len,
 				"qpn=0x%06" PRIx32 " psn=0x%06" PRIx32
@@ -142,6 +151,14 @@ int ql_conn_params_parse(const char *text, struct ql_conn_params *p)
 				p->qp_type = IBV_QPT_UC;
 			else
 				goto bad;
+		} else if (!strcmp(key, "frame_len")) {
+			if (parse_u64(val, UINT32_MAX, &v))
+				goto bad;
+			p->frame_len = (uint32_t)v;
+		} else if (!strcmp(key, "resp_size")) {
+			if (parse_u64(val, UINT32_MAX, &v))
+				goto bad;
+			p->resp_size = (uint32_t)v;
 		} else if (!strcmp(key, "length")) {
 			if (parse_u64(val, UINT64_MAX, &v))
 				goto bad;

@@ -273,7 +273,8 @@ void ql_mem_free(void *addr)
 		ql_registry_default_mem()->mem_free(NULL, addr, 0);
 }
 
-int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access, struct ql_mr **mr)
+static int mr_reg(struct ql_pd *pd, void *addr, size_t length, const uint64_t *iova, int access,
+		  struct ql_mr **mr)
 {
 	int ret;
 
@@ -287,7 +288,16 @@ int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access, struct ql
 	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return ql_error_set(
 			-EINVAL, "ql_mr_reg: REMOTE_WRITE and REMOTE_ATOMIC require LOCAL_WRITE");
-	ret = pd->dev->ops->mr_reg(pd, addr, length, access, mr);
+	if (iova) {
+		if (*iova + length < *iova)
+			return ql_error_set(-EINVAL, "ql_mr_reg_iova: iova range wraps around");
+		if (!pd->dev->ops->mr_reg_iova)
+			return ql_error_set(-EOPNOTSUPP, "%s: no memory registration at an iova",
+					    pd->dev->provider->name);
+		ret = pd->dev->ops->mr_reg_iova(pd, addr, length, *iova, access, mr);
+	} else {
+		ret = pd->dev->ops->mr_reg(pd, addr, length, access, mr);
+	}
 	if (ret)
 		return ret;
 	(*mr)->pd = pd;
@@ -299,6 +309,17 @@ int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access, struct ql
 	live_mrs = *mr;
 	pthread_mutex_unlock(&mem_lock);
 	return 0;
+}
+
+int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access, struct ql_mr **mr)
+{
+	return mr_reg(pd, addr, length, NULL, access, mr);
+}
+
+int ql_mr_reg_iova(struct ql_pd *pd, void *addr, size_t length, uint64_t iova, int access,
+		   struct ql_mr **mr)
+{
+	return mr_reg(pd, addr, length, &iova, access, mr);
 }
 
 int ql_mr_dereg(struct ql_mr *mr)

@@ -10,6 +10,7 @@
 
 #include "qlink/clock.h"
 #include "qlink/error.h"
+#include "qlink/hsb.h"
 #include "qlink/rpc.h"
 #include "qlink/vppu.h"
 
@@ -33,7 +34,7 @@ static inline uint64_t vclock_ns(const struct vclock *c)
 }
 
 struct run {
-	struct ql_ring_client *cl;
+	const struct ql_vppu_client *cl;
 	const struct ql_vppu_call *call;
 	struct ql_vppu_report *rep;
 	struct vclock clk;
@@ -58,7 +59,7 @@ static int send_one(struct run *r, uint64_t n, uint64_t now)
 	ql_rpc_header_encode(r->msg, &h);
 	if (r->call->make_args)
 		r->call->make_args(r->call->ctx, n, r->msg + QL_RPC_HEADER_SIZE);
-	return ql_ring_client_send(r->cl, r->msg, r->msg_len);
+	return r->cl->send(r->cl->cl, r->msg, r->msg_len);
 }
 
 /* Take whatever responses arrived; returns how many or a negative errno. */
@@ -66,7 +67,7 @@ static int reap(struct run *r)
 {
 	struct ql_ring_response resp[16];
 	struct ql_vppu_report *rep = r->rep;
-	int n = ql_ring_client_poll(r->cl, resp, 16);
+	int n = r->cl->poll(r->cl->cl, resp, 16);
 	uint64_t now;
 
 	if (n <= 0)
@@ -79,7 +80,7 @@ static int reap(struct run *r)
 		rep->received++;
 		if (!resp[i].msg) {
 			/* UC: given up after its resends (the client counts it) */
-			ql_ring_client_release(r->cl, &resp[i]);
+			r->cl->release(r->cl->cl, &resp[i]);
 			continue;
 		}
 		if (resp[i].len >= QL_RPC_RESPONSE_SIZE)
@@ -102,7 +103,7 @@ static int reap(struct run *r)
 			else
 				rep->ok++;
 		}
-		ql_ring_client_release(r->cl, &resp[i]);
+		r->cl->release(r->cl->cl, &resp[i]);
 	}
 	r->last_rx_ns = now;
 	return n;
@@ -154,24 +155,93 @@ static int send_due(struct run *r, uint64_t now, uint64_t *due, uint64_t period,
 	return ret == -EAGAIN ? 0 : ret;
 }
 
+static int ring_send(void *cl, const void *msg, uint32_t len)
+{
+	return ql_ring_client_send(cl, msg, len);
+}
+static int ring_poll(void *cl, struct ql_ring_response *out, int max)
+{
+	return ql_ring_client_poll(cl, out, max);
+}
+static int ring_release(void *cl, const struct ql_ring_response *r)
+{
+	return ql_ring_client_release(cl, r);
+}
+static uint32_t ring_max_msg(const void *cl)
+{
+	return ql_ring_client_max_msg(cl);
+}
+static int ring_stats(const void *cl, struct ql_ring_client_stats *st)
+{
+	return ql_ring_client_stats(cl, st);
+}
+
+static int hsb_send(void *cl, const void *msg, uint32_t len)
+{
+	return ql_hsb_client_send(cl, msg, len);
+}
+static int hsb_poll(void *cl, struct ql_ring_response *out, int max)
+{
+	return ql_hsb_client_poll(cl, out, max);
+}
+static int hsb_release(void *cl, const struct ql_ring_response *r)
+{
+	return ql_hsb_client_release(cl, r);
+}
+static uint32_t hsb_max_msg(const void *cl)
+{
+	return ql_hsb_client_max_msg(cl);
+}
+
+void ql_vppu_client_ring(struct ql_vppu_client *c, struct ql_ring_client *cl)
+{
+	*c = (struct ql_vppu_client){ .cl = cl,
+				      .send = ring_send,
+				      .poll = ring_poll,
+				      .release = ring_release,
+				      .max_msg = ring_max_msg,
+				      .stats = ring_stats };
+}
+
+void ql_vppu_client_hsb(struct ql_vppu_client *c, struct ql_hsb_client *cl)
+{
+	*c = (struct ql_vppu_client){ .cl = cl,
+				      .send = hsb_send,
+				      .poll = hsb_poll,
+				      .release = hsb_release,
+				      .max_msg = hsb_max_msg };
+}
+
 int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 		const struct ql_vppu_config *cfg, struct ql_vppu_report *rep)
+{
+	struct ql_vppu_client c;
+
+	if (!cl)
+		return -EINVAL;
+	ql_vppu_client_ring(&c, cl);
+	return ql_vppu_run_client(&c, call, cfg, rep);
+}
+
+int ql_vppu_run_client(const struct ql_vppu_client *cl, const struct ql_vppu_call *call,
+		       const struct ql_vppu_config *cfg, struct ql_vppu_report *rep)
 {
 	struct run r = { .cl = cl, .call = call, .rep = rep };
 	struct ql_ring_client_stats st0;
 	uint64_t start, end, target, timeout, window, period = 0, due, next_tick, now;
 	int ret = 0;
 
-	if (!cl || !call || !call->function || !cfg || !rep)
+	if (!cl || !cl->cl || !cl->send || !cl->poll || !cl->release || !cl->max_msg || !call ||
+	    !call->function || !cfg || !rep)
 		return -EINVAL;
 	if (cfg->rate_hz < 0 || (!cfg->count && !cfg->duration_ns))
 		return ql_error_set(-EINVAL, "vppu: give a call count or a duration");
 	memset(rep, 0, sizeof(*rep));
 	ql_hist_init(&rep->rtt_ns);
-	if (ql_ring_client_stats(cl, &st0))
+	if (!cl->stats || cl->stats(cl->cl, &st0))
 		memset(&st0, 0, sizeof(st0));
 	r.msg_len = QL_RPC_HEADER_SIZE + call->arg_len;
-	if (r.msg_len > ql_ring_client_max_msg(cl))
+	if (r.msg_len > cl->max_msg(cl->cl))
 		return ql_error_set(-EMSGSIZE, "vppu: %u bytes of arguments do not fit a slot",
 				    call->arg_len);
 	window = cfg->window ? cfg->window : UINT32_MAX; /* the client caps it */
@@ -241,7 +311,7 @@ int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 		struct ql_ring_client_stats st;
 
 		/* this run's share of the client's counts */
-		if (!ql_ring_client_stats(cl, &st)) {
+		if (cl->stats && !cl->stats(cl->cl, &st)) {
 			rep->resent = st.resent - st0.resent;
 			rep->gave_up = st.lost - st0.lost;
 			rep->dup_responses = st.dup_responses - st0.dup_responses;

@@ -1,0 +1,146 @@
+/*
+ * hsb: the Hololink-compatible data plane (docs/wire-protocol.md, "hsb
+ * transport").
+ *
+ * What FPGAs with NVIDIA's Holoscan Sensor Bridge IP speak to a host, as
+ * CUDA-Q Realtime drives them: a UC QP; the QCS writes each request frame
+ * (RPCHeader | args) with one RDMA WRITE WITH IMMEDIATE into a page of a host
+ * region registered at iova 0 (address = page x page_size, immediate = the
+ * page index in network byte order); the host keeps one receive WQE per page
+ * posted and takes the receive completion as the arrival; responses go back
+ * by SEND into the QCS's receive buffers, never larger than they are.
+ *
+ * The channel is a struct ql_channel like the verbs channel, so the same
+ * daemon, dispatcher and handlers serve it. The client plays the FPGA's data
+ * plane (tests, the VPPU); it takes the host's parameters from a struct
+ * ql_hsb_params, filled from the rendezvous text or by the register protocol.
+ */
+#ifndef QLINK_HSB_H
+#define QLINK_HSB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "qlink/channel.h"
+#include "qlink/ring.h"
+#include "qlink/verbs.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define QL_HSB_PAGE_UNIT 128u	       /* FPGA page: page_size and base are multiples */
+#define QL_HSB_MAX_PAGES 4096u	       /* DP_MAX_BUFF is 12 bits */
+#define QL_HSB_MAX_PAGE_SIZE 65536u    /* qlink's bound (a frame is one RDMA message) */
+#define QL_HSB_ADDR_LIMIT (1ull << 39) /* (highest byte address >> 7) fits 32 bits */
+#define QL_HSB_DEFAULT_PAGES 64u
+#define QL_HSB_DEFAULT_PAGE_SIZE 384u
+#define QL_HSB_DEFAULT_RESP_SIZE 256u /* the CUDA-Q emulator's receive buffers */
+
+/* What the QCS is programmed with (the DP_* registers) and what it tells
+ * the host back: the host end's QP and region, the page geometry, the frame
+ * length, and the size of the QCS's receive buffers. */
+struct ql_hsb_params {
+	uint32_t qpn;	    /* DP_QP: the host's QP number */
+	union ibv_gid gid;  /* the host's GID */
+	enum ibv_mtu mtu;   /* path MTU to use */
+	uint32_t rkey;	    /* DP_RKEY: the host region's rkey */
+	uint64_t page_addr; /* DP_PAGE_LSB/MSB: address of page 0 (0: iova 0) */
+	uint32_t page_size; /* DP_PAGE_INC x 128 */
+	uint32_t num_pages; /* DP_MAX_BUFF + 1 */
+	uint32_t frame_len; /* DP_BUFFER_LENGTH: bytes the QCS writes per frame */
+	uint32_t resp_size; /* bytes of each QCS receive buffer (largest response) */
+};
+
+/* 0 if the geometry is one a QCS can be programmed with: page_size a
+ * multiple of 128 in 128..65536, 1..4096 pages, page_addr a multiple of 128
+ * and the region below 2^39, 24 <= frame_len <= page_size, resp_size >= 24;
+ * -EINVAL (with a detail) otherwise. */
+int ql_hsb_params_check(const struct ql_hsb_params *p);
+/* Text form, one line: "qpn=0x.. gid=... mtu=4096 rkey=0x.. page_addr=0x0
+ * page_size=384 pages=64 frame_len=384 resp_size=256". Returns the length
+ * written (like snprintf) or a negative errno. */
+int ql_hsb_params_format(const struct ql_hsb_params *p, char *buf, size_t len);
+/* Parse that form (keys in any order; unknown keys are -EINVAL); checks it. */
+int ql_hsb_params_parse(const char *text, struct ql_hsb_params *p);
+/* The same parameters as struct ql_conn_params (what the control plane's
+ * CONNECTION_PARAMS carries): vaddr = page_addr, length = the region,
+ * num_slots/slot_size = the pages, frame_len, resp_size. from_conn checks. */
+void ql_hsb_params_to_conn(const struct ql_hsb_params *p, struct ql_conn_params *c);
+int ql_hsb_params_from_conn(const struct ql_conn_params *c, struct ql_hsb_params *p);
+
+/* ---- the channel: the host side ----------------------------------------- */
+
+struct ql_hsb_channel_config {
+	uint32_t num_pages;    /* 1..4096 (0: 64) */
+	uint32_t page_size;    /* multiple of 128, 128..65536 (0: 384) */
+	uint32_t frame_len;    /* what the QCS is told to write (0: page_size) */
+	uint32_t resp_size;    /* the QCS's receive buffer size, >= 24 (0: 256):
+				  no response is larger */
+	uint32_t tx_buffers;   /* response buffers (0: num_pages) */
+	uint32_t signal_every; /* signal one SEND in n (0: 16) */
+};
+
+/* Pages (ql_pd_mem_alloc'd, registered at iova 0 for REMOTE_WRITE), a UC
+ * QP with one receive WQE per page, its CQs and the response pool. */
+int ql_hsb_channel_create(struct ql_device *dev, const struct ql_hsb_channel_config *cfg,
+			  struct ql_channel **ch);
+/* What the QCS is programmed with. */
+int ql_hsb_channel_local_params(struct ql_channel *ch, struct ql_hsb_params *p);
+/* Connect the UC QP to the QCS's (qpn, gid, mtu of `qcs`; PSN 0). */
+int ql_hsb_channel_connect(struct ql_channel *ch, const struct ql_conn_params *qcs,
+			   const struct ql_qp_connect_opts *opts);
+
+/* Frames the channel refused before the RPC layer saw them (the receive
+ * WQE is re-posted at once, nothing is answered). */
+struct ql_hsb_channel_stats {
+	uint64_t frames;       /* receive completions handed on as requests */
+	uint64_t bad_imm;      /* immediate >= num_pages, or none */
+	uint64_t bad_len;      /* byte_len > page_size */
+	uint64_t page_busy;    /* a page written again before it was answered */
+	uint64_t recv_errors;  /* receive completions in error */
+	uint64_t resp_too_big; /* responses longer than resp_size (never sent) */
+};
+int ql_hsb_channel_stats(struct ql_channel *ch, struct ql_hsb_channel_stats *s);
+
+/* ---- the client: the FPGA's data plane ---------------------------------- */
+
+struct ql_hsb_client;
+
+struct ql_hsb_client_config {
+	uint32_t recv_buffers; /* receive buffers posted for responses (0: 64) */
+	uint32_t recv_size;    /* bytes each (0: 256); the host's resp_size */
+	uint32_t window;       /* frames in flight at most (0: the host's pages) */
+};
+
+int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_config *cfg,
+			 struct ql_hsb_client **cl);
+void ql_hsb_client_destroy(struct ql_hsb_client *cl);
+/* The client's qpn, gid, mtu (what the host connects to). */
+int ql_hsb_client_local_params(struct ql_hsb_client *cl, struct ql_conn_params *p);
+/* Program the client with the host's parameters and connect its UC QP. */
+int ql_hsb_client_connect(struct ql_hsb_client *cl, const struct ql_hsb_params *host,
+			  const struct ql_qp_connect_opts *opts);
+
+/* Send one frame (RPCHeader | args, `len` bytes) into the next page (page
+ * = frame count mod num_pages, immediate = page). -EAGAIN when the window
+ * is full, -EMSGSIZE above the host's page size, -EIO when the QP failed. */
+int ql_hsb_client_send(struct ql_hsb_client *cl, const void *msg, uint32_t len);
+/* Tests: write `len` bytes (up to two pages) at byte `offset` of the host
+ * region with immediate `imm` (host order; sent in network order), outside
+ * the window; waits until the WRITE completed locally. */
+int ql_hsb_client_send_raw(struct ql_hsb_client *cl, uint64_t offset, uint32_t imm, const void *msg,
+			   uint32_t len);
+/* Up to `max` responses in arrival order (0: none); release each. */
+int ql_hsb_client_poll(struct ql_hsb_client *cl, struct ql_ring_response *out, int max);
+int ql_hsb_client_release(struct ql_hsb_client *cl, const struct ql_ring_response *r);
+uint32_t ql_hsb_client_in_flight(const struct ql_hsb_client *cl);
+/* Forget frames in flight (a frame the host dropped is never answered). */
+void ql_hsb_client_forget(struct ql_hsb_client *cl, uint32_t n);
+/* The largest frame: the host's page size. */
+uint32_t ql_hsb_client_max_msg(const struct ql_hsb_client *cl);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,464 @@
+/*
+ * The hsb channel: the host side of the Hololink-compatible data plane
+ * (qlink/hsb.h, docs/wire-protocol.md "hsb transport").
+ *
+ * The pages are one region registered at iova 0. Each receive WQE is a
+ * credit, not a place: a WRITE WITH IMMEDIATE consumes the WQE at the head
+ * of the receive queue whatever page it wrote, so the page is the
+ * immediate's, checked against num_pages (and byte_len against page_size)
+ * because it is the peer's word. A good frame is handed on as the page's
+ * buffer; its WQE is re-posted when the buffer comes back (after the
+ * request was answered or dropped). A refused frame's WQE is re-posted at
+ * once. Responses leave by SEND from a pool whose buffers are exactly the
+ * QCS's receive buffer size, so none can be larger.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qlink/error.h"
+#include "qlink/hsb.h"
+
+#define HCH_IDLE_CHECK 65536
+/* the dispatcher is the only writer; readers in other threads see whole values */
+#define BUMP(x) __atomic_store_n(&(x), (x) + 1, __ATOMIC_RELAXED)
+
+struct hch {
+	struct ql__channel_head head;
+	struct ql_device *dev;
+	struct ql_pd *pd;
+	struct ql_cq *scq, *rcq;
+	struct ql_qp *qp;
+	uint8_t *pages;
+	size_t pages_len;
+	struct ql_mr *pages_mr; /* at iova 0, REMOTE_WRITE */
+	uint32_t num_pages, page_size, frame_len, resp_size;
+	struct ql_buffer *bufs; /* one per page */
+	bool *busy;		/* page handed on, not yet back */
+	uint8_t *txmem;
+	size_t tx_len;
+	struct ql_mr *tx_mr;
+	struct ql_pool *pool;
+	struct ql_buffer **inflight;
+	uint32_t ntx, max_inline, signal_every;
+	uint64_t posted, done;
+	uint32_t idle;
+	int err;
+	struct ql_hsb_channel_stats st;
+	struct ql_mr *extra[16];
+	int nextra;
+};
+
+static const struct ql__channel_ops hch_ops;
+
+static inline int repost(struct hch *c, uint64_t wr_id)
+{
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .num_sge = 0 }, *bad;
+
+	if (ql_qp_post_recv(c->qp, &wr, &bad) && !c->err)
+		c->err = -EIO;
+	return c->err;
+}
+
+static void reap(struct hch *c)
+{
+	struct ibv_wc wc[16];
+	int n = ql_cq_poll(c->scq, 16, wc);
+
+	if (n < 0) {
+		c->err = n;
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS) {
+			c->err = -EIO;
+			continue;
+		}
+		while (c->done <= wc[i].wr_id) {
+			ql_pool_put(c->pool, c->inflight[c->done % c->ntx]);
+			c->done++;
+		}
+	}
+}
+
+static int hch_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int max)
+{
+	struct hch *c = (struct hch *)ch;
+	struct ibv_wc wc[32];
+	int n, k = 0;
+
+	if (max > 32)
+		max = 32;
+	n = ql_cq_poll(c->rcq, max, wc);
+	if (n < 0)
+		return c->err = n;
+	for (int i = 0; i < n; i++) {
+		const struct ibv_wc *w = &wc[i];
+		uint32_t page;
+
+		if (w->status != IBV_WC_SUCCESS) {
+			/* flushed: the QP failed (peer gone); anything else is
+			 * the peer's doing and costs it this frame */
+			BUMP(c->st.recv_errors);
+			if (w->status == IBV_WC_WR_FLUSH_ERR) {
+				if (!c->err)
+					c->err = -ECONNRESET;
+			} else {
+				repost(c, w->wr_id);
+			}
+			continue;
+		}
+		page = ntohl(w->imm_data);
+		if (w->opcode != IBV_WC_RECV_RDMA_WITH_IMM || !(w->wc_flags & IBV_WC_WITH_IMM) ||
+		    page >= c->num_pages) {
+			BUMP(c->st.bad_imm);
+			repost(c, w->wr_id);
+			continue;
+		}
+		if (w->byte_len > c->page_size) {
+			BUMP(c->st.bad_len);
+			repost(c, w->wr_id);
+			continue;
+		}
+		if (c->busy[page]) {
+			BUMP(c->st.page_busy);
+			repost(c, w->wr_id);
+			continue;
+		}
+		c->busy[page] = true;
+		c->bufs[page].len = w->byte_len;
+		c->bufs[page].tag = w->wr_id;
+		bufs[k++] = &c->bufs[page];
+	}
+	if (k)
+		__atomic_store_n(&c->st.frames, c->st.frames + (uint64_t)k, __ATOMIC_RELAXED);
+	if (k)
+		return k;
+	if (c->posted != c->done)
+		reap(c);
+	if (++c->idle >= HCH_IDLE_CHECK) {
+		c->idle = 0;
+		if (ql_qp_state(c->qp) == IBV_QPS_ERR && !c->err)
+			c->err = -ECONNRESET;
+	}
+	return c->err;
+}
+
+static int hch_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)
+{
+	struct hch *c = (struct hch *)ch;
+	int i;
+
+	if (c->err)
+		return c->err;
+	for (i = 0; i < n; i++) {
+		struct ql_buffer *b = bufs[i];
+		bool signal = c->posted % c->signal_every == c->signal_every - 1 ||
+			      ql_pool_available(c->pool) < c->signal_every;
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)ql_buffer_data(b),
+			.length = b->len,
+			.lkey = ql_mr_lkey(c->tx_mr),
+		};
+		struct ibv_send_wr wr = {
+			.wr_id = c->posted,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.opcode = IBV_WR_SEND,
+			.send_flags = (b->len <= c->max_inline ? IBV_SEND_INLINE : 0) |
+				      (signal ? IBV_SEND_SIGNALED : 0),
+		};
+		struct ibv_send_wr *bad;
+
+		/* the pool's buffers are resp_size: a longer one is not ours */
+		if (b->len > c->resp_size) {
+			BUMP(c->st.resp_too_big);
+			break;
+		}
+		if (ql_qp_post_send(c->qp, &wr, &bad)) {
+			c->err = -EIO;
+			break;
+		}
+		c->inflight[c->posted % c->ntx] = b;
+		c->posted++;
+	}
+	if (c->posted - c->done > c->ntx / 2)
+		reap(c);
+	return i ? i : c->err;
+}
+
+static struct ql_buffer *hch_acquire(struct ql_channel *ch)
+{
+	struct hch *c = (struct hch *)ch;
+	struct ql_buffer *b = ql_pool_get(c->pool);
+
+	if (!b && c->posted != c->done) {
+		reap(c);
+		b = ql_pool_get(c->pool);
+	}
+	return b;
+}
+
+static void hch_release(struct ql_channel *ch, struct ql_buffer *b)
+{
+	struct hch *c = (struct hch *)ch;
+
+	if (b >= c->bufs && b < c->bufs + c->num_pages) {
+		/* the page is free again: give its receive WQE back */
+		if (c->busy[b->index]) {
+			c->busy[b->index] = false;
+			repost(c, b->tag);
+		}
+		return;
+	}
+	ql_pool_put(c->pool, b);
+}
+
+static int hch_register(struct ql_channel *ch, void *addr, size_t len, uint32_t *lkey)
+{
+	struct hch *c = (struct hch *)ch;
+	int ret;
+
+	if (c->nextra == 16)
+		return ql_error_set(-ENOSPC, "hsb channel: at most 16 extra regions");
+	ret = ql_mr_reg(c->pd, addr, len, IBV_ACCESS_LOCAL_WRITE, &c->extra[c->nextra]);
+	if (ret)
+		return ret;
+	*lkey = ql_mr_lkey(c->extra[c->nextra++]);
+	return 0;
+}
+
+static int hch_poll_errors(struct ql_channel *ch)
+{
+	return ((struct hch *)ch)->err;
+}
+
+static void hch_destroy(struct ql_channel *ch)
+{
+	struct hch *c = (struct hch *)ch;
+
+	if (c->qp)
+		ql_qp_destroy(c->qp);
+	if (c->scq)
+		ql_cq_destroy(c->scq);
+	if (c->rcq)
+		ql_cq_destroy(c->rcq);
+	if (c->pages_mr)
+		ql_mr_dereg(c->pages_mr);
+	if (c->tx_mr)
+		ql_mr_dereg(c->tx_mr);
+	for (int i = 0; i < c->nextra; i++)
+		ql_mr_dereg(c->extra[i]);
+	ql_pool_destroy(c->pool);
+	if (c->pages)
+		ql_pd_mem_free(c->pd, c->pages);
+	if (c->txmem)
+		ql_pd_mem_free(c->pd, c->txmem);
+	if (c->pd)
+		ql_pd_free(c->pd);
+	free(c->bufs);
+	free(c->busy);
+	free(c->inflight);
+	free(c);
+}
+
+static int create_qp(struct hch *c)
+{
+	struct ql_device_attr attr;
+	struct ql_qp_init_attr ia;
+	int ret = ql_device_query(c->dev, &attr);
+
+	if (ret)
+		return ret;
+	if (c->ntx > (uint32_t)attr.dev.max_qp_wr || c->num_pages > (uint32_t)attr.dev.max_qp_wr)
+		return ql_error_set(-EINVAL,
+				    "hsb channel: %u pages or %u responses exceed the "
+				    "device's %d work requests",
+				    c->num_pages, c->ntx, attr.dev.max_qp_wr);
+	ret = ql_cq_create(c->dev, (int)c->ntx, &c->scq);
+	if (!ret)
+		ret = ql_cq_create(c->dev, (int)c->num_pages, &c->rcq);
+	if (ret)
+		return ret;
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = c->scq;
+	ia.recv_cq = c->rcq;
+	ia.qp_type = IBV_QPT_UC;
+	ia.cap.max_send_wr = c->ntx;
+	ia.cap.max_recv_wr = c->num_pages;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = attr.max_inline_data < 256 ? attr.max_inline_data : 256;
+	ret = ql_qp_create(c->pd, &ia, &c->qp);
+	if (ret)
+		return ret;
+	c->max_inline = ia.cap.max_inline_data;
+	return 0;
+}
+
+int ql_hsb_channel_create(struct ql_device *dev, const struct ql_hsb_channel_config *cfg,
+			  struct ql_channel **out)
+{
+	struct ql_hsb_params geo = { 0 };
+	struct hch *c;
+	void *mem;
+	int ret;
+
+	if (!dev || !cfg || !out)
+		return -EINVAL;
+	geo.num_pages = cfg->num_pages ? cfg->num_pages : QL_HSB_DEFAULT_PAGES;
+	geo.page_size = cfg->page_size ? cfg->page_size : QL_HSB_DEFAULT_PAGE_SIZE;
+	geo.frame_len = cfg->frame_len ? cfg->frame_len : geo.page_size;
+	geo.resp_size = cfg->resp_size ? cfg->resp_size : QL_HSB_DEFAULT_RESP_SIZE;
+	ret = ql_hsb_params_check(&geo);
+	if (ret)
+		return ret;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->head.ops = &hch_ops;
+	c->dev = dev;
+	c->num_pages = geo.num_pages;
+	c->page_size = geo.page_size;
+	c->frame_len = geo.frame_len;
+	c->resp_size = geo.resp_size;
+	c->ntx = cfg->tx_buffers ? cfg->tx_buffers : c->num_pages;
+	c->signal_every = cfg->signal_every ? cfg->signal_every : 16;
+	if (c->signal_every > c->ntx)
+		c->signal_every = c->ntx;
+	c->pages_len = (size_t)c->num_pages * c->page_size;
+	c->tx_len = ql_pool_region_size(c->ntx, c->resp_size);
+	c->bufs = calloc(c->num_pages, sizeof(*c->bufs));
+	c->busy = calloc(c->num_pages, sizeof(*c->busy));
+	c->inflight = calloc(c->ntx, sizeof(*c->inflight));
+	if (!c->bufs || !c->busy || !c->inflight) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	ret = ql_pd_alloc(dev, &c->pd);
+	if (ret)
+		goto err;
+	ret = ql_pd_mem_alloc(c->pd, c->pages_len, &mem);
+	if (ret)
+		goto err;
+	c->pages = mem;
+	ret = ql_pd_mem_alloc(c->pd, c->tx_len, &mem);
+	if (ret)
+		goto err;
+	c->txmem = mem;
+	/* iova 0: the QCS addresses page k as k x page_size (below 2^39) */
+	ret = ql_mr_reg_iova(c->pd, c->pages, c->pages_len, 0,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &c->pages_mr);
+	if (ret)
+		goto err;
+	ret = ql_mr_reg(c->pd, c->txmem, c->tx_len, IBV_ACCESS_LOCAL_WRITE, &c->tx_mr);
+	if (ret)
+		goto err;
+	ret = ql_pool_create(c->txmem, c->tx_len, c->ntx, c->resp_size, 0, &c->pool);
+	if (ret)
+		goto err;
+	for (uint32_t i = 0; i < c->num_pages; i++) {
+		c->bufs[i].base = c->pages + (size_t)i * c->page_size;
+		c->bufs[i].capacity = c->page_size;
+		c->bufs[i].index = i;
+	}
+	ret = create_qp(c);
+	if (ret)
+		goto err;
+	*out = (struct ql_channel *)c;
+	return 0;
+err:
+	hch_destroy((struct ql_channel *)c);
+	return ret;
+}
+
+static struct hch *to_hch(struct ql_channel *ch)
+{
+	if (!ch || ((const struct ql__channel_head *)(const void *)ch)->ops != &hch_ops)
+		return NULL;
+	return (struct hch *)ch;
+}
+
+int ql_hsb_channel_local_params(struct ql_channel *ch, struct ql_hsb_params *p)
+{
+	struct hch *c = to_hch(ch);
+	struct ql_conn_params q;
+	int ret;
+
+	if (!c || !p)
+		return -EINVAL;
+	ret = ql_qp_local_params(c->qp, &q);
+	if (ret)
+		return ret;
+	memset(p, 0, sizeof(*p));
+	p->qpn = q.qpn;
+	p->gid = q.gid;
+	p->mtu = q.mtu;
+	p->rkey = ql_mr_rkey(c->pages_mr);
+	p->page_addr = 0;
+	p->page_size = c->page_size;
+	p->num_pages = c->num_pages;
+	p->frame_len = c->frame_len;
+	p->resp_size = c->resp_size;
+	return 0;
+}
+
+int ql_hsb_channel_connect(struct ql_channel *ch, const struct ql_conn_params *qcs,
+			   const struct ql_qp_connect_opts *opts)
+{
+	struct hch *c = to_hch(ch);
+	struct ql_qp_connect_opts o;
+	struct ql_conn_params peer;
+	int ret;
+
+	if (!c || !qcs)
+		return -EINVAL;
+	if (opts)
+		o = *opts;
+	else
+		ql_qp_connect_opts_default(&o);
+	/* UC: WRITE is all a peer may do (no READ, no atomics on UC) */
+	o.access = IBV_ACCESS_REMOTE_WRITE;
+	peer = *qcs;
+	peer.psn = 0; /* HSB starts both directions at PSN 0 */
+	ret = ql_qp_connect(c->qp, &peer, &o);
+	if (ret)
+		return ret;
+	/* one receive WQE per page; wr_id is only a count (the page is the
+	 * immediate's) */
+	for (uint32_t i = 0; i < c->num_pages; i++) {
+		c->busy[i] = false;
+		ret = repost(c, i);
+		if (ret)
+			return ql_error_set(ret, "hsb channel: posting receive %u failed", i);
+	}
+	c->err = 0;
+	return 0;
+}
+
+int ql_hsb_channel_stats(struct ql_channel *ch, struct ql_hsb_channel_stats *s)
+{
+	struct hch *c = to_hch(ch);
+
+	if (!c || !s)
+		return -EINVAL;
+	s->frames = __atomic_load_n(&c->st.frames, __ATOMIC_RELAXED);
+	s->bad_imm = __atomic_load_n(&c->st.bad_imm, __ATOMIC_RELAXED);
+	s->bad_len = __atomic_load_n(&c->st.bad_len, __ATOMIC_RELAXED);
+	s->page_busy = __atomic_load_n(&c->st.page_busy, __ATOMIC_RELAXED);
+	s->recv_errors = __atomic_load_n(&c->st.recv_errors, __ATOMIC_RELAXED);
+	s->resp_too_big = __atomic_load_n(&c->st.resp_too_big, __ATOMIC_RELAXED);
+	return 0;
+}
+
+static const struct ql__channel_ops hch_ops = {
+	.receive_burst = hch_receive_burst,
+	.send_burst = hch_send_burst,
+	.acquire_buffer = hch_acquire,
+	.release_buffer = hch_release,
+	.register_memory = hch_register,
+	.poll_errors = hch_poll_errors,
+	.destroy = hch_destroy,
+};

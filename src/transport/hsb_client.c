@@ -1,0 +1,358 @@
+/*
+ * The hsb client: what an FPGA with the Hololink IP does on the data plane
+ * (qlink/hsb.h). A UC QP; each frame is copied to a staging buffer and
+ * written with WRITE WITH IMMEDIATE to page_addr + page x page_size of the
+ * host region (immediate = page, network order; page = frame count mod
+ * num_pages); responses arrive by SEND into receive buffers posted here,
+ * in the order the host answered.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qlink/error.h"
+#include "qlink/hsb.h"
+
+struct ql_hsb_client {
+	struct ql_device *dev;
+	struct ql_pd *pd;
+	struct ql_cq *scq, *rcq;
+	struct ql_qp *qp;
+	uint32_t nrecv, recv_size;
+	uint8_t *rmem;
+	struct ql_mr *rmr;
+	uint32_t max_inline;
+	uint32_t cfg_window;
+	/* after connect */
+	struct ql_hsb_params host;
+	uint32_t window;
+	uint32_t nstage; /* staging buffers, a send queue's worth */
+	uint32_t signal_every;
+	uint8_t *smem;
+	size_t slen;
+	struct ql_mr *smr;
+	uint64_t frames; /* frames sent (the page counter) */
+	uint64_t posted; /* WRs posted */
+	uint64_t done;	 /* WRs known complete */
+	uint32_t flight; /* frames awaiting a response */
+	int err;
+};
+
+static void free_stage(struct ql_hsb_client *c)
+{
+	if (c->smr)
+		ql_mr_dereg(c->smr);
+	if (c->smem)
+		ql_pd_mem_free(c->pd, c->smem);
+	c->smr = NULL;
+	c->smem = NULL;
+}
+
+void ql_hsb_client_destroy(struct ql_hsb_client *c)
+{
+	if (!c)
+		return;
+	if (c->qp)
+		ql_qp_destroy(c->qp);
+	if (c->scq)
+		ql_cq_destroy(c->scq);
+	if (c->rcq)
+		ql_cq_destroy(c->rcq);
+	free_stage(c);
+	if (c->rmr)
+		ql_mr_dereg(c->rmr);
+	if (c->rmem)
+		ql_pd_mem_free(c->pd, c->rmem);
+	if (c->pd)
+		ql_pd_free(c->pd);
+	free(c);
+}
+
+#define HSB_CLIENT_SQ 256u
+
+int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_config *cfg,
+			 struct ql_hsb_client **out)
+{
+	struct ql_device_attr attr;
+	struct ql_qp_init_attr ia;
+	struct ql_hsb_client *c;
+	void *mem;
+	int ret;
+
+	if (!dev || !out)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->dev = dev;
+	c->nrecv = cfg && cfg->recv_buffers ? cfg->recv_buffers : 64;
+	c->recv_size = cfg && cfg->recv_size ? cfg->recv_size : QL_HSB_DEFAULT_RESP_SIZE;
+	c->cfg_window = cfg ? cfg->window : 0;
+	ret = ql_device_query(dev, &attr);
+	if (ret)
+		goto err;
+	if (c->nrecv > (uint32_t)attr.dev.max_qp_wr || c->recv_size < 24) {
+		ret = ql_error_set(-EINVAL, "hsb client: %u receive buffers of %u bytes", c->nrecv,
+				   c->recv_size);
+		goto err;
+	}
+	ret = ql_pd_alloc(dev, &c->pd);
+	if (ret)
+		goto err;
+	ret = ql_pd_mem_alloc(c->pd, (size_t)c->nrecv * c->recv_size, &mem);
+	if (ret)
+		goto err;
+	c->rmem = mem;
+	ret = ql_mr_reg(c->pd, c->rmem, (size_t)c->nrecv * c->recv_size, IBV_ACCESS_LOCAL_WRITE,
+			&c->rmr);
+	if (ret)
+		goto err;
+	ret = ql_cq_create(dev, (int)HSB_CLIENT_SQ, &c->scq);
+	if (!ret)
+		ret = ql_cq_create(dev, (int)c->nrecv, &c->rcq);
+	if (ret)
+		goto err;
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = c->scq;
+	ia.recv_cq = c->rcq;
+	ia.qp_type = IBV_QPT_UC;
+	ia.cap.max_send_wr = HSB_CLIENT_SQ;
+	ia.cap.max_recv_wr = c->nrecv;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.cap.max_inline_data = attr.max_inline_data < 256 ? attr.max_inline_data : 256;
+	ret = ql_qp_create(c->pd, &ia, &c->qp);
+	if (ret)
+		goto err;
+	c->max_inline = ia.cap.max_inline_data;
+	*out = c;
+	return 0;
+err:
+	ql_hsb_client_destroy(c);
+	return ret;
+}
+
+int ql_hsb_client_local_params(struct ql_hsb_client *c, struct ql_conn_params *p)
+{
+	if (!c || !p)
+		return -EINVAL;
+	return ql_qp_local_params(c->qp, p);
+}
+
+static int post_recv(struct ql_hsb_client *c, uint32_t i)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)(c->rmem + (size_t)i * c->recv_size),
+		.length = c->recv_size,
+		.lkey = ql_mr_lkey(c->rmr),
+	};
+	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ql_qp_post_recv(c->qp, &wr, &bad) ? -EIO : 0;
+}
+
+int ql_hsb_client_connect(struct ql_hsb_client *c, const struct ql_hsb_params *host,
+			  const struct ql_qp_connect_opts *opts)
+{
+	struct ql_qp_connect_opts o;
+	struct ql_conn_params peer = { 0 };
+	void *mem;
+	int ret;
+
+	if (!c || !host)
+		return -EINVAL;
+	ret = ql_hsb_params_check(host);
+	if (ret)
+		return ret;
+	if (host->resp_size > c->recv_size)
+		return ql_error_set(-EINVAL,
+				    "hsb client: the host sends responses of up to %u bytes, the "
+				    "receive buffers hold %u",
+				    host->resp_size, c->recv_size);
+	free_stage(c);
+	c->host = *host;
+	c->window = c->cfg_window && c->cfg_window < host->num_pages ? c->cfg_window :
+								       host->num_pages;
+	if (c->window > c->nrecv)
+		c->window = c->nrecv; /* every response needs a posted buffer */
+	c->nstage = HSB_CLIENT_SQ;
+	c->signal_every = 16;
+	c->slen = (size_t)(c->nstage + 2) * host->page_size; /* + two for raw frames */
+	ret = ql_pd_mem_alloc(c->pd, c->slen, &mem);
+	if (ret)
+		return ret;
+	c->smem = mem;
+	ret = ql_mr_reg(c->pd, c->smem, c->slen, IBV_ACCESS_LOCAL_WRITE, &c->smr);
+	if (ret)
+		return ret;
+	if (opts)
+		o = *opts;
+	else
+		ql_qp_connect_opts_default(&o);
+	o.access = 0; /* the host only SENDs to us */
+	peer.qpn = host->qpn;
+	peer.gid = host->gid;
+	peer.mtu = host->mtu;
+	ret = ql_qp_connect(c->qp, &peer, &o);
+	if (ret)
+		return ret;
+	for (uint32_t i = 0; i < c->nrecv; i++) {
+		ret = post_recv(c, i);
+		if (ret)
+			return ql_error_set(ret, "hsb client: posting receive %u failed", i);
+	}
+	c->frames = c->posted = c->done = 0;
+	c->flight = 0;
+	c->err = 0;
+	return 0;
+}
+
+static void reap_send(struct ql_hsb_client *c)
+{
+	struct ibv_wc wc[16];
+	int n = ql_cq_poll(c->scq, 16, wc);
+
+	if (n < 0) {
+		c->err = n;
+		return;
+	}
+	for (int i = 0; i < n; i++) {
+		if (wc[i].status != IBV_WC_SUCCESS)
+			c->err = -EIO;
+		else if (wc[i].wr_id + 1 > c->done)
+			c->done = wc[i].wr_id + 1; /* completes every WR before it */
+	}
+}
+
+static int post_write(struct ql_hsb_client *c, uint64_t offset, uint32_t imm, const void *msg,
+		      uint32_t len, bool raw)
+{
+	uint8_t *stage;
+	bool signal;
+
+	if (c->err)
+		return c->err;
+	if (!c->smem)
+		return ql_error_set(-ENOTCONN, "hsb client: not connected");
+	if (len > (raw ? 2 * c->host.page_size : c->host.page_size))
+		return -EMSGSIZE;
+	if (c->posted - c->done >= c->nstage - 1) {
+		reap_send(c);
+		if (c->posted - c->done >= c->nstage - 1)
+			return c->err ? c->err : -EAGAIN;
+	}
+	signal = raw || c->posted % c->signal_every == c->signal_every - 1 ||
+		 c->posted - c->done >= c->nstage / 2;
+	/* a raw frame may span two pages: it has the last two stages (no
+	 * other frame uses them meanwhile: it waits for its completion) */
+	stage = c->smem + (size_t)(raw ? c->nstage : c->posted % c->nstage) * c->host.page_size;
+	{
+		struct ibv_sge sge = {
+			.addr = (uintptr_t)stage,
+			.length = len,
+			.lkey = ql_mr_lkey(c->smr),
+		};
+		struct ibv_send_wr wr = {
+			.wr_id = c->posted,
+			.sg_list = &sge,
+			.num_sge = 1,
+			.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+			.send_flags = (len <= c->max_inline ? IBV_SEND_INLINE : 0) |
+				      (signal ? IBV_SEND_SIGNALED : 0),
+			.imm_data = htonl(imm),
+		};
+		struct ibv_send_wr *bad;
+
+		if (len <= c->max_inline)
+			sge.addr = (uintptr_t)msg;
+		else
+			memcpy(stage, msg, len);
+		wr.wr.rdma.remote_addr = c->host.page_addr + offset;
+		wr.wr.rdma.rkey = c->host.rkey;
+		if (ql_qp_post_send(c->qp, &wr, &bad))
+			return c->err = -EIO;
+	}
+	c->posted++;
+	while (raw && c->done < c->posted && !c->err)
+		reap_send(c);
+	return c->err;
+}
+
+int ql_hsb_client_send(struct ql_hsb_client *c, const void *msg, uint32_t len)
+{
+	uint32_t page;
+	int ret;
+
+	if (!c || !msg)
+		return -EINVAL;
+	if (c->flight >= c->window)
+		return -EAGAIN;
+	page = (uint32_t)(c->frames % c->host.num_pages);
+	ret = post_write(c, (uint64_t)page * c->host.page_size, page, msg, len, false);
+	if (ret)
+		return ret;
+	c->frames++;
+	c->flight++;
+	return 0;
+}
+
+int ql_hsb_client_send_raw(struct ql_hsb_client *c, uint64_t offset, uint32_t imm, const void *msg,
+			   uint32_t len)
+{
+	if (!c || (!msg && len))
+		return -EINVAL;
+	return post_write(c, offset, imm, msg, len, true);
+}
+
+int ql_hsb_client_poll(struct ql_hsb_client *c, struct ql_ring_response *out, int max)
+{
+	struct ibv_wc wc[16];
+	int n, k = 0;
+
+	if (max > 16)
+		max = 16;
+	if (c->posted != c->done && c->posted - c->done >= c->nstage / 2)
+		reap_send(c);
+	n = ql_cq_poll(c->rcq, max, wc);
+	if (n < 0)
+		return c->err = n;
+	for (int i = 0; i < n; i++) {
+		uint32_t idx = (uint32_t)wc[i].wr_id;
+
+		if (wc[i].status != IBV_WC_SUCCESS) {
+			c->err = -EIO;
+			continue;
+		}
+		out[k].msg = c->rmem + (size_t)idx * c->recv_size;
+		out[k].len = wc[i].byte_len;
+		out[k].slot = idx;
+		k++;
+		if (c->flight)
+			c->flight--;
+	}
+	return k ? k : c->err;
+}
+
+int ql_hsb_client_release(struct ql_hsb_client *c, const struct ql_ring_response *r)
+{
+	if (!c || !r || r->slot >= c->nrecv)
+		return -EINVAL;
+	return post_recv(c, r->slot);
+}
+
+uint32_t ql_hsb_client_in_flight(const struct ql_hsb_client *c)
+{
+	return c->flight;
+}
+
+void ql_hsb_client_forget(struct ql_hsb_client *c, uint32_t n)
+{
+	c->flight = n < c->flight ? c->flight - n : 0;
+}
+
+uint32_t ql_hsb_client_max_msg(const struct ql_hsb_client *c)
+{
+	return c->host.page_size;
+}

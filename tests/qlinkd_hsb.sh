@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# qlinkd with `transport: hsb`: `qlink vppu --connect --transport hsb` through
+# the UDP/JSON control plane (CONNECTION_PARAMS carries the page geometry),
+# `qlink bench --connect --transport hsb`, and over the params-file
+# rendezvous; every answer checked; a ring client is told the transport; bad
+# transport keys are refused by --check-config.
+set -u
+qlinkd=$1 qlink=$2
+dir=$(mktemp -d)
+srv=
+trap '[ -n "$srv" ] && kill $srv 2>/dev/null; rm -rf "$dir"' EXIT
+fail() {
+	echo "FAIL: $*"
+	for f in "$dir"/*.out "$dir"/*.err; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done
+	exit 1
+}
+port=$((20000 + RANDOM % 20000))
+cat >"$dir/qlinkd.yaml" <<YAML
+device: soft+shm://qlinkd-hsb-$$
+control:
+  address: 127.0.0.1
+  port: $port
+dispatcher:
+  cpu: -1
+transport: hsb
+hsb:
+  pages: 32
+  page_size: 256
+  resp_size: 128
+max_sessions: 4
+YAML
+"$qlinkd" --check-config "$dir/qlinkd.yaml" >"$dir/check.out" 2>&1 || fail "check-config"
+"$qlinkd" --config "$dir/qlinkd.yaml" >"$dir/qlinkd.out" 2>"$dir/qlinkd.err" &
+srv=$!
+for _ in $(seq 100); do grep -q "listening" "$dir/qlinkd.err" && break; sleep 0.05; done
+grep -q "listening" "$dir/qlinkd.err" || fail "qlinkd did not start"
+
+timeout 60 "$qlink" vppu --connect "127.0.0.1:$port" --transport hsb --cpu -1 --count 10000 \
+	--window 4 --uri "soft+shm://qlinkd-hsbv-$$" >"$dir/vppu.out" 2>&1 ||
+	fail "vppu --connect --transport hsb exited $?"
+grep -q "calls 10000 answered 10000 ok 10000 wrong 0" "$dir/vppu.out" || fail "vppu report"
+grep -q '"requests":10000,"responses":10000,"ok":10000' "$dir/vppu.out" ||
+	fail "STATUS counters do not match the calls"
+grep -q "transport=hsb" "$dir/qlinkd.err" || fail "qlinkd did not log an hsb session"
+
+timeout 60 "$qlink" bench --connect "127.0.0.1:$port" --transport hsb --client-cpu -1 \
+	--uri "soft+shm://qlinkd-hsbb-$$" --latency-calls 5000 --rate-seconds 0.1 \
+	--paced-seconds 0 --json >"$dir/bench.out" 2>&1 || fail "bench --connect exited $?"
+grep -q '"lost":0,"wrong":0' "$dir/bench.out" || fail "bench --connect --transport hsb report"
+
+# a ring client against an hsb qlinkd: told, not hung
+timeout 30 "$qlink" vppu --connect "127.0.0.1:$port" --cpu -1 --count 10 \
+	--uri "soft+shm://qlinkd-hsbr-$$" >"$dir/ring.out" 2>&1 && fail "ring vppu against hsb"
+grep -q "offers the hsb transport: use --transport hsb" "$dir/ring.out" ||
+	fail "ring vppu: no transport message"
+kill -TERM $srv
+wait $srv || fail "qlinkd exited $?"
+srv=
+
+# params-file rendezvous with transport: hsb
+"$qlinkd" --config "$dir/qlinkd.yaml" --params-file "$dir/p" --timeout 20 \
+	>"$dir/qlinkd2.out" 2>"$dir/qlinkd2.err" &
+srv=$!
+timeout 30 "$qlink" vppu --params-file "$dir/p" --transport hsb --cpu -1 --count 2000 \
+	--uri "soft+shm://qlinkd-hsbp-$$" >"$dir/vppu2.out" 2>&1 || fail "vppu --params-file exited $?"
+grep -q "calls 2000 answered 2000 ok 2000 wrong 0" "$dir/vppu2.out" || fail "vppu2 report"
+kill -TERM $srv
+wait $srv || fail "qlinkd (params-file) exited $?"
+srv=
+
+# bad keys
+printf 'transport: udp\n' >"$dir/bad1.yaml"
+"$qlinkd" --check-config "$dir/bad1.yaml" >"$dir/bad1.out" 2>&1 && fail "transport: udp accepted"
+grep -q "transport: 'udp' is not one of ring, hsb" "$dir/bad1.out" || fail "bad1 message"
+printf 'transport: hsb\nhsb:\n  page_size: 200\n' >"$dir/bad2.yaml"
+"$qlinkd" --check-config "$dir/bad2.yaml" >"$dir/bad2.out" 2>&1 && fail "page_size 200 accepted"
+grep -q "multiple of 128" "$dir/bad2.out" || fail "bad2 message"
+printf 'bad_requests: ignore\n' >"$dir/bad3.yaml"
+"$qlinkd" --check-config "$dir/bad3.yaml" >"$dir/bad3.out" 2>&1 && fail "bad_requests: ignore accepted"
+echo PASS

@@ -1,0 +1,700 @@
+/*
+ * The hsb transport: the host channel (UC, pages at iova 0, receive WQE per
+ * page, SEND responses) under the daemon, driven by the hsb client as an
+ * FPGA drives it, over soft://loop and soft+shm (in one process, and across
+ * processes). Every answer is checked (magic, status, request_id and
+ * ptp_timestamp echo, results). Hostile frames: immediate out of range,
+ * byte_len beyond a page, bad magic / unknown function / short under the
+ * drop and the answer policy; a response larger than the QCS's receive
+ * buffers; the parameter rules and text form.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <qlink/daemon.h>
+#include <qlink/error.h>
+#include <qlink/hsb.h>
+#include <qlink/rpc.h>
+
+#include "hotpath.h"
+
+#define PAGES 8
+#define PAGE_SIZE 256
+#define RESP_SIZE 128
+#define TIMEOUT_MS 5000
+
+struct kind {
+	const char *name;
+	bool shm;
+};
+
+static const struct kind kinds[] = { { "loop", false }, { "shm", true } };
+
+struct hx {
+	const struct kind *k;
+	struct ql_device *ds, *dc;
+	struct ql_channel *ch;
+	struct ql_daemon *d;
+	struct ql_hsb_client *cl;
+	struct ql_hsb_params hp;
+	uint32_t next_id;
+};
+
+/* rpc_increment: every argument byte plus one (section (a) of the note) */
+static int32_t h_increment(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
+{
+	size_t n = ql_rpc_in_left(in);
+	const uint8_t *a = ql_rpc_in_view(in, n);
+	uint8_t *r = ql_rpc_out_reserve(out, n);
+
+	(void)ctx;
+	if (!r)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		r[i] = (uint8_t)(a[i] + 1);
+	return 0;
+}
+
+/* writes 512 result bytes: more than a 128-byte receive buffer holds */
+static int32_t h_flood(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
+{
+	uint8_t junk[512] = { 0 };
+
+	(void)in;
+	(void)ctx;
+	ql_rpc_write_bytes(out, junk, sizeof(junk));
+	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void dev_uri(const struct kind *k, char *buf, size_t len, const char *end)
+{
+	static unsigned int seq;
+
+	if (k->shm)
+		snprintf(buf, len, "soft+shm://hsb-%d-%u-%s", (int)getpid(), seq++, end);
+	else
+		snprintf(buf, len, "soft://loop");
+}
+
+static int server_open(struct hx *x, const struct kind *k, enum ql_bad_request_policy pol)
+{
+	struct ql_hsb_channel_config cc = {
+		.num_pages = PAGES,
+		.page_size = PAGE_SIZE,
+		.resp_size = RESP_SIZE,
+	};
+	struct ql_daemon_config dc = { .cpu = -1, .bad_requests = pol };
+	struct ql_rpc_function inc = { .name = "rpc_increment",
+				       .id = ql_rpc_fnv1a("rpc_increment"),
+				       .fn = h_increment };
+	struct ql_rpc_function flood = { .name = "flood",
+					 .id = ql_rpc_fnv1a("flood"),
+					 .fn = h_flood };
+	char uri[QL_DEVICE_URI_MAX];
+	int ret;
+
+	dev_uri(k, uri, sizeof(uri), "s");
+	ret = ql_device_open(uri, &x->ds);
+	if (!ret)
+		ret = ql_hsb_channel_create(x->ds, &cc, &x->ch);
+	if (!ret)
+		ret = ql_daemon_create(&dc, x->ch, &x->d);
+	if (!ret)
+		ret = ql_daemon_register(x->d, &inc);
+	if (!ret)
+		ret = ql_daemon_register(x->d, &flood);
+	if (!ret)
+		ret = ql_hsb_channel_local_params(x->ch, &x->hp);
+	return ret;
+}
+
+static int client_open(struct hx *x, const struct kind *k)
+{
+	struct ql_hsb_client_config c = { .recv_buffers = 16, .recv_size = RESP_SIZE };
+	char uri[QL_DEVICE_URI_MAX];
+	int ret;
+
+	dev_uri(k, uri, sizeof(uri), "c");
+	ret = ql_device_open(uri, &x->dc);
+	if (!ret)
+		ret = ql_hsb_client_create(x->dc, &c, &x->cl);
+	return ret;
+}
+
+static void server_close(struct hx *x)
+{
+	if (x->d)
+		ql_daemon_destroy(x->d);
+	if (x->ch)
+		ql_channel_destroy(x->ch);
+	if (x->ds)
+		ql_device_close(x->ds);
+	x->d = NULL;
+	x->ch = NULL;
+	x->ds = NULL;
+}
+
+static void client_close(struct hx *x)
+{
+	if (x->cl)
+		ql_hsb_client_destroy(x->cl);
+	if (x->dc)
+		ql_device_close(x->dc);
+	x->cl = NULL;
+	x->dc = NULL;
+}
+
+static int setup_policy(void **state, const struct kind *k, enum ql_bad_request_policy pol)
+{
+	struct hx *x = calloc(1, sizeof(*x));
+	struct ql_conn_params cp;
+
+	if (!x)
+		return -1;
+	x->k = k;
+	if (server_open(x, k, pol) || client_open(x, k) || ql_hsb_client_local_params(x->cl, &cp) ||
+	    ql_hsb_channel_connect(x->ch, &cp, NULL) ||
+	    ql_hsb_client_connect(x->cl, &x->hp, NULL)) {
+		print_error("setup: %s\n", ql_error_detail());
+		return -1;
+	}
+	x->next_id = 1;
+	*state = x;
+	return 0;
+}
+
+static int setup_loop_drop(void **s)
+{
+	return setup_policy(s, &kinds[0], QL_BAD_REQUEST_DROP);
+}
+static int setup_shm_drop(void **s)
+{
+	return setup_policy(s, &kinds[1], QL_BAD_REQUEST_DROP);
+}
+static int setup_loop_answer(void **s)
+{
+	return setup_policy(s, &kinds[0], QL_BAD_REQUEST_ANSWER);
+}
+static int setup_shm_answer(void **s)
+{
+	return setup_policy(s, &kinds[1], QL_BAD_REQUEST_ANSWER);
+}
+
+static int teardown(void **state)
+{
+	struct hx *x = *state;
+
+	client_close(x);
+	server_close(x);
+	free(x);
+	return 0;
+}
+
+static uint32_t make_req(uint8_t *buf, const char *fn, uint32_t id, uint64_t ptp, uint32_t arg_len)
+{
+	struct ql_rpc_header h = { .magic = QL_RPC_MAGIC_REQUEST,
+				   .function_id = ql_rpc_fnv1a(fn),
+				   .arg_len = arg_len,
+				   .request_id = id,
+				   .ptp_timestamp = ptp };
+
+	ql_rpc_header_encode(buf, &h);
+	for (uint32_t i = 0; i < arg_len; i++)
+		buf[QL_RPC_HEADER_SIZE + i] = (uint8_t)(id * 7 + i);
+	return QL_RPC_HEADER_SIZE + arg_len;
+}
+
+/* Serve (in this thread, when the daemon is ours) until one response comes
+ * or ms pass: its length (copied to out), or -ETIMEDOUT. */
+static int wait_resp(struct hx *x, uint8_t *out, uint32_t cap, int ms)
+{
+	uint64_t end = now_ms() + (uint64_t)ms;
+	struct ql_ring_response r;
+
+	do {
+		int n;
+
+		if (x->d)
+			assert_true(ql_daemon_poll(x->d) >= 0);
+		n = ql_hsb_client_poll(x->cl, &r, 1);
+		assert_true(n >= 0);
+		if (n == 1) {
+			uint32_t len = r.len < cap ? r.len : cap;
+
+			memcpy(out, r.msg, len);
+			assert_int_equal(ql_hsb_client_release(x->cl, &r), 0);
+			return (int)r.len;
+		}
+	} while (now_ms() < end);
+	return -ETIMEDOUT;
+}
+
+/* A response to rpc_increment of make_req(id, ptp, arg_len), all checked. */
+static void check_inc(const uint8_t *resp, int len, uint32_t id, uint64_t ptp, uint32_t arg_len)
+{
+	struct ql_rpc_response r;
+
+	assert_int_equal(len, QL_RPC_RESPONSE_SIZE + arg_len);
+	ql_rpc_response_decode(resp, &r);
+	assert_int_equal(r.magic, QL_RPC_MAGIC_RESPONSE);
+	assert_int_equal(r.status, 0);
+	assert_int_equal(r.result_len, arg_len);
+	assert_int_equal(r.request_id, id);
+	assert_true(r.ptp_timestamp == ptp);
+	for (uint32_t i = 0; i < arg_len; i++)
+		assert_int_equal(resp[QL_RPC_RESPONSE_SIZE + i], (uint8_t)(id * 7 + i + 1));
+}
+
+static void one_call(struct hx *x, uint32_t arg_len)
+{
+	uint8_t req[PAGE_SIZE], resp[RESP_SIZE];
+	uint32_t id = x->next_id++;
+	uint64_t ptp = ((uint64_t)id << 32) | 0x5eed;
+	uint32_t len = make_req(req, "rpc_increment", id, ptp, arg_len);
+	int n;
+
+	assert_int_equal(ql_hsb_client_send(x->cl, req, len), 0);
+	n = wait_resp(x, resp, sizeof(resp), TIMEOUT_MS);
+	check_inc(resp, n, id, ptp, arg_len);
+}
+
+/* Nothing comes back within 100 ms. */
+static void expect_silence(struct hx *x)
+{
+	uint8_t resp[RESP_SIZE];
+
+	assert_int_equal(wait_resp(x, resp, sizeof(resp), 100), -ETIMEDOUT);
+}
+
+static void test_roundtrip(void **state)
+{
+	struct hx *x = *state;
+	struct ql_hsb_channel_stats cs;
+	uint8_t req[PAGE_SIZE], resp[RESP_SIZE];
+
+	/* three laps of the pages, one at a time, sizes up to a full page
+	 * (its response is capped by the receive buffer: 100 bytes fit) */
+	for (int i = 0; i < 3 * PAGES; i++)
+		one_call(x, (uint32_t)(i * 13) % 100);
+	/* a window's worth in flight, answered in order */
+	for (uint32_t i = 0; i < PAGES; i++) {
+		uint32_t len = make_req(req, "rpc_increment", 1000 + i, i, 16);
+
+		assert_int_equal(ql_hsb_client_send(x->cl, req, len), 0);
+	}
+	assert_int_equal(ql_hsb_client_send(x->cl, req, 40), -EAGAIN);
+	for (uint32_t i = 0; i < PAGES; i++) {
+		int n = wait_resp(x, resp, sizeof(resp), TIMEOUT_MS);
+
+		check_inc(resp, n, 1000 + i, i, 16);
+	}
+	assert_int_equal(ql_hsb_client_in_flight(x->cl), 0);
+	assert_int_equal(ql_hsb_channel_stats(x->ch, &cs), 0);
+	assert_int_equal(cs.frames, 4 * PAGES);
+	assert_int_equal(cs.bad_imm + cs.bad_len + cs.page_busy + cs.recv_errors, 0);
+	/* a frame longer than a page never leaves the client */
+	assert_int_equal(ql_hsb_client_send(x->cl, req, PAGE_SIZE + 1), -EMSGSIZE);
+}
+
+/* Immediate >= num_pages (and all ones): refused by the channel, no
+ * response, counted, the WQE re-posted (more than PAGES of them). */
+static void test_bad_imm(void **state)
+{
+	struct hx *x = *state;
+	struct ql_hsb_channel_stats cs;
+	uint8_t req[PAGE_SIZE];
+	uint32_t len = make_req(req, "rpc_increment", 77, 0, 8);
+
+	for (int i = 0; i < 2 * PAGES; i++) {
+		assert_int_equal(
+			ql_hsb_client_send_raw(x->cl, 0, i % 2 ? 0xffffffffu : PAGES, req, len), 0);
+		expect_silence(x);
+		if (i % 4 == 3)
+			one_call(x, 8);
+	}
+	assert_int_equal(ql_hsb_channel_stats(x->ch, &cs), 0);
+	assert_int_equal(cs.bad_imm, 2 * PAGES);
+	one_call(x, 8);
+}
+
+/* byte_len beyond a page (a write over two pages): refused, counted. */
+static void test_bad_len(void **state)
+{
+	struct hx *x = *state;
+	struct ql_hsb_channel_stats cs;
+	uint8_t req[2 * PAGE_SIZE] = { 0 };
+
+	make_req(req, "rpc_increment", 78, 0, 8);
+	for (int i = 0; i < PAGES + 2; i++) {
+		assert_int_equal(ql_hsb_client_send_raw(x->cl, 0, 0, req, PAGE_SIZE + 128), 0);
+		expect_silence(x);
+	}
+	assert_int_equal(ql_hsb_channel_stats(x->ch, &cs), 0);
+	assert_int_equal(cs.bad_len, PAGES + 2);
+	for (int i = 0; i < PAGES + 1; i++)
+		one_call(x, 4);
+}
+
+/* Bad magic, unknown function, short frame and bad length under drop: no
+ * response, counted by kind and in dropped, page released; then fine. */
+static void test_bad_requests_drop(void **state)
+{
+	struct hx *x = *state;
+	struct ql_daemon_stats st;
+	uint8_t req[PAGE_SIZE];
+	uint32_t len;
+
+	for (int i = 0; i < PAGES + 1; i++) {
+		len = make_req(req, "rpc_increment", 90, 0, 8);
+		req[0] ^= 0xff; /* bad magic */
+		assert_int_equal(ql_hsb_client_send(x->cl, req, len), 0);
+		expect_silence(x);
+		ql_hsb_client_forget(x->cl, 1);
+		len = make_req(req, "no_such_function", 91, 0, 8);
+		assert_int_equal(ql_hsb_client_send(x->cl, req, len), 0);
+		expect_silence(x);
+		ql_hsb_client_forget(x->cl, 1);
+		assert_int_equal(ql_hsb_client_send(x->cl, req, 10), 0); /* short */
+		expect_silence(x);
+		ql_hsb_client_forget(x->cl, 1);
+		len = make_req(req, "rpc_increment", 92, 0, 8);
+		assert_int_equal(ql_hsb_client_send(x->cl, req, len - 4), 0); /* bad length */
+		expect_silence(x);
+		ql_hsb_client_forget(x->cl, 1);
+	}
+	ql_daemon_stats(x->d, &st);
+	assert_int_equal(st.err_bad_magic, PAGES + 1);
+	assert_int_equal(st.err_unknown_function, PAGES + 1);
+	assert_int_equal(st.err_short, PAGES + 1);
+	assert_int_equal(st.err_bad_length, PAGES + 1);
+	assert_int_equal(st.dropped, 4 * (PAGES + 1));
+	assert_int_equal(st.responses, 0);
+	for (int i = 0; i < PAGES + 1; i++)
+		one_call(x, 8);
+}
+
+/* The same under answer: the status, request_id and ptp echoed. */
+static void test_bad_requests_answer(void **state)
+{
+	struct hx *x = *state;
+	struct ql_daemon_stats st;
+	struct ql_rpc_response r;
+	uint8_t req[PAGE_SIZE], resp[RESP_SIZE];
+	uint32_t len;
+	int n;
+
+	len = make_req(req, "rpc_increment", 90, 0xabcdef, 8);
+	req[0] ^= 0xff;
+	assert_int_equal(ql_hsb_client_send(x->cl, req, len), 0);
+	n = wait_resp(x, resp, sizeof(resp), TIMEOUT_MS);
+	assert_int_equal(n, QL_RPC_RESPONSE_SIZE);
+	ql_rpc_response_decode(resp, &r);
+	assert_int_equal(r.status, QL_RPC_E_BAD_MAGIC);
+	assert_int_equal(r.request_id, 90);
+	assert_true(r.ptp_timestamp == 0xabcdef);
+	len = make_req(req, "no_such_function", 91, 5, 8);
+	assert_int_equal(ql_hsb_client_send(x->cl, req, len), 0);
+	n = wait_resp(x, resp, sizeof(resp), TIMEOUT_MS);
+	ql_rpc_response_decode(resp, &r);
+	assert_int_equal(r.status, QL_RPC_E_UNKNOWN_FUNCTION);
+	assert_int_equal(r.request_id, 91);
+	ql_daemon_stats(x->d, &st);
+	assert_int_equal(st.dropped, 0);
+	assert_int_equal(st.responses, 2);
+	one_call(x, 8);
+}
+
+/* A handler's results beyond the QCS's receive buffer: RESULT_OVERFLOW,
+ * a 24-byte response, under either policy; nothing larger than RESP_SIZE
+ * ever arrives. */
+static void test_response_too_large(void **state)
+{
+	struct hx *x = *state;
+	struct ql_rpc_response r;
+	uint8_t req[PAGE_SIZE], resp[RESP_SIZE];
+	uint32_t len = make_req(req, "flood", 95, 3, 0);
+	int n;
+
+	assert_int_equal(ql_hsb_client_send(x->cl, req, len), 0);
+	n = wait_resp(x, resp, sizeof(resp), TIMEOUT_MS);
+	assert_int_equal(n, QL_RPC_RESPONSE_SIZE);
+	ql_rpc_response_decode(resp, &r);
+	assert_int_equal(r.status, QL_RPC_E_RESULT_OVERFLOW);
+	assert_int_equal(r.request_id, 95);
+	/* 104 result bytes fill the 128-byte buffer exactly */
+	one_call(x, RESP_SIZE - QL_RPC_RESPONSE_SIZE);
+}
+
+/* The client refuses a host whose responses its buffers cannot hold. */
+static void test_client_recv_too_small(void **state)
+{
+	struct hx *x = *state;
+	struct ql_hsb_client_config c = { .recv_buffers = 4, .recv_size = 64 };
+	struct ql_hsb_client *cl;
+
+	assert_int_equal(ql_hsb_client_create(x->dc, &c, &cl), 0);
+	assert_int_equal(ql_hsb_client_connect(cl, &x->hp, NULL), -EINVAL);
+	ql_hsb_client_destroy(cl);
+}
+
+static void test_params(void **state)
+{
+	struct ql_hsb_params p = { .qpn = 0x12,
+				   .mtu = IBV_MTU_4096,
+				   .rkey = 0xabc,
+				   .page_addr = 0,
+				   .page_size = 384,
+				   .num_pages = 64,
+				   .frame_len = 320,
+				   .resp_size = 256 };
+	struct ql_hsb_params q;
+	char buf[512];
+
+	(void)state;
+	p.gid.raw[10] = p.gid.raw[11] = 0xff;
+	p.gid.raw[12] = 10;
+	p.gid.raw[15] = 2;
+	assert_int_equal(ql_hsb_params_check(&p), 0);
+	assert_true(ql_hsb_params_format(&p, buf, sizeof(buf)) > 0);
+	assert_int_equal(ql_hsb_params_parse(buf, &q), 0);
+	assert_int_equal(q.qpn, p.qpn);
+	assert_memory_equal(q.gid.raw, p.gid.raw, 16);
+	assert_int_equal(q.rkey, p.rkey);
+	assert_true(q.page_addr == 0);
+	assert_int_equal(q.page_size, 384);
+	assert_int_equal(q.num_pages, 64);
+	assert_int_equal(q.frame_len, 320);
+	assert_int_equal(q.resp_size, 256);
+	assert_int_equal(q.mtu, IBV_MTU_4096);
+
+	q = p, q.page_size = 200;
+	assert_int_equal(ql_hsb_params_check(&q), -EINVAL);
+	q = p, q.page_size = 0;
+	assert_int_equal(ql_hsb_params_check(&q), -EINVAL);
+	q = p, q.num_pages = 0;
+	assert_int_equal(ql_hsb_params_check(&q), -EINVAL);
+	q = p, q.num_pages = 4097;
+	assert_int_equal(ql_hsb_params_check(&q), -EINVAL);
+	q = p, q.page_addr = 64;
+	assert_int_equal(ql_hsb_params_check(&q), -EINVAL);
+	q = p, q.page_addr = (1ull << 39) - 384 * 63;
+	assert_int_equal(ql_hsb_params_check(&q), -EINVAL);
+	q = p, q.page_addr = (1ull << 39) - 384 * 64;
+	assert_int_equal(ql_hsb_params_check(&q), 0);
+	q = p, q.frame_len = 385;
+	assert_int_equal(ql_hsb_params_check(&q), -EINVAL);
+	q = p, q.resp_size = 23;
+	assert_int_equal(ql_hsb_params_check(&q), -EINVAL);
+	/* text without frame_len/resp_size, or inconsistent length */
+	assert_int_equal(ql_hsb_params_parse("qpn=1 gid=::1 slots=4 slot_size=128 length=512", &q),
+			 -EINVAL);
+	assert_int_equal(ql_hsb_params_parse("qpn=1 gid=::1 slots=4 slot_size=128 length=500 "
+					     "frame_len=128 resp_size=64",
+					     &q),
+			 -EINVAL);
+	assert_int_equal(ql_hsb_params_parse("qpn=1 gid=::1 slots=4 slot_size=128 length=512 "
+					     "frame_len=128 resp_size=64",
+					     &q),
+			 0);
+}
+
+/* The data path on both sides: no allocation, lock or system call. */
+static int hot_loop(void *arg)
+{
+	struct hx *x = arg;
+	uint8_t req[PAGE_SIZE];
+
+	for (uint32_t i = 0; i < 4 * PAGES; i++) {
+		uint32_t len = make_req(req, "rpc_increment", 5000 + i, i, 32);
+		struct ql_ring_response r;
+		struct ql_rpc_response rh;
+		long spins = 0;
+		int n = 0;
+
+		if (ql_hsb_client_send(x->cl, req, len))
+			return -1;
+		while (n == 0 && spins++ < 100000000L) {
+			if (ql_daemon_poll(x->d) < 0)
+				return -1;
+			n = ql_hsb_client_poll(x->cl, &r, 1);
+		}
+		if (n != 1 || r.len != QL_RPC_RESPONSE_SIZE + 32)
+			return -1;
+		ql_rpc_response_decode(r.msg, &rh);
+		if (rh.status || rh.request_id != 5000 + i || ql_hsb_client_release(x->cl, &r))
+			return -1;
+	}
+	return 0;
+}
+
+static void test_hotpath(void **state)
+{
+	char why[256] = "";
+
+	if (hp_check(hot_loop, *state, why, sizeof(why)))
+		fail_msg("%s", why);
+}
+
+/* ---- across processes: the server in a child, a dispatcher thread --------- */
+
+static void test_mp_shm(void **state)
+{
+	int p2c[2], c2p[2], status;
+	char line[512];
+	ssize_t n;
+	pid_t pid;
+
+	(void)state;
+	assert_int_equal(pipe(p2c), 0);
+	assert_int_equal(pipe(c2p), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct hx s = { 0 };
+		struct ql_daemon_stats st;
+		struct ql_hsb_channel_stats cs;
+		struct ql_device_counters dcnt;
+		struct ql_conn_params cp;
+		char buf[512];
+		int len;
+
+		close(p2c[1]);
+		close(c2p[0]);
+		if (server_open(&s, &kinds[1], QL_BAD_REQUEST_DROP))
+			_exit(2);
+		len = ql_hsb_params_format(&s.hp, buf, sizeof(buf));
+		if (len < 0 || write(c2p[1], buf, (size_t)len + 1) != len + 1)
+			_exit(3);
+		n = read(p2c[0], buf, sizeof(buf) - 1);
+		if (n <= 0)
+			_exit(4);
+		buf[n] = '\0';
+		if (ql_conn_params_parse(buf, &cp) || ql_hsb_channel_connect(s.ch, &cp, NULL) ||
+		    ql_daemon_start(s.d))
+			_exit(5);
+		if (write(c2p[1], "ok", 3) != 3)
+			_exit(6);
+		n = read(p2c[0], buf, sizeof(buf)); /* "quit" */
+		ql_daemon_stop(s.d);
+		ql_daemon_stats(s.d, &st);
+		ql_hsb_channel_stats(s.ch, &cs);
+		ql_device_counters(s.ds, &dcnt);
+		len = snprintf(buf, sizeof(buf), "%llu %llu %llu %llu %llu",
+			       (unsigned long long)st.ok, (unsigned long long)st.dropped,
+			       (unsigned long long)cs.bad_imm, (unsigned long long)st.err_bad_magic,
+			       (unsigned long long)dcnt.uc_drop_access);
+		if (write(c2p[1], buf, (size_t)len + 1) != len + 1)
+			_exit(7);
+		server_close(&s);
+		_exit(0);
+	}
+	close(p2c[0]);
+	close(c2p[1]);
+	{
+		struct hx x = { .k = &kinds[1], .next_id = 1 };
+		struct ql_conn_params cp;
+		uint8_t req[PAGE_SIZE];
+		unsigned long long ok, dropped, bad_imm, bad_magic, drop_access;
+		uint32_t len;
+
+		n = read(c2p[0], line, sizeof(line) - 1);
+		assert_true(n > 0);
+		line[n] = '\0';
+		assert_int_equal(ql_hsb_params_parse(line, &x.hp), 0);
+		assert_true(x.hp.page_addr == 0);
+		assert_int_equal(client_open(&x, &kinds[1]), 0);
+		assert_int_equal(ql_hsb_client_local_params(x.cl, &cp), 0);
+		assert_true(ql_conn_params_format(&cp, line, sizeof(line)) > 0);
+		assert_int_equal(write(p2c[1], line, strlen(line) + 1), (ssize_t)strlen(line) + 1);
+		n = read(c2p[0], line, sizeof(line));
+		assert_int_equal(n, 3);
+		assert_int_equal(ql_hsb_client_connect(x.cl, &x.hp, NULL), 0);
+		for (int i = 0; i < 200; i++) {
+			one_call(&x, (uint32_t)i % 64);
+			if (i % 50 == 25) {
+				/* hostile frames in between: dropped */
+				len = make_req(req, "rpc_increment", 5, 0, 8);
+				assert_int_equal(ql_hsb_client_send_raw(x.cl, 0, 1000, req, len),
+						 0);
+				expect_silence(&x);
+				req[0] = 0;
+				assert_int_equal(ql_hsb_client_send(x.cl, req, len), 0);
+				expect_silence(&x);
+				ql_hsb_client_forget(x.cl, 1);
+				/* past the pages (iova 0 + region): the NIC drops it */
+				assert_int_equal(ql_hsb_client_send_raw(x.cl, PAGES * PAGE_SIZE - 8,
+									0, req, len),
+						 0);
+				expect_silence(&x);
+			}
+		}
+		assert_int_equal(write(p2c[1], "quit", 5), 5);
+		n = read(c2p[0], line, sizeof(line) - 1);
+		assert_true(n > 0);
+		line[n] = '\0';
+		assert_int_equal(sscanf(line, "%llu %llu %llu %llu %llu", &ok, &dropped, &bad_imm,
+					&bad_magic, &drop_access),
+				 5);
+		assert_int_equal(ok, 200);
+		assert_int_equal(dropped, 4);
+		assert_int_equal(bad_imm, 4);
+		assert_int_equal(bad_magic, 4);
+		assert_int_equal(drop_access, 4);
+		client_close(&x);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	close(p2c[1]);
+	close(c2p[0]);
+}
+
+#define T(f, s) cmocka_unit_test_setup_teardown(f, s, teardown)
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_params),
+		T(test_roundtrip, setup_loop_drop),
+		T(test_roundtrip, setup_shm_drop),
+		T(test_bad_imm, setup_loop_drop),
+		T(test_bad_imm, setup_shm_drop),
+		T(test_bad_len, setup_loop_drop),
+		T(test_bad_len, setup_shm_drop),
+		T(test_bad_requests_drop, setup_loop_drop),
+		T(test_bad_requests_drop, setup_shm_drop),
+		T(test_bad_requests_answer, setup_loop_answer),
+		T(test_bad_requests_answer, setup_shm_answer),
+		T(test_response_too_large, setup_loop_drop),
+		T(test_response_too_large, setup_shm_answer),
+		T(test_client_recv_too_small, setup_loop_drop),
+		T(test_hotpath, setup_loop_drop),
+		T(test_hotpath, setup_shm_drop),
+		cmocka_unit_test(test_mp_shm),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
