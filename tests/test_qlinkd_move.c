@@ -52,12 +52,15 @@ static int start_qlinkd(void **state)
 
 static int stop_qlinkd(void **state)
 {
-	int ret = 0;
+	int ret = 0, rc;
 
 	(void)state;
 	/* a clean stop on SIGTERM (and, under ASan, no leak or error report) */
-	if (qd.pid > 0 && qlinkd_fixture_end(&qd, SIGTERM, 10000, NULL) != 0)
+	if (qd.pid > 0 && (rc = qlinkd_fixture_end(&qd, SIGTERM, 10000, NULL)) != 0) {
+		fprintf(stderr, "qlinkd did not exit 0 on SIGTERM (%d):\n%s\n", rc,
+			qlinkd_read_file(qd.errlog));
 		ret = -1;
+	}
 	if (qlinkd_fixture_cleanup(&qd))
 		ret = -1;
 	return ret;
