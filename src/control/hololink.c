@@ -319,31 +319,33 @@ int ql_hl_read_dword(struct ql_hl *h, uint32_t addr, uint32_t *value)
 	return transact(h, &x);
 }
 
-int ql_hl_write_block(struct ql_hl *h, const struct ql_hl_reg *regs, size_t n)
+/* A block request of n registers: WR_BLOCK of their values, or (values
+ * given) RD_BLOCK, whose results go to values. */
+static int block(struct ql_hl *h, const struct ql_hl_reg *regs, size_t n, uint32_t *values)
 {
 	uint8_t req[QL_HL_DGRAM_MAX];
-	struct xact x = { QL_HL_WR_BLOCK, req, QL_HL_HEADER + 8 * n, regs, n, NULL };
+	struct xact x = {
+		values ? QL_HL_RD_BLOCK : QL_HL_WR_BLOCK, req, QL_HL_HEADER + 8 * n, regs, n, values
+	};
 	int ret = check_regs(regs, n);
 
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < n; i++)
-		hl_put_pair(req, i, regs[i].addr, regs[i].value);
+		hl_put_pair(req, i, regs[i].addr, values ? 0 : regs[i].value);
 	return transact(h, &x);
+}
+
+int ql_hl_write_block(struct ql_hl *h, const struct ql_hl_reg *regs, size_t n)
+{
+	return block(h, regs, n, NULL);
 }
 
 int ql_hl_read_block(struct ql_hl *h, struct ql_hl_reg *regs, size_t n)
 {
-	uint8_t req[QL_HL_DGRAM_MAX];
 	uint32_t values[QL_HL_BLOCK_MAX];
-	struct xact x = { QL_HL_RD_BLOCK, req, QL_HL_HEADER + 8 * n, regs, n, values };
-	int ret = check_regs(regs, n);
+	int ret = block(h, regs, n, values);
 
-	if (ret)
-		return ret;
-	for (size_t i = 0; i < n; i++)
-		hl_put_pair(req, i, regs[i].addr, 0);
-	ret = transact(h, &x);
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < n; i++)
