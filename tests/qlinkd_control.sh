@@ -11,15 +11,7 @@
 #  4. SIGTERM with calls in flight: qlinkd exits 0 and tells the QCS.
 set -u
 qlinkd=$1 qlink=$2 plugin=$3 send=$4 corpus=$5 program=$6
-dir=$(mktemp -d)
-srv=
-trap '[ -n "$srv" ] && kill $srv 2>/dev/null; rm -rf "$dir"' EXIT
-fail() {
-	echo "FAIL: $*"
-	for f in "$dir"/*.out "$dir"/*.err; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done
-	exit 1
-}
-port=$((20000 + RANDOM % 20000))
+. "$(dirname "$0")/qlinkd_lib.sh"
 printf 'qlinkd-e2e-secret\n' >"$dir/secret"
 cat >"$dir/qlinkd.yaml" <<YAML
 device: soft+shm://qlinkd-ctl-$$
@@ -37,10 +29,7 @@ plugins:
 log:
   level: info
 YAML
-"$qlinkd" --config "$dir/qlinkd.yaml" >"$dir/qlinkd.out" 2>"$dir/qlinkd.err" &
-srv=$!
-for _ in $(seq 100); do grep -q "listening" "$dir/qlinkd.err" && break; sleep 0.05; done
-grep -q "listening" "$dir/qlinkd.err" || fail "qlinkd did not start"
+ql_start_qlinkd listening --config "$dir/qlinkd.yaml"
 
 # 1. a program through the control plane
 timeout 60 "$qlink" vppu --connect "127.0.0.1:$port" --secret-file "$dir/secret" \
@@ -140,14 +129,7 @@ timeout 60 "$qlink" vppu --connect "127.0.0.1:$port" --secret-file "$dir/secret"
 	--seconds 5 --window 8 --timeout 2 >"$dir/term.out" 2>&1 &
 vp=$!
 sleep 1
-kill -TERM $srv
-for _ in $(seq 100); do kill -0 $srv 2>/dev/null || break; sleep 0.1; done
-kill -0 $srv 2>/dev/null && fail "qlinkd did not stop on SIGTERM"
-wait $srv
-rc=$?
-srv=
-[ $rc -eq 0 ] || fail "qlinkd exited $rc after SIGTERM"
-grep -q "stopped status=0" "$dir/qlinkd.err" || fail "no clean-stop log line"
+ql_stop_qlinkd TERM SIGTERM
 wait $vp
 rc=$?
 [ $rc -lt 128 ] || fail "the VPPU was killed by signal $((rc - 128)) when qlinkd stopped"

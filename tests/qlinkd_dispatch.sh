@@ -9,14 +9,7 @@
 #  3. SIGTERM: exit 0.
 set -u
 qlinkd=$1 qlink=$2
-dir=$(mktemp -d)
-srv=
-trap '[ -n "$srv" ] && kill $srv 2>/dev/null; rm -rf "$dir"' EXIT
-fail() {
-	echo "FAIL: $*"
-	for f in "$dir"/*.out "$dir"/*.err; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done
-	exit 1
-}
+. "$(dirname "$0")/qlinkd_lib.sh"
 last=$(($(nproc) - 1))
 
 # 1. bad core lists
@@ -35,7 +28,6 @@ printf 'dispatcher:\n  cpu: 0\n' >"$dir/old.yaml"
 "$qlinkd" --check-config "$dir/old.yaml" >/dev/null 2>&1 || fail "a one-core config no longer loads"
 
 # 2. two dispatchers, four QCSs at once
-port=$((20000 + RANDOM % 20000))
 cores="[0, $last]"
 [ "$last" -eq 0 ] && cores="[0]"
 cat >"$dir/qlinkd.yaml" <<YAML
@@ -49,10 +41,7 @@ dispatcher:
   idle_after_us: 200
 max_sessions: 8
 YAML
-"$qlinkd" --config "$dir/qlinkd.yaml" >"$dir/qlinkd.out" 2>"$dir/qlinkd.err" &
-srv=$!
-for _ in $(seq 100); do grep -q "listening" "$dir/qlinkd.err" && break; sleep 0.05; done
-grep -q "listening" "$dir/qlinkd.err" || fail "qlinkd did not start"
+ql_start_qlinkd listening --config "$dir/qlinkd.yaml"
 [ "$(grep -c 'dispatcher started' "$dir/qlinkd.err")" -eq "$([ "$last" -eq 0 ] && echo 1 || echo 2)" ] ||
 	fail "not one dispatcher per core"
 pids=

@@ -4,10 +4,7 @@
 # flight exits 0; bad configs and plugins fail with a message, not a signal.
 set -u
 qlinkd=$1 qlink=$2 plugin=$3 bad_plugin=$4 examples=$5
-dir=$(mktemp -d)
-srv=
-trap '[ -n "$srv" ] && kill $srv 2>/dev/null; rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*"; for f in "$dir"/*.out "$dir"/*.err; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done; exit 1; }
+. "$(dirname "$0")/qlinkd_lib.sh"
 
 cat >"$dir/qlinkd.yaml" <<YAML
 device: soft+shm://qlinkd-e2e-$$
@@ -45,14 +42,7 @@ timeout 30 "$qlink" vppu --params-file "$dir/p" --cpu -1 --seconds 5 --timeout 2
 	>"$dir/vppu2.out" 2>&1 &
 vp=$!
 sleep 0.5
-kill -TERM $srv
-for _ in $(seq 100); do kill -0 $srv 2>/dev/null || break; sleep 0.1; done
-kill -0 $srv 2>/dev/null && fail "qlinkd did not stop on SIGTERM"
-wait $srv
-rc=$?
-srv=
-[ $rc -eq 0 ] || fail "qlinkd exited $rc after SIGTERM"
-grep -q "stopped status=0" "$dir/qlinkd.err" || fail "no clean-stop log line"
+ql_stop_qlinkd TERM SIGTERM
 wait $vp 2>/dev/null
 
 # bad inputs: non-zero exit, a message, never a signal (exit status > 128)

@@ -9,15 +9,10 @@
 # usage: qlinkd_flood.sh QLINKD QLINK FLOOD [RATE SECONDS]
 set -u
 qlinkd=$1 qlink=$2 flood=$3 rate=${4:-50000} secs=${5:-4}
-dir=$(mktemp -d)
-srv= fl=
-trap '[ -n "$srv" ] && kill $srv 2>/dev/null; [ -n "$fl" ] && kill $fl 2>/dev/null; rm -rf "$dir"' EXIT
-fail() {
-	echo "FAIL: $*"
-	for f in "$dir"/*.out "$dir"/*.err; do [ -f "$f" ] && { echo "== $f"; tail -40 "$f"; }; done
-	exit 1
-}
-port=$((20000 + RANDOM % 20000))
+QL_SHOW="tail -40"
+. "$(dirname "$0")/qlinkd_lib.sh"
+fl=
+ql_at_exit() { [ -n "$fl" ] && kill $fl 2>/dev/null; }
 printf 'qlinkd-flood-secret\n' >"$dir/secret"
 cat >"$dir/qlinkd.yaml" <<YAML
 device: soft+shm://qlinkd-flood-$$
@@ -31,10 +26,7 @@ max_sessions: 4
 log:
   level: info
 YAML
-"$qlinkd" --config "$dir/qlinkd.yaml" >"$dir/qlinkd.out" 2>"$dir/qlinkd.err" &
-srv=$!
-for _ in $(seq 100); do grep -q "listening" "$dir/qlinkd.err" && break; sleep 0.05; done
-grep -q "listening" "$dir/qlinkd.err" || fail "qlinkd did not start"
+ql_start_qlinkd listening --config "$dir/qlinkd.yaml"
 
 count=$(awk -v r="$rate" -v s="$secs" 'BEGIN { printf "%d", r * s }')
 {

@@ -7,15 +7,8 @@
 #            session and control counters are printed, exit 0.
 set -u
 qlinkd=$1 qlink=$2
-dir=$(mktemp -d)
-srv=
-trap '[ -n "$srv" ] && kill -9 $srv 2>/dev/null; rm -rf "$dir"' EXIT
-fail() {
-	echo "FAIL: $*"
-	for f in "$dir"/*.out "$dir"/*.err; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done
-	exit 1
-}
-port=$((20000 + RANDOM % 20000))
+QL_KILL="kill -9"
+. "$(dirname "$0")/qlinkd_lib.sh"
 cat >"$dir/qlinkd.yaml" <<YAML
 device: soft+shm://qlinkd-sig-$$
 control:
@@ -26,14 +19,7 @@ dispatcher:
 log:
   level: info
 YAML
-start() {
-	: >"$dir/qlinkd.out"
-	: >"$dir/qlinkd.err"
-	"$qlinkd" --config "$dir/qlinkd.yaml" >"$dir/qlinkd.out" 2>"$dir/qlinkd.err" &
-	srv=$!
-	for _ in $(seq 100); do grep -q "serving" "$dir/qlinkd.err" && break; sleep 0.05; done
-	grep -q "serving" "$dir/qlinkd.err" || fail "qlinkd did not start"
-}
+start() { ql_start_qlinkd serving --config "$dir/qlinkd.yaml"; }
 vppu() { # out file, args...
 	local out=$1
 	shift
@@ -75,15 +61,8 @@ for sig in INT TERM; do
 	vp=$!
 	wait_for "control started" "$dir/qlinkd.err" || fail "$sig: the QCS did not start"
 	sleep 0.3
-	kill -$sig $srv
-	for _ in $(seq 100); do kill -0 $srv 2>/dev/null || break; sleep 0.1; done
-	kill -0 $srv 2>/dev/null && fail "SIG$sig: qlinkd did not stop"
-	wait $srv
-	rc=$?
-	srv=
-	[ $rc -eq 0 ] || fail "SIG$sig: qlinkd exited $rc"
+	ql_stop_qlinkd $sig SIG$sig
 	grep -q "stopping.* signal=SIG$sig" "$dir/qlinkd.err" || fail "SIG$sig: no stopping line"
-	grep -q "stopped status=0" "$dir/qlinkd.err" || fail "SIG$sig: no clean-stop line"
 	grep -q "counters session session=0 running=0 requests=[1-9]" "$dir/qlinkd.out" ||
 		fail "SIG$sig: no final session counters"
 	grep -q "counters control received=" "$dir/qlinkd.out" || fail "SIG$sig: no final control counters"

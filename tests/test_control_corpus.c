@@ -18,20 +18,11 @@
 
 #include <cmocka.h>
 
+#include "corpus_file.h"
+
 #include "qlink/control.h"
 
 static const uint8_t secret[] = "qlink-test-secret";
-
-static size_t read_file(const char *path, uint8_t *buf, size_t cap)
-{
-	FILE *f = fopen(path, "rb");
-	size_t n;
-
-	assert_non_null(f);
-	n = fread(buf, 1, cap, f);
-	fclose(f);
-	return n;
-}
 
 static void test_corpus(void **state)
 {
@@ -50,7 +41,7 @@ static void test_corpus(void **state)
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", QL_CORPUS_DIR, e->d_name);
-		n = read_file(path, buf, sizeof(buf));
+		n = ql_test_read_file(path, buf, sizeof(buf));
 		files++;
 		/* Every input, three ways: no secret, the right secret, a wrong one. */
 		r0 = ql_ctl_parse(buf, n, NULL, 0, &m);

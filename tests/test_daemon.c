@@ -16,6 +16,8 @@
 
 #include <cmocka.h>
 
+#include "echo_daemon.h"
+
 #include "demo/demo.h"
 #include <qlink/channel.h>
 #include <qlink/clock.h>
@@ -61,15 +63,6 @@ static int32_t h_flood(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
 	return 0;
 }
 
-static int32_t h_echo(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
-{
-	size_t n = ql_rpc_in_left(in);
-
-	(void)ctx;
-	ql_rpc_write_bytes(out, ql_rpc_in_view(in, n), n);
-	return 0;
-}
-
 static int setup(void **state)
 {
 	struct ql_daemon_config cfg = { .cpu = -1 };
@@ -82,7 +75,7 @@ static int setup(void **state)
 	    ql_daemon_register(f->d, &QL_RPC_RAW_FUNCTION("fail7", h_fail7, NULL)) ||
 	    ql_daemon_register(f->d, &QL_RPC_RAW_FUNCTION("negative", h_negative, NULL)) ||
 	    ql_daemon_register(f->d, &QL_RPC_RAW_FUNCTION("flood", h_flood, NULL)) ||
-	    ql_daemon_register(f->d, &QL_RPC_RAW_FUNCTION("echo", h_echo, NULL)))
+	    ql_daemon_register(f->d, &QL_RPC_RAW_FUNCTION("echo", ql_test_echo, NULL)))
 		return -1;
 	*state = f;
 	return 0;
@@ -287,7 +280,7 @@ static void test_start_stop_restart(void **state)
 
 	assert_int_equal(ql_daemon_start(f->d), 0);
 	assert_int_equal(ql_daemon_start(f->d), -EALREADY);
-	assert_int_equal(ql_daemon_register(f->d, &QL_RPC_RAW_FUNCTION("late", h_echo, NULL)),
+	assert_int_equal(ql_daemon_register(f->d, &QL_RPC_RAW_FUNCTION("late", ql_test_echo, NULL)),
 			 -EBUSY);
 	while (answered < total) {
 		int n;

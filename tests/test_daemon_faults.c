@@ -23,6 +23,8 @@
 
 #include <cmocka.h>
 
+#include "echo_daemon.h"
+
 #include <qlink/channel.h>
 #include <qlink/clock.h>
 #include <qlink/daemon.h>
@@ -35,15 +37,6 @@
 
 static atomic_int release_spin;
 static _Atomic uint64_t spin_t0; /* when h_spin was entered; 0: not yet */
-
-static int32_t h_echo(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
-{
-	size_t n = ql_rpc_in_left(in);
-
-	(void)ctx;
-	ql_rpc_write_bytes(out, ql_rpc_in_view(in, n), n);
-	return 0;
-}
 
 /* Never returns (until the test lets it). */
 static int32_t h_spin(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
@@ -126,7 +119,8 @@ static struct ql_daemon *daemon_with(struct ql_channel **ch)
 
 	assert_int_equal(ql_loop_channel_create(SLOTS, SLOT_SIZE, ch), 0);
 	assert_int_equal(ql_daemon_create(&dc, *ch, &d), 0);
-	assert_int_equal(ql_daemon_register(d, &QL_RPC_RAW_FUNCTION("echo", h_echo, NULL)), 0);
+	assert_int_equal(ql_daemon_register(d, &QL_RPC_RAW_FUNCTION("echo", ql_test_echo, NULL)),
+			 0);
 	assert_int_equal(ql_daemon_register(d, &QL_RPC_RAW_FUNCTION("spin", h_spin, NULL)), 0);
 	assert_int_equal(ql_daemon_register(d, &QL_RPC_RAW_FUNCTION("smash", h_smash, NULL)), 0);
 	assert_int_equal(ql_daemon_register(d, &QL_RPC_RAW_FUNCTION("crash", h_crash, (void *)16)),

@@ -25,6 +25,8 @@
 
 #include <cmocka.h>
 
+#include "echo_daemon.h"
+
 #include <qlink/channel.h>
 #include <qlink/clock.h>
 #include <qlink/daemon.h>
@@ -45,15 +47,6 @@ struct fx {
 	uint32_t next;
 };
 
-static int32_t h_echo(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
-{
-	size_t n = ql_rpc_in_left(in);
-
-	(void)ctx;
-	ql_rpc_write_bytes(out, ql_rpc_in_view(in, n), n);
-	return 0;
-}
-
 static void open_fx(struct fx *f, const char *uri)
 {
 	struct ql_verbs_channel_config vc = { .num_slots = SLOTS, .slot_size = SLOT_SIZE };
@@ -66,7 +59,8 @@ static void open_fx(struct fx *f, const char *uri)
 	assert_int_equal(ql_device_open(uri, &f->cdev), 0);
 	assert_int_equal(ql_verbs_channel_create(f->sdev, &vc, &f->ch), 0);
 	assert_int_equal(ql_daemon_create(&dc, f->ch, &f->d), 0);
-	assert_int_equal(ql_daemon_register(f->d, &QL_RPC_RAW_FUNCTION("echo", h_echo, NULL)), 0);
+	assert_int_equal(ql_daemon_register(f->d, &QL_RPC_RAW_FUNCTION("echo", ql_test_echo, NULL)),
+			 0);
 	assert_int_equal(ql_verbs_channel_local_params(f->ch, &sp), 0);
 	assert_int_equal(ql_ring_client_create(f->cdev, &sp, NULL, &f->cl), 0);
 	assert_int_equal(ql_ring_client_local_params(f->cl, &cp), 0);

@@ -29,6 +29,7 @@
 #include <qlink/dispatcher.h>
 #include <qlink/rpc.h>
 
+#include "echo_daemon.h"
 #include "hotpath.h"
 
 #define NCH 16
@@ -42,18 +43,8 @@ struct fixture {
 	uint8_t resp[SLOT_SIZE];
 };
 
-static int32_t h_echo(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
-{
-	size_t n = ql_rpc_in_left(in);
-
-	(void)ctx;
-	ql_rpc_write_bytes(out, ql_rpc_in_view(in, n), n);
-	return 0;
-}
-
 static int setup(void **state)
 {
-	struct ql_daemon_config dc = { .cpu = -1 };
 	struct ql_dispatcher_config pc = { .cpu = -1 };
 	struct fixture *f = calloc(1, sizeof(*f));
 
@@ -61,8 +52,7 @@ static int setup(void **state)
 		return -1;
 	for (int i = 0; i < NCH; i++) {
 		if (ql_loop_channel_create(SLOTS, SLOT_SIZE, &f->ch[i]) ||
-		    ql_daemon_create(&dc, f->ch[i], &f->d[i]) ||
-		    ql_daemon_register(f->d[i], &QL_RPC_RAW_FUNCTION("echo", h_echo, NULL)))
+		    ql_test_echo_daemon(f->ch[i], &f->d[i]))
 			return -1;
 	}
 	*state = f;
@@ -74,10 +64,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	ql_dispatcher_destroy(f->p);
-	for (int i = 0; i < NCH; i++) {
-		ql_daemon_destroy(f->d[i]);
-		ql_channel_destroy(f->ch[i]);
-	}
+	ql_test_echo_daemons_destroy(f->d, f->ch, NCH);
 	free(f);
 	return 0;
 }

@@ -43,6 +43,14 @@ struct board {
 	uint32_t vp;
 };
 
+/* The board's register at addr holds want. */
+#define assert_reg(s, addr, want)                                           \
+	do {                                                                \
+		uint32_t reg_;                                              \
+		assert_int_equal(ql_hl_server_peek((s), (addr), &reg_), 0); \
+		assert_int_equal(reg_, (want));                             \
+	} while (0)
+
 static void on_configured(void *arg, uint32_t vp, const struct ql_hsb_dataplane *dp)
 {
 	struct board *b = arg;
@@ -471,7 +479,6 @@ static void test_configure(void **state)
 	struct ql_hl_reg regs[QL_HSB_CONFIG_REGS];
 	struct board b;
 	struct ql_hl *h;
-	uint32_t v;
 
 	(void)state;
 	sample_dp(&dp);
@@ -487,24 +494,15 @@ static void test_configure(void **state)
 	assert_dp_equal(&got, &dp);
 	assert_int_equal(ql_hl_server_dataplane(b.s, 0, &got), -EAGAIN);
 	/* register values as the map says */
-	assert_int_equal(ql_hl_server_peek(b.s, 0x1040 + QL_HSB_DP_PAGE_LSB, &v), 0);
-	assert_int_equal(v, (uint32_t)(dp.page_addr >> 7));
-	assert_int_equal(ql_hl_server_peek(b.s, 0x1040 + QL_HSB_DP_PAGE_MSB, &v), 0);
-	assert_int_equal(v, 0x10);
-	assert_int_equal(ql_hl_server_peek(b.s, 0x1040 + QL_HSB_DP_PAGE_INC, &v), 0);
-	assert_int_equal(v, 3);
-	assert_int_equal(ql_hl_server_peek(b.s, 0x1040 + QL_HSB_DP_MAX_BUFF, &v), 0);
-	assert_int_equal(v, 63);
-	assert_int_equal(ql_hl_server_peek(b.s, 0x1040 + QL_HSB_DP_HOST_IP, &v), 0);
-	assert_int_equal(v, 0x0a000001);
-	assert_int_equal(ql_hl_server_peek(b.s, 0x1040 + QL_HSB_DP_HOST_MAC_LOW, &v), 0);
-	assert_int_equal(v, 0x22334455);
-	assert_int_equal(ql_hl_server_peek(b.s, 0x1040 + QL_HSB_DP_HOST_MAC_HIGH, &v), 0);
-	assert_int_equal(v, 0x0211);
-	assert_int_equal(ql_hl_server_peek(b.s, HIF + QL_HSB_DP_PACKET_SIZE, &v), 0);
-	assert_int_equal(v, 31);
-	assert_int_equal(ql_hl_server_peek(b.s, HIF + QL_HSB_DP_VP_MASK, &v), 0);
-	assert_int_equal(v, 2);
+	assert_reg(b.s, 0x1040 + QL_HSB_DP_PAGE_LSB, (uint32_t)(dp.page_addr >> 7));
+	assert_reg(b.s, 0x1040 + QL_HSB_DP_PAGE_MSB, 0x10);
+	assert_reg(b.s, 0x1040 + QL_HSB_DP_PAGE_INC, 3);
+	assert_reg(b.s, 0x1040 + QL_HSB_DP_MAX_BUFF, 63);
+	assert_reg(b.s, 0x1040 + QL_HSB_DP_HOST_IP, 0x0a000001);
+	assert_reg(b.s, 0x1040 + QL_HSB_DP_HOST_MAC_LOW, 0x22334455);
+	assert_reg(b.s, 0x1040 + QL_HSB_DP_HOST_MAC_HIGH, 0x0211);
+	assert_reg(b.s, HIF + QL_HSB_DP_PACKET_SIZE, 31);
+	assert_reg(b.s, HIF + QL_HSB_DP_VP_MASK, 2);
 	/* an enabled VP's registers cannot change under it */
 	assert_int_equal(ql_hl_write_dword(h, 0x1040 + QL_HSB_DP_RKEY, 1), -EIO);
 	/* reconfiguring (clear, write, set) works and reports again */
@@ -578,7 +576,6 @@ static void test_hostile_requests(void **state)
 {
 	struct ql_hl_server *s;
 	uint8_t q[QL_HL_DGRAM_MAX + 16] = { 0 }, r[QL_HL_DGRAM_MAX];
-	uint32_t v;
 	size_t n;
 
 	(void)state;
@@ -634,8 +631,7 @@ static void test_hostile_requests(void **state)
 	/* a write without an ack request is done silently */
 	memcpy(q, "\x04\x00\x00\x04\x00\x00\x00\x00\x10\x04\x00\x00\x00\x09", 14);
 	assert_int_equal(ask(s, q, 14, r), 0);
-	assert_int_equal(ql_hl_server_peek(s, VP0 + QL_HSB_DP_RKEY, &v), 0);
-	assert_int_equal(v, 9);
+	assert_reg(s, VP0 + QL_HSB_DP_RKEY, 9);
 	/* random datagrams: no crash, no reply longer than its request + 8 */
 	srand(1);
 	for (int i = 0; i < 200000; i++) {

@@ -23,18 +23,9 @@
 
 #include <cmocka.h>
 
+#include "corpus_file.h"
+
 #include "fuzz/rpc_ring_harness.h"
-
-static size_t read_file(const char *path, uint8_t *buf, size_t cap)
-{
-	FILE *f = fopen(path, "rb");
-	size_t n;
-
-	assert_non_null(f);
-	n = fread(buf, 1, cap, f);
-	fclose(f);
-	return n;
-}
 
 /* The ql_rpc_err_kind a name starts with, or -1. */
 static int name_kind(const char *name)
@@ -68,7 +59,7 @@ static void test_corpus(void **state)
 		if (e->d_name[0] == '.')
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", QL_CORPUS_DIR, e->d_name);
-		n = read_file(path, buf, sizeof(buf));
+		n = ql_test_read_file(path, buf, sizeof(buf));
 		files++;
 		qlf_rpc_ring_one(buf, n, &st);
 		for (int k = 0; k < QL_RPC_ERR_KIND_COUNT; k++)

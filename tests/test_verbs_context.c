@@ -26,18 +26,11 @@
 #include <qlink/ring.h>
 #include <qlink/rpc.h>
 
+#include "echo_daemon.h"
+
 #define N 4
 #define SLOTS 16
 #define SLOT_SIZE 128
-
-static int32_t h_echo(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
-{
-	size_t n = ql_rpc_in_left(in);
-
-	(void)ctx;
-	ql_rpc_write_bytes(out, ql_rpc_in_view(in, n), n);
-	return 0;
-}
 
 struct fixture {
 	struct ql_device *sdev, *cdev;
@@ -55,7 +48,6 @@ static int setup(void **state)
 		.max_channels = N, .tx_bytes = (uint32_t)ql_pool_region_size(SLOTS, SLOT_SIZE)
 	};
 	struct ql_dispatcher_config pc = { .cpu = -1 };
-	struct ql_daemon_config dc = { .cpu = -1 };
 	struct fixture *f = calloc(1, sizeof(*f));
 
 	if (!f || ql_device_open("soft://loop", &f->sdev) ||
@@ -69,8 +61,7 @@ static int setup(void **state)
 
 		if (ql_verbs_channel_create(f->sdev, &vc, &f->ch[i]) ||
 		    ql_verbs_channel_local_params(f->ch[i], &f->sp[i]) ||
-		    ql_daemon_create(&dc, f->ch[i], &f->d[i]) ||
-		    ql_daemon_register(f->d[i], &QL_RPC_RAW_FUNCTION("echo", h_echo, NULL)))
+		    ql_test_echo_daemon(f->ch[i], &f->d[i]))
 			return -1;
 	}
 	*state = f;
@@ -82,11 +73,9 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	ql_dispatcher_destroy(f->disp);
-	for (int i = 0; i < N; i++) {
+	for (int i = 0; i < N; i++)
 		ql_ring_client_destroy(f->cl[i]);
-		ql_daemon_destroy(f->d[i]);
-		ql_channel_destroy(f->ch[i]);
-	}
+	ql_test_echo_daemons_destroy(f->d, f->ch, N);
 	assert_int_equal(ql_verbs_context_destroy(f->ctx), 0);
 	ql_device_close(f->cdev);
 	ql_device_close(f->sdev);

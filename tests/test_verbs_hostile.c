@@ -47,87 +47,22 @@ struct msg {
 	struct ql_conn_params p;
 };
 
-struct node {
-	struct ql_device *dev;
-	struct ql_pd *pd;
-	uint8_t *buf;
-	struct ql_mr *mr;
-};
-
-struct qpx {
-	struct ql_cq *scq, *rcq;
-	struct ql_qp *qp;
-	struct ql_conn_params local, remote;
-};
-
-static int node_open(struct node *n)
+static int node_open(struct vt_node *n)
 {
 	char uri[QL_DEVICE_URI_MAX];
 	static unsigned int seq;
+	struct ql_device *dev;
 	int ret;
 
 	memset(n, 0, sizeof(*n));
 	snprintf(uri, sizeof(uri), "soft+shm://hostile-%d-%u", (int)getpid(), seq++);
-	ret = ql_device_open(uri, &n->dev);
-	if (!ret)
-		ret = ql_pd_alloc(n->dev, &n->pd);
-	if (ret)
-		return ret;
-	n->buf = ql_mem_alloc(BUF_LEN);
-	if (!n->buf)
-		return -ENOMEM;
-	return ql_mr_reg(n->pd, n->buf, BUF_LEN, VT_ACCESS_ALL, &n->mr);
+	ret = ql_device_open(uri, &dev);
+	return ret ? ret : vt_node_open(n, dev, BUF_LEN);
 }
 
-static int qpx_create(struct node *n, struct qpx *q)
+static int qpx_create(struct vt_node *n, struct vt_node_qp *q)
 {
-	struct ql_qp_init_attr ia;
-	int ret;
-
-	memset(q, 0, sizeof(*q));
-	ret = ql_cq_create(n->dev, 64, &q->scq);
-	if (!ret)
-		ret = ql_cq_create(n->dev, 64, &q->rcq);
-	if (ret)
-		return ret;
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = q->scq;
-	ia.recv_cq = q->rcq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = 16;
-	ia.cap.max_recv_wr = 16;
-	ia.cap.max_send_sge = 2;
-	ia.cap.max_recv_sge = 2;
-	ret = ql_qp_create(n->pd, &ia, &q->qp);
-	if (!ret)
-		ret = ql_qp_local_params(q->qp, &q->local);
-	q->local.vaddr = (uintptr_t)n->buf;
-	q->local.rkey = ql_mr_rkey(n->mr);
-	q->local.length = BUF_LEN;
-	return ret;
-}
-
-static void qpx_destroy(struct qpx *q)
-{
-	if (q->qp)
-		ql_qp_destroy(q->qp);
-	if (q->scq)
-		ql_cq_destroy(q->scq);
-	if (q->rcq)
-		ql_cq_destroy(q->rcq);
-	memset(q, 0, sizeof(*q));
-}
-
-static void node_close(struct node *n)
-{
-	if (n->mr)
-		ql_mr_dereg(n->mr);
-	if (n->pd)
-		ql_pd_free(n->pd);
-	if (n->dev)
-		ql_device_close(n->dev);
-	if (n->buf)
-		ql_mem_free(n->buf);
+	return vt_node_qp_create(n, q, 64, 16, 0);
 }
 
 static int msg_send(int fd, const struct msg *m)
@@ -193,8 +128,8 @@ static struct soft_dev_shared *raw_dev(uint8_t *map, const struct ql_conn_params
 
 static int hostile(int fd)
 {
-	struct node n;
-	struct qpx q[MAX_QPS];
+	struct vt_node n;
+	struct vt_node_qp q[MAX_QPS];
 	struct soft_device *sd;
 	struct soft_mr_entry *me;
 	int nq = 0;
@@ -334,8 +269,8 @@ static int hostile(int fd)
 		msg_send(fd, &r);
 	}
 	for (int i = 0; i < nq; i++)
-		qpx_destroy(&q[i]);
-	node_close(&n);
+		vt_node_qp_destroy(&q[i]);
+	vt_node_close(&n);
 	return 0;
 }
 
@@ -343,7 +278,7 @@ static int hostile(int fd)
 
 static pid_t child = -1;
 static int sock = -1;
-static struct node vn;
+static struct vt_node vn;
 static uint8_t *canary;
 
 static int setup(void **state)
@@ -390,7 +325,7 @@ static int teardown(void **state)
 	close(sock);
 	assert_true(canary_intact());
 	free(canary);
-	node_close(&vn);
+	vt_node_close(&vn);
 	/* the peer did not crash either (its exit code says what failed) */
 	assert_true(WIFEXITED(st));
 	assert_int_equal(WEXITSTATUS(st), 0);
@@ -409,7 +344,7 @@ static struct msg call(const char *cmd, uint64_t a, uint64_t b, uint64_t c)
 }
 
 /* A connected pair: our QP q and the peer's QP number *idx. */
-static void pair(struct qpx *q, bool bad_geometry, uint64_t *idx)
+static void pair(struct vt_node_qp *q, bool bad_geometry, uint64_t *idx)
 {
 	struct msg m = { .cmd = "qp", .a = bad_geometry }, r;
 
@@ -427,12 +362,12 @@ static void pair(struct qpx *q, bool bad_geometry, uint64_t *idx)
 
 /* The peer address whose local image is p (what an attacker who learned
  * our layout would aim at). */
-static uint64_t aim(const struct qpx *q, const void *p)
+static uint64_t aim(const struct vt_node_qp *q, const void *p)
 {
 	return (uint64_t)(uintptr_t)p - (uint64_t)((struct soft_qp *)q->qp)->peer_delta;
 }
 
-static void expect_error(struct qpx *q, uint64_t id, enum ibv_wc_status st)
+static void expect_error(struct vt_node_qp *q, uint64_t id, enum ibv_wc_status st)
 {
 	struct ibv_wc wc;
 
@@ -445,7 +380,7 @@ static void expect_error(struct qpx *q, uint64_t id, enum ibv_wc_status st)
 
 static void test_peer_cannot_shrink(void **state)
 {
-	struct qpx q;
+	struct vt_node_qp q;
 	struct ibv_wc wc;
 	struct msg r;
 	uint64_t k;
@@ -470,7 +405,7 @@ static void test_peer_cannot_shrink(void **state)
 			 0);
 	vt_expect_wc(q.scq, &wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
 	assert_memory_equal(vn.buf, vn.buf + 128, 64);
-	qpx_destroy(&q);
+	vt_node_qp_destroy(&q);
 }
 
 /* Shared-memory mappings of this process (memfds show as "/memfd:"). */
@@ -491,7 +426,7 @@ static int count_maps(void)
  * nothing gets mapped. */
 static void test_forged_gid_refused_alike(void **state)
 {
-	struct qpx q, mine;
+	struct vt_node_qp q, mine;
 	struct msg r;
 	uint64_t k;
 	pid_t gone;
@@ -547,15 +482,15 @@ static void test_forged_gid_refused_alike(void **state)
 		assert_null(strpbrk(first, "0123456789"));
 		assert_int_equal(count_maps(), maps);
 	}
-	qpx_destroy(&mine);
-	qpx_destroy(&q);
+	vt_node_qp_destroy(&mine);
+	vt_node_qp_destroy(&q);
 }
 
 /* ---- 2. the peer's MR table ------------------------------------------- */
 
 static void test_mr_table_rewritten(void **state)
 {
-	struct qpx q;
+	struct vt_node_qp q;
 	uint64_t k, t;
 	uint8_t before[64];
 
@@ -568,7 +503,7 @@ static void test_mr_table_rewritten(void **state)
 				       IBV_SEND_SIGNALED),
 			 0);
 	expect_error(&q, 1, IBV_WC_REM_ACCESS_ERR);
-	qpx_destroy(&q);
+	vt_node_qp_destroy(&q);
 
 	/* (b) a READ of our private memory (an information leak) */
 	pair(&q, false, &k);
@@ -579,7 +514,7 @@ static void test_mr_table_rewritten(void **state)
 			 0);
 	expect_error(&q, 2, IBV_WC_REM_ACCESS_ERR);
 	assert_memory_equal(before, vn.buf, 64);
-	qpx_destroy(&q);
+	vt_node_qp_destroy(&q);
 
 	/* (c) an atomic on it */
 	pair(&q, false, &k);
@@ -588,7 +523,7 @@ static void test_mr_table_rewritten(void **state)
 					q.remote.rkey, 1, 0, IBV_SEND_SIGNALED),
 			 0);
 	expect_error(&q, 3, IBV_WC_REM_ACCESS_ERR);
-	qpx_destroy(&q);
+	vt_node_qp_destroy(&q);
 
 	/* (d) an entry starting at the canary whose length wraps */
 	pair(&q, false, &k);
@@ -598,7 +533,7 @@ static void test_mr_table_rewritten(void **state)
 				       IBV_SEND_SIGNALED),
 			 0);
 	expect_error(&q, 4, IBV_WC_REM_ACCESS_ERR);
-	qpx_destroy(&q);
+	vt_node_qp_destroy(&q);
 
 	/* (e) two SGEs (the slow path, not the one-SGE WRITE fast path) */
 	pair(&q, false, &k);
@@ -617,7 +552,7 @@ static void test_mr_table_rewritten(void **state)
 		assert_int_equal(ql_qp_post_send(q.qp, &wr, &bad), 0);
 	}
 	expect_error(&q, 5, IBV_WC_REM_ACCESS_ERR);
-	qpx_destroy(&q);
+	vt_node_qp_destroy(&q);
 	/* the peer's own QP went to ERR too, nothing else happened to us */
 }
 
@@ -625,7 +560,7 @@ static void test_mr_table_rewritten(void **state)
 
 static void test_recv_descriptors_rewritten(void **state)
 {
-	struct qpx q;
+	struct vt_node_qp q;
 	uint64_t k;
 
 	(void)state;
@@ -636,7 +571,7 @@ static void test_recv_descriptors_rewritten(void **state)
 	assert_int_equal(vt_post_send(q.qp, 1, vn.buf, 64, ql_mr_lkey(vn.mr), IBV_SEND_SIGNALED),
 			 0);
 	expect_error(&q, 1, IBV_WC_REM_OP_ERR);
-	qpx_destroy(&q);
+	vt_node_qp_destroy(&q);
 
 	/* (b) a thousand SGEs in a slot that holds two */
 	pair(&q, false, &k);
@@ -644,12 +579,12 @@ static void test_recv_descriptors_rewritten(void **state)
 	assert_int_equal(vt_post_send(q.qp, 2, vn.buf, 64, ql_mr_lkey(vn.mr), IBV_SEND_SIGNALED),
 			 0);
 	expect_error(&q, 2, IBV_WC_REM_OP_ERR);
-	qpx_destroy(&q);
+	vt_node_qp_destroy(&q);
 }
 
 static void test_rq_geometry_rewritten(void **state)
 {
-	struct qpx q;
+	struct vt_node_qp q;
 	struct ibv_wc wc;
 	uint64_t k;
 
@@ -663,7 +598,7 @@ static void test_rq_geometry_rewritten(void **state)
 			 0);
 	vt_expect_wc(q.scq, &wc, 1, IBV_WC_SUCCESS, IBV_WC_SEND);
 	assert_true(canary_intact());
-	qpx_destroy(&q);
+	vt_node_qp_destroy(&q);
 
 	/* (b) garbage before we connected: the queue is unusable, a SEND is
 	 * the responder's operational error */
@@ -671,14 +606,14 @@ static void test_rq_geometry_rewritten(void **state)
 	assert_int_equal(vt_post_send(q.qp, 2, vn.buf, 64, ql_mr_lkey(vn.mr), IBV_SEND_SIGNALED),
 			 0);
 	expect_error(&q, 2, IBV_WC_REM_OP_ERR);
-	qpx_destroy(&q);
+	vt_node_qp_destroy(&q);
 }
 
 /* ---- 2. our own receive queue and MR table, written by the peer ------- */
 
 static void test_own_memory_rewritten(void **state)
 {
-	struct qpx q, q2, q3;
+	struct vt_node_qp q, q2, q3;
 	struct ibv_wc wc[8];
 	uint64_t k, k2, k3;
 	int n;
@@ -718,9 +653,9 @@ static void test_own_memory_rewritten(void **state)
 	/* reset and reuse: the queue is cleared with our own sizes */
 	assert_int_equal(vt_modify_state(q.qp, IBV_QPS_RESET), 0);
 	assert_true(canary_intact());
-	qpx_destroy(&q3);
-	qpx_destroy(&q2);
-	qpx_destroy(&q);
+	vt_node_qp_destroy(&q3);
+	vt_node_qp_destroy(&q2);
+	vt_node_qp_destroy(&q);
 }
 
 int main(void)

@@ -49,102 +49,26 @@ static bool mp_in_child;
 		}                                                                             \
 	} while (0)
 
-struct mp_node {
-	struct ql_device *dev;
-	struct ql_pd *pd;
-	uint8_t *buf;
-	size_t len;
-	struct ql_mr *mr;
-};
-
-struct mp_qp {
-	struct ql_cq *scq;
-	struct ql_cq *rcq;
-	struct ql_qp *qp;
-	struct ql_conn_params local;  /* with the node's MR */
-	struct ql_conn_params remote; /* what the peer sent */
-};
-
 struct mp_child {
 	pid_t pid;
 	int rfd; /* parent reads what the child writes */
 	int wfd; /* parent writes what the child reads */
 };
 
-static int mp_node_open(struct mp_node *n, size_t len)
+static int mp_node_open(struct vt_node *n, size_t len)
 {
+	struct ql_device *dev;
 	int ret;
 
 	memset(n, 0, sizeof(*n));
 	/* parent: device A (a fresh soft+shm device); children: device B */
-	ret = mp_in_child ? vt_dev_open_b(mp_p, &n->dev) : vt_dev_open(mp_p, &n->dev);
-	if (ret)
-		return ret;
-	ret = ql_pd_alloc(n->dev, &n->pd);
-	if (ret)
-		return ret;
-	n->len = len;
-	n->buf = ql_mem_alloc(len);
-	if (!n->buf)
-		return -ENOMEM;
-	return ql_mr_reg(n->pd, n->buf, len, VT_ACCESS_ALL, &n->mr);
+	ret = mp_in_child ? vt_dev_open_b(mp_p, &dev) : vt_dev_open(mp_p, &dev);
+	return ret ? ret : vt_node_open(n, dev, len);
 }
 
-static void mp_node_close(struct mp_node *n)
+static int mp_qp_create(struct vt_node *n, struct vt_node_qp *q)
 {
-	if (n->mr)
-		ql_mr_dereg(n->mr);
-	if (n->pd)
-		ql_pd_free(n->pd);
-	if (n->dev)
-		ql_device_close(n->dev);
-	if (n->buf)
-		ql_mem_free(n->buf);
-	memset(n, 0, sizeof(*n));
-}
-
-static int mp_qp_create(struct mp_node *n, struct mp_qp *q)
-{
-	struct ql_qp_init_attr ia;
-	int ret;
-
-	memset(q, 0, sizeof(*q));
-	ret = ql_cq_create(n->dev, 256, &q->scq);
-	if (ret)
-		return ret;
-	ret = ql_cq_create(n->dev, 256, &q->rcq);
-	if (ret)
-		return ret;
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = q->scq;
-	ia.recv_cq = q->rcq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = 128;
-	ia.cap.max_recv_wr = 128;
-	ia.cap.max_send_sge = 2;
-	ia.cap.max_recv_sge = 2;
-	ia.cap.max_inline_data = 64;
-	ret = ql_qp_create(n->pd, &ia, &q->qp);
-	if (ret)
-		return ret;
-	ret = ql_qp_local_params(q->qp, &q->local);
-	if (ret)
-		return ret;
-	q->local.vaddr = (uintptr_t)n->buf;
-	q->local.rkey = ql_mr_rkey(n->mr);
-	q->local.length = n->len;
-	return 0;
-}
-
-static void mp_qp_destroy(struct mp_qp *q)
-{
-	if (q->qp)
-		ql_qp_destroy(q->qp);
-	if (q->scq)
-		ql_cq_destroy(q->scq);
-	if (q->rcq)
-		ql_cq_destroy(q->rcq);
-	memset(q, 0, sizeof(*q));
+	return vt_node_qp_create(n, q, 256, 128, 64);
 }
 
 static int write_all(int fd, const char *s, size_t len)
@@ -200,7 +124,7 @@ static int mp_get(int fd, char *buf, size_t len, int timeout_ms)
 }
 
 /* Send our parameters, read the peer's, connect. */
-static int mp_exchange(struct mp_qp *q, int rfd, int wfd, const struct ql_qp_connect_opts *o)
+static int mp_exchange(struct vt_node_qp *q, int rfd, int wfd, const struct ql_qp_connect_opts *o)
 {
 	char line[512];
 	int ret;
@@ -291,7 +215,7 @@ static void mp_spawn(struct mp_child *c, mp_child_fn fn, void *arg)
 
 /* The common start of a test: a child running fn, our node and QP, and the
  * two QPs connected through the pipes. */
-static void mp_start(struct mp_child *c, mp_child_fn fn, struct mp_node *n, struct mp_qp *q)
+static void mp_start(struct mp_child *c, mp_child_fn fn, struct vt_node *n, struct vt_node_qp *q)
 {
 	mp_spawn(c, fn, NULL);
 	assert_int_equal(mp_node_open(n, MP_BUF_LEN), 0);
@@ -346,8 +270,8 @@ static int ck_poll(struct ql_cq *cq, struct ibv_wc *wc)
  * payload must be there; acknowledge by an RDMA WRITE back. */
 static int child_write_target(int rfd, int wfd, void *arg)
 {
-	struct mp_node n;
-	struct mp_qp q;
+	struct vt_node n;
+	struct vt_node_qp q;
 	struct ibv_wc wc;
 	char line[64];
 
@@ -374,16 +298,16 @@ static int child_write_target(int rfd, int wfd, void *arg)
 		CK(wc.status == IBV_WC_SUCCESS);
 	}
 	CK(mp_get(rfd, line, sizeof(line), 10000) == 0);
-	mp_qp_destroy(&q);
-	mp_node_close(&n);
+	vt_node_qp_destroy(&q);
+	vt_node_close(&n);
 	return 0;
 }
 
 static void test_mp_write(void **state)
 {
 	struct mp_child c;
-	struct mp_node n;
-	struct mp_qp q;
+	struct vt_node n;
+	struct vt_node_qp q;
 	struct ibv_wc wc;
 	char line[64];
 
@@ -410,16 +334,16 @@ static void test_mp_write(void **state)
 	}
 	assert_int_equal(mp_put(c.wfd, "done"), 0);
 	assert_int_equal(mp_wait(&c, 10000), 0);
-	mp_qp_destroy(&q);
-	mp_node_close(&n);
+	vt_node_qp_destroy(&q);
+	vt_node_close(&n);
 }
 
 /* ---- READ ------------------------------------------------------------- */
 
 static int child_read_target(int rfd, int wfd, void *arg)
 {
-	struct mp_node n;
-	struct mp_qp q;
+	struct vt_node n;
+	struct vt_node_qp q;
 	char line[64];
 
 	CK(mp_node_open(&n, MP_BUF_LEN) == 0);
@@ -431,16 +355,16 @@ static int child_read_target(int rfd, int wfd, void *arg)
 	/* the reader's verdict; the region must be unchanged by READs */
 	CK(strcmp(line, "done") == 0);
 	CK(vt_check(n.buf, MP_BUF_LEN, 4242));
-	mp_qp_destroy(&q);
-	mp_node_close(&n);
+	vt_node_qp_destroy(&q);
+	vt_node_close(&n);
 	return 0;
 }
 
 static void test_mp_read(void **state)
 {
 	struct mp_child c;
-	struct mp_node n;
-	struct mp_qp q;
+	struct vt_node n;
+	struct vt_node_qp q;
 	struct ibv_wc wc;
 	char line[64];
 
@@ -469,16 +393,16 @@ static void test_mp_read(void **state)
 	}
 	assert_int_equal(mp_put(c.wfd, "done"), 0);
 	assert_int_equal(mp_wait(&c, 10000), 0);
-	mp_qp_destroy(&q);
-	mp_node_close(&n);
+	vt_node_qp_destroy(&q);
+	vt_node_close(&n);
 }
 
 /* ---- SEND/RECV with immediate, and WRITE_WITH_IMM --------------------- */
 
 static int child_echo(int rfd, int wfd, void *arg)
 {
-	struct mp_node n;
-	struct mp_qp q;
+	struct vt_node n;
+	struct vt_node_qp q;
 	struct ibv_wc wc;
 	char line[64];
 
@@ -519,16 +443,16 @@ static int child_echo(int rfd, int wfd, void *arg)
 	CK(wc.status == IBV_WC_SUCCESS);
 	CK(wc.opcode == IBV_WC_SEND);
 	CK(mp_get(rfd, line, sizeof(line), 10000) == 0);
-	mp_qp_destroy(&q);
-	mp_node_close(&n);
+	vt_node_qp_destroy(&q);
+	vt_node_close(&n);
 	return 0;
 }
 
 static void test_mp_send_recv_imm(void **state)
 {
 	struct mp_child c;
-	struct mp_node n;
-	struct mp_qp q;
+	struct vt_node n;
+	struct vt_node_qp q;
 	struct ibv_wc wc;
 	char line[64];
 
@@ -560,16 +484,16 @@ static void test_mp_send_recv_imm(void **state)
 
 	assert_int_equal(mp_put(c.wfd, "done"), 0);
 	assert_int_equal(mp_wait(&c, 10000), 0);
-	mp_qp_destroy(&q);
-	mp_node_close(&n);
+	vt_node_qp_destroy(&q);
+	vt_node_close(&n);
 }
 
 /* ---- fetch-and-add from two processes --------------------------------- */
 
 static int child_faa(int rfd, int wfd, void *arg)
 {
-	struct mp_node n;
-	struct mp_qp q;
+	struct vt_node n;
+	struct vt_node_qp q;
 	struct ibv_wc wc[16];
 	char line[64];
 	int posted = 0, done = 0, inflight = 0;
@@ -603,16 +527,16 @@ static int child_faa(int rfd, int wfd, void *arg)
 		done += got;
 		inflight -= got;
 	}
-	mp_qp_destroy(&q);
-	mp_node_close(&n);
+	vt_node_qp_destroy(&q);
+	vt_node_close(&n);
 	return 0;
 }
 
 static void test_mp_fetch_add_two_children(void **state)
 {
 	struct mp_child c[2];
-	struct mp_node n;
-	struct mp_qp q[2];
+	struct vt_node n;
+	struct vt_node_qp q[2];
 	uint64_t counter;
 
 	mp_spawn(&c[0], child_faa, NULL);
@@ -629,8 +553,8 @@ static void test_mp_fetch_add_two_children(void **state)
 	counter = __atomic_load_n((uint64_t *)n.buf, __ATOMIC_ACQUIRE);
 	assert_int_equal(counter, 2 * FAA_PER_CHILD);
 	for (int i = 0; i < 2; i++)
-		mp_qp_destroy(&q[i]);
-	mp_node_close(&n);
+		vt_node_qp_destroy(&q[i]);
+	vt_node_close(&n);
 }
 
 /* ---- a compare-and-swap spin lock ------------------------------------- */
@@ -640,8 +564,8 @@ static void test_mp_fetch_add_two_children(void **state)
 static int child_lock(int rfd, int wfd, void *arg)
 {
 	uint64_t me = (uint64_t)(uintptr_t)arg;
-	struct mp_node n;
-	struct mp_qp q;
+	struct vt_node n;
+	struct vt_node_qp q;
 	struct ibv_wc wc;
 	char line[64];
 	uint64_t *old, *val, *zero;
@@ -683,16 +607,16 @@ static int child_lock(int rfd, int wfd, void *arg)
 		CK(wc.status == IBV_WC_SUCCESS);
 		CK(wc.wr_id == 4);
 	}
-	mp_qp_destroy(&q);
-	mp_node_close(&n);
+	vt_node_qp_destroy(&q);
+	vt_node_close(&n);
 	return 0;
 }
 
 static void test_mp_cas_spin_lock(void **state)
 {
 	struct mp_child c[2];
-	struct mp_node n;
-	struct mp_qp q[2];
+	struct vt_node n;
+	struct vt_node_qp q[2];
 
 	mp_spawn(&c[0], child_lock, (void *)(uintptr_t)1);
 	mp_spawn(&c[1], child_lock, (void *)(uintptr_t)2);
@@ -708,8 +632,8 @@ static void test_mp_cas_spin_lock(void **state)
 	assert_int_equal(*(volatile uint64_t *)n.buf, 0); /* released */
 	assert_int_equal(*(volatile uint64_t *)(n.buf + 64), 2 * LOCK_PER_CHILD);
 	for (int i = 0; i < 2; i++)
-		mp_qp_destroy(&q[i]);
-	mp_node_close(&n);
+		vt_node_qp_destroy(&q[i]);
+	vt_node_close(&n);
 }
 
 /* ---- a peer that dies ------------------------------------------------- */
@@ -717,8 +641,8 @@ static void test_mp_cas_spin_lock(void **state)
 /* Streams WRITEs of an increasing counter into the parent until killed. */
 static int child_streamer(int rfd, int wfd, void *arg)
 {
-	struct mp_node n;
-	struct mp_qp q;
+	struct vt_node n;
+	struct vt_node_qp q;
 	struct ibv_wc wc;
 	uint64_t i = 0;
 
@@ -742,8 +666,8 @@ static int child_streamer(int rfd, int wfd, void *arg)
 /* Connects, says so, and exits without tearing anything down. */
 static int child_quitter(int rfd, int wfd, void *arg)
 {
-	struct mp_node n;
-	struct mp_qp q;
+	struct vt_node n;
+	struct vt_node_qp q;
 	char line[64];
 
 	CK(mp_node_open(&n, 4096) == 0);
@@ -754,7 +678,8 @@ static int child_quitter(int rfd, int wfd, void *arg)
 	return 0;
 }
 
-static void survivor_setup(struct mp_child *c, struct mp_node *n, struct mp_qp *q, mp_child_fn fn)
+static void survivor_setup(struct mp_child *c, struct vt_node *n, struct vt_node_qp *q,
+			   mp_child_fn fn)
 {
 	struct ql_qp_connect_opts o;
 	char line[64];
@@ -775,7 +700,7 @@ static void survivor_setup(struct mp_child *c, struct mp_node *n, struct mp_qp *
 }
 
 /* Poll both CQs until the 4 receives (and the send, if any) are back. */
-static void expect_survivor_completions(struct mp_qp *q, bool with_send)
+static void expect_survivor_completions(struct vt_node_qp *q, bool with_send)
 {
 	uint64_t deadline = vt_now_ns() + 10000000000ull;
 	int recvs = 0, sends = 0;
@@ -809,8 +734,8 @@ static void expect_survivor_completions(struct mp_qp *q, bool with_send)
 static void test_mp_peer_killed(void **state)
 {
 	struct mp_child c;
-	struct mp_node n;
-	struct mp_qp q;
+	struct vt_node n;
+	struct vt_node_qp q;
 	volatile uint64_t *seen;
 	uint64_t t0;
 	int st;
@@ -833,15 +758,15 @@ static void test_mp_peer_killed(void **state)
 	/* a send to the dead peer, posted before anything noticed */
 	assert_int_equal(vt_post_send(q.qp, 999, n.buf, 8, ql_mr_lkey(n.mr), IBV_SEND_SIGNALED), 0);
 	expect_survivor_completions(&q, true);
-	mp_qp_destroy(&q);
-	mp_node_close(&n);
+	vt_node_qp_destroy(&q);
+	vt_node_close(&n);
 }
 
 static void test_mp_peer_exited(void **state)
 {
 	struct mp_child c;
-	struct mp_node n;
-	struct mp_qp q;
+	struct vt_node n;
+	struct vt_node_qp q;
 
 	VT_SOFT_ONLY(mp_p, "a peer that exits is noticed with nothing posted to it (IB has no "
 			   "keepalive: an idle RC QP cannot tell)");
@@ -851,8 +776,8 @@ static void test_mp_peer_exited(void **state)
 	assert_int_equal(mp_wait(&c, 10000), 0);
 	/* nothing posted to it: polling alone must notice */
 	expect_survivor_completions(&q, false);
-	mp_qp_destroy(&q);
-	mp_node_close(&n);
+	vt_node_qp_destroy(&q);
+	vt_node_close(&n);
 }
 
 /* ---- setup done by a thread that is gone ------------------------------ */
@@ -861,8 +786,8 @@ static void test_mp_peer_exited(void **state)
  * helper thread that then exits. The process is alive and must stay
  * reachable. */
 struct setup_arg {
-	struct mp_node n;
-	struct mp_qp q;
+	struct vt_node n;
+	struct vt_node_qp q;
 	int ret;
 };
 
@@ -896,16 +821,16 @@ static int child_thread_setup(int rfd, int wfd, void *arg)
 	CK(memcmp(a.n.buf + 4096, "ping", 5) == 0);
 	CK(mp_get(rfd, line, sizeof(line), 10000) == 0);
 	CK(a.n.buf[0] == 0x5a);
-	mp_qp_destroy(&a.q);
-	mp_node_close(&a.n);
+	vt_node_qp_destroy(&a.q);
+	vt_node_close(&a.n);
 	return 0;
 }
 
 static void test_mp_setup_thread_exited(void **state)
 {
 	struct mp_child c;
-	struct mp_node n;
-	struct mp_qp q;
+	struct vt_node n;
+	struct vt_node_qp q;
 	struct ibv_wc wc;
 	char line[64];
 
@@ -928,8 +853,8 @@ static void test_mp_setup_thread_exited(void **state)
 	assert_int_equal(ql_qp_state(q.qp), IBV_QPS_RTS);
 	assert_int_equal(mp_put(c.wfd, "done"), 0);
 	assert_int_equal(mp_wait(&c, 10000), 0);
-	mp_qp_destroy(&q);
-	mp_node_close(&n);
+	vt_node_qp_destroy(&q);
+	vt_node_close(&n);
 }
 
 int main(void)

@@ -511,6 +511,80 @@ int vt_post_recv(struct ql_qp *qp, uint64_t wr_id, void *laddr, uint32_t len, ui
 
 /* ---- completions ---------------------------------------------------- */
 
+int vt_node_open(struct vt_node *n, struct ql_device *dev, size_t len)
+{
+	int ret;
+
+	memset(n, 0, sizeof(*n));
+	n->dev = dev;
+	ret = ql_pd_alloc(n->dev, &n->pd);
+	if (ret)
+		return ret;
+	n->len = len;
+	n->buf = ql_mem_alloc(len);
+	if (!n->buf)
+		return -ENOMEM;
+	return ql_mr_reg(n->pd, n->buf, len, VT_ACCESS_ALL, &n->mr);
+}
+
+void vt_node_close(struct vt_node *n)
+{
+	if (n->mr)
+		ql_mr_dereg(n->mr);
+	if (n->pd)
+		ql_pd_free(n->pd);
+	if (n->dev)
+		ql_device_close(n->dev);
+	if (n->buf)
+		ql_mem_free(n->buf);
+	memset(n, 0, sizeof(*n));
+}
+
+int vt_node_qp_create(struct vt_node *n, struct vt_node_qp *q, int cqe, uint32_t max_wr,
+		      uint32_t max_inline)
+{
+	struct ql_qp_init_attr ia;
+	int ret;
+
+	memset(q, 0, sizeof(*q));
+	ret = ql_cq_create(n->dev, cqe, &q->scq);
+	if (ret)
+		return ret;
+	ret = ql_cq_create(n->dev, cqe, &q->rcq);
+	if (ret)
+		return ret;
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = q->scq;
+	ia.recv_cq = q->rcq;
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_send_wr = max_wr;
+	ia.cap.max_recv_wr = max_wr;
+	ia.cap.max_send_sge = 2;
+	ia.cap.max_recv_sge = 2;
+	ia.cap.max_inline_data = max_inline;
+	ret = ql_qp_create(n->pd, &ia, &q->qp);
+	if (ret)
+		return ret;
+	ret = ql_qp_local_params(q->qp, &q->local);
+	if (ret)
+		return ret;
+	q->local.vaddr = (uintptr_t)n->buf;
+	q->local.rkey = ql_mr_rkey(n->mr);
+	q->local.length = n->len;
+	return 0;
+}
+
+void vt_node_qp_destroy(struct vt_node_qp *q)
+{
+	if (q->qp)
+		ql_qp_destroy(q->qp);
+	if (q->scq)
+		ql_cq_destroy(q->scq);
+	if (q->rcq)
+		ql_cq_destroy(q->rcq);
+	memset(q, 0, sizeof(*q));
+}
+
 uint64_t vt_now_ns(void)
 {
 	struct timespec ts;

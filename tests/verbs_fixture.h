@@ -138,6 +138,37 @@ int vt_setup_rc_reset(void **state); /* RC, both QPs left in RESET */
 int vt_setup_uc_reset(void **state);
 int vt_teardown(void **state);
 
+/* ---- a node and its RC QPs (the multi-process tests) ------------------ */
+
+/* One process's side: its device, a PD, and a ql_mem_alloc buffer
+ * registered with every access right. */
+struct vt_node {
+	struct ql_device *dev;
+	struct ql_pd *pd;
+	uint8_t *buf;
+	size_t len;
+	struct ql_mr *mr;
+};
+
+/* An RC QP of a node with its own send and receive CQs; local carries the
+ * node's buffer and rkey, remote is what the peer sent. */
+struct vt_node_qp {
+	struct ql_cq *scq, *rcq;
+	struct ql_qp *qp;
+	struct ql_conn_params local, remote;
+};
+
+/* The node on dev, opened by the caller (vt_node_close closes it), with a
+ * len-byte buffer. 0 or a negative errno (vt_node_close cleans up). */
+int vt_node_open(struct vt_node *n, struct ql_device *dev, size_t len);
+void vt_node_close(struct vt_node *n);
+/* An RC QP on n: CQs of cqe entries, max_wr WRs of 2 SGEs each way,
+ * max_inline inline bytes. 0 or a negative errno (vt_node_qp_destroy
+ * cleans up). */
+int vt_node_qp_create(struct vt_node *n, struct vt_node_qp *q, int cqe, uint32_t max_wr,
+		      uint32_t max_inline);
+void vt_node_qp_destroy(struct vt_node_qp *q);
+
 /* ---- manual transitions --------------------------------------------- */
 
 int vt_modify_init(struct ql_qp *qp, unsigned int access);

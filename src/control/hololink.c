@@ -20,6 +20,8 @@
 #include "qlink/error.h"
 #include "qlink/hololink.h"
 
+#include "hololink_wire.h"
+
 #define HL_RETRIES_MAX 16
 
 struct ql_hl {
@@ -37,19 +39,6 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
 const char *ql_hl_status_name(uint8_t code)
@@ -211,18 +200,18 @@ static int check_reply(struct ql_hl *h, const struct xact *x, const uint8_t *r, 
 	case QL_HL_RD_DWORD:
 		if (len != 16 || r[5] != 0)
 			goto shape;
-		if (get32(r + 6) != x->regs[0].addr)
+		if (hl_pair_addr(r, 0) != x->regs[0].addr)
 			goto echo;
-		x->values[0] = get32(r + 10);
+		x->values[0] = hl_pair_value(r, 0);
 		return 0;
 	case QL_HL_RD_BLOCK:
 		if (len != QL_HL_HEADER + 8 * x->n + 2 || r[5] != 0)
 			goto shape;
 		for (size_t i = 0; i < x->n; i++)
-			if (get32(r + QL_HL_HEADER + 8 * i) != x->regs[i].addr)
+			if (hl_pair_addr(r, i) != x->regs[i].addr)
 				goto echo;
 		for (size_t i = 0; i < x->n; i++)
-			x->values[i] = get32(r + QL_HL_HEADER + 8 * i + 4);
+			x->values[i] = hl_pair_value(r, i);
 		return 0;
 	}
 shape:
@@ -313,8 +302,7 @@ int ql_hl_write_dword(struct ql_hl *h, uint32_t addr, uint32_t value)
 
 	if (ret)
 		return ret;
-	put32(req + 6, addr);
-	put32(req + 10, value);
+	hl_put_pair(req, 0, addr, value);
 	return transact(h, &x);
 }
 
@@ -327,39 +315,37 @@ int ql_hl_read_dword(struct ql_hl *h, uint32_t addr, uint32_t *value)
 
 	if (ret)
 		return ret;
-	put32(req + 6, addr);
+	hl_put32(req + QL_HL_HEADER, addr); /* the address alone */
+	return transact(h, &x);
+}
+
+/* A block request of n registers: WR_BLOCK of their values, or (values
+ * given) RD_BLOCK, whose results go to values. */
+static int block(struct ql_hl *h, const struct ql_hl_reg *regs, size_t n, uint32_t *values)
+{
+	uint8_t req[QL_HL_DGRAM_MAX];
+	struct xact x = {
+		values ? QL_HL_RD_BLOCK : QL_HL_WR_BLOCK, req, QL_HL_HEADER + 8 * n, regs, n, values
+	};
+	int ret = check_regs(regs, n);
+
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < n; i++)
+		hl_put_pair(req, i, regs[i].addr, values ? 0 : regs[i].value);
 	return transact(h, &x);
 }
 
 int ql_hl_write_block(struct ql_hl *h, const struct ql_hl_reg *regs, size_t n)
 {
-	uint8_t req[QL_HL_DGRAM_MAX];
-	struct xact x = { QL_HL_WR_BLOCK, req, QL_HL_HEADER + 8 * n, regs, n, NULL };
-	int ret = check_regs(regs, n);
-
-	if (ret)
-		return ret;
-	for (size_t i = 0; i < n; i++) {
-		put32(req + QL_HL_HEADER + 8 * i, regs[i].addr);
-		put32(req + QL_HL_HEADER + 8 * i + 4, regs[i].value);
-	}
-	return transact(h, &x);
+	return block(h, regs, n, NULL);
 }
 
 int ql_hl_read_block(struct ql_hl *h, struct ql_hl_reg *regs, size_t n)
 {
-	uint8_t req[QL_HL_DGRAM_MAX];
 	uint32_t values[QL_HL_BLOCK_MAX];
-	struct xact x = { QL_HL_RD_BLOCK, req, QL_HL_HEADER + 8 * n, regs, n, values };
-	int ret = check_regs(regs, n);
+	int ret = block(h, regs, n, values);
 
-	if (ret)
-		return ret;
-	for (size_t i = 0; i < n; i++) {
-		put32(req + QL_HL_HEADER + 8 * i, regs[i].addr);
-		put32(req + QL_HL_HEADER + 8 * i + 4, 0);
-	}
-	ret = transact(h, &x);
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < n; i++)
@@ -446,7 +432,7 @@ int ql_hsb_dataplane_regs(const struct ql_hsb_target *t, const struct ql_hsb_dat
 						(uint32_t)dp->mac[4] << 8 | dp->mac[5] };
 	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_MAC_HIGH,
 					(uint32_t)dp->mac[0] << 8 | dp->mac[1] };
-	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_IP, get32(dp->gid + 12) };
+	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_IP, hl_get32(dp->gid + 12) };
 	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_UDP_PORT,
 					dp->udp_port ? dp->udp_port : QL_HSB_ROCE_PORT };
 	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_QP, dp->qpn };

@@ -20,6 +20,8 @@
 #include "qlink/error.h"
 #include "qlink/hololink.h"
 
+#include "hololink_wire.h"
+
 #define VP_REGS (QL_HSB_VP_SIZE / 4)
 #define HIF_REGS (QL_HSB_HIF_SIZE / 4)
 #define POLL_BURST 64
@@ -40,19 +42,6 @@ struct ql_hl_server {
 	struct regfile rf, scratch;
 	struct ql_hsb_dataplane dp[QL_HSB_MAX_VPS]; /* valid while the VP is enabled */
 };
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)(v >> 24);
-	p[1] = (uint8_t)(v >> 16);
-	p[2] = (uint8_t)(v >> 8);
-	p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
 
 /* The register at addr in rf, or NULL (no such register). *ro: read-only. */
 static uint32_t *reg_at(const struct ql_hl_server *s, struct regfile *rf, uint32_t addr, bool *ro,
@@ -104,8 +93,8 @@ static bool vp_params(const struct ql_hl_server *s, const struct regfile *rf, ui
 	dp->num_pages = r[QL_HSB_DP_MAX_BUFF / 4] + 1;
 	dp->frame_len = r[QL_HSB_DP_BUFFER_LENGTH / 4];
 	dp->gid[10] = dp->gid[11] = 0xff;
-	put32(dp->gid + 12, ip); /* first octet most significant, as inet_network */
-	put32(dp->mac + 2, r[QL_HSB_DP_HOST_MAC_LOW / 4]);
+	hl_put32(dp->gid + 12, ip); /* first octet most significant, as inet_network */
+	hl_put32(dp->mac + 2, r[QL_HSB_DP_HOST_MAC_LOW / 4]);
 	dp->mac[0] = (uint8_t)(r[QL_HSB_DP_HOST_MAC_HIGH / 4] >> 8);
 	dp->mac[1] = (uint8_t)r[QL_HSB_DP_HOST_MAC_HIGH / 4];
 	dp->udp_port = (uint16_t)r[QL_HSB_DP_HOST_UDP_PORT / 4];
@@ -245,15 +234,14 @@ static size_t handle(struct ql_hl_server *s, const uint8_t *req, size_t len, uin
 			code = QL_HL_ERR_FLAGS;
 		else if (op == QL_HL_WR_DWORD && len != 14)
 			code = QL_HL_ERR_LENGTH;
-		else if (op == QL_HL_WR_BLOCK && ((len - QL_HL_HEADER) % 8 || len == QL_HL_HEADER ||
-						  (len - QL_HL_HEADER) / 8 > QL_HL_BLOCK_MAX))
+		else if (op == QL_HL_WR_BLOCK && !hl_block_pairs(len))
 			code = QL_HL_ERR_LENGTH;
 		if (!code) {
-			n = (len - QL_HL_HEADER) / 8;
+			n = op == QL_HL_WR_DWORD ? 1 : hl_block_pairs(len);
 			s->scratch = s->rf;
 			for (size_t i = 0; i < n && !code; i++)
-				code = write_reg(s, &s->scratch, get32(req + QL_HL_HEADER + 8 * i),
-						 get32(req + QL_HL_HEADER + 8 * i + 4));
+				code = write_reg(s, &s->scratch, hl_pair_addr(req, i),
+						 hl_pair_value(req, i));
 			if (!code)
 				commit(s);
 		}
@@ -262,21 +250,18 @@ static size_t handle(struct ql_hl_server *s, const uint8_t *req, size_t len, uin
 	case QL_HL_RD_BLOCK:
 		if (flags & ~(QL_HL_FLAG_ACK_REQUEST | QL_HL_FLAG_SEQUENCE_CHECK))
 			return status_reply(req, QL_HL_ERR_FLAGS, out);
-		if (op == QL_HL_RD_DWORD ? len != 10 :
-					   ((len - QL_HL_HEADER) % 8 || len == QL_HL_HEADER ||
-					    (len - QL_HL_HEADER) / 8 > QL_HL_BLOCK_MAX))
+		n = op == QL_HL_RD_DWORD ? (len == 10) : hl_block_pairs(len);
+		if (!n)
 			return status_reply(req, QL_HL_ERR_LENGTH, out);
-		n = op == QL_HL_RD_DWORD ? 1 : (len - QL_HL_HEADER) / 8;
 		memcpy(out, req, 4);
 		out[5] = 0;
 		for (size_t i = 0; i < n; i++) {
-			uint32_t addr = get32(req + QL_HL_HEADER + 8 * i), value;
+			uint32_t addr = hl_pair_addr(req, i), value;
 			uint8_t c = read_reg(s, addr, &value);
 
 			if (c && !code)
 				code = c;
-			put32(out + QL_HL_HEADER + 8 * i, addr);
-			put32(out + QL_HL_HEADER + 8 * i + 4, value);
+			hl_put_pair(out, i, addr, value);
 		}
 		out[4] = code;
 		/* The latched sequence: this request's. */
