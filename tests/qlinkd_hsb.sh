@@ -77,4 +77,10 @@ printf 'transport: hsb\nhsb:\n  page_size: 200\n' >"$dir/bad2.yaml"
 grep -q "multiple of 128" "$dir/bad2.out" || fail "bad2 message"
 printf 'bad_requests: ignore\n' >"$dir/bad3.yaml"
 "$qlinkd" --check-config "$dir/bad3.yaml" >"$dir/bad3.out" 2>&1 && fail "bad_requests: ignore accepted"
+# a UC ring answers every request (its resend cache pairs them): no drop
+printf 'ring:\n  qp: uc\nbad_requests: drop\n' >"$dir/bad4.yaml"
+"$qlinkd" --check-config "$dir/bad4.yaml" >"$dir/bad4.out" 2>&1 && fail "drop on a UC ring accepted"
+grep -q "bad4.yaml:3: bad_requests: drop is not possible on a UC ring" "$dir/bad4.out" || fail "bad4 message"
+printf 'ring:\n  qp: uc\nbad_requests: answer\n' >"$dir/ok4.yaml"
+"$qlinkd" --check-config "$dir/ok4.yaml" >"$dir/ok4.out" 2>&1 || fail "answer on a UC ring refused"
 echo PASS

@@ -34,7 +34,9 @@ struct ql_daemon;
  * magic, bad length, unknown function, arguments not matching the schema):
  * ANSWER sends a response with the error status (the ring's default); DROP
  * sends nothing and frees the slot, as CUDA-Q Realtime does (the hsb
- * transport's default). Counted by kind either way; dropped counts DROP's. */
+ * transport's default). Counted by kind either way; dropped counts DROP's.
+ * A UC ring channel needs ANSWER: its resend cache pairs the k-th response
+ * with request k (docs/wire-protocol.md §2.3). */
 enum ql_bad_request_policy {
 	QL_BAD_REQUEST_ANSWER = 0,
 	QL_BAD_REQUEST_DROP = 1,

@@ -575,6 +575,13 @@ static void convert_transport(struct ql_yaml_file *f, const struct raw_config *r
 		else
 			c->bad_requests = (enum ql_bad_request_policy)i;
 	}
+	/* a UC ring's resend cache pairs the k-th response with request k:
+	 * every request must be answered (docs/wire-protocol.md §2.3) */
+	if (c->transport == QL_CONFIG_TRANSPORT_RING && c->ring.qp == IBV_QPT_UC &&
+	    c->bad_requests == QL_BAD_REQUEST_DROP)
+		ql__diag_add(f, ql__yaml_line(f, "bad_requests"),
+			     "bad_requests: drop is not possible on a UC ring (ring.qp: uc): its "
+			     "resend cache needs every request answered");
 	c->hsb.pages = (uint32_t)int_key(f, h ? h->pages : NULL, "hsb.pages", 1, QL_HSB_MAX_PAGES,
 					 QL_HSB_DEFAULT_PAGES, NULL);
 	c->hsb.page_size = (uint32_t)int_key(f, h ? h->page_size : NULL, "hsb.page_size",
