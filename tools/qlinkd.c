@@ -1070,6 +1070,11 @@ static void usage(FILE *f)
 
 /* Every problem the file and its plugins have, each with its line: the
  * file's own first, then each plugin that does not load or register. */
+/* The `qcs:` entries parse (src/config), but no session drives a board yet. */
+static const char qcs_not_wired[] =
+	"qlinkd does not program Hololink boards yet (the entries are validated "
+	"only); program a board with `qlink hololink`, or remove `qcs`";
+
 static int check_config(const char *path)
 {
 	struct qlinkd q = { 0 };
@@ -1080,6 +1085,10 @@ static int check_config(const char *path)
 		ql_diags_print(&diags, path, stderr);
 	if (!q.cfg)
 		return 1;
+	if (q.cfg->qcs_count) {
+		fprintf(stderr, "%s: qcs: %s\n", path, qcs_not_wired);
+		ret = -EINVAL;
+	}
 	if (q.cfg->device && control_local_only(q.cfg, q.cfg->control.secret_file != NULL) < 0) {
 		fprintf(stderr, "%s: %s\n", path, ql_error_detail());
 		ret = -EINVAL;
@@ -1306,6 +1315,11 @@ int main(int argc, char **argv)
 	ret = ql_config_load(o.config, &q.cfg, &diags);
 	if (ret) {
 		ql_diags_print(&diags, o.config, stderr);
+		return 1;
+	}
+	if (q.cfg->qcs_count) {
+		fprintf(stderr, "%s: qcs: %s\n", o.config, qcs_not_wired);
+		ql_config_free(q.cfg);
 		return 1;
 	}
 	ret = qlinkd_start(&q, &o);
