@@ -53,7 +53,7 @@ rpc=1
 extra=()
 list=0
 
-usage() { sed -n '2,29s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,27s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build-dir) build=$2; shift ;;
