@@ -249,6 +249,7 @@ printf 'root:x:0:\n' >"$ir/etc/group"
 cp "$kdir"/modules/*.ko "$ir/modules/"
 sed "s|^|/|" "$kdir/modules.list" >"$ir/modules.list"
 cp "$here/guest-init.sh" "$ir/init"
+cp "$here/rpc-checks.sh" "$ir/rpc-checks.sh"
 chmod +x "$ir/init"
 {
 	echo "QL_TESTS='${tests[*]}'"
