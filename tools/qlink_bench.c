@@ -26,7 +26,8 @@
 
 struct bench_opts {
 	const char *uri;
-	const char *connect; /* a running qlinkd's control address, or NULL */
+	const char *server_uri; /* the forked daemon's device; NULL: uri */
+	const char *connect;	/* a running qlinkd's control address, or NULL */
 	const char *secret_file;
 	int client_cpu;
 	int server_cpu;
@@ -37,6 +38,7 @@ struct bench_opts {
 	double paced_s;
 	double rate_s;
 	uint64_t lat_calls;
+	uint64_t warmup_calls;
 	enum ibv_qp_type qp; /* 0: RC, or what --connect's RTH offers */
 	bool json;
 	bool hsb; /* --transport hsb */
@@ -60,6 +62,8 @@ static void bench_usage(FILE *f)
 		   "  --uri URI          device both processes open (default soft+shm://qlbench)\n"
 		   "  --transport T      ring (qlink ring, default) or hsb (Hololink pages:\n"
 		   "                     --slots pages of --slot-size bytes, a multiple of 128)\n"
+		   "  --server-uri URI   the daemon process's device instead (e.g. --uri\n"
+		   "                     ibv://rxe1 --server-uri ibv://rxe0: two RDMA devices)\n"
 		   "  --connect HOST:PORT  run against a running qlinkd through its control\n"
 		   "                     plane instead of forking a daemon (--server-cpu unused)\n"
 		   "  --secret-file FILE shared secret for the control plane\n"
@@ -72,6 +76,7 @@ static void bench_usage(FILE *f)
 		   "                     RTH's, which --qp must then match). On uc lost\n"
 		   "                     requests are resent (URI ?loss= injects losses)\n"
 		   "  --latency-calls N  calls in the latency phase (default 200000)\n"
+		   "  --warmup-calls N   unmeasured calls before it (default 20000)\n"
 		   "  --rate-seconds S   length of the rate phase (default 0.3)\n"
 		   "  --rate HZ          paced phase rate (default 1000000)\n"
 		   "  --paced-seconds S  length of the paced phase (default 1; 0 skips it;\n"
@@ -85,6 +90,7 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 	static const struct option lo[] = {
 		{ "uri", required_argument, NULL, 'u' },
 		{ "transport", required_argument, NULL, 'T' },
+		{ "server-uri", required_argument, NULL, 'U' },
 		{ "connect", required_argument, NULL, 'C' },
 		{ "secret-file", required_argument, NULL, 'S' },
 		{ "client-cpu", required_argument, NULL, 'c' },
@@ -94,6 +100,7 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		{ "window", required_argument, NULL, 'w' },
 		{ "qp", required_argument, NULL, 'Q' },
 		{ "latency-calls", required_argument, NULL, 'l' },
+		{ "warmup-calls", required_argument, NULL, 'W' },
 		{ "rate-seconds", required_argument, NULL, 'R' },
 		{ "rate", required_argument, NULL, 'r' },
 		{ "paced-seconds", required_argument, NULL, 'p' },
@@ -112,7 +119,8 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 				  .rate_hz = 1e6,
 				  .paced_s = 1.0,
 				  .rate_s = 0.3,
-				  .lat_calls = 200000 };
+				  .lat_calls = 200000,
+				  .warmup_calls = 20000 };
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
@@ -122,6 +130,9 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		case 'T':
 			if (tool_transport(optarg, &o->hsb))
 				return tool_bad("bench", "--transport", optarg);
+			break;
+		case 'U':
+			o->server_uri = optarg;
 			break;
 		case 'C':
 			o->connect = optarg;
@@ -156,6 +167,10 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		case 'l':
 			if (tool_u64(optarg, 1, UINT64_MAX, &o->lat_calls))
 				return tool_bad("bench", "--latency-calls", optarg);
+			break;
+		case 'W':
+			if (tool_u64(optarg, 0, UINT64_MAX, &o->warmup_calls))
+				return tool_bad("bench", "--warmup-calls", optarg);
 			break;
 		case 'R':
 			if (tool_double(optarg, 0.001, 60, &o->rate_s))
@@ -198,6 +213,11 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		fprintf(stderr, "qlink bench: %s\n", ql_error_detail());
 		return 2;
 	}
+	if (o->server_uri && o->connect) {
+		fprintf(stderr, "qlink bench: --server-uri names the forked daemon's device; "
+				"with --connect qlinkd's config names it\n");
+		return 2;
+	}
 	if (o->window > o->slots)
 		o->window = o->slots;
 	return 0;
@@ -222,8 +242,9 @@ static int server(const struct bench_opts *o, int rfd, int wfd)
 
 	if (o->server_cpu >= 0)
 		ql_cpu_pin(o->server_cpu);
-	ret = o->hsb ? tool_server_open_hsb(&srv, o->uri, &hc, &dc) :
-		       tool_server_open(&srv, o->uri, &vc, &dc);
+	ret = o->hsb ?
+		      tool_server_open_hsb(&srv, o->server_uri ? o->server_uri : o->uri, &hc, &dc) :
+		      tool_server_open(&srv, o->server_uri ? o->server_uri : o->uri, &vc, &dc);
 	if (ret) {
 		tool_fail("bench server", "setup", ret);
 		return 1;
@@ -301,7 +322,8 @@ static void print_table(const struct bench_opts *o, struct phase *ph, int n, con
 	const struct ql_vppu_report *lat = &ph[0].rep, *rate = &ph[1].rep;
 	uint64_t lost = 0, wrong = 0;
 
-	printf("qlink bench: qlink_parity (32-byte syndrome -> parity, weight) over %s\n", o->uri);
+	printf("qlink bench: qlink_parity (32-byte syndrome -> parity, weight) over %s%s%s\n",
+	       o->uri, o->server_uri ? ", daemon on " : "", o->server_uri ? o->server_uri : "");
 	if (o->connect)
 		printf("VPPU on cpu %d, against the qlinkd at %s\n\n", o->client_cpu, o->connect);
 	else
@@ -381,9 +403,10 @@ static void print_json(const struct bench_opts *o, struct phase *ph, int n, cons
 		wrong += ph[i].rep.wrong + ph[i].rep.protocol_errors + ph[i].rep.handler_errors +
 			 ph[i].rep.unexpected;
 	}
-	printf("{\"uri\":\"%s\",\"transport\":\"%s\",\"function\":\"%s\",\"slots\":%u,"
-	       "\"slot_size\":%u,",
-	       o->uri, o->hsb ? "hsb" : "ring", QL_DEMO_PARITY_NAME, o->slots, o->slot_size);
+	printf("{\"uri\":\"%s\",\"server_uri\":\"%s\",\"transport\":\"%s\",\"function\":\"%s\","
+	       "\"slots\":%u,\"slot_size\":%u,",
+	       o->uri, o->server_uri ? o->server_uri : o->uri, o->hsb ? "hsb" : "ring",
+	       QL_DEMO_PARITY_NAME, o->slots, o->slot_size);
 	printf("\"rtt_ns\":{\"p50\":%" PRIu64 ",\"p90\":%" PRIu64 ",\"p99\":%" PRIu64
 	       ",\"p999\":%" PRIu64 ",\"max\":%" PRIu64 "},",
 	       ql_hist_percentile(h, 50), ql_hist_percentile(h, 90), ql_hist_percentile(h, 99),
@@ -565,8 +588,8 @@ static int bench_phases(struct bench *b, struct phase *ph, int *status)
 		/* warm up caches and the host's scheduling before measuring; it
 		 * keeps the session alive too: on a starved host 20 000 calls can
 		 * outlast qlinkd's silence timeout */
-		if (n == 0) {
-			struct ql_vppu_config w = { .window = 1, .count = 20000 };
+		if (n == 0 && o->warmup_calls) {
+			struct ql_vppu_config w = { .window = 1, .count = o->warmup_calls };
 
 			if (b->ctl) {
 				w.tick = bench_keepalive;

@@ -269,9 +269,10 @@ static void report(const struct ql_vppu_report *rep, const char *name, bool json
 	}
 	printf("%s: calls %" PRIu64 " answered %" PRIu64 " ok %" PRIu64 " wrong %" PRIu64
 	       " handler_errors %" PRIu64 " protocol_errors %" PRIu64 " timeouts %" PRIu64
-	       " late %" PRIu64 " lost %" PRIu64 "\n",
+	       " late %" PRIu64 " lost %" PRIu64 " resent %" PRIu64 " gave_up %" PRIu64 "\n",
 	       name, rep->sent, rep->received, rep->ok, rep->wrong, rep->handler_errors,
-	       rep->protocol_errors, rep->timeouts, rep->late, rep->lost);
+	       rep->protocol_errors, rep->timeouts, rep->late, rep->lost, rep->resent,
+	       rep->gave_up);
 	printf("%s: round trip us: p50 %.3f p90 %.3f p99 %.3f p99.9 %.3f max %.3f; %.0f RPC/s\n",
 	       name, ql_hist_percentile(h, 50) / 1e3, ql_hist_percentile(h, 90) / 1e3,
 	       ql_hist_percentile(h, 99) / 1e3, ql_hist_percentile(h, 99.9) / 1e3,

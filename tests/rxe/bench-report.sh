@@ -2,7 +2,10 @@
 # bench-report.sh SHARE ROUNDS: the latency pairs of an rxe run (see
 # guest-init.sh) as a Markdown table: perftest's ib_write_lat / ib_send_lat
 # and qlink-bench-verbs write-lat / send-lat, 8 bytes, RC, client on
-# ibv://rxe1 (cpu 0), server on ibv://rxe0 (cpu 1), run alternately.
+# ibv://rxe1 (cpu 0), server on ibv://rxe0 (cpu 1), run alternately; and
+# the RPC round trip (qlink bench's latency phase: qlink_parity, a 32-byte
+# request through the ring, its answer back) against ib_send_lat of the same
+# round (rows "rpc").
 #
 # perftest's *_lat report one-way times (half the round trip): t_typical is
 # the median, doubled here to compare with qlink-bench-verbs, which reports
@@ -54,11 +57,12 @@ BEGIN {
 	print ""
 	print "| round | test | perftest RTT p50 (us) | qlink RTT p50 (us) | qlink / perftest |"
 	print "|---|---|---|---|---|"
-	split("write send", ops, " ")
-	for (k = 1; k <= 2; k++) {
+	split("write send rpc", ops, " ")
+	for (k = 1; k <= 3; k++) {
 		op = ops[k]; np = 0; nq = 0; nr = 0; nstall = 0
+		pop = op == "rpc" ? "send" : op # the RPC is compared with send-lat
 		for (r = 1; r <= rounds; r++) {
-			p = perftest(share "/perftest-" op "-lat-r" r ".log")
+			p = perftest(share "/perftest-" pop "-lat-r" r ".log")
 			q = qlink(share "/qlink-" op "-lat-r" r ".log")
 			stall = (p != "" && p > 1000) || (q != "" && q > 1000)
 			if (p != "" && q != "" && p > 0)

@@ -7,9 +7,12 @@
 # traffic between the two addresses crosses the veth wire instead of lo),
 # shows the devices with `qlink info`, runs the verbs test programs with the
 # ibv parametrisation (end a on ibv://rxe0, end b on ibv://rxe1), then the
-# latency benchmark pairs (perftest and qlink-bench-verbs, alternately), and
+# RPC layer (qlink bench, and qlinkd driven through its control plane by
+# qlink vppu, on RC and UC rings), then the latency benchmark pairs
+# (perftest, qlink-bench-verbs and the RPC round trip, alternately), and
 # powers off. Results go to the 9p share mounted at /mnt/share:
-#   results.txt   one line per step: "test NAME rc=N seconds=S" / "bench ..."
+#   results.txt   one line per step: "test NAME rc=N seconds=S" / "rpc ..." /
+#                 "bench ..."
 #   NAME.log      the output of each step
 # The host (run.sh) reads them; the console shows progress.
 export PATH=/usr/sbin:/usr/bin:/bb
@@ -128,12 +131,11 @@ for t in $QL_TESTS; do
 	res "test $t rc=$rc seconds=$(since "$s")"
 done
 
-# ---- latency: perftest and qlink-bench-verbs, alternately --------------
-# Server on rxe0 (cpu 1), client on rxe1 (cpu 0), 8-byte messages, RC.
-# Both benchmarks busy-poll on both vCPUs while rxe does its work in softirq
-# context; softirq work that spills over to ksoftirqd would wait behind a
-# spinner's time slice. ksoftirqd runs at real-time priority, as on hosts
-# tuned for busy polling, the same for both benchmarks.
+# ---- ksoftirqd at real-time priority --------------------------------------
+# The RPC cases and the benchmarks busy-poll on both vCPUs while rxe does
+# its work in softirq context; softirq work that spills over to ksoftirqd
+# would wait behind a spinner's time slice. ksoftirqd runs at real-time
+# priority, as on hosts tuned for busy polling, the same for every benchmark.
 for c in /proc/[0-9]*/comm; do
 	case "$(cat "$c" 2>/dev/null)" in
 	ksoftirqd/*)
@@ -144,6 +146,118 @@ for c in /proc/[0-9]*/comm; do
 		;;
 	esac
 done
+
+# ---- the RPC layer over rxe ----------------------------------------------
+# qlink bench (the daemon process on ibv://rxe0, the VPPU on ibv://rxe1) and
+# qlinkd (device ibv://rxe0, control plane on 198.18.0.1) driven by
+# `qlink vppu --connect --uri ibv://rxe1`, on RC and UC rings. Nothing is
+# pinned (2 vCPUs). One case is one line:
+#   rpc_case NAME CHECK COMMAND...
+# runs COMMAND (bounded by its own `timeout`) with its output in
+# rpc-NAME.log, then CHECK LOG, which prints the figures for results.txt and
+# fails when an answer was wrong or lost; the result line is
+#   "rpc NAME rc=N seconds=S FIGURES" (rc=99: the command passed, CHECK did not)
+# A new transport (hsb) is one more rpc_case line.
+rpc_case() {
+	name=$1 check=$2
+	shift 2
+	mark "rpc_$name"
+	s=$(up)
+	"$@" >"/mnt/share/rpc-$name.log" 2>&1
+	rc=$?
+	# the kernel's own view, cumulative since boot (rxe drops, retries)
+	for d in rxe0 rxe1; do
+		echo "== $d hw_counters after rpc $name (non-zero)"
+		grep -v '^0$' /sys/class/infiniband/$d/ports/1/hw_counters/* 2>/dev/null |
+			sed 's|.*/hw_counters/||'
+	done >>"/mnt/share/rpc-$name.log"
+	detail=$($check "/mnt/share/rpc-$name.log")
+	crc=$?
+	[ $rc -eq 0 ] && [ $crc -ne 0 ] && rc=99
+	echo "  rpc $name: rc=$rc $detail"
+	res "rpc $name rc=$rc seconds=$(since "$s") $detail"
+}
+# The checks (bench_check, qlinkd_check) are in rpc-checks.sh, which the
+# host's tests run against sample logs (tests/rxe_checks.sh).
+. /rpc-checks.sh
+# A VPPU program for qlinkd: the built-in function and the example plugin's,
+# every answer compared with the expected one.
+cat >/tmp/program.yaml <<'YAML'
+calls:
+  - function: qlink_parity
+    args:
+      - { type: bits, n: 256, gen: ones }
+    expect:
+      - { type: u8, value: 0 }
+      - { type: i32, value: 256 }
+    repeat: 4000
+    window: 8
+  - function: repcode_decode
+    args:
+      - { type: bits, n: 63, pattern: "00001100" }
+    expect:
+      - { type: bits, n: 64, pattern: "000001" }
+      - { type: i32, value: 1 }
+    repeat: 1000
+YAML
+# shellcheck disable=SC2034 # read by qlinkd_check (rpc-checks.sh)
+QL_RPC_CALLS=5000 # the program's calls
+# qlinkd_session QP: qlinkd on ibv://rxe0 (ring.qp QP) with the example
+# plugin; the program through its control plane from ibv://rxe1; then
+# SIGTERM. Its output: the VPPU's report, qlinkd's log, "qlinkd exit=N".
+qlinkd_session() {
+	cat >/tmp/qlinkd-$1.yaml <<YAML
+device: ibv://rxe0
+control:
+  address: 198.18.0.1
+  port: 7700
+dispatcher:
+  cpu: -1
+ring:
+  slots: 64
+  slot_size: 256
+  qp: $1
+max_sessions: 2
+plugins:
+  - path: /qlink/lib/plugin_decoder.so
+    config: max_weight=8
+YAML
+	bin/qlinkd --config /tmp/qlinkd-$1.yaml 2>/tmp/qlinkd-$1.err &
+	qp=$!
+	n=0
+	until grep -q listening /tmp/qlinkd-$1.err || [ $n -ge 300 ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+	timeout "$QL_RPC_TIMEOUT" bin/qlink vppu --connect 198.18.0.1:7700 --uri ibv://rxe1 \
+		--qp "$1" --cpu -1 --timeout 60 --program /tmp/program.yaml
+	vrc=$?
+	echo "vppu exit=$vrc"
+	kill -TERM $qp
+	n=0
+	while kill -0 $qp 2>/dev/null && [ $n -lt 300 ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+	kill -9 $qp 2>/dev/null
+	wait $qp
+	echo "qlinkd exit=$?"
+	echo "== qlinkd log"
+	cat /tmp/qlinkd-$1.err
+	return $vrc
+}
+if [ "$QL_RPC" -eq 1 ]; then
+	T=$QL_RPC_TIMEOUT
+	B="bin/qlink bench --uri ibv://rxe1 --server-uri ibv://rxe0 --client-cpu -1 --server-cpu -1
+		--warmup-calls $QL_RPC_WARMUP --latency-calls 3000 --rate-seconds 0.3 --paced-seconds 0 --json"
+	rpc_case bench-ring-rc bench_check timeout "$T" $B --qp rc
+	rpc_case bench-ring-uc bench_check timeout "$T" $B --qp uc
+	rpc_case qlinkd-ring-rc qlinkd_check qlinkd_session rc
+	rpc_case qlinkd-ring-uc qlinkd_check qlinkd_session uc
+fi
+
+# ---- latency: perftest and qlink-bench-verbs, alternately --------------
+# Server on rxe0 (cpu 1), client on rxe1 (cpu 0), 8-byte messages, RC.
 pair() { # name server-cmd client-cmd
 	s=$(up)
 	taskset -c 1 $2 >"/mnt/share/$1.server.log" 2>&1 &
@@ -184,6 +298,14 @@ while [ "$r" -le "$QL_BENCH_ROUNDS" ]; do
 			--timeout 30 --json >"/mnt/share/qlink-$op-lat-r$r.log" 2>&1
 		res "bench qlink-$op-lat-r$r rc=$? server_rc=0 seconds=$(since "$s")"
 	done
+	# the RPC round trip (qlink_parity through the ring, qlink bench's latency
+	# phase) right after perftest's send-lat, pinned the same way
+	s=$(up)
+	timeout 120 bin/qlink bench --uri ibv://rxe1 --server-uri ibv://rxe0 \
+		--client-cpu 0 --server-cpu 1 --warmup-calls $((QL_BENCH_ITERS / 10)) \
+		--latency-calls "$QL_BENCH_ITERS" --rate-seconds 0.01 --paced-seconds 0 \
+		--json >"/mnt/share/qlink-rpc-lat-r$r.log" 2>&1
+	res "bench qlink-rpc-lat-r$r rc=$? server_rc=0 seconds=$(since "$s")"
 	r=$((r + 1))
 done
 

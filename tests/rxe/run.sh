@@ -5,10 +5,11 @@
 #
 #   tests/rxe/run.sh [--build-dir DIR] [--workdir DIR] [--timeout SEC]
 #                    [--tests "NAME..."] [--bench-rounds N] [--bench-iters N]
-#                    [--soft]
+#                    [--soft] [--no-rpc]
 #
 #   --build-dir DIR    a normal (not sanitized) build folder with the test
-#                      programs, tools/qlink and bench/qlink-bench-verbs
+#                      programs, tools/qlink, tools/qlinkd,
+#                      examples/plugin_decoder.so and bench/qlink-bench-verbs
 #                      (default: build)
 #   --workdir DIR      kernel cache, initramfs, logs (default:
 #                      $QLINK_RXE_WORKDIR, else BUILD-DIR/rxe)
@@ -18,6 +19,8 @@
 #                      0: none)
 #   --bench-iters N    iterations per latency run (default 1000)
 #   --soft             also run the soft:// groups inside the guest
+#   --no-rpc           skip the RPC cases (qlink bench, qlinkd + qlink vppu
+#                      --connect over rxe; the rpc_case lines of guest-init.sh)
 #   --extra PROGRAM    also copy PROGRAM (and its libraries) in and run it
 #                      like a test program (repeatable; for debugging)
 #   --list             print the test programs it would run, one a line,
@@ -46,10 +49,11 @@ tests=()
 bench_rounds=1
 bench_iters=1000
 soft=0
+rpc=1
 extra=()
 list=0
 
-usage() { sed -n '2,26s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '2,27s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build-dir) build=$2; shift ;;
@@ -59,6 +63,7 @@ while [ $# -gt 0 ]; do
 	--bench-rounds) bench_rounds=$2; shift ;;
 	--bench-iters) bench_iters=$2; shift ;;
 	--soft) soft=1 ;;
+	--no-rpc) rpc=0 ;;
 	--extra) extra+=("$2"); shift ;;
 	--list) list=1 ;;
 	-h | --help) usage; exit 0 ;;
@@ -114,6 +119,16 @@ qemu-system-x86_64 -accel help 2>/dev/null | grep -qx tcg || skip "this qemu has
 # ---- 2. what goes into the guest ------------------------------------------
 [ ${#tests[@]} -gt 0 ] || die "no test programs in $build/tests (build first: cmake --build $build)"
 [ -x "$build/tools/qlink" ] || die "$build/tools/qlink missing (build first)"
+if [ "$rpc" -eq 1 ]; then
+	[ -x "$build/tools/qlinkd" ] || die "$build/tools/qlinkd missing (build first, or --no-rpc)"
+	[ -f "$build/examples/plugin_decoder.so" ] ||
+		die "$build/examples/plugin_decoder.so missing (build first, or --no-rpc)"
+fi
+# The RPC cases: one `rpc_case NAME CHECK COMMAND...` line each in
+# guest-init.sh; every NAME must come back with a result.
+rpc_cases=()
+[ "$rpc" -eq 1 ] &&
+	mapfile -t rpc_cases < <(sed -n 's/^[[:space:]]*rpc_case \([A-Za-z0-9_-]*\) .*/\1/p' "$here/guest-init.sh")
 if [ "$bench_rounds" -gt 0 ] && [ ! -x "$build/bench/qlink-bench-verbs" ]; then
 	echo "rxe: $build/bench/qlink-bench-verbs missing (QLINK_BUILD_BENCH=OFF?): no benchmark"
 	bench_rounds=0
@@ -207,7 +222,7 @@ for f in /usr/bin/ib_write_lat /usr/bin/ib_send_lat /usr/bin/rdma /usr/sbin/ip /
 	cp -L "$f" "$ir$f"
 	copy_libs "$f"
 done
-for f in tools/qlink bench/qlink-bench-verbs; do
+for f in tools/qlink tools/qlinkd bench/qlink-bench-verbs; do
 	[ -x "$build/$f" ] || continue
 	cp "$build/$f" "$ir/qlink/bin/"
 	copy_libs "$build/$f"
@@ -222,6 +237,11 @@ for f in "${extra[@]}"; do
 	copy_libs "$f"
 	tests+=("${f##*/}")
 done
+if [ "$rpc" -eq 1 ]; then
+	mkdir -p "$ir/qlink/lib"
+	cp "$build/examples/plugin_decoder.so" "$ir/qlink/lib/"
+	copy_libs "$build/examples/plugin_decoder.so"
+fi
 mkdir -p "$ir/etc/libibverbs.d"
 cp /etc/libibverbs.d/rxe.driver "$ir/etc/libibverbs.d/"
 printf 'root:x:0:0:root:/:/bin/sh\n' >"$ir/etc/passwd"
@@ -229,17 +249,20 @@ printf 'root:x:0:\n' >"$ir/etc/group"
 cp "$kdir"/modules/*.ko "$ir/modules/"
 sed "s|^|/|" "$kdir/modules.list" >"$ir/modules.list"
 cp "$here/guest-init.sh" "$ir/init"
+cp "$here/rpc-checks.sh" "$ir/rpc-checks.sh"
 chmod +x "$ir/init"
 {
 	echo "QL_TESTS='${tests[*]}'"
 	echo "QL_TEST_TIMEOUT=300"
 	echo "QL_SOFT=$soft"
+	echo "QL_RPC=$rpc"
+	echo "QL_RPC_TIMEOUT=180"
 	echo "QL_BENCH_ROUNDS=$bench_rounds"
 	echo "QL_BENCH_ITERS=$bench_iters"
 } >"$ir/rxe.conf"
 (cd "$ir" && find . | cpio -o -H newc --quiet | gzip -1 >"$workdir/initrd.gz") ||
 	die "cannot build the initramfs"
-say "initramfs $(du -h "$workdir/initrd.gz" | cut -f1): ${#tests[@]} test programs"
+say "initramfs $(du -h "$workdir/initrd.gz" | cut -f1): ${#tests[@]} test programs, ${#rpc_cases[@]} RPC cases"
 
 # ---- 5. boot -----------------------------------------------------------------
 share=$workdir/share
@@ -293,12 +316,21 @@ for t in "${tests[@]}"; do
 		printf '%-36s %-6s %s\n' "" "" "cmocka: $o passed, $f failed, $s skipped; $n notes"
 	fi
 done
+for c in "${rpc_cases[@]}"; do
+	check rpc "$c"
+	# check shows NAME.log; a case's own log is rpc-NAME.log
+	line=$(grep -E "^rpc $c " "$res" 2>/dev/null | tail -n 1)
+	if [ -n "$line" ] && ! echo "$line" | grep -qE ' rc=0( |$)' && [ -f "$share/rpc-$c.log" ]; then
+		sed 's/^/    | /' "$share/rpc-$c.log" | tail -n 40
+	fi
+done
 r=1
 while [ "$r" -le "$bench_rounds" ]; do
 	for op in write send; do
 		check bench "perftest-$op-lat-r$r"
 		check bench "qlink-$op-lat-r$r"
 	done
+	check bench "qlink-rpc-lat-r$r"
 	r=$((r + 1))
 done
 if [ "$bench_rounds" -gt 0 ]; then

@@ -1,0 +1,69 @@
+#!/bin/sh
+# rpc-checks.sh: the checks of the rxe guest's RPC cases (guest-init.sh,
+# rpc_case NAME CHECK COMMAND...), sourced by the guest and by
+# tests/rxe_checks.sh. Each takes the case's log, prints the figures for
+# results.txt on one line and returns non-zero when the case failed.
+# shellcheck disable=SC2034 # QL_RPC_WARMUP is read by the awk program
+
+# qlink bench --json: the phases' calls, resends, losses, wrong answers and
+# the daemon's counters; fails unless lost 0, wrong 0, errors=0 and the
+# daemon ran each call exactly once (its requests = the answered calls +
+# QL_RPC_WARMUP warm-up calls; a UC resend answered from the cache is not a
+# request).
+QL_RPC_WARMUP=1000
+bench_check() {
+	awk -v warmup="$QL_RPC_WARMUP" '
+	/^\{"uri"/ {
+		line = $0
+		while (match(line, /"phase":"[a-z]+","sent":[0-9]+,"received":[0-9]+/)) {
+			seg = substr(line, RSTART, RLENGTH); split(seg, f, /[:,]/)
+			sent += f[4]; recv += f[6]; line = substr(line, RSTART + RLENGTH)
+		}
+		line = $0
+		while (match(line, /"resent":[0-9]+/)) {
+			resent += substr(line, RSTART + 9, RLENGTH - 9); line = substr(line, RSTART + RLENGTH)
+		}
+		match($0, /"rtt_ns":\{"p50":[0-9]+/); p50 = substr($0, RSTART + 16, RLENGTH - 16)
+		match($0, /"rpc_per_s":[0-9.]+/); rate = substr($0, RSTART + 12, RLENGTH - 12)
+		match($0, /"lost":[0-9]+,"wrong":[0-9]+/); split(substr($0, RSTART, RLENGTH), lw, /[:,]/)
+		lost = lw[2]; wrong = lw[4]
+		match($0, /"server":"[^"]*"/); srv = substr($0, RSTART + 10, RLENGTH - 11)
+		match(srv, /requests=[0-9]+/); sreq = substr(srv, RSTART + 9, RLENGTH - 9)
+		match(srv, /errors=[0-9]+/); serr = substr(srv, RSTART + 7, RLENGTH - 7)
+		seen = 1
+	}
+	END {
+		if (!seen) { print "no report"; exit 1 }
+		printf "calls=%d answered=%d lost=%s wrong=%s resent=%d p50_us=%.1f rpc_per_s=%.0f server_requests=%s server_errors=%s\n",
+			sent, recv, lost, wrong, resent, p50 / 1000, rate, sreq, serr
+		exit !(lost == 0 && wrong == 0 && sent == recv && serr == 0 && sreq == recv + warmup)
+	}' "$1"
+}
+# Every step answered and right, STATUS's requests and ok equal to the
+# calls (each run once), its responses the requests plus, on UC, the
+# resends answered from the cache (dup_answered), the session ended
+# COMPLETE, qlinkd stopped cleanly (exit 0 on SIGTERM).
+qlinkd_check() {
+	awk -v calls="${QL_RPC_CALLS:?}" '
+	/^step [0-9]+ [a-z_]+: calls / {
+		steps++; sent += $5; recv += $7; ok += $9; wrong += $11; lost += $21; resent += $23
+		if ($5 != $7 || $7 != $9 || $11 != 0 || $21 != 0) bad = 1
+	}
+	/^server: \{/ {
+		match($0, /"requests":[0-9]+/); req = substr($0, RSTART + 11, RLENGTH - 11)
+		match($0, /"responses":[0-9]+/); resp = substr($0, RSTART + 12, RLENGTH - 12)
+		match($0, /"ok":[0-9]+/); sok = substr($0, RSTART + 5, RLENGTH - 5)
+		dup = "-"
+		if (match($0, /"dup_answered":[0-9]+/)) dup = substr($0, RSTART + 15, RLENGTH - 15)
+		if (match($0, /"dup_missed":[0-9]+/)) missed = substr($0, RSTART + 13, RLENGTH - 13)
+	}
+	/state=COMPLETE/ { complete = 1 }
+	/^qlinkd exit=/ { qexit = substr($0, 13) }
+	END {
+		printf "steps=%d calls=%d answered=%d ok=%d wrong=%d lost=%d resent=%d status_requests=%s status_responses=%s status_ok=%s dup_answered=%s complete=%d qlinkd_exit=%s\n",
+			steps, sent, recv, ok, wrong, lost, resent, req, resp, sok, dup, complete, qexit
+		exit !(!bad && steps == 2 && sent == calls && req == calls && sok == calls && \
+			resp == calls + (dup == "-" ? 0 : dup) && missed + 0 == 0 && \
+			complete && qexit == "0")
+	}' "$1"
+}
