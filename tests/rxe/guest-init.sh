@@ -252,6 +252,7 @@ if [ "$QL_RPC" -eq 1 ]; then
 		--warmup-calls $QL_RPC_WARMUP --latency-calls 3000 --rate-seconds 0.3 --paced-seconds 0 --json"
 	rpc_case bench-ring-rc bench_check timeout "$T" $B --qp rc
 	rpc_case bench-ring-uc bench_check timeout "$T" $B --qp uc
+	rpc_case bench-hsb bench_check timeout "$T" $B --transport hsb
 	rpc_case qlinkd-ring-rc qlinkd_check qlinkd_session rc
 	rpc_case qlinkd-ring-uc qlinkd_check qlinkd_session uc
 fi
