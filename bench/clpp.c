@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * qlink-clpp: the cache-line ping-pong floor between two cores. Two
  * processes share one page; each round trip is one store by each side and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # compare-ucx-rpc.sh: qlink's RPC round trip (qlink bench, latency phase)
 # against UCX's active-message round trip (ucx_perftest -t ucp_am_lat) on
 # the same cores, in short alternating rounds; prints the medians and the

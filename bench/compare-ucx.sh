@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # compare-ucx.sh: qlink's verbs benchmark against UCX (ucx_perftest) on the
 # same machine, the same core pinning and the same message size, in short
 # alternating rounds; prints per-test medians, the ratio qlink/UCX and the

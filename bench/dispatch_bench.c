@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * qlink-bench-dispatch: what one dispatcher costs per channel it serves.
  *

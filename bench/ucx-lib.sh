@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # ucx-lib.sh: shared by the bench/compare-*.sh scripts (sourced, not run).
 # Runs one ucx_perftest pair and reduces results to medians.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * qlink-bench-verbs: latency and message rate of the verbs API between two
  * processes, by default over the software NIC's shared-memory wire

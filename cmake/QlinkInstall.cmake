@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # What `cmake --install` puts where (GNUInstallDirs):
 #
 #   lib/libqlink.so.0.1.0 (+ .so.0, .so), lib/libqlink.a,

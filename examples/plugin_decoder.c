@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * plugin_decoder: a qlinkd plugin serving a real (small) QEC decoder.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * verbs_hello: the README's example, runnable. Two RC QPs on one soft
  * device, one RDMA WRITE between them. Run with a device URI argument to try

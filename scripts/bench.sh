@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # bench.sh: build qlink optimized and run `qlink bench` (the RPC main job).
 #
 #   scripts/bench.sh [QLINK-BENCH-ARGS...]

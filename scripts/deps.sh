@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # deps.sh: make sure the Debian packages a task needs are installed.
 #
 #   scripts/deps.sh PROFILE...          check/install, exit 0 or 1

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # test.sh: build qlink and run the whole test suite, then build and run it
 # again with AddressSanitizer and UndefinedBehaviorSanitizer, then once more
 # instrumented for coverage (gcovr: line coverage of src/ printed, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * bench_control_flood: the control server's CPU time per rejected datagram
  * (issue 9, docs/benchmarks.md). A server runs in its own thread on

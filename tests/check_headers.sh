@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check_headers.sh: every public header compiles on its own (it includes
 # what it uses), as C11 with the project's warnings and, where a C++
 # compiler is given, as C++ (extern "C", no C-only constructs in what a C++

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check_install.sh: `cmake --install` into a scratch prefix gives a tree
 # another project can build against, both ways the README shows:
 #   1. pkg-config: a plain cc command line builds examples/verbs_hello.c

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check_man.sh: the man pages match the programs. Each page renders with no
 # groff (and man) warnings; every long option that `qlink --help`,
 # `qlink CMD --help` and `qlinkd --help` print appears in qlink(1) /

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check_needed.sh: a program that uses only verbs (examples/verbs_hello,
 # linked to the shared libqlink) depends on no library of the control
 # plane or qlinkd: no jansson, libsodium, libcyaml, libyaml or libdl, neither

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # check_symbols.sh: the shared libraries export exactly what their linker
 # version scripts list, and every function declared in a public header
 # (include/qlink/*.h and the generated qlink/version.h) is exported by one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # cli_hololink.sh: `qlink vppu --hsb-listen` configured through `qlink
 # hololink write` as a host would (13 data-plane registers in one block,
 # then the enable bit), printing what it received; `qlink hololink read`

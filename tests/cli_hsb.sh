@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The hsb transport through the tools: qlink serve --transport hsb and qlink
 # vppu --transport hsb as separate programs (20000 checked calls, counters
 # match, no rendezvous files left), qlink bench --transport hsb (a short run,

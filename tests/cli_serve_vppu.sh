@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # qlink serve and qlink vppu as separate programs: 20000 checked calls, the
 # server's counters match, SIGTERM stops it cleanly; bad arguments fail.
 set -u

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Reading a fuzz-corpus input in the corpus-replay tests
  * (test_control_corpus, test_rpc_ring_corpus). Header-only; include after

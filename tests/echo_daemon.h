@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The "echo" daemon the dispatcher and daemon tests serve: a raw handler
  * that answers its arguments as its results, and a daemon (no pinned core)

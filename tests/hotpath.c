@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hotpath: counting interposition of the allocator and lock calls, and a
  * child runner under a seccomp filter (see hotpath.h).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hotpath: test support to prove a loop allocates nothing, takes no lock
  * and makes no system call.

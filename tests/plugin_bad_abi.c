@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* A plugin built for another plugin ABI version: loading must refuse it. */
 #include <qlink/plugin.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A plugin whose handlers misbehave, for tests/test_qlinkd_faults.c:
  * fault_hang never returns, fault_smash writes past its result capacity,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * A plugin that misbehaves in the way the environment variable
  * QL_TEST_PLUGIN_MODE says (read at each load): its description NULL,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # qlinkd and the control plane, end to end and under bad input:
 #  1. qlinkd (example plugin, shared secret, allowlist 127.0.0.1/32) and
 #     `qlink vppu --connect --program` as separate processes: DISCOVER, ACK,

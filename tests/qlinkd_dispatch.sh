@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # qlinkd with one dispatcher per core:
 #  1. --check-config rejects bad core lists (a core this host lacks, a core
 #     twice, cpu and cpus together, an empty list, an unknown idle policy),

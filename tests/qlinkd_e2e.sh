@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # qlinkd end to end: a config with the example plugin, `qlink vppu` over the
 # params-file rendezvous, SIGUSR1 prints counters, SIGTERM with calls in
 # flight exits 0; bad configs and plugins fail with a message, not a signal.

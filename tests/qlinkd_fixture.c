@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* qlinkd fixture: see qlinkd_fixture.h. */
 #define _GNU_SOURCE
 #include "qlinkd_fixture.h"

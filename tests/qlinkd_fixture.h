@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * qlinkd fixture: the set-up shared by the tests that run a qlinkd child and
  * play its QCSs from this process (tests/test_qlinkd_*.c). It writes a

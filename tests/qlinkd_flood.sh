@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A legitimate QCS under a garbage flood (issue 9): qlinkd with a shared
 # secret on 127.0.0.1; ql-udp-flood sends garbage (random bytes, and random
 # bytes after a '{' that reach the JSON parser, and cookie-less DISCOVERs)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # qlinkd with `transport: hsb`: `qlink vppu --connect --transport hsb` through
 # the UDP/JSON control plane (CONNECTION_PARAMS carries the page geometry),
 # `qlink bench --connect --transport hsb`, and over the params-file

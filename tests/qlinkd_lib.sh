@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sourced by the tests/qlinkd_*.sh scripts, after they set $qlinkd: the
 # set-up they share. A temp dir $dir, removed on exit with the qlinkd in
 # $srv killed (by $QL_KILL, default `kill`; a script's own children by the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # qlinkd and each signal it handles, with a QCS connected:
 #   SIGUSR1  prints the counters, service goes on;
 #   SIGHUP   logged, no reload: says whether the file on disk is valid (and

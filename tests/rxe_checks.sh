@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # rxe_checks.sh: the checks of the rxe stage's RPC cases (tests/rxe/rpc-checks.sh)
 # against logs of a real run on rxe (UC, with resends) and against the same
 # logs altered one way each: a lost call, a wrong answer, a call the daemon

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # rxe_list.sh: tests/rxe/run.sh finds its test programs from a clone and a
 # build folder whose paths contain dots and spaces (issue 8: a clone at
 # ~/src/qlink-1.0 found none). Runs `run.sh --list` from a copy of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * qlinkd's config file: defaults, every key, and every error path reported
  * with its line (unknown key, wrong type, bad geometry, bad port, missing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Control plane over 127.0.0.1: the handshake, duplicates, reordering, loss,
  * session loss, several sessions, the allowlist, authentication, and bad

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The control-plane client (QCS side) against a scripted fake server: what
  * it does with every kind of answer a server, a stranger or a broken network

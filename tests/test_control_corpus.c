@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Replays the control-message fuzz corpus (tests/fuzz/corpus/control)
  * through ql_ctl_parse, so that every CI run exercises the inputs the fuzzer

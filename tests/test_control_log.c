@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Hostile peer strings in the logs: ql_log() escapes what it prints, so a
  * peer-chosen name or reason can forge no log line (CR, LF), no terminal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The daemon over the loopback channel: typed and raw handlers, every kind
  * of bad request (answered, counted, never fatal), wrap-around and flow

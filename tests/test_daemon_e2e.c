@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * End to end over soft+shm: a daemon process serving qlink_parity and a
  * VPPU in this process, connected with parameters exchanged as text;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Faults of handlers, contained: a handler that never returns fails its own
  * daemon only (the watchdog moves the other daemons of its dispatcher to a

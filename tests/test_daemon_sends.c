@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * What the daemon's response counters mean, over a verbs channel (soft
  * provider) with a ring client in the same process: `responses` counts

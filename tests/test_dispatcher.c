@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The dispatcher: many daemons (loopback channels) served round robin by one
  * thread, each answering only its own channel with its own statistics;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The Hololink register protocol (qlink/hololink.h): the client against the
  * emulated board over 127.0.0.1 (dword and block reads and writes, a

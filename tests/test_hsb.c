@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The hsb transport: the host channel (UC, pages at iova 0, receive WQE per
  * page, SEND responses) under the daemon, driven by the hsb client as an

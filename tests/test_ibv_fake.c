@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The ibv provider against a stand-in libibverbs, on a machine with no RDMA
  * device: this program defines the libibverbs entry points the provider

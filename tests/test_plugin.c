@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Plugins: the example decoder loads, registers and answers through
  * ql_rpc_dispatch and on a daemon; a wrong ABI version, a library that is

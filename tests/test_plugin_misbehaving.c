@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Plugin loading against a plugin that misbehaves (tests/plugin_misbehaving.c,
  * its behaviour chosen per load by QL_TEST_PLUGIN_MODE): a NULL or malformed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * VPPU programs: loading (every field, defaults), the generators and checks
  * of the VPPU adapter run against real handlers through ql_rpc_dispatch,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * QCSDevice end to end over 127.0.0.1 and soft+shm: this process is the RTH
  * (a QCS device, a verbs channel and a daemon serving qlink_parity), and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * QCSDevice (the RTH's handle on one QCS) refusing what it must refuse,
  * driven by the library's own control client in a thread: a QCS with

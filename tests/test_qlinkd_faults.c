@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * qlinkd and handlers that misbehave (tests/plugin_faulty.c), with this
  * process playing the QCSs (control client + ring client each):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * qlinkd with two dispatchers moves a session to another core on a restart:
  * this process plays three QCSs (control client + ring client each) against

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * qlinkd serving a UC ring (`ring: { qp: uc }`), with losses injected on
  * both wires by the soft NIC: CONNECTION_PARAMS names the QP type and the

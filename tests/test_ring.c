@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The request ring and the channels: geometry, header bytes, wrap-around,
  * flow control, and the verbs channel talking to the reference client over

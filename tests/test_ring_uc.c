@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The ring over UC with losses injected by the soft NIC, and the slot len
  * bound: every request is answered (resent when its request or response was

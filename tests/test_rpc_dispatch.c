@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ql_rpc_dispatch() against bad input: every malformed request gets the
  * right protocol status, the request id and timestamp echoed, a response

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Replays the data-plane fuzz corpus (tests/fuzz/corpus/rpc_ring) through
  * the fuzz harness (tests/fuzz/rpc_ring_harness.c: a hostile QCS's ring

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Typed handlers (QL_RPC_FN) and schemas: every payload type marshalled
  * through a generated wrapper and ql_rpc_dispatch(), with the wire bytes

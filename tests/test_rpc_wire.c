@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The message format byte by byte (qlink/rpc.h): both headers against
  * hand-written byte vectors, the CUDA-Q protocol document's worked examples,

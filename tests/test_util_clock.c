@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Clocks, TSC calibration and CPU pinning (qlink/clock.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE

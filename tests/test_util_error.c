@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Error text and the thread-local detail sentence (qlink/error.h). */
 #include <errno.h>
 #include <pthread.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Latency histogram: exactness of small values, the relative-error bound,
  * extremes, merge and reset (qlink/histogram.h). */
 #include <setjmp.h>

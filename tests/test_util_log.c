@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ql_log: the threshold from QLINK_LOG (each value, an unknown one, none)
  * and from ql_log_set_level, the line format on stderr, lines above the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The shared verbs context: N verbs channels of one device in one PD with
  * one response-buffer MR, served by one dispatcher, each answering only its

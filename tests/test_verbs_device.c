@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Devices, URIs, query, PD/MR/CQ lifecycle, EBUSY rules, keys, connection
  * parameters.

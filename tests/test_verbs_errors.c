@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Error semantics: local and remote protection, RNR, retry, receive errors,
  * flushing, CQ overrun, and invalid posts, on RC and UC.

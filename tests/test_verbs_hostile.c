@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soft+shm against a hostile peer: a fork()ed child plays a connected peer
  * that attacks with raw access to its own shared memory (and to ours, which

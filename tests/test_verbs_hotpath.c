@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The hot path (ql_qp_post_send, ql_qp_post_recv, ql_cq_poll) neither
  * allocates, nor locks, nor enters the kernel (tests/hotpath.h):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ql_mr_reg_iova: a region that peers address from an iova (0 here, as the
  * hsb transport registers its pages) instead of its virtual address. Each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Every operation, scatter/gather, inline, signaled/unsignaled, send-queue
  * accounting, completion fields and ordering, on RC and UC.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * QP creation limits and the QP state machine: every legal transition, a
  * good set of illegal ones, required/allowed attribute masks, and what

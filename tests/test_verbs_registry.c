@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The provider registry and PD-scoped memory: which scheme reaches which
  * provider, what reserved and unknown schemes say, device listing, the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soft+shm across processes: fork()ed children open their own devices after
  * the fork, buffers come from ql_mem_alloc, and connection parameters travel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ql-udp-flood: garbage datagrams at a control port on 127.0.0.1, from many
  * source ports, at a set rate, bounded in count and in time: the flood of

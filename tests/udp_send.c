@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ql-udp-send: send one datagram to a control port and print the reply, for
  * the tests that throw bad input at a running qlinkd.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * verbs_fixture: shared setup for the verbs tests.
  *

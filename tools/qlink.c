@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * qlink: the command-line tool. Subcommands:
  *   bench           daemon and VPPU in two processes: round trip and rate

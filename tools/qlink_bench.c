@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * qlink bench: the RPC round trip and rate, measured the way a QCS would
  * see them. A forked daemon process (the RTH) serves qlink_parity over a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * qlink hololink: read and write the registers of a Hololink board (or of a
  * VPPU's emulated one) over the register protocol, or be such a board; and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * qlink serve / qlink vppu: the two sides of the data plane as separate
  * programs. qlink vppu --connect meets a qlinkd through the UDP control

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Connection parameters over pipes and rendezvous files (see rendezvous.h). */
 #define _GNU_SOURCE
 #include "rendezvous.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rendezvous: how the tools hand connection parameters to each other
  * without the control plane, through a pipe (qlink bench's forked daemon,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers shared by the qlink subcommands. */
 #include <errno.h>
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Helpers shared by the qlink subcommands (argument parsing, pipes). */
 #ifndef QL_TOOLS_H
 #define QL_TOOLS_H

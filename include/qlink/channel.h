@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * channel: the transport layer of the data plane (seed 000, layer 1).
  *

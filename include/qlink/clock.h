@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * clock: time stamps and CPU placement for latency measurement.
  *

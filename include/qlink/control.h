@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * control: the UDP control plane between a QCS and a real-time host (RTH).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * daemon: the RPC server of a real-time host (seed 000, layer 2).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * dispatcher: one polling thread serving many daemons (channels) on one core.
  *

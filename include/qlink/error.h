@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * error: how qlink reports failures.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * histogram: latency distributions in nanoseconds, recorded without cost.
  *

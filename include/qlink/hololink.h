@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hololink: the Hololink Sensor Bridge (HSB) register protocol over UDP, as
  * a client (configure a board) and as the board (the VPPU's emulated FPGA).

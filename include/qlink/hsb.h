@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * hsb: the Hololink-compatible data plane (docs/wire-protocol.md, "hsb
  * transport").

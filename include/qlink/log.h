@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * log: leveled, structured log lines for setup and control paths.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * qcs: QCSDevice, a real-time host's handle on one quantum control system
  * (seed 000, control layer).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * qlink.h: every public header of qlink in one include, as liburing.h is
  * for liburing. Link libqlink (pkg-config qlink, CMake qlink::qlink); the

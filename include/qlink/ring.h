@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ring: the qlink request ring, byte for byte, and its client.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rpc: the message format, schemas, marshalling and the dispatch step, as
  * one include. The parts, each usable alone:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rpc_fn: typed handlers. QL_RPC_FN turns an ordinary C function into a
  * handler at compile time (the C counterpart of CUDA-Q's

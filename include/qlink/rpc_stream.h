@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rpc_stream: bounds-checked zero-copy input and output streams over a
  * message payload (read and write the wire types in place, arrays and bit

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rpc_table: handlers, the function table keyed by FNV-1a function id, and
  * ql_rpc_dispatch(): one message in, one response out, safe against any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * rpc_wire: the message bytes, the part of CUDA-Q Realtime's message
  * protocol a QCS author implements, readable on its own (docs/rpc.md and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * verbs: the provider-neutral RDMA verbs API.
  *

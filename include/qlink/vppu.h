@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * vppu: the virtual PPU, a software QCS.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The qlinkd configuration file (see config/config.h). libcyaml loads the
  * file into a raw struct whose scalars are pointers, so that an absent key

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * VPPU programs (see config/program.h): libcyaml maps the file onto raw
  * structs of strings, which are then checked and compiled into typed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * program: VPPU programs, the device calls a virtual QCS makes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* YAML loading with line-numbered diagnostics (see yaml.h). */
 #define _GNU_SOURCE
 #include "config/yaml.h"

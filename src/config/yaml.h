@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal: what config.c and program.c share to load a YAML file with
  * libcyaml and report every problem with its line. libyaml parses the file

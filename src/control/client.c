@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Control-plane client (QCS side): sends one request at a time and
  * retransmits it, with the same seq, until the matching reply arrives; the

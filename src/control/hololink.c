@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Hololink register protocol, client side, and the data-plane configuration
  * built on it. Replies are hostile input: only a datagram with the opcode and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Hololink register protocol, board side: the register file of the
  * data-plane blocks (HIF and one VP block per virtual port) behind a UDP

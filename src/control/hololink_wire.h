@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Hololink register protocol, the wire format both ends share: the client
  * (hololink.c) and the emulated board (hololink_server.c). Words are

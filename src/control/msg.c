@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Control-plane messages: the JSON encoding of struct ql_ctl_msg and its
  * HMAC line. One parser serves the server, the client and the fuzzer, so it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * QCSDevice: the RTH's handle on one QCS, on top of its own control server.
  * The server's callbacks record each step of the one session the device

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Control-plane server (RTH side): one UDP socket, a fixed table of sessions,
  * a reply cache per session, and the state machine of docs/control-plane.md.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Internal hooks of the control server for the state-machine fuzzer
  * (tests/fuzz/fuzz_control_seq.c), which compiles the sources directly:

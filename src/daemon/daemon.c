@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The RPC daemon: one channel, its function table and statistics (see
  * include/qlink/daemon.h). The threads that poll it are dispatchers

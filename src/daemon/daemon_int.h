@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The daemon's state, shared by daemon.c and dispatcher.c (internal).
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The dispatcher: one thread polling many daemons round robin (see
  * include/qlink/dispatcher.h).

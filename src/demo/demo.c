@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The demonstration function qlink_parity (see demo/demo.h). */
 #include <string.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * demo: the built-in demonstration function, so a fresh install has
  * something real to call. `qlink_parity` takes a syndrome of 256 bit-packed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * ibv provider: real RDMA devices (ConnectX, Linux Soft-RoCE) through
  * libibverbs. The verbs API already speaks libibverbs' structs, so every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * plugin loader (qlinkd-private, not installed): dlopen a handler plugin,
  * check its ABI and description (include/qlink/plugin.h) and register its

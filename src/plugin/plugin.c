@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Loading handler plugins (see plugin/loader.h and qlink/plugin.h). */
 #define _GNU_SOURCE
 #include "plugin/loader.h"

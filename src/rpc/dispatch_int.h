@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The dispatch step as the daemon runs it (internal to libqlink): the same
  * checks as ql_rpc_dispatch, plus what a dispatcher needs to contain a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The function table: entries by registration index, and an open-addressing
  * slot array from function_id to index that is at most half full, so that

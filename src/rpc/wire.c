@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Type descriptors, schema validation and status names (see qlink/rpc.h). */
 #include "qlink/rpc.h"
 

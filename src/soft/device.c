@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soft provider: devices, protection domains, memory regions and CQs.
  * Everything here is setup path: locks and allocation are fine.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soft provider: the hot path. ql_qp_post_send executes work requests at
  * once, in posting order, straight into the peer's (mapped) memory; a WR

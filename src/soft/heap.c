@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The soft provider's shared heap: one memfd per process that holds every
  * object a peer must reach (device blocks, receive queues) and the memory

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soft provider: queue pair lifecycle, the IB state machine, connecting to
  * a peer, and flushing. Setup path, except the flush helpers, which the

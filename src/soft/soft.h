@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * soft: the software RDMA NIC (provider internals, hidden from users).
  *

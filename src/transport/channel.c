@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Channel calls that are not on the hot path. */
 #include <errno.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The verbs endpoint of the channel and the ring client (endpoint.h). */
 #include "transport/endpoint.h"
 

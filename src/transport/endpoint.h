@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The verbs endpoint both sides of a ring are built on: a protection domain
  * (the endpoint's own, or one shared by several endpoints), a send and a

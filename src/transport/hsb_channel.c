@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The hsb channel: the host side of the Hololink-compatible data plane
  * (qlink/hsb.h, docs/wire-protocol.md "hsb transport").

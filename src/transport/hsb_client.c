@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The hsb client: what an FPGA with the Hololink IP does on the data plane
  * (qlink/hsb.h). A UC QP; each frame is copied to a staging buffer and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The hsb connection parameters: rules and text form (qlink/hsb.h). */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The loopback channel: a ring in ordinary memory with the client side
  * played by ql_loop_channel_push/pop, so the daemon and RPC layers can be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Buffer pools: a fixed set of equal buffers carved from one region, handed
  * out and taken back in O(1) from a stack. Made once; get/put never

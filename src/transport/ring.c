@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The qlink request ring: geometry, header, and the reference client (the
  * side a QCS implements). See include/qlink/ring.h and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Setup of the server's ring view (see rx_ring.h). */
 #include <errno.h>
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The server's view of a ring: finding the requests that arrived. Shared by
  * the verbs and loopback channels (internal).

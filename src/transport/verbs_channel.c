@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The verbs channel: the server side of a qlink ring over any verbs
  * provider. Requests arrive by RDMA WRITE into the ring (no receive WQEs,

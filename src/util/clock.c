@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* TSC calibration and CPU pinning (see qlink/clock.h). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* sched_setaffinity, cpu_set_t */

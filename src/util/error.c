@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Error text and the thread-local detail sentence (see qlink/error.h). */
 #include "qlink/error.h"
 

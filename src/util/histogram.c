@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Percentiles, merging and resetting of latency histograms (see qlink/histogram.h). */
 #include "qlink/histogram.h"
 

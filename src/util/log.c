@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* Leveled logging to stderr for setup and control paths (see qlink/log.h). */
 #include "qlink/log.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The library's own version string (see qlink/version.h). */
 #include "qlink/version.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * Connection parameters: the one format in which both ends of a QP exchange
  * what they need out of band, whatever the provider, and the helper that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * provider: how a verbs provider plugs into the verbs layer.
  *
@@ -38,8 +39,8 @@ struct ql_device_ops {
 	int (*qp_query)(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 			struct ql_qp_init_attr *init_attr);
 	/* optional (NULL: -EOPNOTSUPP): remote addresses relative to iova */
-	int (*mr_reg_iova)(struct ql_pd *pd, void *addr, size_t length, uint64_t iova,
-			   int access, struct ql_mr **mr);
+	int (*mr_reg_iova)(struct ql_pd *pd, void *addr, size_t length, uint64_t iova, int access,
+			   struct ql_mr **mr);
 };
 
 /* Set by the verbs layer after the provider's open/alloc returns; the

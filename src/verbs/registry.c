@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The provider table: which provider serves which URI scheme. Adding a
  * provider is its folder plus one entry here (and its declaration in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * registry: the table of verbs providers, looked up by URI scheme.
  *

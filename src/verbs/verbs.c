@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The provider-neutral verbs layer: opens devices by URI through the
  * provider registry (registry.h) and dispatches setup calls to the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The virtual PPU (see include/qlink/vppu.h): a QCS in software, the
  * developer's test partner and the benchmark client.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for the control-message parser: every input is parsed
  * without a secret and with one; whatever parses must re-encode and parse

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for the control server's state machine: one input is a
  * sequence of datagrams from a few source addresses, fed to a fresh server

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for the emulated Hololink board (src/control/hololink_server.c):
  * the input is a sequence of datagrams, each a length byte then that many

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * libFuzzer target for the data plane as a hostile QCS sees it: the request
  * ring's slots and the RPC messages in them (rpc_ring_harness.h has the

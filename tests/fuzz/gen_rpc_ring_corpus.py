@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT
 """Writes the seed corpus of fuzz_rpc_ring into tests/fuzz/corpus/rpc_ring/.
 
 The input format is described in tests/fuzz/rpc_ring_harness.h. A file's

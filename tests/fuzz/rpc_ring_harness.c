@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /* The data-plane fuzz harness (see rpc_ring_harness.h). */
 #include "rpc_ring_harness.h"
 

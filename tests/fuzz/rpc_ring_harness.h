@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT */
 /*
  * The data-plane fuzz harness: a hostile QCS writes whatever it likes into
  * the RTH's request ring (sequence words, lengths, messages), and the RTH

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # bench-report.sh SHARE ROUNDS: the latency pairs of an rxe run (see
 # guest-init.sh) as a Markdown table: perftest's ib_write_lat / ib_send_lat
 # and qlink-bench-verbs write-lat / send-lat, 8 bytes, RC, client on

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # guest-init.sh: /init of the rxe test guest (see tests/rxe/run.sh).
 #
 # Runs inside qemu on Debian's own kernel, with busybox. Brings up Linux

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # rpc-checks.sh: the checks of the rxe guest's RPC cases (guest-init.sh,
 # rpc_case NAME CHECK COMMAND...), sourced by the guest and by
 # tests/rxe_checks.sh. Each takes the case's log, prints the figures for

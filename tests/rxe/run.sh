@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # run.sh: run qlink's verbs test suite against the real kernel RDMA stack —
 # Linux Soft-RoCE (rdma_rxe) — inside a qemu guest, since this machine's own
 # kernel has no RDMA support.
