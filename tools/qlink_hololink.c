@@ -67,9 +67,16 @@ static int parse_listen(const char *spec, char *addr, size_t cap, uint16_t *port
 
 void tool_hsb_print(FILE *f, uint32_t vp, const struct ql_hsb_dataplane *dp)
 {
-	char ip[INET_ADDRSTRLEN];
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	char ip[INET6_ADDRSTRLEN + 4];
 
-	inet_ntop(AF_INET, dp->gid + 12, ip, sizeof(ip));
+	/* a host GID that is not IPv4-mapped (soft, DP_HOST_GID) is shown whole */
+	if (memcmp(dp->gid, v4mapped, sizeof(v4mapped))) {
+		memcpy(ip, "gid ", 4);
+		inet_ntop(AF_INET6, dp->gid, ip + 4, INET6_ADDRSTRLEN);
+	} else {
+		inet_ntop(AF_INET, dp->gid + 12, ip, sizeof(ip));
+	}
 	fprintf(f,
 		"hsb: VP %u configured: qpn 0x%x rkey 0x%x page_addr 0x%" PRIx64
 		" stride %u pages %u frame %u host %s mac %02x:%02x:%02x:%02x:%02x:%02x"
