@@ -217,7 +217,7 @@ static void vppu_usage(FILE *f)
 	fprintf(f,
 		"usage: qlink vppu --connect HOST:PORT [--program FILE | --device] [options]\n"
 		"       qlink vppu --params-file FILE [options]\n"
-		"       qlink vppu --hsb-listen [ADDR:]PORT [--hsb-vp N] [--timeout S]\n"
+		"       qlink vppu --hsb-listen [ADDR:]PORT [--hsb-vp N] [--count N | --seconds S]\n"
 		"\n"
 		"The virtual PPU: a software QCS. With --connect it discovers a qlinkd through\n"
 		"the UDP control plane (DISCOVER, ACK, START ... STOP, COMPLETE), connects its QP\n"
@@ -255,7 +255,10 @@ static void vppu_usage(FILE *f)
 		"  --json               JSON report (one object per program step)\n"
 		"  --hsb-listen [ADDR:]PORT  be a Hololink board's register side (alone:\n"
 		"                       wait until the host enables the VP, print its\n"
-		"                       data-plane parameters, exit; bare PORT: 0.0.0.0)\n"
+		"                       data-plane parameters, exit; bare PORT: 0.0.0.0);\n"
+		"                       with --count/--seconds the whole FPGA: print its QP\n"
+		"                       and GID (for qlinkd's qcs qp/gid), then stream the\n"
+		"                       calls by WRITE WITH IMMEDIATE once enabled\n"
 		"  --hsb-vp N           the VP the host configures (default 0)\n"
 		"  -h, --help           this text\n");
 }
