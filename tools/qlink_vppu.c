@@ -935,7 +935,7 @@ static int vppu_board(struct vppu *v)
 	inet_ntop(AF_INET6, lp.gid.raw, gid, sizeof(gid));
 	printf("hsb: data plane qpn 0x%x (%u) gid %s\n", lp.qpn, lp.qpn, gid);
 	fflush(stdout);
-	ret = tool_hsb_listen(o->hsb_listen, o->hsb_vp, o->timeout, &v->hs, &dp);
+	ret = tool_hsb_listen(o->hsb_listen, o->hsb_vp, o->timeout, &stop_requested, &v->hs, &dp);
 	if (ret) {
 		tool_fail("vppu", "hsb register server", ret);
 		return -1;
@@ -982,7 +982,7 @@ int tool_vppu(int argc, char **argv)
 		struct ql_hl_server *hs = NULL;
 		struct ql_hsb_dataplane dp;
 
-		ret = tool_hsb_listen(o.hsb_listen, o.hsb_vp, o.timeout, &hs, &dp);
+		ret = tool_hsb_listen(o.hsb_listen, o.hsb_vp, o.timeout, NULL, &hs, &dp);
 		if (ret)
 			tool_fail("vppu", "hsb register server", ret);
 		ql_hl_server_destroy(hs);
