@@ -66,6 +66,7 @@ vp=
 grep -q "closed: calls 20000 answered 20000 ok 20000 wrong 0 handler_errors 0 protocol_errors 0 timeouts 0 late 0 lost 0" \
 	"$dir/vppu.out" || fail "board report"
 # what the board was programmed with is what qlinkd has
+for _ in $(seq 50); do grep -q "board programmed" "$dir/qlinkd.err" && break; sleep 0.1; done
 hqpn=$(sed -n 's/.*board programmed session=[0-9]* .* qpn=\([0-9]*\) rkey=\(0x[0-9a-f]*\) .*/\1/p' "$dir/qlinkd.err")
 rkey=$(sed -n 's/.*board programmed session=[0-9]* .* rkey=\(0x[0-9a-f]*\) .*/\1/p' "$dir/qlinkd.err")
 [ -n "$hqpn" ] || fail "qlinkd logged no programmed board"

@@ -940,6 +940,12 @@ static int vppu_board(struct vppu *v)
 		tool_fail("vppu", "hsb register server", ret);
 		return -1;
 	}
+	/* The host reads the enable bit back after setting it: answer its
+	 * configuration traffic until it has been quiet for 100 ms (at most
+	 * 1 s) before streaming, so that a short run cannot end (and this
+	 * process exit) before the host has finished. A real board stays up. */
+	for (int i = 0; i < 10 && ql_hl_server_poll(v->hs, 100) > 0; i++)
+		;
 	hp.qpn = dp.qpn;
 	memcpy(hp.gid.raw, dp.gid, 16);
 	hp.mtu = board_mtu(dp.mtu);
