@@ -30,7 +30,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <ifaddrs.h>
 #include <inttypes.h>
+#include <linux/if_packet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -1053,6 +1056,35 @@ static const char *detail_or(int err);
 
 /* ---- boards (`qcs:`) ------------------------------------------------------------ */
 
+/* The MAC of the interface that holds the IPv4 of an IPv4-mapped GID (what
+ * a RoCE board addresses its frames to): 0, or -ENOENT (not mapped, e.g.
+ * soft, or no such interface: the MAC stays 0). */
+static int host_mac(const uint8_t gid[16], uint8_t mac[6])
+{
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	struct ifaddrs *ifs, *a, *b;
+	int ret = -ENOENT;
+
+	if (memcmp(gid, v4mapped, sizeof(v4mapped)) || getifaddrs(&ifs))
+		return -ENOENT;
+	for (a = ifs; a && ret; a = a->ifa_next) {
+		if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET ||
+		    memcmp(&((struct sockaddr_in *)a->ifa_addr)->sin_addr, gid + 12, 4))
+			continue;
+		for (b = ifs; b && ret; b = b->ifa_next) {
+			const struct sockaddr_ll *ll = (const void *)b->ifa_addr;
+
+			if (ll && ll->sll_family == AF_PACKET && ll->sll_halen == 6 &&
+			    !strcmp(a->ifa_name, b->ifa_name)) {
+				memcpy(mac, ll->sll_addr, 6);
+				ret = 0;
+			}
+		}
+	}
+	freeifaddrs(ifs);
+	return ret;
+}
+
 /*
  * One `qcs` entry of kind hsb: an hsb session connected to the board's QP
  * (qcs.qp, default 2; GID qcs.gid, default its address IPv4-mapped),
@@ -1091,6 +1123,9 @@ static int board_open(struct qlinkd *q, const struct ql_config_qcs *b)
 		dp.num_pages = hp.num_pages;
 		dp.frame_len = hp.frame_len;
 		memcpy(dp.gid, hp.gid.raw, 16);
+		if (host_mac(dp.gid, dp.mac) && !memcmp(dp.gid + 10, "\xff\xff", 2))
+			qlog(QL_LOG_WARN, "board", "no interface holds the host IP: MAC 0",
+			     "board=%s:%u vp=%u", b->address, b->port, b->vp);
 		dp.mtu = 128u << hp.mtu; /* IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5 */
 		ret = ql_hsb_configure_board(b->address, (uint16_t)b->port, &t, &dp,
 					     QLINKD_BOARD_TIMEOUT_MS, QLINKD_BOARD_RETRIES);
@@ -1106,9 +1141,10 @@ static int board_open(struct qlinkd *q, const struct ql_config_qcs *b)
 	}
 	qlog(QL_LOG_INFO, "board", "programmed",
 	     "session=%u board=%s:%u vp=%u board_qpn=%u board_gid=%s qpn=%u rkey=0x%x pages=%u "
-	     "page_size=%u frame_len=%u",
+	     "page_size=%u frame_len=%u mac=%02x:%02x:%02x:%02x:%02x:%02x",
 	     s->id, b->address, b->port, b->vp, b->qp, gid, hp.qpn, hp.rkey, hp.num_pages,
-	     hp.page_size, hp.frame_len);
+	     hp.page_size, hp.frame_len, dp.mac[0], dp.mac[1], dp.mac[2], dp.mac[3], dp.mac[4],
+	     dp.mac[5]);
 	return 0;
 }
 
