@@ -84,10 +84,11 @@ printf 'ring:\n  qp: uc\nbad_requests: drop\n' >"$dir/bad4.yaml"
 grep -q "bad4.yaml:3: bad_requests: drop is not possible on a UC ring" "$dir/bad4.out" || fail "bad4 message"
 printf 'ring:\n  qp: uc\nbad_requests: answer\n' >"$dir/ok4.yaml"
 "$qlinkd" --check-config "$dir/ok4.yaml" >"$dir/ok4.out" 2>&1 || fail "answer on a UC ring refused"
-# qcs entries validate, but qlinkd does not drive boards yet: it says so
-printf 'qcs:\n  - kind: hsb\n    address: 127.0.0.1\n' >"$dir/qcs.yaml"
-"$qlinkd" --check-config "$dir/qcs.yaml" >"$dir/qcs.out" 2>&1 && fail "qcs accepted by --check-config"
-grep -q "qcs: qlinkd does not program Hololink boards yet" "$dir/qcs.out" || fail "qcs check message"
-timeout 20 "$qlinkd" --config "$dir/qcs.yaml" >"$dir/qcs2.out" 2>&1 && fail "qcs accepted at start"
-grep -q "qcs: qlinkd does not program Hololink boards yet" "$dir/qcs2.out" || fail "qcs start message"
+# qcs entries are acted upon now (tests/qlinkd_hsb_board.sh): --check-config
+# validates and accepts them on an hsb qlinkd
+printf 'transport: hsb\nqcs:\n  - kind: hsb\n    address: 127.0.0.1\n' >"$dir/qcs.yaml"
+"$qlinkd" --check-config "$dir/qcs.yaml" >"$dir/qcs.out" 2>&1 || fail "qcs refused by --check-config"
+printf 'transport: hsb\nqcs:\n  - kind: fpga\n    address: 127.0.0.1\n' >"$dir/qcs2.yaml"
+"$qlinkd" --check-config "$dir/qcs2.yaml" >"$dir/qcs2.out" 2>&1 && fail "qcs kind fpga accepted"
+grep -q "qcs\[0\].kind: 'fpga' is not a QCS kind" "$dir/qcs2.out" || fail "qcs kind message"
 echo PASS

@@ -422,7 +422,7 @@ static int setup(void **state)
 /* qcs: hsb boards qlinkd configures (docs/hololink.md). */
 static void test_qcs_hsb(void **state)
 {
-	const char *path = write_tmp("qcs.yaml", "device: soft://loop\n"
+	const char *path = write_tmp("qcs.yaml", "device: soft://loop\ntransport: hsb\n"
 						 "qcs:\n"
 						 "  - { kind: hsb, address: 10.0.0.2 }\n"
 						 "  - kind: hsb\n"
@@ -430,7 +430,9 @@ static void test_qcs_hsb(void **state)
 						 "    port: 8193\n"
 						 "    vp: 3\n"
 						 "    vp_address: 0x2000\n"
-						 "    hif_address: 0x0900\n");
+						 "    hif_address: 0x0900\n"
+						 "    qp: 0x123\n"
+						 "    gid: fd71:201::1\n");
 	struct ql_config *c;
 
 	(void)state;
@@ -441,28 +443,45 @@ static void test_qcs_hsb(void **state)
 	assert_int_equal(c->qcs[0].port, 8192);
 	assert_int_equal(c->qcs[0].vp, 0);
 	assert_int_equal(c->qcs[0].vp_address, 0);
-	assert_int_equal(c->qcs[0].line, 3);
+	assert_int_equal(c->qcs[0].line, 4);
+	assert_int_equal(c->qcs[0].qp, 2); /* the FPGA's default */
+	assert_int_equal(c->qcs[0].gid[10], 0xff);
+	assert_int_equal(c->qcs[0].gid[12], 10); /* ::ffff:10.0.0.2 */
+	assert_int_equal(c->qcs[0].gid[15], 2);
+	assert_int_equal(c->qcs[1].qp, 0x123);
+	assert_int_equal(c->qcs[1].gid[0], 0xfd);
+	assert_int_equal(c->qcs[1].gid[15], 1);
 	assert_int_equal(c->qcs[1].port, 8193);
 	assert_int_equal(c->qcs[1].vp, 3);
 	assert_int_equal(c->qcs[1].vp_address, 0x2000);
 	assert_int_equal(c->qcs[1].hif_address, 0x900);
 	ql_config_free(c);
-	expect_error("qcs:\n  - { kind: fpga, address: 10.0.0.2 }\n", 2,
+	expect_error("transport: hsb\nqcs:\n  - { kind: fpga, address: 10.0.0.2 }\n", 3,
 		     "'fpga' is not a QCS kind");
-	expect_error("qcs:\n  - { address: 10.0.0.2 }\n", 2, "qcs[0].kind: required");
-	expect_error("qcs:\n  - kind: hsb\n    address: board.example\n", 3,
+	expect_error("transport: hsb\nqcs:\n  - { address: 10.0.0.2 }\n", 3,
+		     "qcs[0].kind: required");
+	expect_error("transport: hsb\nqcs:\n  - kind: hsb\n    address: board.example\n", 4,
 		     "'board.example' is not an IPv4 address");
-	expect_error("qcs:\n  - { kind: hsb }\n", 2, "qcs[0].address: required");
-	expect_error("qcs:\n  - kind: hsb\n    address: 10.0.0.2\n    vp: 32\n", 4,
+	expect_error("transport: hsb\nqcs:\n  - { kind: hsb }\n", 3, "qcs[0].address: required");
+	expect_error("transport: hsb\nqcs:\n  - kind: hsb\n    address: 10.0.0.2\n    vp: 32\n", 5,
 		     "qcs.0.vp: 32 is out of range (0..31");
-	expect_error("qcs:\n  - kind: hsb\n    address: 10.0.0.2\n    port: 0\n", 4,
+	expect_error("transport: hsb\nqcs:\n  - kind: hsb\n    address: 10.0.0.2\n    port: 0\n", 5,
 		     "qcs.0.port: 0 is out of range");
-	expect_error("qcs:\n  - { kind: hsb, address: 10.0.0.2, vp_address: 0x1002 }\n", 2,
-		     "multiples of 4");
-	expect_error("qcs:\n  - { kind: hsb, address: 10.0.0.2 }\n"
+	expect_error(
+		"transport: hsb\nqcs:\n  - { kind: hsb, address: 10.0.0.2, vp_address: 0x1002 }\n",
+		3, "multiples of 4");
+	expect_error("transport: hsb\nqcs:\n  - { kind: hsb, address: 10.0.0.2 }\n"
 		     "  - { kind: hsb, address: 10.0.0.2, port: 8192 }\n",
-		     3, "the same board and VP as qcs[0]");
-	expect_error("qcs:\n  - { kind: hsb, address: 10.0.0.2, colour: red }\n", 2, "colour");
+		     4, "the same board and VP as qcs[0]");
+	expect_error("transport: hsb\nqcs:\n  - { kind: hsb, address: 10.0.0.2, colour: red }\n", 3,
+		     "colour");
+	expect_error("transport: hsb\nqcs:\n  - { kind: hsb, address: 10.0.0.2, qp: 0x1000000 }\n",
+		     3, "qcs.0.qp: 16777216 is out of range");
+	expect_error(
+		"transport: hsb\nqcs:\n  - kind: hsb\n    address: 10.0.0.2\n    gid: 10.0.0.2\n",
+		5, "qcs[0].gid: '10.0.0.2' is not a GID");
+	expect_error("qcs:\n  - { kind: hsb, address: 10.0.0.2 }\n", 2,
+		     "a board of kind hsb needs `transport: hsb`");
 }
 
 static int teardown(void **state)

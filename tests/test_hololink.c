@@ -536,6 +536,23 @@ static void test_configure(void **state)
 		ql_hsb_configure_board("127.0.0.1", ql_hl_server_port(b.s), &t, &dp, 500, 2), 0);
 	assert_int_equal(ql_hl_server_dataplane(b.s, 0, &got), 0);
 	assert_dp_equal(&got, &dp);
+	/* a GID that is not IPv4-mapped (soft): DP_HOST_IP 127.0.0.1 and the
+	 * whole GID in the emulated board's DP_HOST_GID extension */
+	{
+		struct ql_hl_reg xr[QL_HSB_CONFIG_REGS_MAX];
+
+		for (int i = 0; i < 16; i++)
+			dp.gid[i] = (uint8_t)(0xf0 + i);
+		assert_int_equal(ql_hsb_dataplane_regs(&t, &dp, xr, QL_HSB_CONFIG_REGS), -EINVAL);
+		assert_int_equal(ql_hsb_dataplane_regs(&t, &dp, xr, QL_HSB_CONFIG_REGS_MAX),
+				 QL_HSB_CONFIG_REGS_MAX);
+		assert_int_equal(ql_hsb_configure(h, &t, &dp), 0);
+		assert_reg(b.s, VP0 + QL_HSB_DP_HOST_IP, 0x7f000001);
+		assert_reg(b.s, VP0 + QL_HSB_DP_HOST_GID, 0xf0f1f2f3);
+		assert_reg(b.s, VP0 + QL_HSB_DP_HOST_GID + 12, 0xfcfdfeff);
+		assert_int_equal(ql_hl_server_dataplane(b.s, 0, &got), 0);
+		assert_memory_equal(got.gid, dp.gid, 16);
+	}
 	/* VP 2 does not exist on this board: the board's answer */
 	t.vp = 2;
 	assert_int_equal(ql_hsb_configure(h, &t, &dp), -EFAULT);

@@ -68,9 +68,16 @@ static int parse_listen(const char *spec, char *addr, size_t cap, uint16_t *port
 
 void tool_hsb_print(FILE *f, uint32_t vp, const struct ql_hsb_dataplane *dp)
 {
-	char ip[INET_ADDRSTRLEN];
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	char ip[INET6_ADDRSTRLEN + 4];
 
-	inet_ntop(AF_INET, dp->gid + 12, ip, sizeof(ip));
+	/* a host GID that is not IPv4-mapped (soft, DP_HOST_GID) is shown whole */
+	if (memcmp(dp->gid, v4mapped, sizeof(v4mapped))) {
+		memcpy(ip, "gid ", 4);
+		inet_ntop(AF_INET6, dp->gid, ip + 4, INET6_ADDRSTRLEN);
+	} else {
+		inet_ntop(AF_INET, dp->gid + 12, ip, sizeof(ip));
+	}
 	fprintf(f,
 		"hsb: VP %u configured: qpn 0x%x rkey 0x%x page_addr 0x%" PRIx64
 		" stride %u pages %u frame %u host %s mac %02x:%02x:%02x:%02x:%02x:%02x"
@@ -81,9 +88,11 @@ void tool_hsb_print(FILE *f, uint32_t vp, const struct ql_hsb_dataplane *dp)
 	fflush(f);
 }
 
-int tool_hsb_listen(const char *spec, uint32_t vp, double timeout_s, struct ql_hl_server **srv,
+int tool_hsb_listen(const char *spec, uint32_t vp, double timeout_s,
+		    const volatile sig_atomic_t *stop, struct ql_hl_server **srv,
 		    struct ql_hsb_dataplane *out)
 {
+	int left = (int)(timeout_s * 1000);
 	struct ql_hl_server_config cfg = { .num_vps = vp + 1 };
 	char addr[64];
 	int ret;
@@ -99,7 +108,26 @@ int tool_hsb_listen(const char *spec, uint32_t vp, double timeout_s, struct ql_h
 	/* the port line first: with port 0 it is how a caller learns the port */
 	printf("hsb: register server on %s:%u, VP %u\n", addr, ql_hl_server_port(*srv), vp);
 	fflush(stdout);
-	ret = ql_hl_server_wait(*srv, vp, (int)(timeout_s * 1000), out);
+	/* in slices, so that a signal ends the wait */
+	for (;;) {
+		int slice = left < 200 ? left : 200;
+
+		ret = ql_hl_server_wait(*srv, vp, slice, out);
+		left -= slice;
+		if (ret != -ETIMEDOUT)
+			break;
+		if (stop && *stop) {
+			ret = ql_error_set(-EINTR, "stopped by a signal before VP %u was enabled",
+					   vp);
+			break;
+		}
+		if (left <= 0) {
+			ret = ql_error_set(-ETIMEDOUT,
+					   "hololink server: VP %u not configured within %.0f ms",
+					   vp, timeout_s * 1000);
+			break;
+		}
+	}
 	if (ret) {
 		ql_hl_server_destroy(*srv);
 		*srv = NULL;

@@ -14,6 +14,7 @@
  *                                       qlink_parity and reports
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -34,6 +35,7 @@
 #include "qlink/daemon.h"
 #include "qlink/error.h"
 #include "qlink/hololink.h"
+#include "qlink/hsb.h"
 #include "qlink/vppu.h"
 #include "tools.h"
 
@@ -216,7 +218,7 @@ static void vppu_usage(FILE *f)
 	fprintf(f,
 		"usage: qlink vppu --connect HOST:PORT [--program FILE | --device] [options]\n"
 		"       qlink vppu --params-file FILE [options]\n"
-		"       qlink vppu --hsb-listen [ADDR:]PORT [--hsb-vp N] [--timeout S]\n"
+		"       qlink vppu --hsb-listen [ADDR:]PORT [--hsb-vp N] [--count N | --seconds S]\n"
 		"\n"
 		"The virtual PPU: a software QCS. With --connect it discovers a qlinkd through\n"
 		"the UDP control plane (DISCOVER, ACK, START ... STOP, COMPLETE), connects its QP\n"
@@ -254,7 +256,10 @@ static void vppu_usage(FILE *f)
 		"  --json               JSON report (one object per program step)\n"
 		"  --hsb-listen [ADDR:]PORT  be a Hololink board's register side (alone:\n"
 		"                       wait until the host enables the VP, print its\n"
-		"                       data-plane parameters, exit; bare PORT: 0.0.0.0)\n"
+		"                       data-plane parameters, exit; bare PORT: 0.0.0.0);\n"
+		"                       with --count/--seconds the whole FPGA: print its QP\n"
+		"                       and GID (for qlinkd's qcs qp/gid), then stream the\n"
+		"                       calls by WRITE WITH IMMEDIATE once enabled\n"
 		"  --hsb-vp N           the VP the host configures (default 0)\n"
 		"  -h, --help           this text\n");
 }
@@ -517,6 +522,7 @@ struct vppu_opts {
 	uint32_t hsb_vp;
 	double seconds, timeout, call_timeout;
 	bool json, device, hsb;
+	bool run; /* --count or --seconds given: with --hsb-listen, stream */
 	int cpu;
 	enum ibv_qp_type qp; /* 0: the server's */
 };
@@ -590,10 +596,12 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 		case 'n':
 			if (tool_u64(optarg, 1, UINT64_MAX, &o->cfg.count))
 				return tool_bad("vppu", "--count", optarg);
+			o->run = true;
 			break;
 		case 's':
 			if (tool_double(optarg, 0.001, 86400, &o->seconds))
 				return tool_bad("vppu", "--seconds", optarg);
+			o->run = true;
 			break;
 		case 'w':
 			if (tool_u32(optarg, 1, 65536, &o->cfg.window))
@@ -633,9 +641,18 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 			return 2;
 		}
 	}
-	/* --hsb-listen alone: the register side of the hsb personality */
-	if (o->hsb_listen && !o->file && !o->connect && optind == argc)
+	if (!o->cfg.count)
+		o->cfg.duration_ns = (uint64_t)(o->seconds * 1e9);
+	o->cfg.timeout_ns = (uint64_t)(o->call_timeout * 1e9);
+	o->cfg.stop = &stop_requested;
+	/* --hsb-listen: the hsb personality (the board; no server to find) */
+	if (o->hsb_listen && !o->file && !o->connect && !o->program && !o->device && optind == argc)
 		return 0;
+	if (o->hsb_listen) {
+		fprintf(stderr, "qlink vppu: --hsb-listen is the board: no --connect, "
+				"--params-file, --program or --device\n");
+		return 2;
+	}
 	if (optind < argc || !!o->file == !!o->connect || (o->program && !o->connect) ||
 	    (o->device && (!o->connect || o->program))) {
 		fprintf(stderr, "qlink vppu: %s\n",
@@ -653,10 +670,6 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 		fprintf(stderr, "qlink vppu: --transport hsb does not work with --device\n");
 		return 2;
 	}
-	if (!o->cfg.count)
-		o->cfg.duration_ns = (uint64_t)(o->seconds * 1e9);
-	o->cfg.timeout_ns = (uint64_t)(o->call_timeout * 1e9);
-	o->cfg.stop = &stop_requested;
 	return 0;
 }
 
@@ -671,6 +684,7 @@ struct vppu {
 	struct ql_ctl_client *ctl;
 	struct ql_program *prog;
 	struct tool_rdv rdv;
+	struct ql_hl_server *hs; /* --hsb-listen: the board's registers */
 };
 
 /* The server's parameters: from qlinkd's control plane or the file. */
@@ -796,6 +810,11 @@ static int vppu_phase(struct vppu *v, const struct ql_vppu_call *call,
 	return report_bad(&rep) || rep.timed_out || rep.stopped ? 1 : 0;
 }
 
+static void board_tick(void *ctx)
+{
+	ql_hl_server_poll(ctx, 0);
+}
+
 /* The program's steps in order, or qlink_parity. 0, 1 or -1 as above. */
 static int vppu_calls(struct vppu *v)
 {
@@ -808,7 +827,13 @@ static int vppu_calls(struct vppu *v)
 		struct ql_vppu_config cfg = o->cfg;
 
 		ql_demo_parity_call(&call, &seed);
-		if (v->ctl) {
+		if (v->hs) {
+			/* the board keeps answering its registers (the host
+			 * reads the enable bit back after setting it) */
+			cfg.tick = board_tick;
+			cfg.tick_ctx = v->hs;
+			cfg.tick_ns = 10000000ull;
+		} else if (v->ctl) {
 			cfg.tick = keepalive;
 			cfg.tick_ctx = v->ctl;
 			cfg.tick_ns = 500000000ull;
@@ -868,6 +893,77 @@ static void vppu_close(struct vppu *v)
 		ql_device_close(v->dev);
 	ql_ctl_client_destroy(v->ctl);
 	ql_program_free(v->prog);
+	ql_hl_server_destroy(v->hs);
+}
+
+/* The largest IB MTU that fits the board's packet size (DP_PACKET_SIZE x
+ * 128 + 74 bytes). */
+static enum ibv_mtu board_mtu(uint32_t bytes)
+{
+	enum ibv_mtu m = IBV_MTU_4096;
+
+	while (m > IBV_MTU_256 && (128u << m) > bytes)
+		m = (enum ibv_mtu)(m - 1);
+	return m;
+}
+
+/*
+ * --hsb-listen with a run (--count/--seconds): the whole FPGA. Its UC QP
+ * exists first and is printed ("hsb: data plane qpn 0x.. gid ..."): the
+ * host connects to it (qlinkd's qcs `qp`/`gid`). Once the host enables the
+ * VP, the registers are the data plane's parameters: WRITE WITH IMMEDIATE
+ * into page_addr + page x stride with the rkey, responses by SEND into
+ * this board's receive buffers (256 bytes each). 0, 1 or -1 as vppu_calls.
+ */
+static int vppu_board(struct vppu *v)
+{
+	const struct vppu_opts *o = v->o;
+	struct ql_hsb_client_config hc = { .window = o->cfg.window };
+	struct ql_hsb_dataplane dp;
+	struct ql_conn_params lp;
+	struct ql_hsb_params hp = { 0 };
+	char gid[INET6_ADDRSTRLEN];
+	int ret;
+
+	ret = ql_device_open(o->uri, &v->dev);
+	if (!ret)
+		ret = ql_hsb_client_create(v->dev, &hc, &v->hcl);
+	if (!ret)
+		ret = ql_hsb_client_local_params(v->hcl, &lp);
+	if (ret) {
+		tool_fail("vppu", "the board's data plane", ret);
+		return -1;
+	}
+	inet_ntop(AF_INET6, lp.gid.raw, gid, sizeof(gid));
+	printf("hsb: data plane qpn 0x%x (%u) gid %s\n", lp.qpn, lp.qpn, gid);
+	fflush(stdout);
+	ret = tool_hsb_listen(o->hsb_listen, o->hsb_vp, o->timeout, &stop_requested, &v->hs, &dp);
+	if (ret) {
+		tool_fail("vppu", "hsb register server", ret);
+		return -1;
+	}
+	/* The host reads the enable bit back after setting it: answer its
+	 * configuration traffic until it has been quiet for 100 ms (at most
+	 * 1 s) before streaming, so that a short run cannot end (and this
+	 * process exit) before the host has finished. A real board stays up. */
+	for (int i = 0; i < 10 && ql_hl_server_poll(v->hs, 100) > 0; i++)
+		;
+	hp.qpn = dp.qpn;
+	memcpy(hp.gid.raw, dp.gid, 16);
+	hp.mtu = board_mtu(dp.mtu);
+	hp.rkey = dp.rkey;
+	hp.page_addr = dp.page_addr;
+	hp.page_size = dp.page_inc;
+	hp.num_pages = dp.num_pages;
+	hp.frame_len = dp.frame_len;
+	hp.resp_size = QL_HSB_DEFAULT_RESP_SIZE; /* this board's receive buffers */
+	ret = ql_hsb_client_connect(v->hcl, &hp, NULL);
+	if (ret) {
+		tool_fail("vppu", "connecting the board's QP to the host", ret);
+		return -1;
+	}
+	ql_vppu_client_hsb(&v->vc, v->hcl);
+	return vppu_calls(v);
 }
 
 int tool_vppu(int argc, char **argv)
@@ -880,11 +976,21 @@ int tool_vppu(int argc, char **argv)
 	ret = vppu_parse(argc, argv, &o);
 	if (ret)
 		return ret < 0 ? 0 : ret;
+	if (o.hsb_listen && o.run) {
+		signal(SIGINT, on_signal);
+		signal(SIGTERM, on_signal);
+		if (o.cpu >= 0 && ql_cpu_pin(o.cpu))
+			fprintf(stderr, "qlink vppu: cannot pin to cpu %d; running unpinned\n",
+				o.cpu);
+		ret = vppu_board(&v);
+		vppu_close(&v);
+		return ret ? 1 : 0;
+	}
 	if (o.hsb_listen) {
 		struct ql_hl_server *hs = NULL;
 		struct ql_hsb_dataplane dp;
 
-		ret = tool_hsb_listen(o.hsb_listen, o.hsb_vp, o.timeout, &hs, &dp);
+		ret = tool_hsb_listen(o.hsb_listen, o.hsb_vp, o.timeout, NULL, &hs, &dp);
 		if (ret)
 			tool_fail("vppu", "hsb register server", ret);
 		ql_hl_server_destroy(hs);

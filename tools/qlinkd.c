@@ -27,10 +27,14 @@
  * stdout in the same format.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <ifaddrs.h>
 #include <inttypes.h>
+#include <linux/if_packet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -52,6 +56,7 @@
 #include "qlink/daemon.h"
 #include "qlink/dispatcher.h"
 #include "qlink/error.h"
+#include "qlink/hololink.h"
 #include "qlink/hsb.h"
 #include "qlink/log.h"
 #include "qlink/verbs.h"
@@ -1045,6 +1050,118 @@ static void check_sessions(struct qlinkd *q)
 	}
 }
 
+static const char *detail_or(int err);
+
+#define QLINKD_BOARD_TIMEOUT_MS 200 /* per register transaction try */
+#define QLINKD_BOARD_RETRIES 3
+
+/* ---- boards (`qcs:`) ------------------------------------------------------------ */
+
+/* The MAC of the interface that holds the IPv4 of an IPv4-mapped GID (what
+ * a RoCE board addresses its frames to): 0, or -ENOENT (not mapped, e.g.
+ * soft, or no such interface: the MAC stays 0). */
+static int host_mac(const uint8_t gid[16], uint8_t mac[6])
+{
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	struct ifaddrs *ifs, *a, *b;
+	int ret = -ENOENT;
+
+	if (memcmp(gid, v4mapped, sizeof(v4mapped)) || getifaddrs(&ifs))
+		return -ENOENT;
+	for (a = ifs; a && ret; a = a->ifa_next) {
+		if (!a->ifa_addr || a->ifa_addr->sa_family != AF_INET ||
+		    memcmp(&((struct sockaddr_in *)a->ifa_addr)->sin_addr, gid + 12, 4))
+			continue;
+		for (b = ifs; b && ret; b = b->ifa_next) {
+			const struct sockaddr_ll *ll = (const void *)b->ifa_addr;
+
+			if (ll && ll->sll_family == AF_PACKET && ll->sll_halen == 6 &&
+			    !strcmp(a->ifa_name, b->ifa_name)) {
+				memcpy(mac, ll->sll_addr, 6);
+				ret = 0;
+			}
+		}
+	}
+	freeifaddrs(ifs);
+	return ret;
+}
+
+/*
+ * One `qcs` entry of kind hsb: an hsb session connected to the board's QP
+ * (qcs.qp, default 2; GID qcs.gid, default its address IPv4-mapped),
+ * dispatching before the board is told anything (its first frame may come
+ * the moment its VP is enabled), then the board's data-plane registers
+ * written and read back (ql_hsb_configure_board). On failure the session is
+ * destroyed and the error, naming the board, VP and register, logged.
+ */
+static int board_open(struct qlinkd *q, const struct ql_config_qcs *b)
+{
+	const struct ql_hsb_target t = { .vp = b->vp,
+					 .vp_address = b->vp_address,
+					 .hif_address = b->hif_address };
+	struct ql_hsb_dataplane dp = { 0 };
+	struct ql_conn_params board = { 0 };
+	struct qlinkd_session *s = NULL;
+	struct ql_hsb_params hp;
+	char gid[INET6_ADDRSTRLEN];
+	int ret;
+
+	inet_ntop(AF_INET6, b->gid, gid, sizeof(gid));
+	ret = session_create(q, &s, NULL);
+	if (!ret)
+		ret = ql_hsb_channel_local_params(s->ch, &hp);
+	if (!ret) {
+		board.qpn = b->qp;
+		memcpy(board.gid.raw, b->gid, 16);
+		board.mtu = hp.mtu;
+		ret = session_connect(s, &board);
+	}
+	if (!ret) {
+		dp.qpn = hp.qpn;
+		dp.rkey = hp.rkey;
+		dp.page_addr = hp.page_addr;
+		dp.page_inc = hp.page_size;
+		dp.num_pages = hp.num_pages;
+		dp.frame_len = hp.frame_len;
+		memcpy(dp.gid, hp.gid.raw, 16);
+		if (host_mac(dp.gid, dp.mac) && !memcmp(dp.gid + 10, "\xff\xff", 2))
+			qlog(QL_LOG_WARN, "board", "no interface holds the host IP: MAC 0",
+			     "board=%s:%u vp=%u", b->address, b->port, b->vp);
+		dp.mtu = 128u << hp.mtu; /* IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5 */
+		ret = ql_hsb_configure_board(b->address, (uint16_t)b->port, &t, &dp,
+					     QLINKD_BOARD_TIMEOUT_MS, QLINKD_BOARD_RETRIES);
+	}
+	if (ret) {
+		qlog(QL_LOG_ERROR, "board", "not programmed: session failed",
+		     "board=%s:%u vp=%u board_qpn=%u board_gid=%s error=\"%s\"", b->address,
+		     b->port, b->vp, b->qp, gid, detail_or(ret));
+		fprintf(stderr, "qlinkd: qcs board %s:%u VP %u: %s\n", b->address, b->port, b->vp,
+			detail_or(ret));
+		session_destroy(s);
+		return ret;
+	}
+	qlog(QL_LOG_INFO, "board", "programmed",
+	     "session=%u board=%s:%u vp=%u board_qpn=%u board_gid=%s qpn=%u rkey=0x%x pages=%u "
+	     "page_size=%u frame_len=%u mac=%02x:%02x:%02x:%02x:%02x:%02x",
+	     s->id, b->address, b->port, b->vp, b->qp, gid, hp.qpn, hp.rkey, hp.num_pages,
+	     hp.page_size, hp.frame_len, dp.mac[0], dp.mac[1], dp.mac[2], dp.mac[3], dp.mac[4],
+	     dp.mac[5]);
+	return 0;
+}
+
+/* Every `qcs` entry, in order; the first that fails stops qlinkd (a board
+ * named in the config that is not served is an error, not a degraded run). */
+static int boards_open(struct qlinkd *q)
+{
+	for (uint32_t i = 0; i < q->cfg->qcs_count; i++) {
+		int ret = board_open(q, &q->cfg->qcs[i]);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* ---- main ---------------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -1071,11 +1188,6 @@ static void usage(FILE *f)
 
 /* Every problem the file and its plugins have, each with its line: the
  * file's own first, then each plugin that does not load or register. */
-/* The `qcs:` entries parse (src/config), but no session drives a board yet. */
-static const char qcs_not_wired[] =
-	"qlinkd does not program Hololink boards yet (the entries are validated "
-	"only); program a board with `qlink hololink`, or remove `qcs`";
-
 static int check_config(const char *path)
 {
 	struct qlinkd q = { 0 };
@@ -1086,10 +1198,6 @@ static int check_config(const char *path)
 		ql_diags_print(&diags, path, stderr);
 	if (!q.cfg)
 		return 1;
-	if (q.cfg->qcs_count) {
-		fprintf(stderr, "%s: qcs: %s\n", path, qcs_not_wired);
-		ret = -EINVAL;
-	}
 	if (q.cfg->device && control_local_only(q.cfg, q.cfg->control.secret_file != NULL) < 0) {
 		fprintf(stderr, "%s: %s\n", path, ql_error_detail());
 		ret = -EINVAL;
@@ -1233,6 +1341,9 @@ static int qlinkd_start(struct qlinkd *q, const struct qlinkd_opts *o)
 			q->cfg->control.port, detail_or(ret));
 		return ret;
 	}
+	ret = boards_open(q);
+	if (ret)
+		return ret;
 	if (o->params) {
 		ret = params_rendezvous(q, o->params, o->timeout);
 		if (ret && ret != -EINTR) {
@@ -1316,11 +1427,6 @@ int main(int argc, char **argv)
 	ret = ql_config_load(o.config, &q.cfg, &diags);
 	if (ret) {
 		ql_diags_print(&diags, o.config, stderr);
-		return 1;
-	}
-	if (q.cfg->qcs_count) {
-		fprintf(stderr, "%s: qcs: %s\n", o.config, qcs_not_wired);
-		ql_config_free(q.cfg);
 		return 1;
 	}
 	ret = qlinkd_start(&q, &o);

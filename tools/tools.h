@@ -3,6 +3,7 @@
 #ifndef QL_TOOLS_H
 #define QL_TOOLS_H
 
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -63,7 +64,9 @@ int tool_hololink(int argc, char **argv);
  * *srv for the caller to keep serving (ql_hl_server_poll) and destroy. */
 struct ql_hl_server;
 struct ql_hsb_dataplane;
-int tool_hsb_listen(const char *spec, uint32_t vp, double timeout_s, struct ql_hl_server **srv,
+/* stop (may be NULL): set by a signal handler, ends the wait (-EINTR). */
+int tool_hsb_listen(const char *spec, uint32_t vp, double timeout_s,
+		    const volatile sig_atomic_t *stop, struct ql_hl_server **srv,
 		    struct ql_hsb_dataplane *out);
 void tool_hsb_print(FILE *f, uint32_t vp, const struct ql_hsb_dataplane *dp);
 

@@ -78,7 +78,11 @@ extern "C" {
 #define QL_HSB_DP_HOST_MAC_HIGH 0x24
 #define QL_HSB_DP_HOST_IP 0x28
 #define QL_HSB_DP_HOST_UDP_PORT 0x2C
-#define QL_HSB_VP_SIZE 0x30	   /* bytes of registers per VP block */
+/* qlink extension, emulated board only: the host's whole GID (bytes 0..15,
+ * four big-endian words), written by qlinkd only when its GID is not
+ * IPv4-mapped (the soft provider); a real board has no such registers. */
+#define QL_HSB_DP_HOST_GID 0x30
+#define QL_HSB_VP_SIZE 0x40	   /* bytes of registers per VP block */
 #define QL_HSB_DP_PACKET_SIZE 0x04 /* HIF */
 #define QL_HSB_DP_PACKET_UDP_PORT 0x08
 #define QL_HSB_DP_VP_MASK 0x0C
@@ -154,7 +158,7 @@ struct ql_hsb_dataplane {
 	uint32_t page_inc;  /* slot stride in bytes, multiple of 128 */
 	uint32_t num_pages; /* slots, 1 .. QL_HSB_MAX_PAGES */
 	uint32_t frame_len; /* bytes per frame, 1 .. page_inc */
-	uint8_t gid[16];    /* host GID, IPv4-mapped (::ffff:a.b.c.d) */
+	uint8_t gid[16];    /* host GID, IPv4-mapped (::ffff:a.b.c.d) on RoCE */
 	uint8_t mac[6];	    /* host MAC */
 	uint16_t udp_port;  /* host RoCEv2 port; 0: 4791 */
 	uint32_t mtu;	    /* path MTU; 0: 4096 */
@@ -169,9 +173,12 @@ struct ql_hsb_target {
 };
 
 /* The registers ql_hsb_configure() writes, in its order (VP mask excluded):
- * fills regs (at least QL_HSB_CONFIG_REGS) and returns their count, or
- * -EINVAL for parameters a board cannot take (the detail says which). */
+ * fills regs (QL_HSB_CONFIG_REGS; QL_HSB_CONFIG_REGS_MAX when the GID is not
+ * IPv4-mapped: then DP_HOST_IP is 127.0.0.1 and the GID goes in the
+ * DP_HOST_GID extension) and returns their count, or -EINVAL for parameters
+ * a board cannot take or too small a cap (the detail says which). */
 #define QL_HSB_CONFIG_REGS 13
+#define QL_HSB_CONFIG_REGS_MAX 17 /* + DP_HOST_GID (a GID that is not IPv4-mapped) */
 int ql_hsb_dataplane_regs(const struct ql_hsb_target *t, const struct ql_hsb_dataplane *dp,
 			  struct ql_hl_reg *regs, size_t cap);
 

@@ -71,6 +71,8 @@ struct raw_qcs {
 	int64_t *vp;
 	int64_t *vp_address;
 	int64_t *hif_address;
+	int64_t *qp;
+	char *gid;
 };
 
 struct raw_log {
@@ -160,6 +162,8 @@ static const cyaml_schema_field_t qcs_fields[] = {
 	CYAML_FIELD_INT_PTR("vp", OPT, struct raw_qcs, vp),
 	CYAML_FIELD_INT_PTR("vp_address", OPT, struct raw_qcs, vp_address),
 	CYAML_FIELD_INT_PTR("hif_address", OPT, struct raw_qcs, hif_address),
+	CYAML_FIELD_INT_PTR("qp", OPT, struct raw_qcs, qp),
+	STR("gid", struct raw_qcs, gid),
 	CYAML_FIELD_END,
 };
 
@@ -528,13 +532,26 @@ static int convert_qcs(struct ql_yaml_file *f, const struct raw_config *r, struc
 		q->vp = (uint32_t)int_key(f, rq->vp, key, 0, 31, 0, "one bit of DP_VP_MASK");
 		snprintf(key, sizeof(key), "qcs.%u.vp_address", i);
 		q->vp_address =
-			(uint32_t)int_key(f, rq->vp_address, key, 0, UINT32_MAX - 0x30, 0, NULL);
+			(uint32_t)int_key(f, rq->vp_address, key, 0, UINT32_MAX - 0x40, 0, NULL);
 		snprintf(key, sizeof(key), "qcs.%u.hif_address", i);
 		q->hif_address =
 			(uint32_t)int_key(f, rq->hif_address, key, 0, UINT32_MAX - 0x10, 0, NULL);
+		snprintf(key, sizeof(key), "qcs.%u.qp", i);
+		q->qp = (uint32_t)int_key(f, rq->qp, key, 1, 0xffffff, 2,
+					  "the board's QP number (24 bits)");
+		/* the board's GID: by default its address, IPv4-mapped */
+		q->gid[10] = q->gid[11] = 0xff;
+		if (q->address && inet_pton(AF_INET, q->address, a4) == 1)
+			memcpy(q->gid + 12, a4, 4);
+		if (rq->gid && inet_pton(AF_INET6, rq->gid, q->gid) != 1)
+			ql__diag_add(f, ql__yaml_linef(f, "qcs.%u.gid", i),
+				     "qcs[%u].gid: '%s' is not a GID (IPv6 text form)", i, rq->gid);
 		if ((q->vp_address | q->hif_address) & 3)
 			ql__diag_add(f, q->line, "qcs[%u]: register addresses are multiples of 4",
 				     i);
+		if (c->transport != QL_CONFIG_TRANSPORT_HSB)
+			ql__diag_add(f, q->line,
+				     "qcs[%u]: a board of kind hsb needs `transport: hsb`", i);
 		for (unsigned j = 0; j < i; j++)
 			if (q->address && c->qcs[j].address &&
 			    !strcmp(q->address, c->qcs[j].address) && q->port == c->qcs[j].port &&

@@ -87,6 +87,8 @@ struct ql_config_qcs {
 	uint32_t port;			  /* its register port; default 8192 (QL_HL_PORT) */
 	uint32_t vp;			  /* the VP qlinkd configures, 0..31 */
 	uint32_t vp_address, hif_address; /* 0: the defaults (hololink.h) */
+	uint32_t qp;			  /* the board's QP number; default 2 */
+	uint8_t gid[16];		  /* the board's GID; default ::ffff:address */
 	unsigned line;
 };
 

@@ -360,6 +360,7 @@ static const char *const vp_reg_names[QL_HSB_VP_SIZE / 4] = {
 	"DP_QP",	   "DP_RKEY",	       "DP_PAGE_LSB",	   "DP_PAGE_MSB",
 	"DP_PAGE_INC",	   "DP_MAX_BUFF",      "DP_BUFFER_LENGTH", "DP_BUFFER_MASK",
 	"DP_HOST_MAC_LOW", "DP_HOST_MAC_HIGH", "DP_HOST_IP",	   "DP_HOST_UDP_PORT",
+	"DP_HOST_GID0",	   "DP_HOST_GID1",     "DP_HOST_GID2",	   "DP_HOST_GID3",
 };
 
 static void target_addrs(const struct ql_hsb_target *t, uint32_t *vp, uint32_t *hif)
@@ -391,10 +392,12 @@ int ql_hsb_dataplane_regs(const struct ql_hsb_target *t, const struct ql_hsb_dat
 	uint32_t vp, hif, mtu = dp && dp->mtu ? dp->mtu : 4096;
 	uint64_t end;
 	size_t n = 0;
+	bool mapped = dp && !memcmp(dp->gid, v4mapped, sizeof(v4mapped));
+	size_t need = mapped ? QL_HSB_CONFIG_REGS : QL_HSB_CONFIG_REGS_MAX;
 
-	if (!t || !dp || !regs || cap < QL_HSB_CONFIG_REGS)
-		return ql_error_set(-EINVAL, "hsb: target, parameters and %d registers required",
-				    QL_HSB_CONFIG_REGS);
+	if (!t || !dp || !regs || cap < need)
+		return ql_error_set(-EINVAL, "hsb: target, parameters and %zu registers required%s",
+				    need, mapped ? "" : " (the host GID is not IPv4-mapped)");
 	if (t->vp >= QL_HSB_MAX_VPS)
 		return ql_error_set(-EINVAL, "hsb: VP %u out of range (0..%d)", t->vp,
 				    QL_HSB_MAX_VPS - 1);
@@ -416,9 +419,6 @@ int ql_hsb_dataplane_regs(const struct ql_hsb_target *t, const struct ql_hsb_dat
 				    (unsigned long long)dp->page_addr, (unsigned long long)end);
 	if (dp->qpn >> 24)
 		return ql_error_set(-EINVAL, "hsb: QP number 0x%x is wider than 24 bits", dp->qpn);
-	if (memcmp(dp->gid, v4mapped, sizeof(v4mapped)))
-		return ql_error_set(-EINVAL,
-				    "hsb: the host GID is not IPv4-mapped (::ffff:a.b.c.d)");
 	if (mtu < 256 || mtu > 9216)
 		return ql_error_set(-EINVAL, "hsb: MTU %u out of range (256..9216)", mtu);
 	target_addrs(t, &vp, &hif);
@@ -433,7 +433,13 @@ int ql_hsb_dataplane_regs(const struct ql_hsb_target *t, const struct ql_hsb_dat
 						(uint32_t)dp->mac[4] << 8 | dp->mac[5] };
 	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_MAC_HIGH,
 					(uint32_t)dp->mac[0] << 8 | dp->mac[1] };
-	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_IP, hl_get32(dp->gid + 12) };
+	/* not IPv4-mapped (soft provider): a loopback IP, the GID in the
+	 * emulated board's extension registers */
+	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_IP,
+					mapped ? hl_get32(dp->gid + 12) : 0x7f000001u };
+	for (uint32_t i = 0; !mapped && i < 4; i++)
+		regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_GID + 4 * i,
+						hl_get32(dp->gid + 4 * i) };
 	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_UDP_PORT,
 					dp->udp_port ? dp->udp_port : QL_HSB_ROCE_PORT };
 	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_QP, dp->qpn };
@@ -468,13 +474,13 @@ static int verify(struct ql_hl *h, const struct ql_hsb_target *t, const struct q
 int ql_hsb_configure(struct ql_hl *h, const struct ql_hsb_target *t,
 		     const struct ql_hsb_dataplane *dp)
 {
-	struct ql_hl_reg regs[QL_HSB_CONFIG_REGS], mask;
+	struct ql_hl_reg regs[QL_HSB_CONFIG_REGS_MAX], mask;
 	uint32_t vp, hif;
 	int n, ret;
 
 	if (!h)
 		return ql_error_set(-EINVAL, "hsb: no board handle");
-	n = ql_hsb_dataplane_regs(t, dp, regs, QL_HSB_CONFIG_REGS);
+	n = ql_hsb_dataplane_regs(t, dp, regs, QL_HSB_CONFIG_REGS_MAX);
 	if (n < 0)
 		return n;
 	target_addrs(t, &vp, &hif);

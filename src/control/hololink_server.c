@@ -95,6 +95,11 @@ static bool vp_params(const struct ql_hl_server *s, const struct regfile *rf, ui
 	dp->frame_len = r[QL_HSB_DP_BUFFER_LENGTH / 4];
 	dp->gid[10] = dp->gid[11] = 0xff;
 	hl_put32(dp->gid + 12, ip); /* first octet most significant, as inet_network */
+	/* qlink extension: a whole GID written by the host overrides */
+	if (r[QL_HSB_DP_HOST_GID / 4] | r[QL_HSB_DP_HOST_GID / 4 + 1] |
+	    r[QL_HSB_DP_HOST_GID / 4 + 2] | r[QL_HSB_DP_HOST_GID / 4 + 3])
+		for (uint32_t i = 0; i < 4; i++)
+			hl_put32(dp->gid + 4 * i, r[QL_HSB_DP_HOST_GID / 4 + i]);
 	hl_put32(dp->mac + 2, r[QL_HSB_DP_HOST_MAC_LOW / 4]);
 	dp->mac[0] = (uint8_t)(r[QL_HSB_DP_HOST_MAC_HIGH / 4] >> 8);
 	dp->mac[1] = (uint8_t)r[QL_HSB_DP_HOST_MAC_HIGH / 4];
