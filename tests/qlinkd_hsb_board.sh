@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # qlinkd programs a Hololink board itself (`qcs:` entry of kind hsb, no
 # JSON control plane): `qlink vppu --hsb-listen` plays the FPGA over
 # soft+shm (it prints its QP and GID; the qcs entry names them with `qp`

@@ -114,7 +114,9 @@ int ql_loop_channel_create(uint32_t num_slots, uint32_t slot_size, struct ql_cha
 	c->head.ops = &lch_ops;
 	c->nresp = num_slots;
 	c->ring = aligned_alloc(64, ql_ring_bytes(num_slots, slot_size));
-	c->txmem = aligned_alloc(64, ql_pool_region_size(num_slots, slot_size));
+	/* aligned_alloc wants a multiple of the alignment */
+	c->txmem =
+		aligned_alloc(64, (ql_pool_region_size(num_slots, slot_size) + 63) & ~(size_t)63);
 	c->resp = malloc((size_t)num_slots * (4 + (size_t)slot_size));
 	if (!c->ring || !c->txmem || !c->resp) {
 		ret = -ENOMEM;
