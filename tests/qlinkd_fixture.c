@@ -145,6 +145,17 @@ int qlinkd_fixture_cleanup(struct qlinkd_fixture *f)
 	return 0;
 }
 
+int qlinkd_fixture_teardown(struct qlinkd_fixture *f)
+{
+	int ret = 0;
+
+	if (f->pid > 0 && qlinkd_fixture_end(f, SIGTERM, 10000, NULL) != 0)
+		ret = -1;
+	if (qlinkd_fixture_cleanup(f))
+		ret = -1;
+	return ret;
+}
+
 void qlinkd_qcs_open(struct qlinkd_qcs *q, int port, const char *name, const char *uri)
 {
 	struct ql_ctl_client_config cc = { .name = name };
@@ -155,6 +166,7 @@ void qlinkd_qcs_open(struct qlinkd_qcs *q, int port, const char *name, const cha
 	snprintf(hp, sizeof(hp), "127.0.0.1:%d", port);
 	assert_int_equal(ql_ctl_client_create(hp, NULL, 0, &cc, &q->ctl), 0);
 	assert_int_equal(ql_ctl_client_discover(q->ctl, 1, &sp), 0);
+	q->qp_type = sp.qp_type;
 	assert_int_equal(ql_device_open(uri, &q->dev), 0);
 	assert_int_equal(ql_ring_client_create(q->dev, &sp, NULL, &q->cl), 0);
 	assert_int_equal(ql_ring_client_local_params(q->cl, &cp), 0);
@@ -202,7 +214,9 @@ int qlinkd_qcs_wait(struct qlinkd_qcs *q, unsigned ms, int32_t *status, uint32_t
 		if (ql_clock_ns() - t0 > (uint64_t)ms * 1000000)
 			return 0;
 	assert_int_equal(n, 1);
+	assert_non_null(r.msg); /* never given up */
 	assert_true(r.len >= QL_RPC_RESPONSE_SIZE);
+	q->id = ql_rpc_get_u32(r.msg + 12);
 	if (status)
 		*status = ql_rpc_get_i32(r.msg + 4);
 	if (len)
@@ -219,8 +233,21 @@ void qlinkd_qcs_calls(struct qlinkd_qcs *q, int n)
 	for (int i = 0; i < n; i++) {
 		qlinkd_qcs_send(q, QL_DEMO_PARITY_NAME);
 		assert_int_equal(qlinkd_qcs_wait(q, 5000, &status, &len), 1);
+		assert_int_equal(q->id, q->next - 1);
 		assert_int_equal(status, 0);
 		assert_int_equal(len, QL_RPC_RESPONSE_SIZE + 5);
 	}
 	ql_ctl_client_keepalive(q->ctl);
+}
+
+long qlinkd_qcs_status(struct qlinkd_qcs *q, const char *key)
+{
+	char json[QL_CTL_STATUS_MAX], pat[64];
+	const char *p;
+
+	assert_int_equal(ql_ctl_client_status(q->ctl, json, sizeof(json)), 0);
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(json, pat);
+	assert_non_null(p);
+	return atol(p + strlen(pat));
 }

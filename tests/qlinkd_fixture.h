@@ -29,6 +29,8 @@ struct qlinkd_qcs {
 	struct ql_device *dev;
 	struct ql_ring_client *cl;
 	uint32_t next; /* the next request id */
+	uint32_t id;   /* the request id of the last response qlinkd_qcs_wait read */
+	int qp_type;   /* the QP type CONNECTION_PARAMS named (enum ibv_qp_type) */
 };
 
 /* Make the temp dir /tmp/qlink-test-<tag>-XXXXXX and name the files in it;
@@ -44,6 +46,11 @@ int qlinkd_fixture_start(struct qlinkd_fixture *f);
 int qlinkd_fixture_end(struct qlinkd_fixture *f, int sig, unsigned ms, uint64_t *took_ns);
 /* Remove the temp dir. 0 or -1. */
 int qlinkd_fixture_cleanup(struct qlinkd_fixture *f);
+/* A group teardown: end a qlinkd still running (SIGTERM, 10 s) and remove
+ * the temp dir. 0, or -1 if either failed. cmocka's exit status ignores a
+ * teardown's failure: a test that needs qlinkd's exit 0 asserts
+ * qlinkd_fixture_end itself. */
+int qlinkd_fixture_teardown(struct qlinkd_fixture *f);
 
 /* The text of a file (a log) so far; a static buffer. */
 char *qlinkd_read_file(const char *path);
@@ -60,10 +67,13 @@ void qlinkd_qcs_drop(struct qlinkd_qcs *q);
 /* Send a call to fn, a parity syndrome as its arguments. */
 void qlinkd_qcs_send(struct qlinkd_qcs *q, const char *fn);
 /* Wait up to ms for the response to the oldest call: 1 with its status and
- * length (either may be NULL), 0 if none came. */
+ * length (either may be NULL) and its request id in q->id, 0 if none came.
+ * A call given up (UC, msg NULL) fails the test. */
 int qlinkd_qcs_wait(struct qlinkd_qcs *q, unsigned ms, int32_t *status, uint32_t *len);
-/* n parity calls, each answered within 5 s with status 0 and its 5-byte
- * result; then a keepalive. */
+/* n parity calls, each answered within 5 s with its own request id, status 0
+ * and its 5-byte result; then a keepalive. */
 void qlinkd_qcs_calls(struct qlinkd_qcs *q, int n);
+/* The number after "key": in a STATUS_REPLY (asserted present). */
+long qlinkd_qcs_status(struct qlinkd_qcs *q, const char *key);
 
 #endif
