@@ -17,8 +17,10 @@
  * line the peer's core must fetch again each time it changes). So that a
  * QCS with all num_pages frames outstanding still finds a WQE, the queue
  * holds num_pages + batch - 1: at least one WQE per free page stays posted
- * whatever is held back. Responses leave by SEND from a pool whose buffers are exactly the
- * QCS's receive buffer size, so none can be larger.
+ * whatever is held back (and the receive CQ as many completions).
+ *
+ * Responses leave by SEND from a pool whose buffers are exactly the QCS's
+ * receive buffer size, so none can be larger.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -321,7 +323,7 @@ static int create_qp(struct hch *c)
 	c->rq_depth = c->num_pages + c->batch - 1;
 	ret = ql_cq_create(c->dev, (int)c->ntx, &c->scq);
 	if (!ret)
-		ret = ql_cq_create(c->dev, (int)c->num_pages, &c->rcq);
+		ret = ql_cq_create(c->dev, (int)c->rq_depth, &c->rcq);
 	if (ret)
 		return ret;
 	memset(&ia, 0, sizeof(ia));
