@@ -358,6 +358,100 @@ static void test_bad_len(void **state)
 		one_call(x, 4);
 }
 
+/* Receive WQEs are re-posted in batches: with the window kept full for
+ * many laps of the pages, every frame still finds a WQE (nothing dropped
+ * by the NIC) and is answered in order. Fails if the batch held back WQEs
+ * a full window needs. */
+static void test_full_window_laps(void **state)
+{
+	struct hx *x = *state;
+	struct ql_hsb_channel_stats cs;
+	struct ql_device_counters ds, dc;
+	uint8_t req[PAGE_SIZE], resp[RESP_SIZE];
+	const uint32_t total = 40 * PAGES;
+	uint32_t sent = 0, got = 0;
+
+	while (got < total) {
+		while (sent < total) {
+			uint32_t len = make_req(req, "rpc_increment", 2000 + sent, sent, 12);
+			int r = ql_hsb_client_send(x->cl, req, len);
+
+			if (r == -EAGAIN)
+				break;
+			assert_int_equal(r, 0);
+			sent++;
+		}
+		assert_int_equal(ql_hsb_client_in_flight(x->cl), sent - got);
+		if (sent < total)
+			assert_int_equal(sent - got, PAGES); /* the window is full */
+		check_inc(resp, wait_resp(x, resp, sizeof(resp), TIMEOUT_MS), 2000 + got, got, 12);
+		got++;
+	}
+	assert_int_equal(ql_hsb_channel_stats(x->ch, &cs), 0);
+	assert_int_equal(cs.frames, total);
+	assert_int_equal(cs.bad_imm + cs.bad_len + cs.page_busy + cs.recv_errors, 0);
+	assert_int_equal(ql_device_counters(x->ds, &ds), 0);
+	assert_int_equal(ql_device_counters(x->dc, &dc), 0);
+	assert_int_equal(ds.uc_drop_no_recv + dc.uc_drop_no_recv, 0);
+}
+
+/* A page written again before its frame was served: the second frame is
+ * refused (page_busy), only one response comes, and the refused frame's
+ * WQE is back: laps of calls after it all go through. */
+static void test_page_busy(void **state)
+{
+	struct hx *x = *state;
+	struct ql_hsb_channel_stats cs;
+	struct ql_device_counters ds, dc;
+	uint8_t req[PAGE_SIZE], resp[RESP_SIZE];
+	uint32_t len = make_req(req, "rpc_increment", 90, 9, 8);
+
+	/* the client's first frame goes to page 0; the same bytes again there
+	 * before the daemon polls (both completions in one burst) */
+	assert_int_equal(ql_hsb_client_send(x->cl, req, len), 0);
+	assert_int_equal(ql_hsb_client_send_raw(x->cl, 0, 0, req, len), 0);
+	check_inc(resp, wait_resp(x, resp, sizeof(resp), TIMEOUT_MS), 90, 9, 8);
+	expect_silence(x);
+	assert_int_equal(ql_hsb_channel_stats(x->ch, &cs), 0);
+	assert_int_equal(cs.page_busy, 1);
+	assert_int_equal(cs.frames, 1);
+	x->next_id = 100;
+	for (int i = 0; i < 3 * PAGES; i++)
+		one_call(x, 8);
+	assert_int_equal(ql_device_counters(x->ds, &ds), 0);
+	assert_int_equal(ql_device_counters(x->dc, &dc), 0);
+	assert_int_equal(ds.uc_drop_no_recv + dc.uc_drop_no_recv, 0);
+}
+
+/* The client takes back only buffers it handed out, once each. */
+static void test_client_release_twice(void **state)
+{
+	struct hx *x = *state;
+	uint8_t req[PAGE_SIZE];
+	struct ql_ring_response r, fake;
+	uint64_t end = now_ms() + TIMEOUT_MS;
+	int n = 0;
+
+	assert_int_equal(ql_hsb_client_send(x->cl, req, make_req(req, "rpc_increment", 5, 5, 4)),
+			 0);
+	while (n == 0 && now_ms() < end) {
+		assert_true(ql_daemon_poll(x->d) >= 0);
+		n = ql_hsb_client_poll(x->cl, &r, 1);
+		assert_true(n >= 0);
+	}
+	assert_int_equal(n, 1);
+	fake = r;
+	fake.slot = r.slot + 1; /* posted, never polled out */
+	assert_int_equal(ql_hsb_client_release(x->cl, &fake), -EINVAL);
+	fake.slot = 1u << 20;
+	assert_int_equal(ql_hsb_client_release(x->cl, &fake), -EINVAL);
+	assert_int_equal(ql_hsb_client_release(x->cl, &r), 0);
+	assert_int_equal(ql_hsb_client_release(x->cl, &r), -EINVAL);
+	x->next_id = 10;
+	for (int i = 0; i < 4 * 16; i++) /* laps of the 16 receive buffers */
+		one_call(x, 4);
+}
+
 /* Bad magic, unknown function, short frame and bad length under drop: no
  * response, counted by kind and in dropped, page released; then fine. */
 static void test_bad_requests_drop(void **state)
@@ -684,6 +778,12 @@ int main(void)
 		T(test_bad_imm, setup_shm_drop),
 		T(test_bad_len, setup_loop_drop),
 		T(test_bad_len, setup_shm_drop),
+		T(test_full_window_laps, setup_loop_drop),
+		T(test_full_window_laps, setup_shm_drop),
+		T(test_page_busy, setup_loop_drop),
+		T(test_page_busy, setup_shm_drop),
+		T(test_client_release_twice, setup_loop_drop),
+		T(test_client_release_twice, setup_shm_drop),
 		T(test_bad_requests_drop, setup_loop_drop),
 		T(test_bad_requests_drop, setup_shm_drop),
 		T(test_bad_requests_answer, setup_loop_answer),

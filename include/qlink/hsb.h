@@ -7,8 +7,8 @@
  * CUDA-Q Realtime drives them: a UC QP; the QCS writes each request frame
  * (RPCHeader | args) with one RDMA WRITE WITH IMMEDIATE into a page of a host
  * region registered at iova 0 (address = page x page_size, immediate = the
- * page index in network byte order); the host keeps one receive WQE per page
- * posted and takes the receive completion as the arrival; responses go back
+ * page index in network byte order); the host keeps a receive WQE per free
+ * page posted (and a few more: it re-posts in batches) and takes the receive completion as the arrival; responses go back
  * by SEND into the QCS's receive buffers, never larger than they are.
  *
  * The channel is a struct ql_channel like the verbs channel, so the same
@@ -83,7 +83,9 @@ struct ql_hsb_channel_config {
 };
 
 /* Pages (ql_pd_mem_alloc'd, registered at iova 0 for REMOTE_WRITE), a UC
- * QP with one receive WQE per page, its CQs and the response pool. */
+ * QP with num_pages + 15 receive WQEs (given-back WQEs are re-posted in
+ * batches of up to 16; the extra 15 keep one posted per free page whatever
+ * is held back), its CQs and the response pool. */
 int ql_hsb_channel_create(struct ql_device *dev, const struct ql_hsb_channel_config *cfg,
 			  struct ql_channel **ch);
 /* What the QCS is programmed with. */
@@ -109,7 +111,9 @@ int ql_hsb_channel_stats(struct ql_channel *ch, struct ql_hsb_channel_stats *s);
 struct ql_hsb_client;
 
 struct ql_hsb_client_config {
-	uint32_t recv_buffers; /* receive buffers posted for responses (0: 64) */
+	uint32_t recv_buffers; /* receive buffers posted for responses (0: 64);
+				  released ones are re-posted in batches of up
+				  to 16, so 15 or more extra buffers exist */
 	uint32_t recv_size;    /* bytes each (0: 256); the host's resp_size */
 	uint32_t window;       /* frames in flight at most (0: the host's pages) */
 };
@@ -132,7 +136,9 @@ int ql_hsb_client_send(struct ql_hsb_client *cl, const void *msg, uint32_t len);
  * the window; waits until the WRITE completed locally. */
 int ql_hsb_client_send_raw(struct ql_hsb_client *cl, uint64_t offset, uint32_t imm, const void *msg,
 			   uint32_t len);
-/* Up to `max` responses in arrival order (0: none); release each. */
+/* Up to `max` responses in arrival order (0: none); release each, once:
+ * ql_hsb_client_release refuses (-EINVAL) a response not polled out or
+ * released already. */
 int ql_hsb_client_poll(struct ql_hsb_client *cl, struct ql_ring_response *out, int max);
 int ql_hsb_client_release(struct ql_hsb_client *cl, const struct ql_ring_response *r);
 uint32_t ql_hsb_client_in_flight(const struct ql_hsb_client *cl);

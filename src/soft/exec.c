@@ -1033,9 +1033,21 @@ static int soft_post_recv(struct ql_qp *q, struct ibv_recv_wr *wr, struct ibv_re
 		/* The slot carries what the requester needs (the scatter
 		 * list); wr_id and the bytes posted stay here. */
 		s = soft_rq_slot(rq, slot_size, mask, t);
-		s->num_sge = (uint32_t)n;
+		/* Store only what differs: the slot's line was last written
+		 * by the peer (the completion), and a store takes it back
+		 * from the peer's core, which wants it for its next
+		 * completion there. A re-post of the same buffer (or of no
+		 * buffer) into the same slot then stores nothing. Whatever
+		 * the peer wrote, the slot holds what was posted after. */
+		if (SOFT_PEEK(s->num_sge) != (uint32_t)n)
+			s->num_sge = (uint32_t)n;
 		if (soft_likely(n == 1)) {
-			s->sge[0] = wr->sg_list[0];
+			const struct ibv_sge *g = &wr->sg_list[0];
+
+			if (SOFT_PEEK(s->sge[0].addr) != g->addr ||
+			    SOFT_PEEK(s->sge[0].length) != g->length ||
+			    SOFT_PEEK(s->sge[0].lkey) != g->lkey)
+				s->sge[0] = *g;
 			len = wr->sg_list[0].length;
 		} else {
 			len = 0;
@@ -1065,8 +1077,9 @@ static int soft_post_recv(struct ql_qp *q, struct ibv_recv_wr *wr, struct ibv_re
  * within what was posted, no flag but WITH_IMM). Anything else is a
  * protocol violation by the peer: the receive completes as LOC_QP_OP_ERR
  * and the QP goes to ERR. wr_id and src_qp never come from the slot.
- * (The common case, a successful SEND without immediate, is tested
- * inline in drain_rq; this is the rest.) */
+ * (The common cases, a successful SEND without immediate and a
+ * successful WRITE WITH IMMEDIATE, are tested inline in drain_rq; this is
+ * the rest.) */
 static __attribute__((noinline)) bool recv_wc_slow(struct ibv_wc *w, uint32_t st, uint32_t op,
 						   uint32_t len, uint32_t flags, uint64_t posted)
 {
@@ -1118,6 +1131,15 @@ static inline int drain_rq(struct soft_qp *qp, struct ibv_wc *wc, int n)
 			w->opcode = IBV_WC_RECV;
 			w->byte_len = len;
 			w->wc_flags = 0;
+		} else if (soft_likely(status == IBV_WC_SUCCESS &&
+				       opcode == IBV_WC_RECV_RDMA_WITH_IMM &&
+				       flags == IBV_WC_WITH_IMM && len <= SOFT_MAX_MSG)) {
+			/* a WRITE WITH IMMEDIATE (the hsb transport's every
+			 * frame): what recv_wc_slow accepts, without the call */
+			w->status = IBV_WC_SUCCESS;
+			w->opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+			w->byte_len = len;
+			w->wc_flags = IBV_WC_WITH_IMM;
 		} else {
 			failed |= recv_wc_slow(w, status, opcode, len, flags, pv->len);
 		}

@@ -8,10 +8,20 @@
  * of the receive queue whatever page it wrote, so the page is the
  * immediate's, checked against num_pages (and byte_len against page_size)
  * because it is the peer's word. A good frame is handed on as the page's
- * buffer; its WQE is re-posted when the buffer comes back (after the
+ * buffer; its WQE is given back when the buffer comes back (after the
  * request was answered or dropped). A refused frame's WQE is re-posted at
- * once. Responses leave by SEND from a pool whose buffers are exactly the
- * QCS's receive buffer size, so none can be larger.
+ * once.
+ *
+ * Given-back WQEs are re-posted in batches of up to HCH_REPOST_BATCH, one
+ * post_recv call for the lot: every re-post publishes the receive queue's
+ * tail, a cache line the QCS's NIC reads for every frame (on soft+shm a
+ * line the peer's core must fetch again each time it changes). So that a
+ * QCS with all num_pages frames outstanding still finds a WQE, the queue
+ * holds num_pages + batch - 1: at least one WQE per free page stays posted
+ * whatever is held back (and the receive CQ as many completions).
+ *
+ * Responses leave by SEND from a pool whose buffers are exactly the QCS's
+ * receive buffer size, so none can be larger.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,6 +33,7 @@
 #include "qlink/hsb.h"
 
 #define HCH_IDLE_CHECK 65536
+#define HCH_REPOST_BATCH 16u
 /* the dispatcher is the only writer; readers in other threads see whole values */
 #define BUMP(x) __atomic_store_n(&(x), (x) + 1, __ATOMIC_RELAXED)
 
@@ -36,8 +47,12 @@ struct hch {
 	size_t pages_len;
 	struct ql_mr *pages_mr; /* at iova 0, REMOTE_WRITE */
 	uint32_t num_pages, page_size, frame_len, resp_size;
-	struct ql_buffer *bufs; /* one per page */
-	bool *busy;		/* page handed on, not yet back */
+	uint32_t rq_depth;			  /* num_pages + batch - 1 receive WQEs */
+	uint32_t batch;				  /* re-post when this many are given back */
+	uint32_t unposted;			  /* WQEs given back, not re-posted yet */
+	struct ibv_recv_wr rwr[HCH_REPOST_BATCH]; /* a pre-linked chain */
+	struct ql_buffer *bufs;			  /* one per page */
+	bool *busy;				  /* page handed on, not yet back */
 	uint8_t *txmem;
 	size_t tx_len;
 	struct ql_mr *tx_mr;
@@ -54,13 +69,38 @@ struct hch {
 
 static const struct ql__channel_ops hch_ops;
 
-static inline int repost(struct hch *c, uint64_t wr_id)
+/* Post the WQEs given back (a chain of n from the pre-linked array). */
+static int repost_flush(struct hch *c)
 {
-	struct ibv_recv_wr wr = { .wr_id = wr_id, .num_sge = 0 }, *bad;
+	uint32_t n = c->unposted;
+	struct ibv_recv_wr *bad;
 
-	if (ql_qp_post_recv(c->qp, &wr, &bad) && !c->err)
-		c->err = -EIO;
+	while (n) {
+		uint32_t k = n < HCH_REPOST_BATCH ? n : HCH_REPOST_BATCH;
+		struct ibv_recv_wr *last = &c->rwr[k - 1];
+
+		last->next = NULL;
+		if (ql_qp_post_recv(c->qp, &c->rwr[0], &bad) && !c->err)
+			c->err = -EIO;
+		last->next = k < HCH_REPOST_BATCH ? last + 1 : NULL;
+		n -= k;
+	}
+	c->unposted = 0;
 	return c->err;
+}
+
+/* A consumed WQE comes back: re-post it with the batch. */
+static inline void give_back(struct hch *c)
+{
+	if (++c->unposted >= c->batch)
+		repost_flush(c);
+}
+
+/* A refused frame: its WQE (and any held back) at once. */
+static inline void repost_now(struct hch *c)
+{
+	c->unposted++;
+	repost_flush(c);
 }
 
 static void reap(struct hch *c)
@@ -107,7 +147,7 @@ static int hch_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int
 				if (!c->err)
 					c->err = -ECONNRESET;
 			} else {
-				repost(c, w->wr_id);
+				repost_now(c);
 			}
 			continue;
 		}
@@ -115,22 +155,21 @@ static int hch_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int
 		if (w->opcode != IBV_WC_RECV_RDMA_WITH_IMM || !(w->wc_flags & IBV_WC_WITH_IMM) ||
 		    page >= c->num_pages) {
 			BUMP(c->st.bad_imm);
-			repost(c, w->wr_id);
+			repost_now(c);
 			continue;
 		}
 		if (w->byte_len > c->page_size) {
 			BUMP(c->st.bad_len);
-			repost(c, w->wr_id);
+			repost_now(c);
 			continue;
 		}
 		if (c->busy[page]) {
 			BUMP(c->st.page_busy);
-			repost(c, w->wr_id);
+			repost_now(c);
 			continue;
 		}
 		c->busy[page] = true;
 		c->bufs[page].len = w->byte_len;
-		c->bufs[page].tag = w->wr_id;
 		bufs[k++] = &c->bufs[page];
 	}
 	if (k)
@@ -210,7 +249,7 @@ static void hch_release(struct ql_channel *ch, struct ql_buffer *b)
 		/* the page is free again: give its receive WQE back */
 		if (c->busy[b->index]) {
 			c->busy[b->index] = false;
-			repost(c, b->tag);
+			give_back(c);
 		}
 		return;
 	}
@@ -278,9 +317,14 @@ static int create_qp(struct hch *c)
 				    "hsb channel: %u pages or %u responses exceed the "
 				    "device's %d work requests",
 				    c->num_pages, c->ntx, attr.dev.max_qp_wr);
+	/* the batch's headroom, as far as the device allows (1: none) */
+	c->batch = (uint32_t)attr.dev.max_qp_wr - c->num_pages + 1;
+	if (c->batch > HCH_REPOST_BATCH)
+		c->batch = HCH_REPOST_BATCH;
+	c->rq_depth = c->num_pages + c->batch - 1;
 	ret = ql_cq_create(c->dev, (int)c->ntx, &c->scq);
 	if (!ret)
-		ret = ql_cq_create(c->dev, (int)c->num_pages, &c->rcq);
+		ret = ql_cq_create(c->dev, (int)c->rq_depth, &c->rcq);
 	if (ret)
 		return ret;
 	memset(&ia, 0, sizeof(ia));
@@ -288,7 +332,7 @@ static int create_qp(struct hch *c)
 	ia.recv_cq = c->rcq;
 	ia.qp_type = IBV_QPT_UC;
 	ia.cap.max_send_wr = c->ntx;
-	ia.cap.max_recv_wr = c->num_pages;
+	ia.cap.max_recv_wr = c->rq_depth;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = attr.max_inline_data < 256 ? attr.max_inline_data : 256;
@@ -296,6 +340,13 @@ static int create_qp(struct hch *c)
 	if (ret)
 		return ret;
 	c->max_inline = ia.cap.max_inline_data;
+	/* the re-post chain: WQEs without SGEs (WRITE WITH IMMEDIATE places
+	 * nothing); wr_id means nothing, the page is the immediate's */
+	for (uint32_t i = 0; i < HCH_REPOST_BATCH; i++) {
+		c->rwr[i].wr_id = 0;
+		c->rwr[i].num_sge = 0;
+		c->rwr[i].next = i + 1 < HCH_REPOST_BATCH ? &c->rwr[i + 1] : NULL;
+	}
 	return 0;
 }
 
@@ -427,15 +478,14 @@ int ql_hsb_channel_connect(struct ql_channel *ch, const struct ql_conn_params *q
 	ret = ql_qp_connect(c->qp, &peer, &o);
 	if (ret)
 		return ret;
-	/* one receive WQE per page; wr_id is only a count (the page is the
-	 * immediate's) */
-	for (uint32_t i = 0; i < c->num_pages; i++) {
+	/* one receive WQE per page and the batch's headroom */
+	for (uint32_t i = 0; i < c->num_pages; i++)
 		c->busy[i] = false;
-		ret = repost(c, i);
-		if (ret)
-			return ql_error_set(ret, "hsb channel: posting receive %u failed", i);
-	}
 	c->err = 0;
+	c->unposted = c->rq_depth;
+	ret = repost_flush(c);
+	if (ret)
+		return ql_error_set(ret, "hsb channel: posting %u receives failed", c->rq_depth);
 	return 0;
 }
 

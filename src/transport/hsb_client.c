@@ -6,6 +6,12 @@
  * host region (immediate = page, network order; page = frame count mod
  * num_pages); responses arrive by SEND into receive buffers posted here,
  * in the order the host answered.
+ *
+ * Released receive buffers are re-posted in batches of up to
+ * HSB_CLIENT_BATCH (one post_recv call publishes the receive queue's tail
+ * once, where the host's NIC reads it for every response). So that the
+ * configured recv_buffers stay posted for a full window whatever is held
+ * back, at least batch - 1 more buffers exist than configured.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,12 +22,18 @@
 #include "qlink/error.h"
 #include "qlink/hsb.h"
 
+#define HSB_CLIENT_BATCH 16u
+
 struct ql_hsb_client {
 	struct ql_device *dev;
 	struct ql_pd *pd;
 	struct ql_cq *scq, *rcq;
 	struct ql_qp *qp;
 	uint32_t nrecv, recv_size;
+	uint32_t nbuf;	   /* receive buffers: nrecv + batch - 1 */
+	uint32_t batch;	   /* re-post when this many are released */
+	uint32_t unposted; /* released, not re-posted yet: pend[] */
+	bool *held;	   /* buffer polled out, not yet released */
 	uint8_t *rmem;
 	struct ql_mr *rmr;
 	uint32_t max_inline;
@@ -39,6 +51,9 @@ struct ql_hsb_client {
 	uint64_t done;	 /* WRs known complete */
 	uint32_t flight; /* frames awaiting a response */
 	int err;
+	uint32_t pend[HSB_CLIENT_BATCH];
+	struct ibv_sge rsge[HSB_CLIENT_BATCH];
+	struct ibv_recv_wr rwr[HSB_CLIENT_BATCH]; /* a pre-linked chain */
 };
 
 static void free_stage(struct ql_hsb_client *c)
@@ -68,6 +83,7 @@ void ql_hsb_client_destroy(struct ql_hsb_client *c)
 		ql_pd_mem_free(c->pd, c->rmem);
 	if (c->pd)
 		ql_pd_free(c->pd);
+	free(c->held);
 	free(c);
 }
 
@@ -99,20 +115,41 @@ int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_confi
 				   c->recv_size);
 		goto err;
 	}
+	/* the batch's headroom, as far as the device allows (1: none) */
+	c->batch = (uint32_t)attr.dev.max_qp_wr - c->nrecv + 1;
+	if (c->batch > HSB_CLIENT_BATCH)
+		c->batch = HSB_CLIENT_BATCH;
+	c->nbuf = c->nrecv + c->batch - 1;
+	/* a power of two where the device allows: a receive queue's slots
+	 * usually are, and a buffer then goes back into the slot it came
+	 * from (the soft provider stores nothing for such a re-post) */
+	{
+		uint32_t p2 = 1;
+
+		while (p2 < c->nbuf)
+			p2 <<= 1;
+		if (p2 <= (uint32_t)attr.dev.max_qp_wr)
+			c->nbuf = p2;
+	}
+	c->held = calloc(c->nbuf, sizeof(*c->held));
+	if (!c->held) {
+		ret = -ENOMEM;
+		goto err;
+	}
 	ret = ql_pd_alloc(dev, &c->pd);
 	if (ret)
 		goto err;
-	ret = ql_pd_mem_alloc(c->pd, (size_t)c->nrecv * c->recv_size, &mem);
+	ret = ql_pd_mem_alloc(c->pd, (size_t)c->nbuf * c->recv_size, &mem);
 	if (ret)
 		goto err;
 	c->rmem = mem;
-	ret = ql_mr_reg(c->pd, c->rmem, (size_t)c->nrecv * c->recv_size, IBV_ACCESS_LOCAL_WRITE,
+	ret = ql_mr_reg(c->pd, c->rmem, (size_t)c->nbuf * c->recv_size, IBV_ACCESS_LOCAL_WRITE,
 			&c->rmr);
 	if (ret)
 		goto err;
 	ret = ql_cq_create(dev, (int)HSB_CLIENT_SQ, &c->scq);
 	if (!ret)
-		ret = ql_cq_create(dev, (int)c->nrecv, &c->rcq);
+		ret = ql_cq_create(dev, (int)c->nbuf, &c->rcq);
 	if (ret)
 		goto err;
 	memset(&ia, 0, sizeof(ia));
@@ -120,7 +157,7 @@ int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_confi
 	ia.recv_cq = c->rcq;
 	ia.qp_type = IBV_QPT_UC;
 	ia.cap.max_send_wr = HSB_CLIENT_SQ;
-	ia.cap.max_recv_wr = c->nrecv;
+	ia.cap.max_recv_wr = c->nbuf;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
 	ia.cap.max_inline_data = attr.max_inline_data < 256 ? attr.max_inline_data : 256;
@@ -128,6 +165,13 @@ int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_confi
 	if (ret)
 		goto err;
 	c->max_inline = ia.cap.max_inline_data;
+	for (uint32_t i = 0; i < HSB_CLIENT_BATCH; i++) {
+		c->rsge[i].length = c->recv_size;
+		c->rsge[i].lkey = ql_mr_lkey(c->rmr);
+		c->rwr[i].sg_list = &c->rsge[i];
+		c->rwr[i].num_sge = 1;
+		c->rwr[i].next = i + 1 < HSB_CLIENT_BATCH ? &c->rwr[i + 1] : NULL;
+	}
 	*out = c;
 	return 0;
 err:
@@ -142,16 +186,24 @@ int ql_hsb_client_local_params(struct ql_hsb_client *c, struct ql_conn_params *p
 	return ql_qp_local_params(c->qp, p);
 }
 
-static int post_recv(struct ql_hsb_client *c, uint32_t i)
+/* Post the buffers in pend[] as one chain. */
+static int repost_flush(struct ql_hsb_client *c)
 {
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)(c->rmem + (size_t)i * c->recv_size),
-		.length = c->recv_size,
-		.lkey = ql_mr_lkey(c->rmr),
-	};
-	struct ibv_recv_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+	uint32_t n = c->unposted;
+	struct ibv_recv_wr *bad;
+	int ret;
 
-	return ql_qp_post_recv(c->qp, &wr, &bad) ? -EIO : 0;
+	if (!n)
+		return 0;
+	for (uint32_t i = 0; i < n; i++) {
+		c->rwr[i].wr_id = c->pend[i];
+		c->rsge[i].addr = (uintptr_t)(c->rmem + (size_t)c->pend[i] * c->recv_size);
+	}
+	c->rwr[n - 1].next = NULL;
+	ret = ql_qp_post_recv(c->qp, &c->rwr[0], &bad);
+	c->rwr[n - 1].next = n < HSB_CLIENT_BATCH ? &c->rwr[n] : NULL;
+	c->unposted = 0;
+	return ret ? -EIO : 0;
 }
 
 int ql_hsb_client_connect(struct ql_hsb_client *c, const struct ql_hsb_params *host,
@@ -199,10 +251,16 @@ int ql_hsb_client_connect(struct ql_hsb_client *c, const struct ql_hsb_params *h
 	ret = ql_qp_connect(c->qp, &peer, &o);
 	if (ret)
 		return ret;
-	for (uint32_t i = 0; i < c->nrecv; i++) {
-		ret = post_recv(c, i);
-		if (ret)
-			return ql_error_set(ret, "hsb client: posting receive %u failed", i);
+	c->unposted = 0;
+	for (uint32_t i = 0; i < c->nbuf; i++) {
+		c->held[i] = false;
+		c->pend[c->unposted++] = i;
+		if (c->unposted == HSB_CLIENT_BATCH || i + 1 == c->nbuf) {
+			ret = repost_flush(c);
+			if (ret)
+				return ql_error_set(ret, "hsb client: posting receive %u failed",
+						    i);
+		}
 	}
 	c->frames = c->posted = c->done = 0;
 	c->flight = 0;
@@ -322,10 +380,11 @@ int ql_hsb_client_poll(struct ql_hsb_client *c, struct ql_ring_response *out, in
 	for (int i = 0; i < n; i++) {
 		uint32_t idx = (uint32_t)wc[i].wr_id;
 
-		if (wc[i].status != IBV_WC_SUCCESS) {
+		if (wc[i].status != IBV_WC_SUCCESS || idx >= c->nbuf) {
 			c->err = -EIO;
 			continue;
 		}
+		c->held[idx] = true;
 		out[k].msg = c->rmem + (size_t)idx * c->recv_size;
 		out[k].len = wc[i].byte_len;
 		out[k].slot = idx;
@@ -338,9 +397,13 @@ int ql_hsb_client_poll(struct ql_hsb_client *c, struct ql_ring_response *out, in
 
 int ql_hsb_client_release(struct ql_hsb_client *c, const struct ql_ring_response *r)
 {
-	if (!c || !r || r->slot >= c->nrecv)
-		return -EINVAL;
-	return post_recv(c, r->slot);
+	if (!c || !r || r->slot >= c->nbuf || !c->held[r->slot])
+		return -EINVAL; /* not a buffer polled out, or released twice */
+	c->held[r->slot] = false;
+	c->pend[c->unposted++] = r->slot;
+	if (c->unposted >= c->batch)
+		return repost_flush(c);
+	return 0;
 }
 
 uint32_t ql_hsb_client_in_flight(const struct ql_hsb_client *c)
