@@ -247,6 +247,62 @@ YAML
 	cat /tmp/qlinkd-$1.err
 	return $vrc
 }
+# hsb_board: the FPGA's side is `qlink vppu --hsb-listen` on rxe1 (the
+# emulated board's register server on 198.18.0.2:8193, its UC QP on rxe1);
+# qlinkd on rxe0 with `transport: hsb` and a qcs entry for the board
+# programs its data-plane registers over UDP, reads them back, enables the
+# VP; the board then streams QL_HSB_CALLS frames by WRITE WITH IMMEDIATE.
+QL_HSB_CALLS=5000
+hsb_board_session() {
+	bin/qlink vppu --hsb-listen 198.18.0.2:8193 --uri ibv://rxe1 --count $QL_HSB_CALLS \
+		--window 4 --cpu -1 --timeout 60 --call-timeout 20 >/tmp/hsbb-vppu.out 2>&1 &
+	vp=$!
+	n=0
+	until grep -q '^hsb: data plane qpn' /tmp/hsbb-vppu.out || [ $n -ge 300 ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+	bqpn=$(sed -n 's/^hsb: data plane qpn 0x[0-9a-f]* (\([0-9]*\)) gid .*$/\1/p' /tmp/hsbb-vppu.out)
+	cat >/tmp/qlinkd-hsb.yaml <<YAML
+device: ibv://rxe0
+control:
+  address: 198.18.0.1
+  port: 7701
+dispatcher:
+  cpu: -1
+transport: hsb
+hsb:
+  pages: 32
+  page_size: 256
+max_sessions: 2
+qcs:
+  - kind: hsb
+    address: 198.18.0.2
+    port: 8193
+    vp: 0
+    qp: ${bqpn:-0}
+YAML
+	bin/qlinkd --config /tmp/qlinkd-hsb.yaml >/tmp/qlinkd-hsb.out 2>/tmp/qlinkd-hsb.err &
+	qp=$!
+	timeout "$QL_RPC_TIMEOUT" sh -c "while kill -0 $vp 2>/dev/null; do sleep 0.1; done"
+	wait $vp
+	vrc=$?
+	echo "vppu exit=$vrc"
+	kill -TERM $qp
+	n=0
+	while kill -0 $qp 2>/dev/null && [ $n -lt 300 ]; do
+		sleep 0.1
+		n=$((n + 1))
+	done
+	kill -9 $qp $vp 2>/dev/null
+	wait $qp
+	echo "qlinkd exit=$?"
+	echo "== board (qlink vppu --hsb-listen)"
+	cat /tmp/hsbb-vppu.out
+	echo "== qlinkd log"
+	cat /tmp/qlinkd-hsb.err /tmp/qlinkd-hsb.out
+	return $vrc
+}
 if [ "$QL_RPC" -eq 1 ]; then
 	T=$QL_RPC_TIMEOUT
 	B="bin/qlink bench --uri ibv://rxe1 --server-uri ibv://rxe0 --client-cpu -1 --server-cpu -1
@@ -256,6 +312,7 @@ if [ "$QL_RPC" -eq 1 ]; then
 	rpc_case bench-hsb bench_check timeout "$T" $B --transport hsb
 	rpc_case qlinkd-ring-rc qlinkd_check qlinkd_session rc
 	rpc_case qlinkd-ring-uc qlinkd_check qlinkd_session uc
+	rpc_case qlinkd-hsb-board hsb_board_check hsb_board_session
 fi
 
 # ---- latency: perftest and qlink-bench-verbs, alternately --------------

@@ -68,3 +68,24 @@ qlinkd_check() {
 			complete && qexit == "0")
 	}' "$1"
 }
+# An FPGA-shaped QCS (qlink vppu --hsb-listen) programmed by qlinkd over the
+# Hololink register protocol: qlinkd logged the board programmed, the board
+# streamed its calls and every one came back right, nothing lost, and
+# qlinkd's counters saw exactly those requests; qlinkd stopped cleanly.
+hsb_board_check() {
+	awk -v calls="${QL_HSB_CALLS:?}" '
+	/^closed: calls / { sent = $3; recv = $5; ok = $7; wrong = $9; seen = 1 }
+	/ lost [0-9]+/ && /^closed: / { for (i = 1; i < NF; i++) if ($i == "lost") lost = $(i + 1) }
+	/board programmed/ { programmed = 1 }
+	/counters session session=[0-9]+ running=0 requests=/ {
+		match($0, /requests=[0-9]+/); req = substr($0, RSTART + 9, RLENGTH - 9)
+		match($0, / ok=[0-9]+/); sok = substr($0, RSTART + 4, RLENGTH - 4)
+	}
+	/^qlinkd exit=/ { qexit = substr($0, 13) }
+	END {
+		printf "calls=%s answered=%s ok=%s wrong=%s lost=%s programmed=%d server_requests=%s server_ok=%s qlinkd_exit=%s\n",
+			sent, recv, ok, wrong, lost, programmed, req, sok, qexit
+		exit !(seen && sent == calls && recv == calls && ok == calls && wrong == 0 && \
+			lost == 0 && programmed && req == calls && sok == calls && qexit == "0")
+	}' "$1"
+}
