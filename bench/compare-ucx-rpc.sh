@@ -23,7 +23,7 @@ while [ $# -gt 0 ]; do
 	case "$1" in
 	--rounds) rounds=$2; shift ;;
 	--size) size=$2; shift ;;
-	-h | --help) sed -n '2,13s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
+	-h | --help) sed -n '3,14s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; exit 0 ;;
 	*) echo "compare-ucx-rpc.sh: unknown argument '$1'" >&2; exit 2 ;;
 	esac
 	shift

@@ -31,7 +31,7 @@ ucx_lat_iters=100000
 ucx_bw_iters=1000000
 
 usage() {
-	sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
+	sed -n '3,/^set -euo/p' "${BASH_SOURCE[0]}" | sed -e '$d' -e 's/^# \{0,1\}//'
 }
 
 while [ $# -gt 0 ]; do

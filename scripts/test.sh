@@ -31,7 +31,7 @@
 set -uo pipefail
 
 usage() {
-	sed -n '2,29s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
+	sed -n '3,30s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"
 }
 
 quick=0

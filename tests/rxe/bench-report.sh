@@ -6,7 +6,7 @@
 # ibv://rxe1 (cpu 0), server on ibv://rxe0 (cpu 1), run alternately; and
 # the RPC round trip (qlink bench's latency phase: qlink_parity, a 32-byte
 # request through the ring, its answer back) against ib_send_lat of the same
-# round (rows "rpc").
+# round (rows "rpc"), and the same over the hsb transport (rows "hsbrpc").
 #
 # perftest's *_lat report one-way times (half the round trip): t_typical is
 # the median, doubled here to compare with qlink-bench-verbs, which reports
@@ -58,10 +58,10 @@ BEGIN {
 	print ""
 	print "| round | test | perftest RTT p50 (us) | qlink RTT p50 (us) | qlink / perftest |"
 	print "|---|---|---|---|---|"
-	split("write send rpc", ops, " ")
-	for (k = 1; k <= 3; k++) {
+	split("write send rpc hsbrpc", ops, " ")
+	for (k = 1; k <= 4; k++) {
 		op = ops[k]; np = 0; nq = 0; nr = 0; nstall = 0
-		pop = op == "rpc" ? "send" : op # the RPC is compared with send-lat
+		pop = op ~ /rpc$/ ? "send" : op # an RPC is compared with send-lat
 		for (r = 1; r <= rounds; r++) {
 			p = perftest(share "/perftest-" pop "-lat-r" r ".log")
 			q = qlink(share "/qlink-" op "-lat-r" r ".log")

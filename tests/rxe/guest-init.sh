@@ -365,6 +365,13 @@ while [ "$r" -le "$QL_BENCH_ROUNDS" ]; do
 		--latency-calls "$QL_BENCH_ITERS" --rate-seconds 0.01 --paced-seconds 0 \
 		--json >"/mnt/share/qlink-rpc-lat-r$r.log" 2>&1
 	res "bench qlink-rpc-lat-r$r rc=$? server_rc=0 seconds=$(since "$s")"
+	# the same over the hsb transport (one WRITE WITH IMMEDIATE, one SEND)
+	s=$(up)
+	timeout 120 bin/qlink bench --transport hsb --uri ibv://rxe1 --server-uri ibv://rxe0 \
+		--client-cpu 0 --server-cpu 1 --warmup-calls $((QL_BENCH_ITERS / 10)) \
+		--latency-calls "$QL_BENCH_ITERS" --rate-seconds 0.01 --paced-seconds 0 \
+		--json >"/mnt/share/qlink-hsbrpc-lat-r$r.log" 2>&1
+	res "bench qlink-hsbrpc-lat-r$r rc=$? server_rc=0 seconds=$(since "$s")"
 	r=$((r + 1))
 done
 

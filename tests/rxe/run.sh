@@ -54,7 +54,7 @@ rpc=1
 extra=()
 list=0
 
-usage() { sed -n '2,27s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '3,28s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build-dir) build=$2; shift ;;
