@@ -303,6 +303,25 @@ YAML
 	cat /tmp/qlinkd-hsb.err /tmp/qlinkd-hsb.out
 	return $vrc
 }
+# netem_loss P COMMAND...: COMMAND with P of the packets leaving each veth
+# dropped (both directions of the rxe wire: requests and responses), then
+# the wire restored. The qdiscs are shown in the log.
+netem_loss() {
+	loss=$1
+	shift
+	/usr/sbin/tc qdisc add dev veth0 root netem loss "$loss" &&
+		/usr/sbin/tc qdisc add dev veth1 root netem loss "$loss" || {
+		echo "netem: cannot add the qdiscs"
+		return 98
+	}
+	"$@"
+	crc=$?
+	/usr/sbin/tc -s qdisc show dev veth0
+	/usr/sbin/tc -s qdisc show dev veth1
+	/usr/sbin/tc qdisc del dev veth0 root
+	/usr/sbin/tc qdisc del dev veth1 root
+	return $crc
+}
 if [ "$QL_RPC" -eq 1 ]; then
 	T=$QL_RPC_TIMEOUT
 	B="bin/qlink bench --uri ibv://rxe1 --server-uri ibv://rxe0 --client-cpu -1 --server-cpu -1
@@ -310,6 +329,7 @@ if [ "$QL_RPC" -eq 1 ]; then
 	rpc_case bench-ring-rc bench_check timeout "$T" $B --qp rc
 	rpc_case bench-ring-uc bench_check timeout "$T" $B --qp uc
 	rpc_case bench-hsb bench_check timeout "$T" $B --transport hsb
+	rpc_case bench-ring-uc-netem bench_loss_check netem_loss 2% timeout "$T" $B --qp uc
 	rpc_case qlinkd-ring-rc qlinkd_check qlinkd_session rc
 	rpc_case qlinkd-ring-uc qlinkd_check qlinkd_session uc
 	rpc_case qlinkd-hsb-board hsb_board_check hsb_board_session

@@ -89,3 +89,13 @@ hsb_board_check() {
 			lost == 0 && programmed && req == calls && sok == calls && qexit == "0")
 	}' "$1"
 }
+# UC over a lossy wire (netem): everything bench_check asks, and the loss
+# was real: netem dropped packets and the VPPU resent.
+bench_loss_check() {
+	detail=$(bench_check "$1")
+	brc=$?
+	dropped=$(sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' "$1" | awk '{ s += $1 } END { print s + 0 }')
+	resent=$(echo "$detail" | sed -n 's/.* resent=\([0-9]*\) .*/\1/p')
+	echo "$detail netem_dropped=$dropped"
+	[ "$brc" -eq 0 ] && [ "${resent:-0}" -gt 0 ] && [ "$dropped" -gt 0 ]
+}

@@ -166,8 +166,10 @@ else
 	kver=${kpkg#linux-image-}
 	kdir=$workdir/kernel-$kver
 fi
-mods="crc32_generic rdma_rxe veth virtio_pci 9pnet_virtio 9p" # rxe needs crc32 (no softdep)
-if [ ! -s "$kdir/modules.list" ] || [ ! -f "$kdir/vmlinuz" ]; then
+# rxe needs crc32 (no softdep); sch_netem: packet loss on the veth wire
+mods="crc32_generic rdma_rxe veth virtio_pci 9pnet_virtio 9p sch_netem"
+if [ ! -s "$kdir/modules.list" ] || [ ! -f "$kdir/vmlinuz" ] ||
+	[ "$(cat "$kdir/mods.txt" 2>/dev/null)" != "$mods" ]; then
 	say "fetching $kpkg"
 	rm -rf "$kdir" "$workdir/debs" "$workdir/kroot"
 	mkdir -p "$workdir/debs" "$workdir/kroot"
@@ -191,6 +193,7 @@ if [ ! -s "$kdir/modules.list" ] || [ ! -f "$kdir/vmlinuz" ]; then
 		echo "modules/$base" >>"$kdir.tmp/modules.list"
 	done < <(sed -n 's/^insmod \(.*\.ko\(\.[a-z]*\)\{0,1\}\)\( .*\)\{0,1\}$/\1/p' "$workdir/insmod.txt")
 	[ -s "$kdir.tmp/modules.list" ] || die "no modules resolved"
+	echo "$mods" >"$kdir.tmp/mods.txt" # the cache is for this module set
 	mv "$kdir.tmp" "$kdir"
 	rm -rf "$workdir/kroot" "$workdir/debs" # ~0.5 GB unpacked; keep only what boots
 fi
@@ -216,7 +219,7 @@ copy_libs() { # the shared libraries a program needs, at their own paths
 	done < <(ldd "$1" 2>/dev/null | sed -n -e 's/^.*=> \(\/.*\) (0x[0-9a-f]*)$/\1/p' \
 		-e 's/^\t\(\/[^ ]*\) (0x[0-9a-f]*)$/\1/p')
 }
-for f in /usr/bin/ib_write_lat /usr/bin/ib_send_lat /usr/bin/rdma /usr/sbin/ip /usr/bin/chrt \
+for f in /usr/bin/ib_write_lat /usr/bin/ib_send_lat /usr/bin/rdma /usr/sbin/ip /usr/sbin/tc /usr/bin/chrt \
 	/usr/bin/ibv_devices /usr/bin/ibv_devinfo "$prov"; do
 	[ -e "$f" ] || die "$f missing"
 	mkdir -p "$ir$(dirname "$f")"
