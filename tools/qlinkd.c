@@ -254,7 +254,7 @@ static void session_destroy(struct qlinkd_session *s);
  * registered, not yet connected. *params are what the QCS needs (QP, GID,
  * ring address, rkey, geometry), for CONNECTION_PARAMS.
  */
-static int session_create(struct qlinkd *q, struct qlinkd_session **out,
+static int session_create(struct qlinkd *q, bool hsb, struct qlinkd_session **out,
 			  struct ql_conn_params *params)
 {
 	struct ql_verbs_channel_config vc = {
@@ -272,9 +272,11 @@ static int session_create(struct qlinkd *q, struct qlinkd_session **out,
 	struct ql_daemon_config dc = {
 		.cpu = -1, /* served by q->disp, not a thread of its own */
 		.burst = q->cfg->dispatcher.burst,
-		.bad_requests = q->cfg->bad_requests,
+		/* a board's hsb session on a ring qlinkd: hsb's default, drop */
+		.bad_requests = hsb && q->cfg->transport != QL_CONFIG_TRANSPORT_HSB ?
+					QL_BAD_REQUEST_DROP :
+					q->cfg->bad_requests,
 	};
-	const bool hsb = q->cfg->transport == QL_CONFIG_TRANSPORT_HSB;
 	struct qlinkd_session *s;
 	uint32_t slot;
 	int ret;
@@ -639,7 +641,8 @@ static int ctl_offer(void *ctx, struct ql_ctl_session *cs, uint32_t n, struct ql
 		return -ENOMEM;
 	ql_ctl_session_set_data(cs, l);
 	for (; l->n < n && !ret; l->n++) {
-		ret = session_create(q, &l->s[l->n], &out[l->n]);
+		ret = session_create(q, q->cfg->transport == QL_CONFIG_TRANSPORT_HSB, &l->s[l->n],
+				     &out[l->n]);
 		if (ret)
 			break;
 		l->s[l->n]->ctl_id = ql_ctl_session_id(cs);
@@ -972,7 +975,7 @@ static int params_rendezvous(struct qlinkd *q, const char *file, double timeout)
 	if (!ret)
 		ret = tool_rdv_check_dir(file);
 	if (!ret)
-		ret = session_create(q, &s, &sp);
+		ret = session_create(q, q->cfg->transport == QL_CONFIG_TRANSPORT_HSB, &s, &sp);
 	if (!ret)
 		ret = tool_rdv_offer(&params_rdv, &sp);
 	if (ret)
@@ -1107,7 +1110,7 @@ static int board_open(struct qlinkd *q, const struct ql_config_qcs *b)
 	int ret;
 
 	inet_ntop(AF_INET6, b->gid, gid, sizeof(gid));
-	ret = session_create(q, &s, NULL);
+	ret = session_create(q, true, &s, NULL); /* a board is hsb whatever `transport` */
 	if (!ret)
 		ret = ql_hsb_channel_local_params(s->ch, &hp);
 	if (!ret) {

@@ -549,9 +549,6 @@ static int convert_qcs(struct ql_yaml_file *f, const struct raw_config *r, struc
 		if ((q->vp_address | q->hif_address) & 3)
 			ql__diag_add(f, q->line, "qcs[%u]: register addresses are multiples of 4",
 				     i);
-		if (c->transport != QL_CONFIG_TRANSPORT_HSB)
-			ql__diag_add(f, q->line,
-				     "qcs[%u]: a board of kind hsb needs `transport: hsb`", i);
 		for (unsigned j = 0; j < i; j++)
 			if (q->address && c->qcs[j].address &&
 			    !strcmp(q->address, c->qcs[j].address) && q->port == c->qcs[j].port &&
