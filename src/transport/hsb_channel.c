@@ -31,6 +31,7 @@
 
 #include "qlink/error.h"
 #include "qlink/hsb.h"
+#include "transport/txq.h"
 
 #define HCH_IDLE_CHECK 65536
 #define HCH_REPOST_BATCH 16u
@@ -56,12 +57,8 @@ struct hch {
 	uint8_t *txmem;
 	size_t tx_len;
 	struct ql_mr *tx_mr;
-	struct ql_pool *pool;
-	struct ql_buffer **inflight;
-	uint32_t ntx, max_inline, signal_every;
-	uint64_t posted, done;
+	struct ql_txq tx; /* the responses (txq.h) */
 	uint32_t idle;
-	int err;
 	struct ql_hsb_channel_stats st;
 	struct ql_mr *extra[16];
 	int nextra;
@@ -80,13 +77,13 @@ static int repost_flush(struct hch *c)
 		struct ibv_recv_wr *last = &c->rwr[k - 1];
 
 		last->next = NULL;
-		if (ql_qp_post_recv(c->qp, &c->rwr[0], &bad) && !c->err)
-			c->err = -EIO;
+		if (ql_qp_post_recv(c->qp, &c->rwr[0], &bad) && !c->tx.err)
+			c->tx.err = -EIO;
 		last->next = k < HCH_REPOST_BATCH ? last + 1 : NULL;
 		n -= k;
 	}
 	c->unposted = 0;
-	return c->err;
+	return c->tx.err;
 }
 
 /* A consumed WQE comes back: re-post it with the batch. */
@@ -103,27 +100,6 @@ static inline void repost_now(struct hch *c)
 	repost_flush(c);
 }
 
-static void reap(struct hch *c)
-{
-	struct ibv_wc wc[16];
-	int n = ql_cq_poll(c->scq, 16, wc);
-
-	if (n < 0) {
-		c->err = n;
-		return;
-	}
-	for (int i = 0; i < n; i++) {
-		if (wc[i].status != IBV_WC_SUCCESS) {
-			c->err = -EIO;
-			continue;
-		}
-		while (c->done <= wc[i].wr_id) {
-			ql_pool_put(c->pool, c->inflight[c->done % c->ntx]);
-			c->done++;
-		}
-	}
-}
-
 static int hch_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int max)
 {
 	struct hch *c = (struct hch *)ch;
@@ -134,7 +110,7 @@ static int hch_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int
 		max = 32;
 	n = ql_cq_poll(c->rcq, max, wc);
 	if (n < 0)
-		return c->err = n;
+		return c->tx.err = n;
 	for (int i = 0; i < n; i++) {
 		const struct ibv_wc *w = &wc[i];
 		uint32_t page;
@@ -144,8 +120,8 @@ static int hch_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int
 			 * the peer's doing and costs it this frame */
 			BUMP(c->st.recv_errors);
 			if (w->status == IBV_WC_WR_FLUSH_ERR) {
-				if (!c->err)
-					c->err = -ECONNRESET;
+				if (!c->tx.err)
+					c->tx.err = -ECONNRESET;
 			} else {
 				repost_now(c);
 			}
@@ -176,14 +152,14 @@ static int hch_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int
 		__atomic_store_n(&c->st.frames, c->st.frames + (uint64_t)k, __ATOMIC_RELAXED);
 	if (k)
 		return k;
-	if (c->posted != c->done)
-		reap(c);
+	if (c->tx.posted != c->tx.done)
+		ql_txq_reap(&c->tx, c->scq);
 	if (++c->idle >= HCH_IDLE_CHECK) {
 		c->idle = 0;
-		if (ql_qp_state(c->qp) == IBV_QPS_ERR && !c->err)
-			c->err = -ECONNRESET;
+		if (ql_qp_state(c->qp) == IBV_QPS_ERR && !c->tx.err)
+			c->tx.err = -ECONNRESET;
 	}
-	return c->err;
+	return c->tx.err;
 }
 
 static int hch_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)
@@ -191,54 +167,26 @@ static int hch_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)
 	struct hch *c = (struct hch *)ch;
 	int i;
 
-	if (c->err)
-		return c->err;
+	if (c->tx.err)
+		return c->tx.err;
 	for (i = 0; i < n; i++) {
-		struct ql_buffer *b = bufs[i];
-		bool signal = c->posted % c->signal_every == c->signal_every - 1 ||
-			      ql_pool_available(c->pool) < c->signal_every;
-		struct ibv_sge sge = {
-			.addr = (uintptr_t)ql_buffer_data(b),
-			.length = b->len,
-			.lkey = ql_mr_lkey(c->tx_mr),
-		};
-		struct ibv_send_wr wr = {
-			.wr_id = c->posted,
-			.sg_list = &sge,
-			.num_sge = 1,
-			.opcode = IBV_WR_SEND,
-			.send_flags = (b->len <= c->max_inline ? IBV_SEND_INLINE : 0) |
-				      (signal ? IBV_SEND_SIGNALED : 0),
-		};
-		struct ibv_send_wr *bad;
-
 		/* the pool's buffers are resp_size: a longer one is not ours */
-		if (b->len > c->resp_size) {
+		if (bufs[i]->len > c->resp_size) {
 			BUMP(c->st.resp_too_big);
 			break;
 		}
-		if (ql_qp_post_send(c->qp, &wr, &bad)) {
-			c->err = -EIO;
+		if (ql_txq_post(&c->tx, c->qp, bufs[i], i == n - 1))
 			break;
-		}
-		c->inflight[c->posted % c->ntx] = b;
-		c->posted++;
 	}
-	if (c->posted - c->done > c->ntx / 2)
-		reap(c);
-	return i ? i : c->err;
+	ql_txq_after_burst(&c->tx, c->scq);
+	return i ? i : c->tx.err;
 }
 
 static struct ql_buffer *hch_acquire(struct ql_channel *ch)
 {
 	struct hch *c = (struct hch *)ch;
-	struct ql_buffer *b = ql_pool_get(c->pool);
 
-	if (!b && c->posted != c->done) {
-		reap(c);
-		b = ql_pool_get(c->pool);
-	}
-	return b;
+	return ql_txq_acquire(&c->tx, c->scq);
 }
 
 static void hch_release(struct ql_channel *ch, struct ql_buffer *b)
@@ -253,7 +201,7 @@ static void hch_release(struct ql_channel *ch, struct ql_buffer *b)
 		}
 		return;
 	}
-	ql_pool_put(c->pool, b);
+	ql_pool_put(c->tx.pool, b);
 }
 
 static int hch_register(struct ql_channel *ch, void *addr, size_t len, uint32_t *lkey)
@@ -272,7 +220,7 @@ static int hch_register(struct ql_channel *ch, void *addr, size_t len, uint32_t 
 
 static int hch_poll_errors(struct ql_channel *ch)
 {
-	return ((struct hch *)ch)->err;
+	return ((struct hch *)ch)->tx.err;
 }
 
 static void hch_destroy(struct ql_channel *ch)
@@ -291,7 +239,7 @@ static void hch_destroy(struct ql_channel *ch)
 		ql_mr_dereg(c->tx_mr);
 	for (int i = 0; i < c->nextra; i++)
 		ql_mr_dereg(c->extra[i]);
-	ql_pool_destroy(c->pool);
+	ql_pool_destroy(c->tx.pool);
 	if (c->pages)
 		ql_pd_mem_free(c->pd, c->pages);
 	if (c->txmem)
@@ -300,7 +248,7 @@ static void hch_destroy(struct ql_channel *ch)
 		ql_pd_free(c->pd);
 	free(c->bufs);
 	free(c->busy);
-	free(c->inflight);
+	free(c->tx.inflight);
 	free(c);
 }
 
@@ -312,17 +260,17 @@ static int create_qp(struct hch *c)
 
 	if (ret)
 		return ret;
-	if (c->ntx > (uint32_t)attr.dev.max_qp_wr || c->num_pages > (uint32_t)attr.dev.max_qp_wr)
+	if (c->tx.ntx > (uint32_t)attr.dev.max_qp_wr || c->num_pages > (uint32_t)attr.dev.max_qp_wr)
 		return ql_error_set(-EINVAL,
 				    "hsb channel: %u pages or %u responses exceed the "
 				    "device's %d work requests",
-				    c->num_pages, c->ntx, attr.dev.max_qp_wr);
+				    c->num_pages, c->tx.ntx, attr.dev.max_qp_wr);
 	/* the batch's headroom, as far as the device allows (1: none) */
 	c->batch = (uint32_t)attr.dev.max_qp_wr - c->num_pages + 1;
 	if (c->batch > HCH_REPOST_BATCH)
 		c->batch = HCH_REPOST_BATCH;
 	c->rq_depth = c->num_pages + c->batch - 1;
-	ret = ql_cq_create(c->dev, (int)c->ntx, &c->scq);
+	ret = ql_cq_create(c->dev, (int)c->tx.ntx, &c->scq);
 	if (!ret)
 		ret = ql_cq_create(c->dev, (int)c->rq_depth, &c->rcq);
 	if (ret)
@@ -331,7 +279,7 @@ static int create_qp(struct hch *c)
 	ia.send_cq = c->scq;
 	ia.recv_cq = c->rcq;
 	ia.qp_type = IBV_QPT_UC;
-	ia.cap.max_send_wr = c->ntx;
+	ia.cap.max_send_wr = c->tx.ntx;
 	ia.cap.max_recv_wr = c->rq_depth;
 	ia.cap.max_send_sge = 1;
 	ia.cap.max_recv_sge = 1;
@@ -339,7 +287,7 @@ static int create_qp(struct hch *c)
 	ret = ql_qp_create(c->pd, &ia, &c->qp);
 	if (ret)
 		return ret;
-	c->max_inline = ia.cap.max_inline_data;
+	c->tx.max_inline = ia.cap.max_inline_data;
 	/* the re-post chain: WQEs without SGEs (WRITE WITH IMMEDIATE places
 	 * nothing); wr_id means nothing, the page is the immediate's */
 	for (uint32_t i = 0; i < HCH_REPOST_BATCH; i++) {
@@ -376,16 +324,16 @@ int ql_hsb_channel_create(struct ql_device *dev, const struct ql_hsb_channel_con
 	c->page_size = geo.page_size;
 	c->frame_len = geo.frame_len;
 	c->resp_size = geo.resp_size;
-	c->ntx = cfg->tx_buffers ? cfg->tx_buffers : c->num_pages;
-	c->signal_every = cfg->signal_every ? cfg->signal_every : 16;
-	if (c->signal_every > c->ntx)
-		c->signal_every = c->ntx;
+	c->tx.ntx = cfg->tx_buffers ? cfg->tx_buffers : c->num_pages;
+	c->tx.signal_every = cfg->signal_every ? cfg->signal_every : 16;
+	if (c->tx.signal_every > c->tx.ntx)
+		c->tx.signal_every = c->tx.ntx;
 	c->pages_len = (size_t)c->num_pages * c->page_size;
-	c->tx_len = ql_pool_region_size(c->ntx, c->resp_size);
+	c->tx_len = ql_pool_region_size(c->tx.ntx, c->resp_size);
 	c->bufs = calloc(c->num_pages, sizeof(*c->bufs));
 	c->busy = calloc(c->num_pages, sizeof(*c->busy));
-	c->inflight = calloc(c->ntx, sizeof(*c->inflight));
-	if (!c->bufs || !c->busy || !c->inflight) {
+	c->tx.inflight = calloc(c->tx.ntx, sizeof(*c->tx.inflight));
+	if (!c->bufs || !c->busy || !c->tx.inflight) {
 		ret = -ENOMEM;
 		goto err;
 	}
@@ -408,7 +356,8 @@ int ql_hsb_channel_create(struct ql_device *dev, const struct ql_hsb_channel_con
 	ret = ql_mr_reg(c->pd, c->txmem, c->tx_len, IBV_ACCESS_LOCAL_WRITE, &c->tx_mr);
 	if (ret)
 		goto err;
-	ret = ql_pool_create(c->txmem, c->tx_len, c->ntx, c->resp_size, 0, &c->pool);
+	c->tx.lkey = ql_mr_lkey(c->tx_mr);
+	ret = ql_pool_create(c->txmem, c->tx_len, c->tx.ntx, c->resp_size, 0, &c->tx.pool);
 	if (ret)
 		goto err;
 	for (uint32_t i = 0; i < c->num_pages; i++) {
@@ -481,7 +430,7 @@ int ql_hsb_channel_connect(struct ql_channel *ch, const struct ql_conn_params *q
 	/* one receive WQE per page and the batch's headroom */
 	for (uint32_t i = 0; i < c->num_pages; i++)
 		c->busy[i] = false;
-	c->err = 0;
+	c->tx.err = 0;
 	c->unposted = c->rq_depth;
 	ret = repost_flush(c);
 	if (ret)
@@ -504,6 +453,11 @@ int ql_hsb_channel_stats(struct ql_channel *ch, struct ql_hsb_channel_stats *s)
 	return 0;
 }
 
+static void hch_send_stats(const struct ql_channel *ch, struct ql_channel_send_stats *s)
+{
+	ql_txq_stats(&((const struct hch *)ch)->tx, s);
+}
+
 static const struct ql__channel_ops hch_ops = {
 	.receive_burst = hch_receive_burst,
 	.send_burst = hch_send_burst,
@@ -512,4 +466,5 @@ static const struct ql__channel_ops hch_ops = {
 	.register_memory = hch_register,
 	.poll_errors = hch_poll_errors,
 	.destroy = hch_destroy,
+	.send_stats = hch_send_stats,
 };

@@ -23,6 +23,7 @@
 #include "qlink/error.h"
 #include "transport/endpoint.h"
 #include "transport/rx_ring.h"
+#include "transport/txq.h"
 
 #define VCH_MAX_EXTRA_MR 16
 #define VCH_IDLE_CHECK 65536 /* idle polls between QP state checks */
@@ -62,17 +63,8 @@ struct vch {
 	uint8_t *txmem;
 	size_t tx_len;
 	struct ql_mr *tx_mr; /* the context's when shared */
-	uint32_t tx_lkey;
-	struct ql_pool *pool;
-	struct ql_buffer **inflight; /* posted buffers in posting order */
-	uint32_t ntx;
-	uint32_t max_inline;
-	uint32_t signal_every;
-	uint64_t posted;
-	uint64_t done;
-	struct ql_channel_send_stats ss; /* relaxed stores, this thread only */
+	struct ql_txq tx;    /* the responses (txq.h) */
 	uint32_t idle;
-	int err;
 	struct ql_mr *extra[VCH_MAX_EXTRA_MR];
 	int nextra;
 	/* UC duplicate answering (ndup == 0 on RC) */
@@ -99,42 +91,6 @@ static inline uint32_t slot_request_id(const uint8_t *slot, uint32_t cap)
 static const struct ql__channel_ops vch_ops;
 static void dup_scan(struct vch *c);
 
-#define SS_ADD(x, n) __atomic_store_n(&(x), (x) + (n), __ATOMIC_RELAXED)
-
-static int reap(struct vch *c)
-{
-	struct ibv_wc wc[16];
-	int n = ql_cq_poll(c->scq, 16, wc);
-
-	if (n < 0)
-		return c->err = n;
-	for (int i = 0; i < n; i++) {
-		uint64_t id = wc[i].wr_id;
-
-		/* wr_id is our own posting number; bound it all the same */
-		if (id < c->done || id >= c->posted)
-			continue;
-		if (wc[i].status == IBV_WC_SUCCESS) {
-			/* a signaled SEND completes every SEND posted before it */
-			SS_ADD(c->ss.completed, id + 1 - c->done);
-		} else {
-			/* RC completes in order: the unsignaled SENDs before
-			 * this one were delivered; this one was not */
-			SS_ADD(c->ss.completed, id - c->done);
-			if (wc[i].status == IBV_WC_RNR_RETRY_EXC_ERR)
-				SS_ADD(c->ss.dropped_rnr, 1);
-			else
-				SS_ADD(c->ss.dropped_peer, 1);
-			c->err = -EIO;
-		}
-		while (c->done <= id) {
-			ql_pool_put(c->pool, c->inflight[c->done % c->ntx]);
-			c->done++;
-		}
-	}
-	return 0;
-}
-
 static int vch_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int max)
 {
 	struct vch *c = (struct vch *)ch;
@@ -144,47 +100,16 @@ static int vch_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int
 		return n;
 	/* Idle: return finished response buffers, and now and then look at
 	 * the QP (a peer that died takes it to ERR). */
-	if (c->posted != c->done)
-		reap(c);
-	if (c->ndup && !c->err)
+	if (c->tx.posted != c->tx.done)
+		ql_txq_reap(&c->tx, c->scq);
+	if (c->ndup && !c->tx.err)
 		dup_scan(c);
 	if (++c->idle >= VCH_IDLE_CHECK) {
 		c->idle = 0;
-		if (ql_qp_state(c->qp) == IBV_QPS_ERR && !c->err)
-			c->err = -ECONNRESET;
+		if (ql_qp_state(c->qp) == IBV_QPS_ERR && !c->tx.err)
+			c->tx.err = -ECONNRESET;
 	}
-	return c->err ? c->err : 0;
-}
-
-/* Post one response buffer as a SEND; it returns to the pool when done. */
-/* `last`: the last SEND of a burst is signaled too, so that every SEND's
- * outcome is known from a completion even when no more traffic comes. */
-static int post_response(struct vch *c, struct ql_buffer *b, bool last)
-{
-	bool signal = c->posted % c->signal_every == c->signal_every - 1 ||
-		      ql_pool_available(c->pool) < c->signal_every || last;
-	struct ibv_sge sge = {
-		.addr = (uintptr_t)ql_buffer_data(b),
-		.length = b->len,
-		.lkey = c->tx_lkey,
-	};
-	struct ibv_send_wr wr = {
-		.wr_id = c->posted,
-		.sg_list = &sge,
-		.num_sge = 1,
-		.opcode = IBV_WR_SEND,
-		/* signal one in signal_every, and every one while the
-		 * pool runs low, so that buffers keep coming back */
-		.send_flags = (b->len <= c->max_inline ? IBV_SEND_INLINE : 0) |
-			      (signal ? IBV_SEND_SIGNALED : 0),
-	};
-	struct ibv_send_wr *bad;
-
-	if (ql_qp_post_send(c->qp, &wr, &bad))
-		return c->err = -EIO;
-	c->inflight[c->posted % c->ntx] = b;
-	c->posted++;
-	return 0;
+	return c->tx.err ? c->tx.err : 0;
 }
 
 /* UC: remember the response to request c->answered for its resends. */
@@ -205,19 +130,17 @@ static int vch_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)
 	struct vch *c = (struct vch *)ch;
 	int i;
 
-	if (c->err)
-		return c->err;
+	if (c->tx.err)
+		return c->tx.err;
 	for (i = 0; i < n; i++) {
 		if (c->ndup)
 			dup_remember(c, bufs[i]);
-		if (post_response(c, bufs[i], i == n - 1))
+		if (ql_txq_post(&c->tx, c->qp, bufs[i], i == n - 1))
 			break;
 		c->answered++;
 	}
-	SS_ADD(c->ss.posted, (uint64_t)i);
-	if (c->posted - c->done > c->ntx / 2)
-		reap(c);
-	return i ? i : c->err;
+	ql_txq_after_burst(&c->tx, c->scq);
+	return i ? i : c->tx.err;
 }
 
 /*
@@ -263,11 +186,7 @@ static void dup_scan(struct vch *c)
 			c->uc.dup_missed++;
 			continue;
 		}
-		b = ql_pool_get(c->pool);
-		if (!b && c->posted != c->done) {
-			reap(c);
-			b = ql_pool_get(c->pool);
-		}
+		b = ql_txq_acquire(&c->tx, c->scq);
 		if (!b) {
 			c->dup_cursor = k; /* no buffer now: on a later idle poll */
 			return;
@@ -275,11 +194,10 @@ static void dup_scan(struct vch *c)
 		atomic_store_explicit(seqw, 0, memory_order_relaxed);
 		ql_buffer_reset(b, 0);
 		__builtin_memcpy(ql_buffer_append(b, d->len), d->bytes, d->len);
-		if (post_response(c, b, true)) {
-			ql_pool_put(c->pool, b);
+		if (ql_txq_post(&c->tx, c->qp, b, true)) {
+			ql_pool_put(c->tx.pool, b);
 			return;
 		}
-		SS_ADD(c->ss.posted, 1); /* its completion is counted like any */
 		c->uc.dup_answered++;
 	}
 }
@@ -287,13 +205,8 @@ static void dup_scan(struct vch *c)
 static struct ql_buffer *vch_acquire(struct ql_channel *ch)
 {
 	struct vch *c = (struct vch *)ch;
-	struct ql_buffer *b = ql_pool_get(c->pool);
 
-	if (!b && c->posted != c->done) {
-		reap(c);
-		b = ql_pool_get(c->pool);
-	}
-	return b;
+	return ql_txq_acquire(&c->tx, c->scq);
 }
 
 static void vch_release(struct ql_channel *ch, struct ql_buffer *b)
@@ -304,7 +217,7 @@ static void vch_release(struct ql_channel *ch, struct ql_buffer *b)
 	 * slot once its response arrived */
 	if (b >= c->rx.bufs && b < c->rx.bufs + c->rx.num_slots)
 		return;
-	ql_pool_put(c->pool, b);
+	ql_pool_put(c->tx.pool, b);
 }
 
 static int vch_register(struct ql_channel *ch, void *addr, size_t len, uint32_t *lkey)
@@ -324,17 +237,12 @@ static int vch_register(struct ql_channel *ch, void *addr, size_t len, uint32_t 
 
 static void vch_send_stats(const struct ql_channel *ch, struct ql_channel_send_stats *s)
 {
-	const struct vch *c = (const struct vch *)ch;
-
-	s->posted = __atomic_load_n(&c->ss.posted, __ATOMIC_RELAXED);
-	s->completed = __atomic_load_n(&c->ss.completed, __ATOMIC_RELAXED);
-	s->dropped_rnr = __atomic_load_n(&c->ss.dropped_rnr, __ATOMIC_RELAXED);
-	s->dropped_peer = __atomic_load_n(&c->ss.dropped_peer, __ATOMIC_RELAXED);
+	ql_txq_stats(&((const struct vch *)ch)->tx, s);
 }
 
 static int vch_poll_errors(struct ql_channel *ch)
 {
-	return ((struct vch *)ch)->err;
+	return ((struct vch *)ch)->tx.err;
 }
 
 /* Response memory: a block of the context's region, or the channel's own. */
@@ -403,8 +311,8 @@ static void vch_destroy(struct ql_channel *ch)
 		ql_mr_dereg(c->extra[i]);
 	tx_mem_put(c);
 	ql_rx_ring_fini(&c->rx);
-	ql_pool_destroy(c->pool);
-	free(c->inflight);
+	ql_pool_destroy(c->tx.pool);
+	free(c->tx.inflight);
 	free(c->dup);
 	free(c->dup_mem);
 	if (c->ring)
@@ -436,15 +344,15 @@ int ql_verbs_channel_create(struct ql_device *dev, const struct ql_verbs_channel
 		return -ENOMEM;
 	c->head.ops = &vch_ops;
 	c->ctx = cfg->ctx;
-	c->ntx = cfg->tx_buffers ? cfg->tx_buffers : cfg->num_slots;
-	c->signal_every = cfg->signal_every ? cfg->signal_every : 16;
-	if (c->signal_every > c->ntx)
-		c->signal_every = c->ntx;
+	c->tx.ntx = cfg->tx_buffers ? cfg->tx_buffers : cfg->num_slots;
+	c->tx.signal_every = cfg->signal_every ? cfg->signal_every : 16;
+	if (c->tx.signal_every > c->tx.ntx)
+		c->tx.signal_every = c->tx.ntx;
 
 	c->ring_len = ql_ring_bytes(cfg->num_slots, cfg->slot_size);
-	c->tx_len = ql_pool_region_size(c->ntx, cfg->slot_size);
-	c->inflight = calloc(c->ntx, sizeof(*c->inflight));
-	if (!c->inflight) {
+	c->tx_len = ql_pool_region_size(c->tx.ntx, cfg->slot_size);
+	c->tx.inflight = calloc(c->tx.ntx, sizeof(*c->tx.inflight));
+	if (!c->tx.inflight) {
 		ret = -ENOMEM;
 		goto err;
 	}
@@ -481,7 +389,7 @@ int ql_verbs_channel_create(struct ql_device *dev, const struct ql_verbs_channel
 		for (uint32_t i = 0; i < c->ndup; i++)
 			c->dup[i].bytes = c->dup_mem + (size_t)i * cfg->slot_size;
 	}
-	ret = ql_pool_create(c->txmem, c->tx_len, c->ntx, cfg->slot_size, 0, &c->pool);
+	ret = ql_pool_create(c->txmem, c->tx_len, c->tx.ntx, cfg->slot_size, 0, &c->tx.pool);
 	if (ret)
 		goto err;
 	ret = ql_mr_reg(c->ep.pd, c->ring, c->ring_len,
@@ -493,14 +401,14 @@ int ql_verbs_channel_create(struct ql_device *dev, const struct ql_verbs_channel
 		if (ret)
 			goto err;
 	}
-	c->tx_lkey = ql_mr_lkey(c->tx_mr);
+	c->tx.lkey = ql_mr_lkey(c->tx_mr);
 	/* requests need no receive WQE (they are WRITEs): one, unused */
-	ret = ql_endpoint_create_qp(&c->ep, c->ntx, 1, cfg->qp_type);
+	ret = ql_endpoint_create_qp(&c->ep, c->tx.ntx, 1, cfg->qp_type);
 	if (ret)
 		goto err;
 	c->qp = c->ep.qp;
 	c->scq = c->ep.scq;
-	c->max_inline = c->ep.max_inline;
+	c->tx.max_inline = c->ep.max_inline;
 	*out = (struct ql_channel *)c;
 	return 0;
 err:
@@ -521,7 +429,7 @@ int ql_verbs_channel_info(struct ql_channel *ch, struct ql_verbs_channel_info *i
 	info->ring_rkey = ql_mr_rkey(c->ring_mr);
 	info->tx_mem = c->txmem;
 	info->tx_len = c->tx_len;
-	info->tx_lkey = c->tx_lkey;
+	info->tx_lkey = c->tx.lkey;
 	return 0;
 }
 
@@ -648,7 +556,7 @@ int ql_verbs_channel_connect(struct ql_channel *ch, const struct ql_conn_params 
 	}
 	ret = ql_qp_connect(c->qp, client, opts);
 	if (!ret)
-		c->err = 0;
+		c->tx.err = 0;
 	return ret;
 }
 
