@@ -126,6 +126,10 @@ static void expect_refused(const char *path, const char *config, int err, const 
 static void test_refused(void **state)
 {
 	expect_refused(QL_TEST_PLUGIN_BAD_ABI, NULL, -EPROTO, "plugin ABI version 42");
+	/* the version before frame handlers, named as such */
+	expect_refused(QL_TEST_PLUGIN_OLD_ABI, NULL, -EPROTO,
+		       "built for plugin ABI version 1, this qlinkd speaks 2 (struct "
+		       "ql_rpc_function has gained frame handlers since)");
 	expect_refused(QL_TEST_PLUGIN_NOT_PLUGIN, NULL, -ENOSYS, "not a qlink plugin");
 	expect_refused(QL_TEST_PLUGIN_UNRESOLVED, NULL, -ENOEXEC,
 		       "ql_test_symbol_that_does_not_exist");

@@ -4,8 +4,10 @@
  * right protocol status, the request id and timestamp echoed, a response
  * always, and no access outside the message or the response buffer; a
  * randomized run of garbage and near-valid messages with exactly sized heap
- * buffers (ASan sees any overrun; without ASan, guard bytes do); the
- * function table; and the hot-path promise: no allocation or lock (counted
+ * buffers (ASan sees any overrun; without ASan, guard bytes do); frame
+ * handlers (the frame checked after the call, every broken frame replaced,
+ * refused messages never reaching one, the canary of the guarded variant);
+ * the function table; and the hot-path promise: no allocation or lock (counted
  * by interposing malloc and pthread locks here) and no system call (a child
  * in seccomp strict mode).
  */
@@ -31,6 +33,7 @@
 #include <cmocka.h>
 
 #include "qlink/rpc.h"
+#include "rpc/dispatch_int.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define RD_ASAN 1
@@ -125,9 +128,78 @@ static const struct ql_rpc_schema short_writer_schema = {
 	.results = { { QL_RPC_TYPE_INT32, { 0 }, 4, 1 } },
 };
 
+/*
+ * frame: what it does is chosen by its first argument byte (mode; 0 when
+ * there are no arguments). Every mode stays within resp[0..resp_cap).
+ */
+enum {
+	FM_OK,	       /* status 0, results = the arguments (result_len = arg_len) */
+	FM_MAGIC,      /* the request's magic in the response */
+	FM_TOO_LONG,   /* result_len one more than fits */
+	FM_ID,	       /* request_id not echoed */
+	FM_TS,	       /* ptp_timestamp not echoed */
+	FM_NOTHING,    /* writes nothing, returns 0 */
+	FM_NEG_RET,    /* a good frame, but returns -1 */
+	FM_POS_RET,    /* garbage in resp, returns 3 */
+	FM_STATUS_RES, /* status 5 with results */
+	FM_NEG_STATUS, /* status -4 (as CUDA-QX's decoders write), no results */
+	FM_MODES,
+};
+
+static size_t frame_req_len, frame_resp_cap;
+
+static int32_t frame(const uint8_t *req, size_t req_len, uint8_t *resp, size_t resp_cap, void *ctx)
+{
+	struct ql_rpc_header h;
+	struct ql_rpc_response r;
+	size_t n = req_len - 24, room = resp_cap - 24;
+	int mode = n ? req[24] % FM_MODES : FM_OK;
+
+	handler_calls++;
+	frame_req_len = req_len;
+	frame_resp_cap = resp_cap;
+	ql_rpc_header_decode(req, &h);
+	if (h.arg_len != n)
+		return -100; /* not the frame the header describes */
+	if (mode == FM_NOTHING)
+		return 0;
+	if (mode == FM_POS_RET) {
+		memset(resp, 0xee, resp_cap);
+		return 3;
+	}
+	memcpy(resp + 24, req + 24, n < room ? n : room);
+	r = (struct ql_rpc_response){ QL_RPC_MAGIC_RESPONSE, 0, (uint32_t)n, h.request_id,
+				      h.ptp_timestamp };
+	switch (mode) {
+	case FM_MAGIC:
+		r.magic = QL_RPC_MAGIC_REQUEST;
+		break;
+	case FM_TOO_LONG:
+		r.result_len = (uint32_t)room + 1;
+		break;
+	case FM_ID:
+		r.request_id ^= 1;
+		break;
+	case FM_TS:
+		r.ptp_timestamp ^= 1ull << 40;
+		break;
+	case FM_STATUS_RES:
+		r.status = 5;
+		break;
+	case FM_NEG_STATUS:
+		r.status = -4;
+		r.result_len = 0;
+		break;
+	}
+	if (mode != FM_TOO_LONG && r.result_len > room)
+		r.result_len = (uint32_t)room; /* what it could write */
+	ql_rpc_response_encode(resp, &r);
+	return mode == FM_NEG_RET ? -1 : 0;
+}
+
 /* ---- harness ---------------------------------------------------------- */
 
-enum { F_ADD, F_FAIL, F_BIG, F_ECHO, F_SUM, F_SPEW, F_SHORT, F_COUNT };
+enum { F_ADD, F_FAIL, F_BIG, F_ECHO, F_SUM, F_SPEW, F_SHORT, F_FRAME, F_COUNT };
 
 static struct ql_rpc_table *table;
 static uint32_t ids[F_COUNT];
@@ -141,8 +213,11 @@ static int setup(void **state)
 		[F_ECHO] = QL_RPC_RAW_FUNCTION("echo", echo, NULL),
 		[F_SUM] = QL_RPC_RAW_FUNCTION("counted_sum", counted_sum, NULL),
 		[F_SPEW] = QL_RPC_RAW_FUNCTION("spew", spew, NULL),
-		[F_SHORT] = { "short_writer", ql_rpc_fnv1a("short_writer"), short_writer, NULL,
-			      &short_writer_schema },
+		[F_SHORT] = { .name = "short_writer",
+			      .id = ql_rpc_fnv1a("short_writer"),
+			      .fn = short_writer,
+			      .schema = &short_writer_schema },
+		[F_FRAME] = QL_RPC_FRAME_FUNCTION("frame", frame, NULL),
 	};
 
 	if (ql_rpc_table_create(F_COUNT, &table))
@@ -511,6 +586,209 @@ static void test_raw_echo_any_length(void **state)
 	}
 }
 
+/* ---- frame handlers ----------------------------------------------------- */
+
+/* A request for the frame function: mode, then n - 1 more argument bytes. */
+static uint8_t *frame_msg(int mode, uint32_t n, size_t len)
+{
+	uint8_t args[256];
+
+	for (uint32_t i = 0; i < sizeof(args); i++)
+		args[i] = (uint8_t)(i * 13 + 1);
+	args[0] = (uint8_t)mode;
+	return make_msg(QL_RPC_MAGIC_REQUEST, ids[F_FRAME], n, args, n, len);
+}
+
+static void test_frame_ok(void **state)
+{
+	struct result res;
+	uint8_t *m = frame_msg(FM_OK, 50, 24 + 50 + 30); /* a slot longer than the frame */
+	int calls = handler_calls;
+
+	run(m, 24 + 50 + 30, 200, &res);
+	expect(&res, 0, QL_RPC_ERR_NONE, true);
+	assert_int_equal(handler_calls, calls + 1);
+	assert_int_equal(res.info.index, F_FRAME);
+	/* the handler saw the frame (header + arg_len), not the slot, and the
+	 * whole response capacity */
+	assert_int_equal(frame_req_len, 24 + 50);
+	assert_int_equal(frame_resp_cap, 200);
+	assert_int_equal(res.len, 24 + 50);
+	assert_int_equal(res.r.result_len, 50);
+	assert_memory_equal(res.resp + 24, m + 24, 50);
+	free(m);
+
+	/* no arguments: an empty result */
+	m = frame_msg(FM_OK, 0, 24);
+	run(m, 24, 24, &res);
+	expect(&res, 0, QL_RPC_ERR_NONE, true);
+	assert_int_equal(res.len, 24);
+	free(m);
+
+	/* results filling the capacity exactly */
+	m = frame_msg(FM_OK, 100, 24 + 100);
+	run(m, 24 + 100, 24 + 100, &res);
+	expect(&res, 0, QL_RPC_ERR_NONE, true);
+	assert_int_equal(res.len, 24 + 100);
+	free(m);
+}
+
+/* Each broken frame is replaced by an internal-error response. */
+static void test_frame_post_checks(void **state)
+{
+	const int modes[] = { FM_MAGIC, FM_TOO_LONG, FM_ID, FM_TS, FM_NOTHING, FM_NEG_RET };
+
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		uint8_t *m = frame_msg(modes[i], 40, 24 + 40);
+		struct result res;
+		int calls = handler_calls;
+
+		run(m, 24 + 40, 128, &res);
+		if (res.ret != QL_RPC_E_INTERNAL)
+			fail_msg("mode %d: status %d", modes[i], res.ret);
+		expect(&res, QL_RPC_E_INTERNAL, QL_RPC_ERR_INTERNAL, true);
+		assert_int_equal(handler_calls, calls + 1);
+		assert_int_equal(res.len, 24);
+		free(m);
+	}
+}
+
+/* A handler that writes no header must not send the buffer's previous
+ * response (the dispatcher clears the header first). */
+static void test_frame_stale_header(void **state)
+{
+	uint8_t *ok = frame_msg(FM_OK, 8, 32), *nothing = frame_msg(FM_NOTHING, 8, 32);
+	uint8_t resp[64];
+	size_t len;
+
+	assert_int_equal(ql_rpc_dispatch(table, ok, 32, resp, sizeof(resp), &len, NULL), 0);
+	assert_int_equal(len, 32);
+	/* same request_id and timestamp: the old header would pass every check */
+	assert_int_equal(ql_rpc_dispatch(table, nothing, 32, resp, sizeof(resp), &len, NULL),
+			 QL_RPC_E_INTERNAL);
+	assert_int_equal(len, 24);
+	free(ok);
+	free(nothing);
+}
+
+/* A frame's own status: a positive return, or any status written in the
+ * frame, negative included; never with results. */
+static void test_frame_status(void **state)
+{
+	struct result res;
+	uint8_t *m = frame_msg(FM_POS_RET, 16, 24 + 16);
+
+	run(m, 24 + 16, 128, &res);
+	expect(&res, 3, QL_RPC_ERR_HANDLER, true);
+	assert_int_equal(res.len, 24);
+	free(m);
+
+	m = frame_msg(FM_STATUS_RES, 16, 24 + 16);
+	run(m, 24 + 16, 128, &res);
+	expect(&res, 5, QL_RPC_ERR_HANDLER, true);
+	assert_int_equal(res.len, 24); /* run() checked result_len 0 in the header */
+	free(m);
+
+	m = frame_msg(FM_NEG_STATUS, 16, 24 + 16);
+	run(m, 24 + 16, 128, &res);
+	expect(&res, -4, QL_RPC_ERR_HANDLER, true);
+	assert_int_equal(res.len, 24);
+	free(m);
+}
+
+/* Messages that fail a header check never reach the frame handler. */
+static void test_frame_pre_checks(void **state)
+{
+	uint8_t args[16] = { FM_OK };
+	struct result res;
+	int calls = handler_calls;
+	uint8_t *m;
+
+	m = make_msg(0xdeadbeef, ids[F_FRAME], 16, args, 16, 24 + 16);
+	run(m, 24 + 16, 128, &res);
+	expect(&res, QL_RPC_E_BAD_MAGIC, QL_RPC_ERR_BAD_MAGIC, true);
+	free(m);
+	m = make_msg(QL_RPC_MAGIC_REQUEST, ids[F_FRAME], 17, args, 16, 24 + 16);
+	run(m, 24 + 16, 128, &res);
+	expect(&res, QL_RPC_E_BAD_LENGTH, QL_RPC_ERR_BAD_LENGTH, true);
+	free(m);
+	m = make_msg(QL_RPC_MAGIC_REQUEST, ids[F_FRAME] ^ 1, 16, args, 16, 24 + 16);
+	run(m, 24 + 16, 128, &res);
+	expect(&res, QL_RPC_E_UNKNOWN_FUNCTION, QL_RPC_ERR_UNKNOWN_FUNCTION, true);
+	free(m);
+	m = make_msg(QL_RPC_MAGIC_REQUEST, ids[F_FRAME], 0, args, 0, 20);
+	run(m, 20, 128, &res);
+	expect(&res, QL_RPC_E_SHORT, QL_RPC_ERR_SHORT, false);
+	free(m);
+	assert_int_equal(handler_calls, calls);
+}
+
+/* frame_overrun: a good header, and one byte written at resp[resp_cap - 1]
+ * (ctx NULL: allowed) or at resp[resp_cap] (ctx non-NULL: past the end). */
+static int32_t frame_overrun(const uint8_t *req, size_t req_len, uint8_t *resp, size_t resp_cap,
+			     void *ctx)
+{
+	(void)req_len;
+	ql_rpc_frame_respond(req, resp, 0, 0);
+	resp[ctx ? resp_cap : resp_cap - 1] = 0x42;
+	return 0;
+}
+
+/* The daemon's guarded dispatch: the canary right past resp_cap catches a
+ * frame handler writing past its capacity. */
+static void test_frame_guarded(void **state)
+{
+	struct ql_rpc_table *t;
+	const char *name = NULL;
+	uint8_t args[4] = { FM_OK, 1, 2, 3 }, resp[64 + QL__RPC_CANARY_SIZE];
+	struct ql_rpc_dispatch_info info;
+	bool overrun = true;
+	size_t len;
+	uint8_t *m;
+
+	assert_int_equal(ql_rpc_table_create(4, &t), 0);
+	assert_int_equal(ql_rpc_table_add(t, &QL_RPC_FRAME_FUNCTION("fits", frame_overrun, NULL)),
+			 0);
+	assert_int_equal(
+		ql_rpc_table_add(t, &QL_RPC_FRAME_FUNCTION("overruns", frame_overrun, (void *)1)),
+		1);
+	assert_int_equal(ql_rpc_table_add(t, &QL_RPC_FRAME_FUNCTION("frame", frame, NULL)), 2);
+
+	m = make_msg(QL_RPC_MAGIC_REQUEST, ql_rpc_fnv1a("fits"), 4, args, 4, 28);
+	assert_int_equal(ql__rpc_dispatch_guarded(t, m, 28, resp, 64, &len, &info, &name, &overrun),
+			 0);
+	assert_false(overrun);
+	assert_string_equal(name, "fits");
+	free(m);
+
+	m = make_msg(QL_RPC_MAGIC_REQUEST, ql_rpc_fnv1a("overruns"), 4, args, 4, 28);
+	assert_int_equal(ql__rpc_dispatch_guarded(t, m, 28, resp, 64, &len, &info, &name, &overrun),
+			 QL_RPC_E_INTERNAL);
+	assert_true(overrun);
+	assert_string_equal(name, "overruns");
+	assert_int_equal(info.kind, QL_RPC_ERR_INTERNAL);
+	assert_int_equal(len, 24);
+	assert_int_equal(ql_rpc_get_u32(resp + 12), RID);
+	free(m);
+
+	/* a well-behaved frame through the guarded path, and a refused one */
+	m = make_msg(QL_RPC_MAGIC_REQUEST, ql_rpc_fnv1a("frame"), 4, args, 4, 28);
+	assert_int_equal(ql__rpc_dispatch_guarded(t, m, 28, resp, 64, &len, &info, &name, &overrun),
+			 0);
+	assert_false(overrun);
+	assert_int_equal(len, 28);
+	assert_memory_equal(resp + 24, args, 4);
+	free(m);
+	name = NULL;
+	m = make_msg(0, ql_rpc_fnv1a("overruns"), 4, args, 4, 28);
+	assert_int_equal(ql__rpc_dispatch_guarded(t, m, 28, resp, 64, &len, &info, &name, &overrun),
+			 QL_RPC_E_BAD_MAGIC);
+	assert_false(overrun);
+	assert_null(name); /* no handler was entered */
+	free(m);
+	ql_rpc_table_destroy(t);
+}
+
 /* ---- the table -------------------------------------------------------- */
 
 static int32_t nop(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
@@ -523,6 +801,20 @@ static void test_table(void **state)
 	struct ql_rpc_table *t;
 	struct ql_rpc_function f = { .fn = nop };
 	char name[32];
+
+	/* exactly one of fn and frame; a frame function takes no schema */
+	assert_int_equal(ql_rpc_table_add(table, &(struct ql_rpc_function){ .name = "neither" }),
+			 -EINVAL);
+	assert_int_equal(ql_rpc_table_add(table, &(struct ql_rpc_function){ .name = "both",
+									    .fn = nop,
+									    .frame = frame }),
+			 -EINVAL);
+	assert_int_equal(
+		ql_rpc_table_add(table,
+				 &(struct ql_rpc_function){ .name = "frame_schema",
+							    .frame = frame,
+							    .schema = &short_writer_schema }),
+		-EINVAL);
 
 	assert_int_equal(ql_rpc_table_create(0, &t), -EINVAL);
 	assert_null(t);
@@ -746,8 +1038,8 @@ int pthread_spin_lock(pthread_spinlock_t *s)
  * the number of successful dispatches. Uses only stack memory. */
 static long dispatch_mix(long n)
 {
-	uint8_t msgs[6][64], resp[64];
-	size_t lens[6] = { 32, 28, 32, 32, 10, 64 };
+	uint8_t msgs[7][64], resp[64];
+	size_t lens[7] = { 32, 28, 32, 32, 10, 64, 34 };
 	struct ql_rpc_dispatch_info info;
 	long ok = 0;
 
@@ -762,8 +1054,11 @@ static long dispatch_mix(long n)
 			     &(struct ql_rpc_header){ QL_RPC_MAGIC_REQUEST, 12345, 8, 1, 2 });
 	ql_rpc_header_encode(msgs[5], &(struct ql_rpc_header){ QL_RPC_MAGIC_REQUEST, ids[F_ECHO],
 							       40, 1, 2 });
+	/* a frame handler answering its 10 arguments (mode byte 0: FM_OK) */
+	ql_rpc_header_encode(msgs[6], &(struct ql_rpc_header){ QL_RPC_MAGIC_REQUEST, ids[F_FRAME],
+							       10, 1, 2 });
 	for (long i = 0; i < n; i++) {
-		int k = (int)(i % 6);
+		int k = (int)(i % 7);
 
 		ql_rpc_put_i32(msgs[0] + 24, (int32_t)i);
 		if (ql_rpc_dispatch(table, msgs[k], lens[k], resp, sizeof(resp), NULL, &info) == 0)
@@ -772,10 +1067,10 @@ static long dispatch_mix(long n)
 	return ok;
 }
 
-/* messages 0 (ADD) and 5 (ECHO) of every six succeed */
+/* messages 0 (ADD), 5 (ECHO) and 6 (FRAME) of every seven succeed */
 static long mix_expected_ok(long n)
 {
-	return n / 6 * 2 + (n % 6 > 0);
+	return n / 7 * 3 + (n % 7 > 0) + (n % 7 > 5);
 }
 
 static void test_no_alloc_no_lock(void **state)
@@ -853,6 +1148,12 @@ int main(void)
 		cmocka_unit_test(test_schema_broken_by_handler),
 		cmocka_unit_test(test_resp_too_small),
 		cmocka_unit_test(test_raw_echo_any_length),
+		cmocka_unit_test(test_frame_ok),
+		cmocka_unit_test(test_frame_post_checks),
+		cmocka_unit_test(test_frame_stale_header),
+		cmocka_unit_test(test_frame_status),
+		cmocka_unit_test(test_frame_pre_checks),
+		cmocka_unit_test(test_frame_guarded),
 		cmocka_unit_test(test_table),
 		cmocka_unit_test(test_random_messages),
 		cmocka_unit_test(test_no_alloc_no_lock),

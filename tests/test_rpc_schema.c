@@ -614,7 +614,9 @@ static int32_t dummy(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
 static void test_table_rejects_bad_schema(void **state)
 {
 	struct ql_rpc_schema s = one_arg(QL_RPC_TYPE_INT32, 3, 1);
-	struct ql_rpc_function f = { "bad", ql_rpc_fnv1a("bad"), dummy, NULL, &s };
+	struct ql_rpc_function f = {
+		.name = "bad", .id = ql_rpc_fnv1a("bad"), .fn = dummy, .schema = &s
+	};
 	uint32_t before = ql_rpc_table_count(table);
 
 	assert_int_equal(ql_rpc_table_add(table, &f), -EINVAL);
@@ -629,7 +631,9 @@ static void test_table_rejects_bad_schema(void **state)
 static void test_table_copies_schema(void **state)
 {
 	struct ql_rpc_schema s = one_arg(QL_RPC_TYPE_INT32, 4, 1);
-	struct ql_rpc_function f = { "copied", ql_rpc_fnv1a("copied"), dummy, NULL, &s };
+	struct ql_rpc_function f = {
+		.name = "copied", .id = ql_rpc_fnv1a("copied"), .fn = dummy, .schema = &s
+	};
 	const struct ql_rpc_function *got;
 	uint8_t msg[28] = { 0 }, resp[32];
 	int idx;

@@ -11,7 +11,11 @@
  * by the host, so a plugin needs no symbol from qlinkd or libqlink at run
  * time: it is compiled against qlink's headers only, whose typed-handler
  * macros (QL_RPC_FN) and stream functions are header-only inlines. qlinkd
- * links libqlink statically and exports nothing.
+ * links libqlink statically and exports nothing. A plugin registers stream
+ * handlers (typed or raw) and frame handlers (the whole request frame in,
+ * the whole response frame out, as CUDA-Q's HOST_CALL handlers: see
+ * ql_rpc_frame_fn in rpc_table.h; QL_RPC_FRAME_FUNCTION in rpc_fn.h)
+ * through the same registrar. A typed one:
  *
  *   static int32_t decode(const uint8_t *syn, uint8_t *corr) { ... }
  *   QL_RPC_FN(decode, QL_ARG_BITS(63), QL_RES_BITS(64));
@@ -53,9 +57,11 @@ extern "C" {
 /*
  * Bumped whenever anything a plugin sees changes incompatibly: struct
  * ql_plugin_info, struct ql_plugin_registrar, struct ql_rpc_function,
- * struct ql_rpc_schema, the stream structs and the handler signature.
+ * struct ql_rpc_schema, the stream structs and the handler signatures.
+ * 1: stream handlers only. 2: struct ql_rpc_function gained `frame` (frame
+ * handlers, CUDA-Q's HOST_CALL form); a version 1 plugin is refused.
  */
-#define QL_PLUGIN_ABI_VERSION 1u
+#define QL_PLUGIN_ABI_VERSION 2u
 
 /* The symbol a plugin exports. */
 #define QL_PLUGIN_SYMBOL "ql_plugin_info"
@@ -65,9 +71,10 @@ extern "C" {
 struct ql_plugin_registrar {
 	uint32_t abi_version; /* QL_PLUGIN_ABI_VERSION of the host */
 	void *host;	      /* pass back as the first argument */
-	/* Register one function (typed or raw, see rpc.h; copied, so a
-	 * compound literal is fine; ctx and fn must live until fini). 0 or a
-	 * negative errno: -EEXIST for a name or id already registered. */
+	/* Register one function (typed, raw or frame, see rpc_table.h;
+	 * copied, so a compound literal is fine; ctx and the handler must live
+	 * until fini). 0 or a negative errno: -EEXIST for a name or id already
+	 * registered, -EINVAL for neither or both of fn and frame. */
 	int (*register_function)(void *host, const struct ql_rpc_function *fn);
 	/* Log a line through the host's logger, attributed to the plugin. */
 	void (*log)(void *host, enum ql_log_level level, const char *msg);

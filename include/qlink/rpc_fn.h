@@ -112,6 +112,34 @@ extern "C" {
 	((struct ql_rpc_function){                \
 		.name = (wire_name), .id = ql_rpc_fnv1a(wire_name), .fn = (fn_), .ctx = (ctx_) })
 
+/* A frame handler (ql_rpc_frame_fn: the whole request frame in, the whole
+ * response frame out; no schema). */
+#define QL_RPC_FRAME_FUNCTION(wire_name, frame_, ctx_)            \
+	((struct ql_rpc_function){ .name = (wire_name),           \
+				   .id = ql_rpc_fnv1a(wire_name), \
+				   .frame = (frame_),             \
+				   .ctx = (ctx_) })
+
+/*
+ * For a frame handler: write the response header into resp for the request
+ * frame req (magic, status, result_len, request_id and ptp_timestamp
+ * copied), the results being already at resp + 24.
+ */
+static inline void ql_rpc_frame_respond(const uint8_t *req, uint8_t *resp, int32_t status,
+					uint32_t result_len)
+{
+	struct ql_rpc_header h;
+	struct ql_rpc_response r;
+
+	ql_rpc_header_decode(req, &h);
+	r.magic = QL_RPC_MAGIC_RESPONSE;
+	r.status = status;
+	r.result_len = result_len;
+	r.request_id = h.request_id;
+	r.ptp_timestamp = h.ptp_timestamp;
+	ql_rpc_response_encode(resp, &r);
+}
+
 /* -- machinery below: items are (direction, kind, n) tuples ----------------- */
 
 #define QL__CAT(a, b) QL__CAT_(a, b)

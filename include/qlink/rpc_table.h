@@ -21,18 +21,48 @@ extern "C" {
 /* ---- function table -------------------------------------------------------- */
 
 /*
- * A handler reads its arguments from in (exactly arg_len bytes) and writes
- * its results to out; it returns 0, or a positive status of its own choosing
- * (sent back with no results). A negative return is an internal error.
+ * There are two kinds of handler.
+ *
+ * A stream handler reads its arguments from in (exactly arg_len bytes) and
+ * writes its results to out; it returns 0, or a positive status of its own
+ * choosing (sent back with no results). A negative return is an internal
+ * error. Typed (with a schema, see rpc_fn.h) or raw (without).
  */
 typedef int32_t (*ql_rpc_handler_fn)(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx);
 
+/*
+ * A frame handler is CUDA-Q Realtime's HOST_CALL form: it gets the whole
+ * request frame and writes the whole response frame. req[0..req_len) is the
+ * 24-byte request header followed by its arg_len argument bytes (req_len =
+ * 24 + arg_len; magic, arg_len and function id already checked); resp has
+ * resp_cap bytes (at least 24). The handler writes the response header
+ * itself (magic QL_RPC_MAGIC_RESPONSE, status, result_len, and request_id
+ * and ptp_timestamp copied from the request; ql_rpc_response_encode does
+ * it) followed by result_len result bytes, and returns:
+ *  0   the frame in resp is the response;
+ *  > 0 a status of its own, sent back with no results (the dispatcher
+ *      writes the header and ignores resp, as for a stream handler);
+ *  < 0 an internal error.
+ * The dispatcher zeroes the response header before the call and checks the
+ * frame afterwards: magic, request_id and ptp_timestamp echoed, result_len
+ * <= resp_cap - 24, nothing written past resp_cap (the daemon's canary).
+ * A frame that fails a check is replaced by a QL_RPC_E_INTERNAL response.
+ * The status the handler writes is its own, negative values included (as
+ * CUDA-QX's decoder handlers write -1..-5); a non-zero status goes back with
+ * result_len 0 (the dispatcher rewrites it), so "results only with status
+ * 0" holds for every kind of handler.
+ */
+typedef int32_t (*ql_rpc_frame_fn)(const uint8_t *req, size_t req_len, uint8_t *resp,
+				   size_t resp_cap, void *ctx);
+
+/* Exactly one of fn and frame is set; frame functions have no schema. */
 struct ql_rpc_function {
 	const char *name; /* for people and for duplicate detection */
 	uint32_t id;	  /* function_id on the wire, normally ql_rpc_fnv1a(name) */
 	ql_rpc_handler_fn fn;
-	void *ctx;			    /* passed to fn */
+	void *ctx;			    /* passed to fn or frame */
 	const struct ql_rpc_schema *schema; /* NULL = raw: any arg_len, any results */
+	ql_rpc_frame_fn frame;		    /* a frame handler instead of fn */
 };
 
 /*
@@ -66,7 +96,8 @@ void ql_rpc_table_destroy(struct ql_rpc_table *t);
  * Register f (copied, name and schema included; ctx is not owned). Returns
  * its index, which stays the same for the life of the table and numbers the
  * functions 0, 1, 2, ... in registration order, so per-function counters can
- * live in a plain array. -EINVAL for a NULL name or fn or a schema that fails
+ * live in a plain array. -EINVAL for a NULL name, for neither or both of fn
+ * and frame, for a frame function with a schema, or a schema that fails
  * ql_rpc_schema_check, -EEXIST if the id or the name is already there,
  * -ENOSPC if the table is full, -ENOMEM.
  */
@@ -132,7 +163,11 @@ struct ql_rpc_dispatch_info {
  * 24 + result_len; result_len is 0 unless status is 0; nothing outside
  * msg[0..msg_len) is read and nothing outside resp[0..resp_cap) written; a
  * handler sees exactly arg_len bytes of input (for a typed function exactly
- * its schema's argument size) and at most resp_cap - 24 bytes of output.
+ * its schema's argument size; a frame handler the header before them) and
+ * at most resp_cap - 24 bytes of output (a frame handler resp_cap bytes,
+ * header included). No handler runs for a message that fails a header
+ * check (short, magic, arg_len, unknown function; for a typed function its
+ * argument size and room for its results).
  * No allocation, lock, system call or logging. msg and resp must not
  * overlap. resp_cap must be at least 24; if it is not (or resp is NULL)
  * nothing is written, *resp_len is 0 and QL_RPC_E_INTERNAL is returned.

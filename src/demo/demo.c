@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* The demonstration function qlink_parity (see demo/demo.h). */
+/* The built-in functions qlink_parity and rpc_increment (see demo/demo.h). */
 #include <string.h>
 
 #include "demo/demo.h"
@@ -86,4 +86,86 @@ void ql_demo_parity_call(struct ql_vppu_call *call, uint64_t *seed)
 	call->make_args = make_args;
 	call->check = check;
 	call->ctx = seed;
+}
+
+/* ---- rpc_increment ------------------------------------------------------- */
+
+static int32_t rpc_increment(const uint8_t *req, size_t req_len, uint8_t *resp, size_t resp_cap,
+			     void *ctx)
+{
+	size_t n = req_len - QL_RPC_HEADER_SIZE;
+	const uint8_t *in = req + QL_RPC_HEADER_SIZE;
+	uint8_t *out = resp + QL_RPC_RESPONSE_SIZE;
+
+	(void)ctx;
+	if (n > resp_cap - QL_RPC_RESPONSE_SIZE) {
+		ql_rpc_frame_respond(req, resp, QL_RPC_E_RESULT_OVERFLOW, 0);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		out[i] = (uint8_t)(in[i] + 1);
+	ql_rpc_frame_respond(req, resp, 0, (uint32_t)n);
+	return 0;
+}
+
+const struct ql_rpc_function *ql_demo_increment_function(void)
+{
+	static const struct ql_rpc_function f = {
+		.name = QL_DEMO_INCREMENT_NAME,
+		.id = QL_DEMO_INCREMENT_ID, /* tests check it is FNV-1a of the name */
+		.frame = rpc_increment,
+	};
+
+	return &f;
+}
+
+/* Eight argument bytes (word w) of call n. */
+static void increment_word(uint64_t n, uint32_t w, uint8_t out[8])
+{
+	uint64_t v = splitmix64(n * 0x100000001b3ull ^ w);
+
+	memcpy(out, &v, 8);
+}
+
+void ql_demo_increment_args(uint64_t n, uint8_t *args, uint32_t arg_len)
+{
+	for (uint32_t i = 0; i < arg_len; i += 8) {
+		uint8_t b[8];
+
+		increment_word(n, i / 8, b);
+		memcpy(args + i, b, arg_len - i < 8 ? arg_len - i : 8);
+	}
+}
+
+/* ctx carries arg_len itself: the call needs no storage of its own. */
+static void increment_make_args(void *ctx, uint64_t n, uint8_t *args)
+{
+	ql_demo_increment_args(n, args, (uint32_t)(uintptr_t)ctx);
+}
+
+static int increment_check(void *ctx, uint64_t n, int32_t status, const uint8_t *res, uint32_t len)
+{
+	uint32_t arg_len = (uint32_t)(uintptr_t)ctx;
+
+	if (status || len != arg_len)
+		return 1;
+	for (uint32_t i = 0; i < len; i += 8) {
+		uint8_t b[8];
+
+		increment_word(n, i / 8, b);
+		for (uint32_t j = 0; j < 8 && i + j < len; j++)
+			if (res[i + j] != (uint8_t)(b[j] + 1))
+				return 1;
+	}
+	return 0;
+}
+
+void ql_demo_increment_call(struct ql_vppu_call *call, uint32_t arg_len)
+{
+	memset(call, 0, sizeof(*call));
+	call->function = QL_DEMO_INCREMENT_NAME;
+	call->arg_len = arg_len;
+	call->make_args = increment_make_args;
+	call->check = increment_check;
+	call->ctx = (void *)(uintptr_t)arg_len;
 }

@@ -69,7 +69,7 @@ int ql_plugin_load(const char *path, const char *config, struct ql_plugin **out)
 	ql_plugin_info_fn fn;
 	const struct ql_plugin_info *info;
 	struct stat st;
-	char abi[64];
+	char abi[128];
 	int ret;
 
 	*out = NULL;
@@ -109,8 +109,13 @@ int ql_plugin_load(const char *path, const char *config, struct ql_plugin **out)
 	if (!info)
 		return fail(p, -EINVAL, "%s: %s() returned NULL", path, QL_PLUGIN_SYMBOL);
 	if (info->abi_version != QL_PLUGIN_ABI_VERSION) {
-		snprintf(abi, sizeof(abi), "%u, this qlinkd speaks %u", info->abi_version,
-			 QL_PLUGIN_ABI_VERSION);
+		/* Version 1's struct ql_rpc_function is shorter: its functions
+		 * would be read with a garbage frame pointer. Say so. */
+		snprintf(abi, sizeof(abi), "%u, this qlinkd speaks %u%s", info->abi_version,
+			 QL_PLUGIN_ABI_VERSION,
+			 info->abi_version == 1 ? " (struct ql_rpc_function has gained frame "
+						  "handlers since)" :
+						  "");
 		return fail(p, -EPROTO,
 			    "%s: built for plugin ABI version %s; rebuild it against this "
 			    "qlink's headers",

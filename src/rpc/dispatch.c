@@ -6,7 +6,8 @@
  * status values, so a malformed message costs a few compares and never
  * reaches user code; a typed handler therefore always gets exactly its
  * schema's argument bytes and room for exactly its results. What the handler
- * does with its streams is checked afterwards. Nothing here allocates,
+ * does with its streams is checked afterwards; a frame handler's response
+ * header likewise (magic, echoes, result_len within its capacity). Nothing here allocates,
  * locks, logs or enters the kernel: this runs in the dispatcher's busy loop.
  */
 #include <string.h>
@@ -70,6 +71,8 @@ dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t msg_len, uint8
 		goto respond;
 	}
 	e = &t->entries[index];
+	if (e->f.frame)
+		goto frame;
 	cap = resp_cap - QL_RPC_RESPONSE_SIZE;
 	if (e->f.schema) {
 		if (h.arg_len != e->args_size) {
@@ -127,6 +130,47 @@ dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t msg_len, uint8
 	} else {
 		result_len = (uint32_t)ql_rpc_out_len(&out);
 	}
+
+	goto respond;
+
+frame:
+	/* The handler writes the whole frame; its capacity (header included)
+	 * is what result_len can say plus the header. */
+	cap = resp_cap - QL_RPC_RESPONSE_SIZE > UINT32_MAX ?
+		      QL_RPC_RESPONSE_SIZE + (size_t)UINT32_MAX :
+		      resp_cap;
+	/* A handler that writes no header must not send a stale one. */
+	memset(resp, 0, QL_RPC_RESPONSE_SIZE);
+	if (cur_name) {
+		memcpy(resp + cap, &canary_value, sizeof(canary_value));
+		__atomic_store_n(cur_name, e->f.name, __ATOMIC_RELAXED);
+	}
+	ret = e->f.frame(msg, QL_RPC_HEADER_SIZE + (size_t)h.arg_len, resp, cap, e->f.ctx);
+	if (cur_name && memcmp(resp + cap, &canary_value, sizeof(canary_value))) {
+		*overrun = true;
+		status = QL_RPC_E_INTERNAL;
+		kind = QL_RPC_ERR_INTERNAL;
+		goto respond;
+	}
+	if (ret > 0) {
+		status = ret;
+		kind = QL_RPC_ERR_HANDLER;
+		goto respond;
+	}
+	ql_rpc_response_decode(resp, &r);
+	if (ret < 0 || r.magic != QL_RPC_MAGIC_RESPONSE || r.request_id != h.request_id ||
+	    r.ptp_timestamp != h.ptp_timestamp || r.result_len > cap - QL_RPC_RESPONSE_SIZE) {
+		status = QL_RPC_E_INTERNAL;
+		kind = QL_RPC_ERR_INTERNAL;
+		goto respond;
+	}
+	/* Its own status, whatever the sign. The header is re-encoded below:
+	 * the same bytes, except result_len 0 with a non-zero status. */
+	status = r.status;
+	if (status)
+		kind = QL_RPC_ERR_HANDLER;
+	else
+		result_len = r.result_len;
 
 respond:
 	r.magic = QL_RPC_MAGIC_RESPONSE;

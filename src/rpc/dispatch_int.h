@@ -19,7 +19,8 @@
  * - just before the handler runs, its name is stored (relaxed) in *cur_name,
  *   so a watchdog or a crash report can say which function is running;
  * - a canary is written right past the handler's output capacity (for a
- *   typed function past its declared results, for a raw one at resp_cap)
+ *   typed function past its declared results, for a raw or frame one at
+ *   resp_cap)
  *   and checked when it returns: a handler that wrote over it gets status
  *   QL_RPC_E_INTERNAL (kind QL_RPC_ERR_INTERNAL) and *overrun is set.
  * resp must have QL__RPC_CANARY_SIZE writable bytes after resp_cap.

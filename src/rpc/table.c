@@ -62,8 +62,16 @@ int ql_rpc_table_add(struct ql_rpc_table *t, const struct ql_rpc_function *f)
 	uint32_t i;
 	char *name;
 
-	if (!t || !f || !f->name || !f->fn)
-		return ql_error_set(-EINVAL, "rpc function needs a name and a handler");
+	if (!t || !f || !f->name || !f->fn == !f->frame)
+		return ql_error_set(-EINVAL,
+				    "rpc function %s needs a name and exactly one handler "
+				    "(fn or frame)",
+				    f && f->name ? f->name : "(null)");
+	if (f->frame && f->schema)
+		return ql_error_set(-EINVAL,
+				    "rpc function %s: a frame handler takes no schema (it reads "
+				    "the frame itself)",
+				    f->name);
 	if (f->schema && ql_rpc_schema_check(f->schema))
 		return ql_error_set(-EINVAL, "rpc function %s: invalid schema", f->name);
 	if (ql_rpc_table_find(t, f->id) >= 0)
