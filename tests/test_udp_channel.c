@@ -591,6 +591,120 @@ static void test_garbage(void **state)
 	fx_close(&f);
 }
 
+/* The answer policy: a bad request is answered with its error status, to
+ * its own requester, in order with the others. */
+static void test_answer_policy(void **state)
+{
+	struct ql_udp_channel_config cc = { .address = "127.0.0.1", .num_slots = 4 };
+	struct ql_daemon_config dc = { .cpu = -1, .bad_requests = QL_BAD_REQUEST_ANSWER };
+	struct ql_udp_client_config uc = { .host = "127.0.0.1" };
+	uint8_t msg[256], buf[512];
+	struct ql_rpc_response r;
+	struct ql_daemon_stats ds;
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	struct fx f;
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(ql_udp_channel_create(&cc, &f.ch), 0);
+	assert_int_equal(ql_udp_channel_local_addr(f.ch, &ss, &sl), 0);
+	uc.port = port_of(&ss);
+	assert_int_equal(ql_daemon_create(&dc, f.ch, &f.d), 0);
+	assert_int_equal(ql_daemon_register(f.d, &QL_RPC_RAW_FUNCTION(INC_NAME, h_increment, NULL)),
+			 0);
+	assert_int_equal(ql_udp_client_create(&uc, &f.cl[0]), 0);
+	assert_int_equal(ql_udp_client_create(&uc, &f.cl[1]), 0);
+	send_inc(f.cl[0], 1, 8, 0);
+	make_req(msg, 0xb18ae409u, 2, 8, 0); /* unknown, from client 1 */
+	assert_int_equal(ql_udp_client_send(f.cl[1], msg, 32), 0);
+	send_inc(f.cl[0], 3, 8, 5);
+	serve_until(&f, 3);
+	check_inc(buf, await_one(&f, f.cl[0], buf), 1, 8, 0);
+	check_inc(buf, await_one(&f, f.cl[0], buf), 3, 8, 5);
+	assert_int_equal(await_one(&f, f.cl[1], buf), QL_RPC_RESPONSE_SIZE);
+	ql_rpc_response_decode(buf, &r);
+	assert_int_equal(r.request_id, 2);
+	assert_int_equal(r.status, QL_RPC_E_UNKNOWN_FUNCTION);
+	ql_daemon_stats(f.d, &ds);
+	assert_int_equal(ds.dropped, 0);
+	assert_int_equal(ds.responses, 3);
+	fx_close(&f);
+}
+
+/* Fewer response buffers than a burst: the daemon sends what it built and
+ * goes on; every request of the burst answered, in order. */
+static void test_few_tx_buffers(void **state)
+{
+	struct ql_udp_channel_config cc = { .address = "127.0.0.1",
+					    .num_slots = 16,
+					    .tx_buffers = 1 };
+	struct ql_daemon_config dc = { .cpu = -1, .bad_requests = QL_BAD_REQUEST_DROP };
+	struct ql_udp_client_config uc = { .host = "127.0.0.1", .window = 16 };
+	struct ql_udp_channel_stats us;
+	struct ql_daemon_stats ds;
+	struct sockaddr_storage ss;
+	uint8_t buf[512];
+	socklen_t sl;
+	struct fx f;
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(ql_udp_channel_create(&cc, &f.ch), 0);
+	assert_int_equal(ql_udp_channel_local_addr(f.ch, &ss, &sl), 0);
+	uc.port = port_of(&ss);
+	assert_int_equal(ql_daemon_create(&dc, f.ch, &f.d), 0);
+	assert_int_equal(ql_daemon_register(f.d, &QL_RPC_RAW_FUNCTION(INC_NAME, h_increment, NULL)),
+			 0);
+	assert_int_equal(ql_udp_client_create(&uc, &f.cl[0]), 0);
+	for (uint32_t i = 0; i < 16; i++)
+		send_inc(f.cl[0], i, 4, (uint8_t)i);
+	serve_until(&f, 16);
+	for (uint32_t i = 0; i < 16; i++)
+		check_inc(buf, await_one(&f, f.cl[0], buf), i, 4, (uint8_t)i);
+	ql_daemon_stats(f.d, &ds);
+	assert_int_equal(ds.send_failed, 0);
+	assert_int_equal(ds.responses, 16);
+	assert_int_equal(ql_udp_channel_stats(f.ch, &us), 0);
+	assert_int_equal(us.unaddressed, 0);
+	fx_close(&f);
+}
+
+/* A server on "::" (dual stack where the system allows it) answers an
+ * IPv6 and an IPv4 caller in one burst, each its own. */
+static void test_dual_stack(void **state)
+{
+	uint8_t buf[512];
+	struct ql_udp_client_config uc = { .host = "::1" };
+	FILE *fp = fopen("/proc/sys/net/ipv6/bindv6only", "r");
+	int v6only = 0;
+	struct fx f;
+
+	(void)state;
+	if (fp) {
+		if (fscanf(fp, "%d", &v6only) != 1)
+			v6only = 0;
+		fclose(fp);
+	}
+	if (!have_ipv6() || v6only) {
+		print_message("no IPv6, or \"::\" is IPv6-only here: dual stack skipped\n");
+		skip();
+	}
+	fx_open(&f, "::", 4, 256, 0, 0, 0);
+	uc.port = f.port;
+	assert_int_equal(ql_udp_client_create(&uc, &f.cl[0]), 0);
+	uc.host = "127.0.0.1";
+	assert_int_equal(ql_udp_client_create(&uc, &f.cl[1]), 0);
+	send_inc(f.cl[0], 1, 8, 1);
+	send_inc(f.cl[1], 2, 8, 2);
+	send_inc(f.cl[0], 3, 8, 3);
+	serve_until(&f, 3);
+	check_inc(buf, await_one(&f, f.cl[0], buf), 1, 8, 1);
+	check_inc(buf, await_one(&f, f.cl[1], buf), 2, 8, 2);
+	check_inc(buf, await_one(&f, f.cl[0], buf), 3, 8, 3);
+	fx_close(&f);
+}
+
 /* ---- the VPPU over UDP, the daemon on its own dispatcher thread ---------- */
 
 static void vppu_args(void *ctx, uint64_t n, uint8_t *args)
@@ -880,6 +994,9 @@ int main(void)
 		cmocka_unit_test(test_ring_wrap),
 		cmocka_unit_test(test_burst),
 		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_answer_policy),
+		cmocka_unit_test(test_few_tx_buffers),
+		cmocka_unit_test(test_dual_stack),
 		cmocka_unit_test(test_vppu),
 		cmocka_unit_test(test_hotpath),
 		cmocka_unit_test(test_bad_config),
