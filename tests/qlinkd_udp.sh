@@ -10,7 +10,7 @@
 # which qlinkd warns about once per listener; the counters (SIGUSR1) show the
 # UDP sessions like the others; SIGTERM is clean. Then: check-config refuses
 # bad listeners with their lines, and a second qlinkd on a taken port exits 1
-# naming the listener.
+# naming the listener; builtins: [qlink_parity] serves no rpc_increment.
 set -u
 qlinkd=$1 rpc=$2 plugin=$3
 . "$(dirname "$0")/qlinkd_lib.sh"
@@ -110,4 +110,13 @@ rc=$?
 [ $rc -eq 1 ] || fail "a taken UDP port: exit $rc, not 1"
 grep -q "taken.yaml:11: udp 127.0.0.1 port $uport: " "$dir/taken.err" || fail "the taken port is not named"
 ql_stop_qlinkd TERM "udp, second run"
+# builtins: only what it lists is served
+sed -e "s/qludp-$$/qludp3-$$/" -e 's/^max_sessions: 4$/max_sessions: 4\nbuiltins: [qlink_parity]/' \
+	"$dir/udp.yaml" >"$dir/builtins.yaml"
+ql_start_qlinkd "qlinkd serving" --config "$dir/builtins.yaml"
+kill -USR1 $srv
+for _ in $(seq 50); do grep -q "counters qlinkd" "$dir/qlinkd.out" && break; sleep 0.1; done
+grep -q "function=qlink_parity " "$dir/qlinkd.out" || fail "builtins: qlink_parity not served"
+grep -q "function=rpc_increment " "$dir/qlinkd.out" && fail "builtins: rpc_increment served though not listed"
+ql_stop_qlinkd TERM "udp, builtins"
 echo "qlinkd_udp: ok"

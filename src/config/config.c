@@ -753,13 +753,32 @@ static int convert_udp(struct ql_yaml_file *f, const struct raw_config *r, struc
 	return 0;
 }
 
+/* Whether the file has this top-level key (libcyaml leaves an empty list
+ * and an absent one alike NULL). */
+static bool top_key_present(struct ql_yaml_file *f, const char *key)
+{
+	yaml_node_t *root = f->have_doc ? yaml_document_get_root_node(&f->doc) : NULL;
+
+	if (!root || root->type != YAML_MAPPING_NODE)
+		return false;
+	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = yaml_document_get_node(&f->doc, p->key);
+
+		if (k && k->type == YAML_SCALAR_NODE && k->data.scalar.length == strlen(key) &&
+		    !memcmp(k->data.scalar.value, key, strlen(key)))
+			return true;
+	}
+	return false;
+}
+
 /* builtins: the built-in functions every session registers (default all;
  * [] for none, e.g. when a plugin brings its own rpc_increment). */
 static void convert_builtins(struct ql_yaml_file *f, const struct raw_config *r,
 			     struct ql_config *c)
 {
 	c->builtins = QL_CONFIG_BUILTINS_DEFAULT;
-	if (!r->builtins)
+	if (!r->builtins && !top_key_present(f, "builtins"))
 		return;
 	c->builtins = 0;
 	for (unsigned i = 0; i < r->builtins_count; i++) {
