@@ -737,33 +737,129 @@ static int vppu_check(void *ctx, uint64_t n, int32_t status, const uint8_t *res,
 	return 0;
 }
 
-static void test_vppu(void **state)
+/* The VPPU's closed loop (window 8), every result checked. */
+static void run_vppu(struct ql_udp_client *cl, uint64_t count, struct ql_vppu_report *rep)
 {
 	struct ql_vppu_call call = {
 		.function = INC_NAME, .arg_len = 16, .make_args = vppu_args, .check = vppu_check
 	};
-	struct ql_vppu_config vc = { .window = 8, .count = 3000, .timeout_ns = 5000000000ull };
-	struct ql_vppu_report rep;
+	struct ql_vppu_config vc = { .window = 8, .count = count, .timeout_ns = 5000000000ull };
 	struct ql_vppu_client vcl;
+
+	ql_vppu_client_udp(&vcl, cl);
+	assert_int_equal(ql_vppu_run_client(&vcl, &call, &vc, rep), 0);
+	assert_int_equal(rep->transport_error, 0);
+	assert_int_equal(rep->sent, count);
+	assert_int_equal(rep->wrong, 0);
+	assert_int_equal(rep->unexpected, 0);
+	assert_int_equal(rep->timeouts, 0);
+	assert_int_equal(rep->lost, 0);
+}
+
+static void test_vppu(void **state)
+{
+	struct ql_vppu_report rep;
 	struct ql_daemon_stats ds;
 	struct fx f;
 
 	(void)state;
 	fx_open(&f, "127.0.0.1", 8, 256, 1, 8, 0);
 	assert_int_equal(ql_daemon_start(f.d), 0);
-	ql_vppu_client_udp(&vcl, f.cl[0]);
 	assert_int_equal(ql_udp_client_max_msg(f.cl[0]), 256);
-	assert_int_equal(ql_vppu_run_client(&vcl, &call, &vc, &rep), 0);
-	assert_int_equal(rep.sent, 3000);
+	run_vppu(f.cl[0], 3000, &rep);
 	assert_int_equal(rep.ok, 3000);
-	assert_int_equal(rep.wrong, 0);
-	assert_int_equal(rep.unexpected, 0);
-	assert_int_equal(rep.timeouts, 0);
-	assert_int_equal(rep.lost, 0);
 	assert_int_equal(ql_daemon_stop(f.d), 0);
 	ql_daemon_stats(f.d, &ds);
 	assert_int_equal(ds.requests, 3000);
 	fx_close(&f);
+}
+
+/* ---- processes: the server in another process, killed and restarted ------ */
+
+/* In a child: serve ch on a dispatcher thread until killed. */
+static void serve_in_child(struct ql_channel *ch)
+{
+	struct ql_daemon_config dc = { .cpu = -1, .bad_requests = QL_BAD_REQUEST_DROP };
+	struct ql_daemon *d;
+
+	alarm(60);
+	if (ql_daemon_create(&dc, ch, &d) ||
+	    ql_daemon_register(d, &QL_RPC_RAW_FUNCTION(INC_NAME, h_increment, NULL)) ||
+	    ql_daemon_start(d))
+		_exit(3);
+	for (;;)
+		pause();
+}
+
+static pid_t fork_server(uint16_t port, uint16_t *bound)
+{
+	struct ql_udp_channel_config cc = { .address = "127.0.0.1", .port = port };
+	struct sockaddr_storage ss;
+	struct ql_channel *ch;
+	socklen_t sl;
+	pid_t pid;
+
+	assert_int_equal(ql_udp_channel_create(&cc, &ch), 0);
+	assert_int_equal(ql_udp_channel_local_addr(ch, &ss, &sl), 0);
+	*bound = port_of(&ss);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		serve_in_child(ch);
+	ql_channel_destroy(ch); /* the child's copy of the socket serves */
+	return pid;
+}
+
+/* The VPPU against a server in another process; the server killed: the
+ * caller learns it (port unreachable), nothing hangs; restarted on the
+ * same port: the same caller goes on. */
+static void test_server_process(void **state)
+{
+	struct ql_udp_client_config uc = { .host = "127.0.0.1", .window = 8 };
+	struct ql_udp_client *cl = NULL;
+	struct ql_vppu_report rep;
+	struct ql_ring_response r;
+	uint16_t port, port2;
+	uint64_t end;
+	int st, err = 0;
+	pid_t pid;
+
+	(void)state;
+	pid = fork_server(0, &port);
+	uc.port = port;
+	assert_int_equal(ql_udp_client_create(&uc, &cl), 0);
+	run_vppu(cl, 2000, &rep);
+	assert_int_equal(rep.ok, 2000);
+
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	end = now_ms() + 2000;
+	while (!err && now_ms() < end) {
+		uint8_t msg[64];
+		int n;
+
+		make_req(msg, ql_rpc_fnv1a(INC_NAME), 1, 8, 0);
+		n = ql_udp_client_send(cl, msg, 32);
+		if (n < 0 && n != -EAGAIN) {
+			err = n;
+			break;
+		}
+		n = ql_udp_client_poll(cl, &r, 1);
+		assert_true(n <= 0);
+		err = n;
+	}
+	assert_int_equal(err, -ECONNREFUSED);
+	ql_udp_client_forget(cl, ql_udp_client_in_flight(cl));
+	assert_int_equal(ql_udp_client_in_flight(cl), 0);
+
+	pid = fork_server(port, &port2);
+	assert_int_equal(port2, port);
+	run_vppu(cl, 500, &rep);
+	assert_int_equal(rep.ok, 500);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	ql_udp_client_destroy(cl);
 }
 
 /* ---- the hot path -------------------------------------------------------- */
@@ -1010,6 +1106,7 @@ int main(void)
 		cmocka_unit_test(test_few_tx_buffers),
 		cmocka_unit_test(test_dual_stack),
 		cmocka_unit_test(test_vppu),
+		cmocka_unit_test(test_server_process),
 		cmocka_unit_test(test_hotpath),
 		cmocka_unit_test(test_bad_config),
 	};
