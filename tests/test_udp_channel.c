@@ -717,6 +717,85 @@ static void test_dual_stack(void **state)
 	fx_close(&f);
 }
 
+/* The client's side of the contract, against a plain socket playing the
+ * server: replies of any length up to the stride returned, longer ones
+ * dropped and counted, datagrams from any other source never seen (the
+ * socket is connected), a reply matching nothing in flight still returned. */
+static void test_client_contract(void **state)
+{
+	struct sockaddr_in srv = { .sin_family = AF_INET };
+	struct sockaddr_in peer, me;
+	socklen_t sl = sizeof(srv), pl = sizeof(peer), ml = sizeof(me);
+	struct ql_udp_client_config uc = { .host = "127.0.0.1", .slot_size = 128, .window = 2 };
+	struct ql_udp_client_stats cs;
+	struct ql_ring_response r[4];
+	struct ql_udp_client *cl;
+	uint8_t msg[256] = { 0 }, got[256];
+	int sfd, other, n;
+	uint64_t end;
+
+	(void)state;
+	srv.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sfd = socket(AF_INET, SOCK_DGRAM, 0);
+	other = socket(AF_INET, SOCK_DGRAM, 0);
+	assert_true(sfd >= 0 && other >= 0);
+	assert_int_equal(bind(sfd, (struct sockaddr *)&srv, sizeof(srv)), 0);
+	assert_int_equal(getsockname(sfd, (struct sockaddr *)&srv, &sl), 0);
+	uc.port = ntohs(srv.sin_port);
+	assert_int_equal(ql_udp_client_create(&uc, &cl), 0);
+	assert_int_equal(getsockname(ql_udp_client_fd(cl), (struct sockaddr *)&me, &ml), 0);
+
+	/* a full-stride request: 128 bytes, zero after the frame */
+	make_req(msg, 1, 5, 4, 0xaa);
+	assert_int_equal(ql_udp_client_send(cl, msg, 28), 0);
+	n = (int)recvfrom(sfd, got, sizeof(got), 0, (struct sockaddr *)&peer, &pl);
+	assert_int_equal(n, 128);
+	assert_memory_equal(got, msg, 28);
+	for (int i = 28; i < 128; i++)
+		assert_int_equal(got[i], 0);
+	/* another, shorter: the tail of the first must not show */
+	make_req(msg, 1, 6, 0, 0);
+	assert_int_equal(ql_udp_client_send(cl, msg, 24), 0);
+	assert_int_equal(recv(sfd, got, sizeof(got), 0), 128);
+	for (int i = 24; i < 128; i++)
+		assert_int_equal(got[i], 0);
+	assert_int_equal(ql_udp_client_in_flight(cl), 2);
+
+	/* from another source: discarded by the kernel */
+	assert_int_equal(sendto(other, msg, 40, 0, (struct sockaddr *)&me, sizeof(me)), 40);
+	/* too long for the stride: dropped; 128 and 24 bytes: returned */
+	assert_int_equal(sendto(sfd, msg, 129, 0, (struct sockaddr *)&peer, pl), 129);
+	assert_int_equal(sendto(sfd, msg, 128, 0, (struct sockaddr *)&peer, pl), 128);
+	assert_int_equal(sendto(sfd, msg, 24, 0, (struct sockaddr *)&peer, pl), 24);
+	/* a reply to nothing in flight: still returned */
+	assert_int_equal(sendto(sfd, msg, 30, 0, (struct sockaddr *)&peer, pl), 30);
+	n = 0;
+	end = now_ms() + 2000;
+	while (n < 3 && now_ms() < end) {
+		int k = ql_udp_client_poll(cl, r + n, 4 - n);
+
+		assert_true(k >= 0);
+		n += k;
+	}
+	assert_int_equal(n, 3);
+	assert_int_equal(r[0].len, 128);
+	assert_int_equal(r[1].len, 24);
+	assert_int_equal(r[2].len, 30);
+	assert_int_equal(ql_udp_client_in_flight(cl), 0);
+	usleep(50000);
+	assert_int_equal(ql_udp_client_poll(cl, r + 3, 1), 0); /* nothing else */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(ql_udp_client_release(cl, &r[i]), 0);
+	assert_int_equal(ql_udp_client_release(cl, &r[0]), -EINVAL); /* twice */
+	assert_int_equal(ql_udp_client_stats(cl, &cs), 0);
+	assert_int_equal(cs.sent, 2);
+	assert_int_equal(cs.received, 3);
+	assert_int_equal(cs.oversize, 1);
+	ql_udp_client_destroy(cl);
+	close(sfd);
+	close(other);
+}
+
 /* ---- the VPPU over UDP, the daemon on its own dispatcher thread ---------- */
 
 static void vppu_args(void *ctx, uint64_t n, uint8_t *args)
@@ -1105,6 +1184,7 @@ int main(void)
 		cmocka_unit_test(test_answer_policy),
 		cmocka_unit_test(test_few_tx_buffers),
 		cmocka_unit_test(test_dual_stack),
+		cmocka_unit_test(test_client_contract),
 		cmocka_unit_test(test_vppu),
 		cmocka_unit_test(test_server_process),
 		cmocka_unit_test(test_hotpath),
