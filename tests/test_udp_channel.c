@@ -6,8 +6,10 @@
  * magic and unknown functions dropped, not answered, not counted, and
  * never stalling later replies; each reply to its own requester; ring wrap;
  * bursts; garbage survived with nothing lost; the VPPU over it; bad
- * configs; and the hot path with no allocation, lock, or system call but
- * the one recvmmsg and one sendmmsg per burst.
+ * configs; CUDA-Q's golden bytes; the server in another process, killed
+ * and restarted; the client's contract; and the hot path with no
+ * allocation, lock, or system call but the one recvmmsg and one sendmmsg
+ * per burst.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -288,6 +290,18 @@ static void one_increment(const char *host)
 	assert_int_equal(ds.responses, 1);
 	assert_int_equal(ds.requests - ds.dropped, 1); /* PROCESSED */
 	assert_int_equal(ql_udp_client_in_flight(f.cl[0]), 0);
+	if (strchr(host, ':')) {
+		/* IPv6 carries up to 65527 bytes, more than any stride: dropped */
+		static uint8_t big[65527];
+
+		assert_int_equal(ql_udp_client_send_raw(f.cl[0], big, sizeof(big)), 0);
+		expect_silence(&f, f.cl[0], 100);
+		assert_int_equal(ql_udp_channel_stats(f.ch, &us), 0);
+		assert_int_equal(us.oversize, 1);
+		assert_int_equal(us.last_oversize, sizeof(big));
+		send_inc(f.cl[0], 8, 16, 0x20);
+		check_inc(buf, await_one(&f, f.cl[0], buf), 8, 16, 0x20);
+	}
 	fx_close(&f);
 }
 
@@ -705,6 +719,127 @@ static void test_dual_stack(void **state)
 	fx_close(&f);
 }
 
+/* CUDA-Q's own bytes: rpc_increment of "hello dispatcher", request_id 1,
+ * ptp 0, in a 256-byte datagram from a plain socket (not our client); the
+ * reply's 40 bytes are those CUDA-Q's server answers (it pads to 256). */
+static void test_cudaq_golden(void **state)
+{
+	static const uint8_t req[40] = {
+		0x52, 0x51, 0x55, 0x43, 0x22, 0x63, 0x1b, 0x19, 0x10, 0x00, 0x00, 0x00, 0x01, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x68, 0x65, 0x6c, 0x6c,
+		0x6f, 0x20, 0x64, 0x69, 0x73, 0x70, 0x61, 0x74, 0x63, 0x68, 0x65, 0x72,
+	};
+	static const uint8_t rep[40] = {
+		0x53, 0x51, 0x55, 0x43, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x01, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x69, 0x66, 0x6d, 0x6d,
+		0x70, 0x21, 0x65, 0x6a, 0x74, 0x71, 0x62, 0x75, 0x64, 0x69, 0x66, 0x73,
+	};
+	struct sockaddr_in srv = { .sin_family = AF_INET };
+	uint8_t dgram[256] = { 0 }, got[512];
+	uint64_t end;
+	ssize_t n = -1;
+	struct fx f;
+	int fd;
+
+	(void)state;
+	fx_open(&f, "127.0.0.1", 4, 256, 0, 0, 0);
+	srv.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	srv.sin_port = htons(f.port);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&srv, sizeof(srv)), 0);
+	memcpy(dgram, req, sizeof(req));
+	assert_int_equal(send(fd, dgram, sizeof(dgram), 0), 256);
+	end = now_ms() + 5000;
+	while (n < 0 && now_ms() < end) {
+		assert_true(ql_daemon_poll(f.d) >= 0);
+		n = recv(fd, got, sizeof(got), 0);
+	}
+	assert_int_equal(n, 40);
+	assert_memory_equal(got, rep, 40);
+	close(fd);
+	fx_close(&f);
+}
+
+/* The client's side of the contract, against a plain socket playing the
+ * server: replies of any length up to the stride returned, longer ones
+ * dropped and counted, datagrams from any other source never seen (the
+ * socket is connected), a reply matching nothing in flight still returned. */
+static void test_client_contract(void **state)
+{
+	struct sockaddr_in srv = { .sin_family = AF_INET };
+	struct sockaddr_in peer, me;
+	socklen_t sl = sizeof(srv), pl = sizeof(peer), ml = sizeof(me);
+	struct ql_udp_client_config uc = { .host = "127.0.0.1", .slot_size = 128, .window = 2 };
+	struct ql_udp_client_stats cs;
+	struct ql_ring_response r[4];
+	struct ql_udp_client *cl;
+	uint8_t msg[256] = { 0 }, got[256];
+	int sfd, other, n;
+	uint64_t end;
+
+	(void)state;
+	srv.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sfd = socket(AF_INET, SOCK_DGRAM, 0);
+	other = socket(AF_INET, SOCK_DGRAM, 0);
+	assert_true(sfd >= 0 && other >= 0);
+	assert_int_equal(bind(sfd, (struct sockaddr *)&srv, sizeof(srv)), 0);
+	assert_int_equal(getsockname(sfd, (struct sockaddr *)&srv, &sl), 0);
+	uc.port = ntohs(srv.sin_port);
+	assert_int_equal(ql_udp_client_create(&uc, &cl), 0);
+	assert_int_equal(getsockname(ql_udp_client_fd(cl), (struct sockaddr *)&me, &ml), 0);
+
+	/* a full-stride request: 128 bytes, zero after the frame */
+	make_req(msg, 1, 5, 4, 0xaa);
+	assert_int_equal(ql_udp_client_send(cl, msg, 28), 0);
+	n = (int)recvfrom(sfd, got, sizeof(got), 0, (struct sockaddr *)&peer, &pl);
+	assert_int_equal(n, 128);
+	assert_memory_equal(got, msg, 28);
+	for (int i = 28; i < 128; i++)
+		assert_int_equal(got[i], 0);
+	/* another, shorter: the tail of the first must not show */
+	make_req(msg, 1, 6, 0, 0);
+	assert_int_equal(ql_udp_client_send(cl, msg, 24), 0);
+	assert_int_equal(recv(sfd, got, sizeof(got), 0), 128);
+	for (int i = 24; i < 128; i++)
+		assert_int_equal(got[i], 0);
+	assert_int_equal(ql_udp_client_in_flight(cl), 2);
+
+	/* from another source: discarded by the kernel */
+	assert_int_equal(sendto(other, msg, 40, 0, (struct sockaddr *)&me, sizeof(me)), 40);
+	/* too long for the stride: dropped; 128 and 24 bytes: returned */
+	assert_int_equal(sendto(sfd, msg, 129, 0, (struct sockaddr *)&peer, pl), 129);
+	assert_int_equal(sendto(sfd, msg, 128, 0, (struct sockaddr *)&peer, pl), 128);
+	assert_int_equal(sendto(sfd, msg, 24, 0, (struct sockaddr *)&peer, pl), 24);
+	/* a reply to nothing in flight: still returned */
+	assert_int_equal(sendto(sfd, msg, 30, 0, (struct sockaddr *)&peer, pl), 30);
+	n = 0;
+	end = now_ms() + 2000;
+	while (n < 3 && now_ms() < end) {
+		int k = ql_udp_client_poll(cl, r + n, 4 - n);
+
+		assert_true(k >= 0);
+		n += k;
+	}
+	assert_int_equal(n, 3);
+	assert_int_equal(r[0].len, 128);
+	assert_int_equal(r[1].len, 24);
+	assert_int_equal(r[2].len, 30);
+	assert_int_equal(ql_udp_client_in_flight(cl), 0);
+	usleep(50000);
+	assert_int_equal(ql_udp_client_poll(cl, r + 3, 1), 0); /* nothing else */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(ql_udp_client_release(cl, &r[i]), 0);
+	assert_int_equal(ql_udp_client_release(cl, &r[0]), -EINVAL); /* twice */
+	assert_int_equal(ql_udp_client_stats(cl, &cs), 0);
+	assert_int_equal(cs.sent, 2);
+	assert_int_equal(cs.received, 3);
+	assert_int_equal(cs.oversize, 1);
+	ql_udp_client_destroy(cl);
+	close(sfd);
+	close(other);
+}
+
 /* ---- the VPPU over UDP, the daemon on its own dispatcher thread ---------- */
 
 static void vppu_args(void *ctx, uint64_t n, uint8_t *args)
@@ -725,33 +860,129 @@ static int vppu_check(void *ctx, uint64_t n, int32_t status, const uint8_t *res,
 	return 0;
 }
 
-static void test_vppu(void **state)
+/* The VPPU's closed loop (window 8), every result checked. */
+static void run_vppu(struct ql_udp_client *cl, uint64_t count, struct ql_vppu_report *rep)
 {
 	struct ql_vppu_call call = {
 		.function = INC_NAME, .arg_len = 16, .make_args = vppu_args, .check = vppu_check
 	};
-	struct ql_vppu_config vc = { .window = 8, .count = 3000, .timeout_ns = 5000000000ull };
-	struct ql_vppu_report rep;
+	struct ql_vppu_config vc = { .window = 8, .count = count, .timeout_ns = 5000000000ull };
 	struct ql_vppu_client vcl;
+
+	ql_vppu_client_udp(&vcl, cl);
+	assert_int_equal(ql_vppu_run_client(&vcl, &call, &vc, rep), 0);
+	assert_int_equal(rep->transport_error, 0);
+	assert_int_equal(rep->sent, count);
+	assert_int_equal(rep->wrong, 0);
+	assert_int_equal(rep->unexpected, 0);
+	assert_int_equal(rep->timeouts, 0);
+	assert_int_equal(rep->lost, 0);
+}
+
+static void test_vppu(void **state)
+{
+	struct ql_vppu_report rep;
 	struct ql_daemon_stats ds;
 	struct fx f;
 
 	(void)state;
 	fx_open(&f, "127.0.0.1", 8, 256, 1, 8, 0);
 	assert_int_equal(ql_daemon_start(f.d), 0);
-	ql_vppu_client_udp(&vcl, f.cl[0]);
 	assert_int_equal(ql_udp_client_max_msg(f.cl[0]), 256);
-	assert_int_equal(ql_vppu_run_client(&vcl, &call, &vc, &rep), 0);
-	assert_int_equal(rep.sent, 3000);
+	run_vppu(f.cl[0], 3000, &rep);
 	assert_int_equal(rep.ok, 3000);
-	assert_int_equal(rep.wrong, 0);
-	assert_int_equal(rep.unexpected, 0);
-	assert_int_equal(rep.timeouts, 0);
-	assert_int_equal(rep.lost, 0);
 	assert_int_equal(ql_daemon_stop(f.d), 0);
 	ql_daemon_stats(f.d, &ds);
 	assert_int_equal(ds.requests, 3000);
 	fx_close(&f);
+}
+
+/* ---- processes: the server in another process, killed and restarted ------ */
+
+/* In a child: serve ch on a dispatcher thread until killed. */
+static void serve_in_child(struct ql_channel *ch)
+{
+	struct ql_daemon_config dc = { .cpu = -1, .bad_requests = QL_BAD_REQUEST_DROP };
+	struct ql_daemon *d;
+
+	alarm(60);
+	if (ql_daemon_create(&dc, ch, &d) ||
+	    ql_daemon_register(d, &QL_RPC_RAW_FUNCTION(INC_NAME, h_increment, NULL)) ||
+	    ql_daemon_start(d))
+		_exit(3);
+	for (;;)
+		pause();
+}
+
+static pid_t fork_server(uint16_t port, uint16_t *bound)
+{
+	struct ql_udp_channel_config cc = { .address = "127.0.0.1", .port = port };
+	struct sockaddr_storage ss;
+	struct ql_channel *ch;
+	socklen_t sl;
+	pid_t pid;
+
+	assert_int_equal(ql_udp_channel_create(&cc, &ch), 0);
+	assert_int_equal(ql_udp_channel_local_addr(ch, &ss, &sl), 0);
+	*bound = port_of(&ss);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		serve_in_child(ch);
+	ql_channel_destroy(ch); /* the child's copy of the socket serves */
+	return pid;
+}
+
+/* The VPPU against a server in another process; the server killed: the
+ * caller learns it (port unreachable), nothing hangs; restarted on the
+ * same port: the same caller goes on. */
+static void test_server_process(void **state)
+{
+	struct ql_udp_client_config uc = { .host = "127.0.0.1", .window = 8 };
+	struct ql_udp_client *cl = NULL;
+	struct ql_vppu_report rep;
+	struct ql_ring_response r;
+	uint16_t port, port2;
+	uint64_t end;
+	int st, err = 0;
+	pid_t pid;
+
+	(void)state;
+	pid = fork_server(0, &port);
+	uc.port = port;
+	assert_int_equal(ql_udp_client_create(&uc, &cl), 0);
+	run_vppu(cl, 2000, &rep);
+	assert_int_equal(rep.ok, 2000);
+
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	end = now_ms() + 2000;
+	while (!err && now_ms() < end) {
+		uint8_t msg[64];
+		int n;
+
+		make_req(msg, ql_rpc_fnv1a(INC_NAME), 1, 8, 0);
+		n = ql_udp_client_send(cl, msg, 32);
+		if (n < 0 && n != -EAGAIN) {
+			err = n;
+			break;
+		}
+		n = ql_udp_client_poll(cl, &r, 1);
+		assert_true(n <= 0);
+		err = n;
+	}
+	assert_int_equal(err, -ECONNREFUSED);
+	ql_udp_client_forget(cl, ql_udp_client_in_flight(cl));
+	assert_int_equal(ql_udp_client_in_flight(cl), 0);
+
+	pid = fork_server(port, &port2);
+	assert_int_equal(port2, port);
+	run_vppu(cl, 500, &rep);
+	assert_int_equal(rep.ok, 500);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	ql_udp_client_destroy(cl);
 }
 
 /* ---- the hot path -------------------------------------------------------- */
@@ -997,7 +1228,10 @@ int main(void)
 		cmocka_unit_test(test_answer_policy),
 		cmocka_unit_test(test_few_tx_buffers),
 		cmocka_unit_test(test_dual_stack),
+		cmocka_unit_test(test_cudaq_golden),
+		cmocka_unit_test(test_client_contract),
 		cmocka_unit_test(test_vppu),
+		cmocka_unit_test(test_server_process),
 		cmocka_unit_test(test_hotpath),
 		cmocka_unit_test(test_bad_config),
 	};
