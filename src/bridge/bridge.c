@@ -30,6 +30,7 @@
  * no graph in flight).
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -574,8 +575,7 @@ static ql_cudaq_status_t qb_create(ql_cudaq_bridge_handle_t *out, int argc, char
 	if (!ret)
 		ret = ql_hsb_channel_local_params(b->ch, &b->hp);
 	if (ret) {
-		fprintf(stderr, QB_PREFIX "the hsb channel on %s: %s\n", b->uri,
-			ql_error_detail());
+		fprintf(stderr, QB_PREFIX "the hsb channel on %s: %s\n", b->uri, ql_error_detail());
 		qb_free(b);
 		return QL_CUDAQ_ERR_INTERNAL;
 	}
@@ -709,8 +709,8 @@ static ql_cudaq_status_t qb_disconnect(ql_cudaq_bridge_handle_t h)
 	}
 	tool_rdv_cleanup(&b->rdv);
 	n = &b->n;
-	if (n->bad_frames || n->reply_too_big || n->send_failed || n->tx_graph_err ||
-	    n->tx_bogus || b->chan_err)
+	if (n->bad_frames || n->reply_too_big || n->send_failed || n->tx_graph_err || n->tx_bogus ||
+	    b->chan_err)
 		fprintf(stderr,
 			QB_PREFIX "frames=%" PRIu64 " replies=%" PRIu64 " bad_frames=%" PRIu64
 				  " reply_too_big=%" PRIu64 " send_failed=%" PRIu64
@@ -739,19 +739,26 @@ static ql_cudaq_status_t qb_get_cpu_dataplane(ql_cudaq_bridge_handle_t h,
 	return QL_CUDAQ_OK;
 }
 
+/* One line of key=value: how a QCS reaches us. Its own keys for the
+ * geometry (pages, page_size), so as not to repeat the slots= and
+ * slot_size= that CUDA-Q's server appends to its READY line. */
 static ql_cudaq_status_t qb_get_endpoint_info(ql_cudaq_bridge_handle_t h, char *buf, size_t len)
 {
 	struct qb *b = qb_of(h);
-	char params[512];
+	char gid[INET6_ADDRSTRLEN];
 	int n;
 
 	if (!b || !buf || !len)
 		return QL_CUDAQ_ERR_INVALID_ARG;
-	n = ql_hsb_params_format(&b->hp, params, sizeof(params));
-	if (n < 0 || (size_t)n >= sizeof(params))
+	if (!inet_ntop(AF_INET6, b->hp.gid.raw, gid, sizeof(gid)))
 		return QL_CUDAQ_ERR_INTERNAL;
-	n = snprintf(buf, len, "transport=qlink-hsb device=%s params_file=%s shape=%s %s",
-		     b->uri, b->params_file, b->unified ? "unified" : "ring", params);
+	n = snprintf(buf, len,
+		     "transport=qlink-hsb device=%s params_file=%s shape=%s qpn=0x%06" PRIx32
+		     " gid=%s rkey=0x%08" PRIx32 " page_addr=0x%" PRIx64 " page_size=%" PRIu32
+		     " pages=%" PRIu32 " frame_len=%" PRIu32 " resp_size=%" PRIu32,
+		     b->uri, b->params_file, b->unified ? "unified" : "ring", b->hp.qpn, gid,
+		     b->hp.rkey, b->hp.page_addr, b->hp.page_size, b->hp.num_pages, b->hp.frame_len,
+		     b->hp.resp_size);
 	if (n < 0 || (size_t)n >= len) {
 		buf[0] = '\0';
 		return QL_CUDAQ_ERR_INVALID_ARG;
