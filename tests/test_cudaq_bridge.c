@@ -126,12 +126,37 @@ static void rpc_increment(const void *rx_slot, void *tx_slot, size_t slot_size)
 		rs[24 + i] = (uint8_t)(rq[24 + i] + 1);
 }
 
+/* qlink_parity, the function `qlink vppu` calls (docs/rpc.md): 256 bits in,
+ * their parity (u8) and weight (i32) out; written here as CUDA-Q's host-call
+ * form, as a CUDA-Q user would. */
+static void qlink_parity(const void *rx_slot, void *tx_slot, size_t slot_size)
+{
+	const uint8_t *rq = rx_slot;
+	uint8_t *rs = tx_slot;
+	uint32_t w = 0, arg_len = get32(rq + 8);
+	int32_t status = 0;
+
+	if (arg_len != 32 || slot_size < 24 + 32) {
+		status = -1;
+	} else {
+		for (int i = 0; i < 32; i++)
+			w += (uint32_t)__builtin_popcount(rq[24 + i]);
+	}
+	put32(rs, MAGIC_RESP);
+	put32(rs + 4, (uint32_t)status);
+	put32(rs + 8, status ? 0 : 5);
+	put32(rs + 12, get32(rq + 12));
+	put64(rs + 16, get64(rq + 16));
+	rs[24] = (uint8_t)(w & 1);
+	put32(rs + 25, w);
+}
+
 struct disp {
 	bool unified;
 	uint32_t num_slots;
 	ql_cudaq_ringbuffer_t ring;
 	ql_cudaq_cpu_dataplane_t dp;
-	ql_cudaq_function_entry_t entries[2];
+	ql_cudaq_function_entry_t entries[3];
 	ql_cudaq_function_table_t table;
 	int shutdown;
 	uint64_t stats;
@@ -234,8 +259,11 @@ static void table_init(struct disp *d)
 	/* a device function: the host loop treats it as unknown */
 	d->entries[1].function_id = ql_rpc_fnv1a("device_only");
 	d->entries[1].dispatch_mode = QL_CUDAQ_DISPATCH_DEVICE_CALL;
+	d->entries[2].handler.host_fn = qlink_parity;
+	d->entries[2].function_id = ql_rpc_fnv1a("qlink_parity");
+	d->entries[2].dispatch_mode = QL_CUDAQ_DISPATCH_HOST_CALL;
 	d->table.entries = d->entries;
-	d->table.count = 2;
+	d->table.count = 3;
 }
 
 /* ---- the QCS: a forked child with qlink's hsb client -------------------------- */
@@ -357,10 +385,11 @@ static int qcs_run(struct qcs *q)
 			CHILD_FAIL(11, "burst send %u: %s", id, ql_error_detail());
 	}
 	for (int i = 0; i < SLOTS; i++) {
-		if (wait_reply(q, WAIT_MS, &got, resp, &len) || got < first ||
-		    got >= first + SLOTS || (seen & (1u << (got - first))) ||
+		/* in request order: a QCS matches replies as a FIFO */
+		if (wait_reply(q, WAIT_MS, &got, resp, &len) || got != first + (uint32_t)i ||
+		    (seen & (1u << (got - first))) ||
 		    check_reply(resp, len, got, 40 + (got - first)))
-			CHILD_FAIL(12, "burst reply %d wrong or missing", i);
+			CHILD_FAIL(12, "burst reply %d wrong, out of order or missing", i);
 		seen |= 1u << (got - first);
 	}
 	/* bad magic: dropped; the next request still answered */
@@ -559,7 +588,11 @@ static int wait_child(pid_t pid, int ms)
 	}
 }
 
-static void lifecycle(bool unified)
+/* The QCS: this program's hsb client, or the `qlink vppu` tool. */
+enum qcs_kind { QCS_CLIENT, QCS_VPPU };
+#define VPPU_CALLS 300
+
+static void lifecycle(bool unified, enum qcs_kind kind)
 {
 	struct scratch s;
 	struct disp d = { .unified = unified };
@@ -576,8 +609,17 @@ static void lifecycle(bool unified)
 	/* the QCS first, before this process has threads or devices */
 	pid = fork();
 	assert_true(pid >= 0);
-	if (pid == 0)
+	if (pid == 0 && kind == QCS_CLIENT)
 		_exit(qcs_child(s.file, s.uri_c));
+	if (pid == 0) {
+		char uri[200];
+
+		snprintf(uri, sizeof(uri), "%s", s.uri_c);
+		execl(QL_TEST_QLINK, "qlink", "vppu", "--transport", "hsb", "--params-file", s.file,
+		      "--uri", uri, "--count", "300", "--window", "4", "--cpu", "-1", "--timeout",
+		      "30", (char *)NULL);
+		_exit(127);
+	}
 	child = pid;
 	{
 		/* as CUDA-Q's test server forwards it: its whole command line */
@@ -665,7 +707,7 @@ static void lifecycle(bool unified)
 	assert_int_equal(rc, 0);
 	assert_int_equal(d.bad, 0);
 	/* every good request counted once, no drop counted */
-	assert_int_equal(d.stats, N_GOOD);
+	assert_int_equal(d.stats, kind == QCS_CLIENT ? N_GOOD : VPPU_CALLS);
 	assert_int_equal(bi->disconnect(h), QL_CUDAQ_OK);
 	assert_int_equal(bi->disconnect(h), QL_CUDAQ_OK);
 	assert_int_equal(bi->connect(h), QL_CUDAQ_ERR_INVALID_ARG);
@@ -676,13 +718,27 @@ static void lifecycle(bool unified)
 static void test_lifecycle_ring(void **state)
 {
 	(void)state;
-	lifecycle(false);
+	lifecycle(false, QCS_CLIENT);
 }
 
 static void test_lifecycle_unified(void **state)
 {
 	(void)state;
-	lifecycle(true);
+	lifecycle(true, QCS_CLIENT);
+}
+
+/* qlink's VPPU as the QCS (the laptop scenario), calls checked by the VPPU
+ * (it exits non-zero on a wrong, lost or late answer) */
+static void test_vppu_ring(void **state)
+{
+	(void)state;
+	lifecycle(false, QCS_VPPU);
+}
+
+static void test_vppu_unified(void **state)
+{
+	(void)state;
+	lifecycle(true, QCS_VPPU);
 }
 
 /* ---- refusals --------------------------------------------------------------- */
@@ -869,6 +925,8 @@ int main(void)
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test_teardown(test_lifecycle_ring, kill_child),
 		cmocka_unit_test_teardown(test_lifecycle_unified, kill_child),
+		cmocka_unit_test_teardown(test_vppu_ring, kill_child),
+		cmocka_unit_test_teardown(test_vppu_unified, kill_child),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

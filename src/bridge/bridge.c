@@ -56,7 +56,7 @@
 #define QB_MAGIC 0x716c6272u /* "qlbr": a handle this library made */
 #define QB_BURST 32
 #define QB_HDR 24u		   /* RPCHeader / RPCResponse */
-#define QB_IDLE_YIELD 4096	   /* idle pump turns before it yields the core */
+#define QB_IDLE_YIELD 1024	   /* idle pump turns before it yields the core */
 #define QB_TX_WAIT 10000000u	   /* tx_publish: turns waiting for a free buffer */
 #define QB_DEFAULT_TIMEOUT 60.0	   /* connect: seconds to wait for the QCS */
 #define QB_PREFIX "qlink bridge: " /* every message on stderr */
@@ -338,9 +338,13 @@ static inline void note_channel_error(struct qb *b, int err)
 		b->chan_err = err;
 }
 
-/* Ring shape: replies CUDA-Q published, slots it is done with. Replies go
- * out by slot, in arrival order, whatever became of earlier slots: a dropped
- * request never holds back later replies. */
+/* Ring shape: replies CUDA-Q published, slots it is done with, in arrival
+ * order. A reply goes out once every earlier request has been answered or
+ * dropped, so replies leave in request order (a QCS matches them as a FIFO,
+ * as the hsb client does) although the scan of two flags is not atomic;
+ * a dropped request (rx 0, no reply) never holds back later replies. A
+ * graph still running (the in-flight marker) does, as in CUDA-Q's own ring
+ * transports. */
 static bool ring_service(struct qb *b)
 {
 	struct ql_buffer *out[QB_BURST];
@@ -352,14 +356,14 @@ static bool ring_service(struct qb *b)
 		uint64_t rx = __atomic_load_n(&b->rx_flags[s], __ATOMIC_ACQUIRE);
 		uint64_t tx = __atomic_load_n(&b->tx_flags[s], __ATOMIC_ACQUIRE);
 
-		if (tx && tx != QL_CUDAQ_TX_IN_FLIGHT) {
+		if (tx == QL_CUDAQ_TX_IN_FLIGHT)
+			break;
+		if (tx) {
 			if (tx == (uint64_t)(uintptr_t)tx_slot(b, s)) {
 				struct ql_buffer *buf;
 
-				if (nout == QB_BURST || reply_buffer(b, s, &buf) == -EAGAIN) {
-					i++; /* next turn */
-					continue;
-				}
+				if (nout == QB_BURST || reply_buffer(b, s, &buf) == -EAGAIN)
+					break; /* next turn */
 				if (buf)
 					out[nout++] = buf;
 			} else if (QL_CUDAQ_TX_IS_ERROR(tx)) {
@@ -372,13 +376,13 @@ static bool ring_service(struct qb *b)
 			busy = true;
 		}
 		/* the dispatcher stores tx before it clears rx: rx 0 read first
-		 * means tx above is final */
-		if (!rx && !tx) {
-			give_back(b, i);
-			busy = true;
-			continue;
-		}
-		i++;
+		 * means tx above was final */
+		if (rx)
+			break; /* still being served: later replies wait */
+		/* the page back before the reply leaves: the QCS may write it
+		 * again as soon as it has the reply */
+		give_back(b, i);
+		busy = true;
 	}
 	send_replies(b, out, nout);
 	return busy;
@@ -451,7 +455,10 @@ static ql_cudaq_rx_status_t qb_rx_poll(void *ctx, uint32_t *out_slot)
 	return QL_CUDAQ_RX_READY;
 }
 
-/* Unified shape, tx_publish: send TX slot `slot`, give its page back. */
+/* Unified shape, tx_publish: give the request's page back, then send TX
+ * slot `slot`. In that order: the QCS may write the page again as soon as
+ * it has the reply (its window), and the channel refuses a frame into a
+ * page it has not had back (page_busy). */
 static ql_cudaq_status_t qb_tx_publish(void *ctx, uint32_t slot)
 {
 	struct qb *b = ctx;
@@ -462,6 +469,14 @@ static ql_cudaq_status_t qb_tx_publish(void *ctx, uint32_t slot)
 	if (!b || slot >= b->num_slots || !__atomic_load_n(&b->connected, __ATOMIC_ACQUIRE))
 		return QL_CUDAQ_ERR_INVALID_ARG;
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	if (b->held[slot]) {
+		for (uint32_t i = 0; i < b->nopen; i++) {
+			if (b->open[i] == slot) {
+				give_back(b, i);
+				break;
+			}
+		}
+	}
 	while (reply_buffer(b, slot, &buf) == -EAGAIN) {
 		int err = ql_channel_poll_errors(b->ch);
 
@@ -477,14 +492,6 @@ static ql_cudaq_status_t qb_tx_publish(void *ctx, uint32_t slot)
 		send_replies(b, &buf, 1);
 	else if (st == QL_CUDAQ_OK)
 		st = QL_CUDAQ_ERR_INVALID_ARG; /* the reply does not fit: counted */
-	if (b->held[slot]) {
-		for (uint32_t i = 0; i < b->nopen; i++) {
-			if (b->open[i] == slot) {
-				give_back(b, i);
-				break;
-			}
-		}
-	}
 	return st;
 }
 
