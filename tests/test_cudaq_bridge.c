@@ -44,6 +44,7 @@
 #include <qlink/rpc_wire.h>
 
 #include "bridge/cudaq_bridge_abi.h"
+#include "hotpath.h"
 #include "rendezvous.h" /* tools/: the QCS side of the rendezvous */
 
 #define SLOTS 4
@@ -743,6 +744,136 @@ static void test_vppu_unified(void **state)
 	lifecycle(true, QCS_VPPU);
 }
 
+/* ---- the unified hooks on the hot path --------------------------------------- */
+
+#define HOT_CALLS 200 /* every 10th a bad magic, dropped */
+
+/* The QCS for the hot-path test (a forked child): HOT_CALLS calls, one at a
+ * time, replies checked. */
+static int hot_qcs(const char *file, const char *uri)
+{
+	struct ql_hsb_client_config cc = { 0 };
+	struct qcs q = { .next_id = 1 };
+	struct ql_conn_params cp;
+	struct ql_hsb_params hp;
+	struct tool_rdv r;
+	uint8_t req[STRIDE], resp[STRIDE];
+	int ret = 0;
+
+	if (tool_rdv_init(&r, file) || tool_rdv_wait_server_hsb(&r, 30, rdv_idle, NULL, &hp))
+		CHILD_FAIL(2, "no bridge parameters: %s", ql_error_detail());
+	cc.recv_size = hp.resp_size;
+	if (ql_device_open(uri, &q.dev) || ql_hsb_client_create(q.dev, &cc, &q.cl) ||
+	    ql_hsb_client_local_params(q.cl, &cp) || tool_rdv_join(&r, &cp, 30, rdv_idle, NULL) ||
+	    ql_hsb_client_connect(q.cl, &hp, NULL))
+		CHILD_FAIL(3, "client: %s", ql_error_detail());
+	for (int i = 0; i < HOT_CALLS && !ret; i++) {
+		if (i % 10 == 9) {
+			make_req(req, ql_rpc_fnv1a("rpc_increment"), 0, 16);
+			put32(req, 0xdeadbeef);
+			ret = dropped(&q, req, 40, "bad magic") ? 4 : 0;
+		} else {
+			ret = call(&q, 16) ? 5 : 0;
+		}
+	}
+	(void)resp;
+	tool_rdv_cleanup(&r);
+	ql_hsb_client_destroy(q.cl);
+	ql_device_close(q.dev);
+	return ret;
+}
+
+struct hot {
+	struct disp d;
+	int frames; /* frames each run of the loop serves */
+};
+
+/* CUDA-Q's unified loop for `frames` requests: rx_poll, the handler,
+ * tx_publish; a dropped request only released. */
+static int hot_loop(void *arg)
+{
+	struct hot *x = arg;
+	const ql_cudaq_ringbuffer_t *r = &x->d.dp.ring;
+
+	for (int i = 0; i < x->frames; i++) {
+		uint32_t slot = UINT32_MAX;
+		long spins = 0;
+
+		while (x->d.dp.rx_poll(x->d.dp.ctx, &slot) != QL_CUDAQ_RX_READY)
+			if (++spins > 2000000000L)
+				return 1;
+		if (slot >= SLOTS)
+			return 2;
+		if (dispatch_one(&x->d, r->rx_data_host + (size_t)slot * r->rx_stride_sz,
+				 r->tx_data_host + (size_t)slot * r->tx_stride_sz,
+				 r->rx_stride_sz) &&
+		    x->d.dp.tx_publish(x->d.dp.ctx, slot) != QL_CUDAQ_OK)
+			return 3;
+	}
+	return 0;
+}
+
+static int hot_setup(void *arg)
+{
+	(void)arg;
+	return 0;
+}
+
+/* The hooks allocate nothing and take no lock (interposition, this
+ * process: half the calls), and make no system call (the other half, in a
+ * forked copy of this process under seccomp, serving the same QCS). */
+static void test_hotpath_unified(void **state)
+{
+	struct hot x = { .frames = HOT_CALLS / 2 };
+	ql_cudaq_bridge_handle_t h;
+	unsigned long allocs = 0, locks = 0;
+	struct scratch s;
+	char why[256] = "";
+	pid_t pid;
+
+	(void)state;
+	scratch_init(&s);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(hot_qcs(s.file, s.uri_c));
+	child = pid;
+	{
+		char *argv[] = { s.a_dev,	  s.a_file,	     "--unified",
+				 "--num-slots=4", "--slot-size=256", NULL };
+
+		assert_int_equal(bi->create(&h, 5, argv), QL_CUDAQ_OK);
+	}
+	x.d.unified = true;
+	x.d.num_slots = SLOTS;
+	table_init(&x.d);
+	assert_int_equal(bi->get_cpu_dataplane(h, &x.d.dp), QL_CUDAQ_OK);
+	/* the interposition sees the module's own allocations: it can fail */
+	if (hp_available()) {
+		hp_begin();
+		assert_int_equal(bi->set_function_table(h, &x.d.table), QL_CUDAQ_OK);
+		hp_end(&allocs, &locks);
+		assert_true(allocs > 0);
+	}
+	assert_int_equal(bi->connect(h), QL_CUDAQ_OK);
+	if (hp_available()) {
+		hp_begin();
+		assert_int_equal(hot_loop(&x), 0);
+		hp_end(&allocs, &locks);
+		assert_int_equal(allocs, 0);
+		assert_int_equal(locks, 0);
+	} else {
+		assert_int_equal(hot_loop(&x), 0); /* ASan owns malloc: serve them plainly */
+	}
+	if (hp_run_strict(hot_setup, hot_loop, &x, why, sizeof(why)))
+		fail_msg("%s", why);
+	assert_int_equal(wait_child(pid, 60000), 0);
+	child = -1;
+	assert_int_equal(bi->disconnect(h), QL_CUDAQ_OK);
+	assert_int_equal(bi->destroy(h), QL_CUDAQ_OK);
+	scratch_done(&s);
+}
+
 /* ---- refusals --------------------------------------------------------------- */
 
 static ql_cudaq_status_t create_with(struct scratch *s, ql_cudaq_bridge_handle_t *h, const char *a1,
@@ -929,6 +1060,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_lifecycle_unified, kill_child),
 		cmocka_unit_test_teardown(test_vppu_ring, kill_child),
 		cmocka_unit_test_teardown(test_vppu_unified, kill_child),
+		cmocka_unit_test_teardown(test_hotpath_unified, kill_child),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
