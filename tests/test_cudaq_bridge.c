@@ -18,6 +18,8 @@
  * Then the refusals: bad arguments, the wrong context kind for the shape,
  * NULL pointers and handles not made by create, calls out of order, a
  * connect with no QCS (timeout), an empty or malformed function table.
+ * And the hot path: the unified hooks allocate nothing, lock nothing and
+ * make no system call (tests/hotpath.h).
  */
 #include <dlfcn.h>
 #include <errno.h>

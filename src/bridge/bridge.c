@@ -80,6 +80,7 @@ struct qb_counts {
 	uint64_t send_failed;	/* the channel refused a SEND */
 	uint64_t tx_graph_err;	/* tx flag 0xDEAD<<48 | code: cleared, nothing sent */
 	uint64_t tx_bogus;	/* tx flag neither 0, a marker nor the slot's address */
+	uint64_t refused;	/* a page the channel handed over twice (never) */
 };
 
 struct qb {
@@ -142,7 +143,7 @@ static int parse_u32(const char *s, uint32_t lo, uint32_t hi, uint32_t *out)
 	if (!*s || *s == '-' || *s == '+' || *s == ' ')
 		return -1;
 	errno = 0;
-	v = strtoull(s, &end, 0);
+	v = strtoull(s, &end, 10);
 	if (errno || *end || v < lo || v > hi)
 		return -1;
 	*out = (uint32_t)v;
@@ -255,11 +256,21 @@ static inline uint8_t *tx_slot(const struct qb *b, uint32_t s)
 /* A frame arrived in page s: zero the rest of the page (as CUDA-Q's UDP
  * transport zero-fills short datagrams), and make a frame shorter than its
  * header claims unusable by clearing its magic, so that the dispatcher
- * drops it in ring order instead of a handler reading past what came. */
-static inline void take_frame(struct qb *b, struct ql_buffer *buf)
+ * drops it in ring order instead of a handler reading past what came.
+ * false: not ours to hand on (the channel never gives a page twice before
+ * it is back, nor one past the ring; checked all the same, since open[]
+ * holds one entry per slot). */
+static inline bool take_frame(struct qb *b, struct ql_buffer *buf)
 {
 	uint32_t s = buf->index, len = buf->len, arg_len;
-	uint8_t *p = rx_slot(b, s);
+	uint8_t *p;
+
+	if (s >= b->num_slots || b->held[s] || b->nopen >= b->num_slots || len > b->stride) {
+		ql_channel_release_buffer(b->ch, buf);
+		b->n.refused++;
+		return false;
+	}
+	p = rx_slot(b, s);
 
 	if (len < b->stride)
 		memset(p + len, 0, b->stride - len);
@@ -272,6 +283,7 @@ static inline void take_frame(struct qb *b, struct ql_buffer *buf)
 	b->held[s] = buf;
 	b->open[b->nopen++] = s;
 	b->n.frames++;
+	return true;
 }
 
 /* Give page open[i] back to the channel. */
@@ -402,7 +414,8 @@ static void *pump_main(void *arg)
 		for (int i = 0; i < n; i++) {
 			uint32_t s = in[i]->index;
 
-			take_frame(b, in[i]);
+			if (!take_frame(b, in[i]))
+				continue;
 			/* the bytes, then the flag (address-as-flag, release) */
 			__atomic_store_n(&b->rx_flags[s], (uint64_t)(uintptr_t)rx_slot(b, s),
 					 __ATOMIC_RELEASE);
@@ -449,7 +462,8 @@ static ql_cudaq_rx_status_t qb_rx_poll(void *ctx, uint32_t *out_slot)
 	}
 	buf = b->rxq[b->rxq_head++];
 	b->rxq_n--;
-	take_frame(b, buf);
+	if (!take_frame(b, buf))
+		return QL_CUDAQ_RX_EMPTY;
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	*out_slot = buf->index;
 	return QL_CUDAQ_RX_READY;
@@ -722,9 +736,9 @@ static ql_cudaq_status_t qb_disconnect(ql_cudaq_bridge_handle_t h)
 			QB_PREFIX "frames=%" PRIu64 " replies=%" PRIu64 " bad_frames=%" PRIu64
 				  " reply_too_big=%" PRIu64 " send_failed=%" PRIu64
 				  " tx_graph_errors=%" PRIu64 " tx_bogus=%" PRIu64
-				  " channel_error=%d\n",
+				  " refused=%" PRIu64 " channel_error=%d\n",
 			n->frames, n->replies, n->bad_frames, n->reply_too_big, n->send_failed,
-			n->tx_graph_err, n->tx_bogus, b->chan_err);
+			n->tx_graph_err, n->tx_bogus, n->refused, b->chan_err);
 	b->state = QB_DISCONNECTED;
 	return QL_CUDAQ_OK;
 }
