@@ -14,7 +14,12 @@
  * and frames the dispatcher must drop without a reply (bad magic, unknown
  * function, a DEVICE_CALL entry, a frame shorter than its header says),
  * each followed by more good requests (a drop must not stall later
- * replies). The dispatcher's processed count must equal the good requests.
+ * replies); then the TX flags: a pretend graph holding its slot in flight
+ * (the ring shape sends the next reply only after it), a reply too large to
+ * send, a failed graph launch (0xDEAD << 48 | code) and a flag that is no
+ * address (ring shape). The dispatcher's processed count must equal the
+ * good requests, and the provider's own account at disconnect every frame,
+ * reply and refusal.
  * Then the refusals: bad arguments, the wrong context kind for the shape,
  * NULL pointers and handles not made by create, calls out of order, a
  * connect with no QCS (timeout), an empty or malformed function table.
@@ -59,7 +64,10 @@
 
 /* what the QCS sends, and so what the dispatcher must count */
 #define N_SINGLE 13 /* three laps of a 4-slot ring and one more */
-#define N_GOOD (N_SINGLE + SLOTS + 1 + 1 + 3 + 2)
+#define N_GOOD (N_SINGLE + SLOTS + 1 + 1 + 3 + 2 + 2 + 1)
+/* the dispatcher also counts too_big (its handler ran, its reply was
+ * published: the transport refuses to send it) */
+#define N_COUNTED(unified) (N_GOOD + 1 + ((unified) ? 0 : 1))
 
 static void *lib;
 static ql_cudaq_bridge_interface_t *bi;
@@ -159,13 +167,28 @@ struct disp {
 	uint32_t num_slots;
 	ql_cudaq_ringbuffer_t ring;
 	ql_cudaq_cpu_dataplane_t dp;
-	ql_cudaq_function_entry_t entries[3];
+	ql_cudaq_function_entry_t entries[7];
 	ql_cudaq_function_table_t table;
 	int shutdown;
 	uint64_t stats;
 	int bad; /* a contract broken: non-zero (set by the loop) */
 	pthread_t th;
+	/* a pretend graph (GRAPH_LAUNCH): running for one slot until due */
+	bool graph_pending;
+	uint32_t graph_slot;
+	uint64_t graph_due;
+	const uint8_t *graph_rx;
 };
+
+/* writes a result_len no slot holds: the reply must not be sent */
+static void too_big(const void *rx_slot, void *tx_slot, size_t slot_size)
+{
+	rpc_increment(rx_slot, tx_slot, slot_size);
+	put32((uint8_t *)tx_slot + 8, (uint32_t)slot_size);
+}
+
+#define GRAPH_MS 30
+#define TX_ERROR(code) ((QL_CUDAQ_TX_ERR_TAG << 48) | (code))
 
 static const ql_cudaq_function_entry_t *lookup(const struct disp *d, uint32_t id)
 {
@@ -189,6 +212,81 @@ static bool dispatch_one(struct disp *d, const uint8_t *rx, uint8_t *tx, size_t 
 	return true;
 }
 
+static void set_bad(struct disp *d, int why)
+{
+	__atomic_store_n(&d->bad, why, __ATOMIC_RELAXED);
+}
+
+/* The pretend graph finished: its reply, then the flag (ring) or
+ * tx_publish (unified: the dispatcher owns TX, then clears its marker). */
+static void graph_service(struct disp *d, const ql_cudaq_ringbuffer_t *r)
+{
+	uint32_t s = d->graph_slot;
+	uint8_t *tx = r->tx_data_host + (size_t)s * r->tx_stride_sz;
+
+	if (!d->graph_pending || now_ms() < d->graph_due)
+		return;
+	rpc_increment(d->graph_rx, tx, r->rx_stride_sz);
+	if (d->unified) {
+		if (d->dp.tx_publish(d->dp.ctx, s) != QL_CUDAQ_OK)
+			set_bad(d, 5);
+		__atomic_store_n(&r->tx_flags_host[s], 0, __ATOMIC_RELEASE);
+	} else {
+		__atomic_store_n(&r->tx_flags_host[s], (uint64_t)(uintptr_t)tx, __ATOMIC_RELEASE);
+	}
+	d->graph_pending = false;
+}
+
+/* A request in slot s: as CUDA-Q's host loop (section "How the host
+ * dispatcher treats a request" of docs/cudaq-bridge.md's sources), plus a
+ * pretend graph engine and two broken publishers for the TX-flag cases.
+ * Returns what the processed count gains. */
+static uint64_t dispatch(struct disp *d, const ql_cudaq_ringbuffer_t *r, uint32_t s,
+			 const uint8_t *rx)
+{
+	uint8_t *tx = r->tx_data_host + (size_t)s * r->tx_stride_sz;
+	volatile uint64_t *txf = &r->tx_flags_host[s];
+	const ql_cudaq_function_entry_t *e;
+	uint32_t id;
+
+	if (get32(rx) != MAGIC_REQ)
+		return 0;
+	id = get32(rx + 4);
+	e = lookup(d, id);
+	if (!e)
+		return 0;
+	if (e->dispatch_mode == QL_CUDAQ_DISPATCH_GRAPH_LAUNCH) {
+		if (id == ql_rpc_fnv1a("graph_fail")) {
+			/* the launch failed: the error marker, no reply */
+			__atomic_store_n(txf, TX_ERROR(7), __ATOMIC_RELEASE);
+			return 0;
+		}
+		if (d->graph_pending)
+			set_bad(d, 6);
+		d->graph_pending = true;
+		d->graph_slot = s;
+		d->graph_rx = rx;
+		d->graph_due = now_ms() + GRAPH_MS;
+		__atomic_store_n(txf, QL_CUDAQ_TX_IN_FLIGHT, __ATOMIC_RELEASE);
+		return 1; /* counted at launch */
+	}
+	if (e->dispatch_mode != QL_CUDAQ_DISPATCH_HOST_CALL || !e->handler.host_fn)
+		return 0;
+	e->handler.host_fn(rx, tx, r->rx_stride_sz);
+	if (id == ql_rpc_fnv1a("bogus_flag")) {
+		/* neither 0, a marker nor the slot's address */
+		__atomic_store_n(txf, 0x1234, __ATOMIC_RELEASE);
+		return 0;
+	}
+	if (!d->unified) {
+		__atomic_store_n(txf, (uint64_t)(uintptr_t)tx, __ATOMIC_RELEASE);
+	} else if (d->dp.tx_publish(d->dp.ctx, s) !=
+		   (id == ql_rpc_fnv1a("too_big") ? QL_CUDAQ_ERR_INVALID_ARG : QL_CUDAQ_OK)) {
+		set_bad(d, 4);
+	}
+	return 1;
+}
+
 static void *disp_main(void *arg)
 {
 	struct disp *d = arg;
@@ -198,19 +296,20 @@ static void *disp_main(void *arg)
 	unsigned int idle = 0;
 
 	while (!__atomic_load_n(&d->shutdown, __ATOMIC_ACQUIRE)) {
-		uint8_t *rx, *tx;
+		uint8_t *rx;
 		uint32_t slot = UINT32_MAX;
 
+		graph_service(d, r);
 		if (d->unified) {
 			if (d->dp.rx_poll(d->dp.ctx, &slot) != QL_CUDAQ_RX_READY) {
 				if (slot != UINT32_MAX)
-					__atomic_store_n(&d->bad, 1, __ATOMIC_RELAXED);
+					set_bad(d, 1);
 				if (++idle > 256)
 					sched_yield();
 				continue;
 			}
 			if (slot >= d->num_slots) {
-				__atomic_store_n(&d->bad, 2, __ATOMIC_RELAXED);
+				set_bad(d, 2);
 				continue;
 			}
 			rx = r->rx_data_host + (size_t)slot * stride;
@@ -226,21 +325,12 @@ static void *disp_main(void *arg)
 			rx = (uint8_t *)(uintptr_t)v;
 			/* address-as-flag: the flag is the slot's own address */
 			if (rx != r->rx_data_host + cur * stride)
-				__atomic_store_n(&d->bad, 3, __ATOMIC_RELAXED);
+				set_bad(d, 3);
 		}
 		idle = 0;
-		tx = r->tx_data_host + (size_t)slot * r->tx_stride_sz;
-		if (dispatch_one(d, rx, tx, stride)) {
-			if (d->unified) {
-				if (d->dp.tx_publish(d->dp.ctx, slot) != QL_CUDAQ_OK)
-					__atomic_store_n(&d->bad, 4, __ATOMIC_RELAXED);
-			} else {
-				__atomic_store_n(&r->tx_flags_host[slot], (uint64_t)(uintptr_t)tx,
-						 __ATOMIC_RELEASE);
-			}
-			count++;
-		}
+		count += dispatch(d, r, slot, rx);
 		if (!d->unified) {
+			/* retire: the reply (if any) was flagged first */
 			__atomic_store_n(&r->rx_flags_host[slot], 0, __ATOMIC_RELEASE);
 			cur = (cur + 1) % d->num_slots;
 		}
@@ -265,8 +355,19 @@ static void table_init(struct disp *d)
 	d->entries[2].handler.host_fn = qlink_parity;
 	d->entries[2].function_id = ql_rpc_fnv1a("qlink_parity");
 	d->entries[2].dispatch_mode = QL_CUDAQ_DISPATCH_HOST_CALL;
+	d->entries[3].handler.host_fn = rpc_increment; /* the pretend graph's work */
+	d->entries[3].function_id = ql_rpc_fnv1a("graph_inc");
+	d->entries[3].dispatch_mode = QL_CUDAQ_DISPATCH_GRAPH_LAUNCH;
+	d->entries[4].function_id = ql_rpc_fnv1a("graph_fail");
+	d->entries[4].dispatch_mode = QL_CUDAQ_DISPATCH_GRAPH_LAUNCH;
+	d->entries[5].handler.host_fn = rpc_increment;
+	d->entries[5].function_id = ql_rpc_fnv1a("bogus_flag");
+	d->entries[5].dispatch_mode = QL_CUDAQ_DISPATCH_HOST_CALL;
+	d->entries[6].handler.host_fn = too_big;
+	d->entries[6].function_id = ql_rpc_fnv1a("too_big");
+	d->entries[6].dispatch_mode = QL_CUDAQ_DISPATCH_HOST_CALL;
 	d->table.entries = d->entries;
-	d->table.count = 3;
+	d->table.count = 7;
 }
 
 /* ---- the QCS: a forked child with qlink's hsb client -------------------------- */
@@ -369,7 +470,34 @@ static int dropped(struct qcs *q, const uint8_t *frame, uint32_t len, const char
 	return 0;
 }
 
-static int qcs_run(struct qcs *q)
+/* A pretend graph (~GRAPH_MS) and a request right behind it: the ring
+ * shape holds the second reply behind the in-flight marker (request order);
+ * the unified shape publishes by slot, in either order. */
+static int graph_pair(struct qcs *q, bool unified)
+{
+	uint8_t req[STRIDE], resp[STRIDE];
+	uint32_t g = q->next_id++, n = q->next_id++, got, len, seen = 0;
+
+	make_req(req, ql_rpc_fnv1a("graph_inc"), g, 8);
+	if (ql_hsb_client_send(q->cl, req, 32))
+		CHILD_FAIL(-1, "send graph: %s", ql_error_detail());
+	make_req(req, ql_rpc_fnv1a("rpc_increment"), n, 9);
+	if (ql_hsb_client_send(q->cl, req, 33))
+		CHILD_FAIL(-1, "send after graph: %s", ql_error_detail());
+	for (int i = 0; i < 2; i++) {
+		if (wait_reply(q, WAIT_MS, &got, resp, &len))
+			CHILD_FAIL(-1, "graph pair: reply %d missing", i);
+		if (!unified && got != (i ? n : g))
+			CHILD_FAIL(-1, "ring shape: reply %u before the graph's", got);
+		if ((got != g && got != n) || check_reply(resp, len, got, got == g ? 8 : 9) ||
+		    (seen & (got == g ? 1u : 2u)))
+			CHILD_FAIL(-1, "graph pair: wrong reply %u", got);
+		seen |= got == g ? 1u : 2u;
+	}
+	return 0;
+}
+
+static int qcs_run(struct qcs *q, bool unified)
 {
 	uint8_t req[STRIDE], resp[STRIDE];
 	uint32_t seen = 0, first, got, len;
@@ -414,12 +542,28 @@ static int qcs_run(struct qcs *q)
 	make_req(req, ql_rpc_fnv1a("rpc_increment"), 9996, 100);
 	if (dropped(q, req, 34, "truncated frame") || call(q, 1) || call(q, MAX_ARG))
 		return 16;
-	if (q->next_id - 1 != N_GOOD)
-		CHILD_FAIL(17, "sent %u good requests, expected %u", q->next_id - 1, N_GOOD);
+	/* the TX flags: a graph in flight, a reply too big to send, and (ring)
+	 * a failed graph launch and a flag that is no address */
+	if (graph_pair(q, unified))
+		return 17;
+	make_req(req, ql_rpc_fnv1a("too_big"), 9995, 8);
+	if (dropped(q, req, 32, "too big a reply") || call(q, 2))
+		return 18;
+	if (!unified) {
+		make_req(req, ql_rpc_fnv1a("graph_fail"), 9994, 8);
+		if (dropped(q, req, 32, "failed graph"))
+			return 19;
+		make_req(req, ql_rpc_fnv1a("bogus_flag"), 9993, 8);
+		if (dropped(q, req, 32, "bogus tx flag") || call(q, 3))
+			return 19;
+	}
+	if (q->next_id - 1 != N_GOOD + (unified ? 0u : 1u))
+		CHILD_FAIL(20, "sent %u good requests, expected %u", q->next_id - 1,
+			   N_GOOD + !unified);
 	return 0;
 }
 
-static int qcs_child(const char *file, const char *uri)
+static int qcs_child(const char *file, const char *uri, bool unified)
 {
 	struct ql_hsb_client_config cc = { 0 };
 	struct tool_rdv r;
@@ -440,7 +584,7 @@ static int qcs_child(const char *file, const char *uri)
 		CHILD_FAIL(4, "client: %s", ql_error_detail());
 	if (tool_rdv_join(&r, &cp, 30, rdv_idle, NULL) || ql_hsb_client_connect(q.cl, &hp, NULL))
 		CHILD_FAIL(5, "join: %s", ql_error_detail());
-	ret = qcs_run(&q);
+	ret = qcs_run(&q, unified);
 	tool_rdv_cleanup(&r);
 	ql_hsb_client_destroy(q.cl);
 	ql_device_close(q.dev);
@@ -597,6 +741,28 @@ static int wait_child(pid_t pid, int ms)
 enum qcs_kind { QCS_CLIENT, QCS_VPPU };
 #define VPPU_CALLS 300
 
+/* disconnect(h), its stderr line into buf */
+static void disconnect_capture(ql_cudaq_bridge_handle_t h, char *buf, size_t len)
+{
+	FILE *t = tmpfile();
+	int saved = dup(2);
+	size_t n;
+
+	assert_non_null(t);
+	assert_true(saved >= 0);
+	fflush(stderr);
+	assert_true(dup2(fileno(t), 2) == 2);
+	assert_int_equal(bi->disconnect(h), QL_CUDAQ_OK);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	rewind(t);
+	n = fread(buf, 1, len - 1, t);
+	buf[n] = '\0';
+	fclose(t);
+	fputs(buf, stderr);
+}
+
 static void lifecycle(bool unified, enum qcs_kind kind)
 {
 	struct scratch s;
@@ -615,7 +781,7 @@ static void lifecycle(bool unified, enum qcs_kind kind)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0 && kind == QCS_CLIENT)
-		_exit(qcs_child(s.file, s.uri_c));
+		_exit(qcs_child(s.file, s.uri_c, unified));
 	if (pid == 0) {
 		char uri[200];
 
@@ -712,8 +878,20 @@ static void lifecycle(bool unified, enum qcs_kind kind)
 	assert_int_equal(rc, 0);
 	assert_int_equal(d.bad, 0);
 	/* every good request counted once, no drop counted */
-	assert_int_equal(d.stats, kind == QCS_CLIENT ? N_GOOD : VPPU_CALLS);
-	assert_int_equal(bi->disconnect(h), QL_CUDAQ_OK);
+	assert_int_equal(d.stats, kind == QCS_CLIENT ? N_COUNTED(unified) : VPPU_CALLS);
+	/* the provider's account, printed at disconnect: every frame, every
+	 * reply, and each refusal once */
+	disconnect_capture(h, ep, sizeof(ep));
+	if (kind == QCS_CLIENT) {
+		uint32_t good = N_GOOD + (unified ? 0 : 1);
+
+		snprintf(want, sizeof(want),
+			 "qlink bridge: frames=%u replies=%u bad_frames=1 reply_too_big=1 "
+			 "send_failed=0 tx_graph_errors=%d tx_bogus=%d refused=0 ",
+			 good + 5 + (unified ? 0 : 2), good, !unified, !unified);
+		if (!strstr(ep, want))
+			fail_msg("disconnect said \"%s\", not \"%s\"", ep, want);
+	}
 	assert_int_equal(bi->disconnect(h), QL_CUDAQ_OK);
 	assert_int_equal(bi->connect(h), QL_CUDAQ_ERR_INVALID_ARG);
 	assert_int_equal(bi->destroy(h), QL_CUDAQ_OK);
