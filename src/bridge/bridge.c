@@ -104,8 +104,8 @@ struct qb {
 	uint64_t *rx_flags, *tx_flags;
 	/* slots handed to CUDA-Q and not given back, in arrival order */
 	struct ql_buffer **held; /* per slot: its page's buffer, or NULL */
-	uint32_t *open;
-	uint32_t nopen;
+	uint32_t *open;		 /* a FIFO of num_slots: entry k at open[(open_head + k) % N] */
+	uint32_t open_head, nopen;
 	/* unified: received, not yet claimed by rx_poll */
 	struct ql_buffer *rxq[QB_BURST];
 	int rxq_head, rxq_n;
@@ -258,7 +258,7 @@ static inline uint8_t *tx_slot(const struct qb *b, uint32_t s)
  * header claims unusable by clearing its magic, so that the dispatcher
  * drops it in ring order instead of a handler reading past what came.
  * false: not ours to hand on (the channel never gives a page twice before
- * it is back, nor one past the ring; checked all the same, since open[]
+ * it is back, nor one past the ring; checked all the same, since open
  * holds one entry per slot). */
 static inline bool take_frame(struct qb *b, struct ql_buffer *buf)
 {
@@ -281,19 +281,31 @@ static inline bool take_frame(struct qb *b, struct ql_buffer *buf)
 		b->n.bad_frames++;
 	}
 	b->held[s] = buf;
-	b->open[b->nopen++] = s;
+	b->open[(b->open_head + b->nopen++) % b->num_slots] = s;
 	b->n.frames++;
 	return true;
 }
 
-/* Give page open[i] back to the channel. */
-static inline void give_back(struct qb *b, uint32_t i)
+/* Entry k of the FIFO of slots handed to CUDA-Q. */
+static inline uint32_t open_at(const struct qb *b, uint32_t k)
 {
-	uint32_t s = b->open[i];
+	return b->open[(b->open_head + k) % b->num_slots];
+}
+
+/* Give the page of entry k back to the channel. The oldest (the ring
+ * shape) and the newest (the unified shape's usual case) leave in O(1). */
+static inline void give_back(struct qb *b, uint32_t k)
+{
+	uint32_t s = open_at(b, k), n = b->num_slots;
 
 	ql_channel_release_buffer(b->ch, b->held[s]);
 	b->held[s] = NULL;
-	memmove(&b->open[i], &b->open[i + 1], (size_t)(b->nopen - i - 1) * sizeof(b->open[0]));
+	if (k == 0) {
+		b->open_head = (b->open_head + 1) % n;
+	} else {
+		for (uint32_t j = k; j + 1 < b->nopen; j++)
+			b->open[(b->open_head + j) % n] = b->open[(b->open_head + j + 1) % n];
+	}
 	b->nopen--;
 }
 
@@ -351,23 +363,27 @@ static inline void note_channel_error(struct qb *b, int err)
 }
 
 /* Ring shape: replies CUDA-Q published, slots it is done with, in arrival
- * order. A reply goes out once every earlier request has been answered or
- * dropped, so replies leave in request order (a QCS matches them as a FIFO,
- * as the hsb client does) although the scan of two flags is not atomic;
- * a dropped request (rx 0, no reply) never holds back later replies. A
- * graph still running (the in-flight marker) does, as in CUDA-Q's own ring
- * transports. */
+ * order. A slot is looked at once the dispatcher retired it (rx_flags 0):
+ * it stores the reply's tx flag before it clears rx, so the tx flag read
+ * after is final, and the page can go back to the channel before the reply
+ * leaves (the QCS may write the page again as soon as it has the reply; a
+ * page not yet given back would be refused). Replies leave in request order
+ * (a QCS matches them as a FIFO, as the hsb client does): a slot not yet
+ * retired, or whose graph is still running (the in-flight marker), holds
+ * back the later ones; a dropped request (retired, no reply) does not. */
 static bool ring_service(struct qb *b)
 {
 	struct ql_buffer *out[QB_BURST];
 	int nout = 0;
 	bool busy = false;
 
-	for (uint32_t i = 0; i < b->nopen;) {
-		uint32_t s = b->open[i];
-		uint64_t rx = __atomic_load_n(&b->rx_flags[s], __ATOMIC_ACQUIRE);
-		uint64_t tx = __atomic_load_n(&b->tx_flags[s], __ATOMIC_ACQUIRE);
+	while (b->nopen) {
+		uint32_t s = open_at(b, 0);
+		uint64_t tx;
 
+		if (__atomic_load_n(&b->rx_flags[s], __ATOMIC_ACQUIRE))
+			break; /* still being served */
+		tx = __atomic_load_n(&b->tx_flags[s], __ATOMIC_ACQUIRE);
 		if (tx == QL_CUDAQ_TX_IN_FLIGHT)
 			break;
 		if (tx) {
@@ -384,16 +400,8 @@ static bool ring_service(struct qb *b)
 				b->n.tx_bogus++;
 			}
 			__atomic_store_n(&b->tx_flags[s], 0, __ATOMIC_RELEASE);
-			tx = 0;
-			busy = true;
 		}
-		/* the dispatcher stores tx before it clears rx: rx 0 read first
-		 * means tx above was final */
-		if (rx)
-			break; /* still being served: later replies wait */
-		/* the page back before the reply leaves: the QCS may write it
-		 * again as soon as it has the reply */
-		give_back(b, i);
+		give_back(b, 0);
 		busy = true;
 	}
 	send_replies(b, out, nout);
@@ -445,7 +453,7 @@ static ql_cudaq_rx_status_t qb_rx_poll(void *ctx, uint32_t *out_slot)
 	 * running for them): the loop is single-threaded, so any slot claimed
 	 * before this call has been dealt with */
 	for (uint32_t i = 0; i < b->nopen;) {
-		if (!__atomic_load_n(&b->tx_flags[b->open[i]], __ATOMIC_ACQUIRE))
+		if (!__atomic_load_n(&b->tx_flags[open_at(b, i)], __ATOMIC_ACQUIRE))
 			give_back(b, i);
 		else
 			i++;
@@ -484,8 +492,8 @@ static ql_cudaq_status_t qb_tx_publish(void *ctx, uint32_t slot)
 		return QL_CUDAQ_ERR_INVALID_ARG;
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
 	if (b->held[slot]) {
-		for (uint32_t i = 0; i < b->nopen; i++) {
-			if (b->open[i] == slot) {
+		for (uint32_t i = b->nopen; i-- > 0;) { /* newest first */
+			if (open_at(b, i) == slot) {
 				give_back(b, i);
 				break;
 			}
