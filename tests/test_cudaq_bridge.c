@@ -1094,11 +1094,15 @@ static void test_bad_args(void **state)
 	assert_int_equal(bi->create(NULL, 1, argv), QL_CUDAQ_ERR_INVALID_ARG);
 	assert_int_equal(bi->create(&h, 3, NULL), QL_CUDAQ_ERR_INVALID_ARG);
 	assert_int_equal(bi->create(&h, -1, argv), QL_CUDAQ_ERR_INVALID_ARG);
-	/* a device that does not exist */
+	/* a device that does not exist: an unknown scheme, an RDMA device
+	 * name (ibv://) this machine has not */
 	{
 		char *a[] = { "--device=nosuch://x", s.a_file, NULL };
+		char *a2[] = { "--device=no_such_rdma_dev", s.a_file, NULL };
 
 		assert_int_not_equal(bi->create(&h, 2, a), QL_CUDAQ_OK);
+		assert_null(h);
+		assert_int_not_equal(bi->create(&h, 2, a2), QL_CUDAQ_OK);
 		assert_null(h);
 	}
 	/* a params file that exists already (a stale rendezvous) is refused */

@@ -23,18 +23,19 @@
  * published the connected state with a release store.
  *
  * A received page is given back to the channel (its receive WQE re-posted)
- * only when CUDA-Q is done with the slot: ring shape, once rx_flags[slot]
- * is 0 again and the reply, if any, has been sent (tx_flags[slot] 0);
- * unified shape, once tx_publish(slot) sent the reply, or at the next rx_poll
- * when the dispatcher dropped the request (tx_flags[slot] still 0: no reply,
- * no graph in flight).
+ * only when CUDA-Q is done with the request in it, and before its reply is
+ * posted (a QCS may write the page again as soon as it has the reply): ring
+ * shape, once the dispatcher retired the slot (rx_flags[slot] 0) and its tx
+ * flag says the reply is ready or there is none (not a graph in flight);
+ * unified shape, in tx_publish(slot), or at the next rx_poll when the
+ * dispatcher dropped the request (tx_flags[slot] still 0: no reply, no graph
+ * in flight).
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -200,10 +201,14 @@ static ql_cudaq_status_t parse_args(struct qb *b, int argc, char **argv)
 		if (!a)
 			continue;
 		if (arg_is(a, "--device=", &v)) {
-			if (!*v || strlen(v) >= sizeof(b->uri))
+			/* a bare RDMA device name, as CUDA-Q's RoCE providers take
+			 * it (--device=mlx5_0), is the ibv device of that name */
+			bool bare = !strstr(v, "://");
+
+			if (!*v || strlen(v) + (bare ? 6 : 0) >= sizeof(b->uri))
 				return bad_arg(a, "a qlink device URI (e.g. soft+shm://NAME, "
-						  "ibv://mlx5_0)");
-			snprintf(b->uri, sizeof(b->uri), "%s", v);
+						  "ibv://mlx5_0) or an RDMA device name");
+			snprintf(b->uri, sizeof(b->uri), "%s%s", bare ? "ibv://" : "", v);
 		} else if (arg_is(a, "--num-slots=", &v)) {
 			if (parse_u32(v, 1, QL_HSB_MAX_PAGES, &b->num_slots))
 				return bad_arg(a, "slots: 1..4096");
