@@ -3,6 +3,8 @@
 #
 #   lib/libqlink.so.0.1.0 (+ .so.0, .so), lib/libqlink.a,
 #   lib/libqlink-control.so..., lib/libqlink-control.a
+#   lib/libcudaq-realtime-bridge-qlink.so (the CUDA-Q Realtime bridge provider,
+#     a dlopen'ed module: docs/cudaq-bridge.md)
 #   include/qlink/*.h (the public headers, qlink/version.h generated)
 #   bin/qlink, sbin/qlinkd
 #   lib/pkgconfig/qlink.pc, lib/pkgconfig/qlink-control.pc
@@ -25,6 +27,9 @@ install(TARGETS qlink qlink_static qlink_control qlink_control_static ql_ibverbs
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime NAMELINK_COMPONENT devel
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT devel
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+# the CUDA-Q bridge provider: a module, not in the exported CMake targets
+# (nothing links it; CUDA-Q dlopen()s it by path or name)
+install(TARGETS cudaq_bridge_qlink LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/qlink DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         COMPONENT devel FILES_MATCHING PATTERN "*.h")
 install(FILES ${PROJECT_BINARY_DIR}/include/qlink/version.h

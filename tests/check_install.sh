@@ -28,6 +28,7 @@ libdir=$(cd "$prefix" && ls -d lib*/libqlink.so.0 | head -n 1)
 libdir=$prefix/${libdir%/libqlink.so.0}
 for f in "$libdir/libqlink.so.0" "$libdir/libqlink.so" "$libdir/libqlink.a" \
 	"$libdir/libqlink-control.so.0" "$libdir/libqlink-control.a" \
+	"$libdir/libcudaq-realtime-bridge-qlink.so" \
 	"$libdir/pkgconfig/qlink.pc" "$libdir/pkgconfig/qlink-control.pc" \
 	"$libdir/cmake/qlink/qlinkConfig.cmake" "$libdir/cmake/qlink/qlinkConfigVersion.cmake" \
 	"$prefix/include/qlink/qlink.h" "$prefix/include/qlink/version.h" \

@@ -6,7 +6,12 @@
 # of them, so a forgotten (or a leaked) symbol fails the suite.
 #
 #   tests/check_symbols.sh CC SOURCE-DIR BUILD-INCLUDE-DIR \
-#       LIB.so MAP [LIB.so MAP]... -- CONTROL-HEADERS...
+#       LIB.so MAP [LIB.so MAP]... -- CONTROL-HEADERS... \
+#       [--modules MODULE.so MAP [MODULE.so MAP]...]
+#
+# Modules are dlopen'ed plugins (the CUDA-Q bridge provider): each must
+# export exactly its map (its entry point), under the map's version node,
+# and is no part of the public headers' accounting.
 #
 # The public functions come from the compiler itself (gcc -aux-info lists
 # every prototype with the header it came from), not from a regex over
@@ -21,7 +26,20 @@ while [ $# -gt 0 ] && [ "$1" != -- ]; do
 	shift 2
 done
 shift
-ctl_headers=("$@")
+ctl_headers=()
+while [ $# -gt 0 ] && [ "$1" != --modules ]; do
+	ctl_headers+=("$1")
+	shift
+done
+mods=() mod_maps=()
+if [ $# -gt 0 ]; then
+	shift
+	while [ $# -gt 1 ]; do
+		mods+=("$1") mod_maps+=("$2")
+		shift 2
+	done
+	[ $# -eq 0 ] || { echo "FAIL: --modules takes MODULE.so MAP pairs"; exit 1; }
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
@@ -30,6 +48,30 @@ map_syms() { # the global names of a version script
 	sed -e 's|/\*.*\*/||g' "$1" | awk '/global:/ { g = 1; next } /local:/ { g = 0 } g' |
 		tr -d ' \t;' | grep -v '^$' | sort -u
 }
+
+# LIB MAP: the library exports exactly the map's names, all under its node
+check_exports() {
+	local lib=$1 map=$2 out=$3 node
+	map_syms "$map" >"$out.map"
+	[ -s "$out.map" ] || { echo "FAIL: $map lists no symbols"; fail=1; }
+	# defined dynamic symbols, without the version nodes (type A)
+	nm -D --defined-only "$lib" | awk '$2 != "A" { sub(/@.*/, "", $3); print $3 }' | sort -u \
+		>"$out.dyn"
+	if ! diff -u "$out.map" "$out.dyn" >"$tmp/diff"; then
+		echo "FAIL: ${lib##*/} exports differ from ${map##*/} (- listed only, + exported only):"
+		sed -n '3,$p' "$tmp/diff" | grep '^[-+]'
+		fail=1
+	fi
+	node=$(sed -e 's|/\*.*\*/||g' "$map" | awk '/\{/ { print $1; exit }')
+	if nm -D --defined-only "$lib" | awk '$2 != "A"' | grep -v "@@$node\$" | grep -q .; then
+		echo "FAIL: ${lib##*/}: symbols without version $node"
+		fail=1
+	fi
+}
+
+for i in "${!mods[@]}"; do
+	check_exports "${mods[$i]}" "${mod_maps[$i]}" "$tmp/mod.$i"
+done
 
 for i in "${!libs[@]}"; do
 	lib=${libs[$i]} map=${maps[$i]}
@@ -77,5 +119,5 @@ for i in "${!libs[@]}"; do
 	comm -23 "$tmp/dyn.$i" "$tmp/pubnames" | sed "s|^|FAIL: ${libs[$i]##*/} exports an undeclared |" |
 		grep . && fail=1
 done
-[ $fail -eq 0 ] && echo "PASS: $(wc -l <"$tmp/pub") public functions, exported as listed"
+[ $fail -eq 0 ] && echo "PASS: $(wc -l <"$tmp/pub") public functions, exported as listed${mods[0]:+; ${#mods[@]} module(s) export their maps only}"
 exit $fail

@@ -31,6 +31,7 @@
 
 #include "qlink/error.h"
 #include "qlink/hsb.h"
+#include "transport/hsb_int.h"
 #include "transport/txq.h"
 
 #define HCH_IDLE_CHECK 65536
@@ -435,6 +436,17 @@ int ql_hsb_channel_connect(struct ql_channel *ch, const struct ql_conn_params *q
 	ret = repost_flush(c);
 	if (ret)
 		return ql_error_set(ret, "hsb channel: posting %u receives failed", c->rq_depth);
+	return 0;
+}
+
+int ql__hsb_channel_pages(struct ql_channel *ch, uint8_t **base, size_t *len)
+{
+	struct hch *c = to_hch(ch);
+
+	if (!c || !base || !len)
+		return -EINVAL;
+	*base = c->pages;
+	*len = c->pages_len;
 	return 0;
 }
 
