@@ -34,7 +34,8 @@ struct ql_buffer {
 	uint32_t offset;   /* data = base + offset */
 	uint32_t len;	   /* data bytes */
 	uint32_t index;	   /* the owner's index of this buffer */
-	uint64_t tag;	   /* owner's use (the request sequence on RX) */
+	uint64_t tag;	   /* the request sequence on RX; on TX the tag of the
+			      request the response answers (see below) */
 };
 
 static inline uint8_t *ql_buffer_data(const struct ql_buffer *b)
@@ -148,6 +149,11 @@ static inline int ql_channel_receive_burst(struct ql_channel *ch, struct ql_buff
 }
 
 /* Transmit `n` buffers from ql_channel_acquire_buffer (data..data+len).
+ * Rule: a response buffer's tag names the request it answers (the user of
+ * the channel copies the request buffer's tag into it before sending, as
+ * the daemon does); a channel that addresses each response to its
+ * requester (the UDP channel) finds the requester by it, the others
+ * ignore it.
  * Returns how many were accepted (the rest stay the caller's) or a
  * negative errno; accepted buffers return to the pool by themselves. */
 static inline int ql_channel_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)

@@ -83,7 +83,11 @@ struct ql_daemon_stats {
 	int channel_error; /* 0, or the channel's negative errno */
 	int running;	   /* a running dispatcher serves it */
 	int failed;	   /* 0, or -ETIMEDOUT: see ql_daemon_failure */
-	uint64_t dropped;  /* bad requests not answered (QL_BAD_REQUEST_DROP) */
+	uint64_t dropped;  /* bad requests not answered (QL_BAD_REQUEST_DROP).
+			      Under DROP, requests - dropped is CUDA-Q
+			      Realtime's PROCESSED count: the requests
+			      dispatched to a handler (answered, status 0 or
+			      not), refused ones not counted */
 };
 
 struct ql_daemon_function_stats {

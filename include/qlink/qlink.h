@@ -30,6 +30,7 @@
 #include "qlink/channel.h"
 #include "qlink/hsb.h"
 #include "qlink/ring.h"
+#include "qlink/udp.h"
 
 #include "qlink/rpc.h"
 #include "qlink/rpc_fn.h"

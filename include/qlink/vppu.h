@@ -4,7 +4,8 @@
  *
  * It plays the quantum control system against a real-time host: writes
  * requests into the host's ring through the reference client (ring.h), or
- * into its pages as an FPGA does (the hsb client, hsb.h),
+ * into its pages as an FPGA does (the hsb client, hsb.h), or as datagrams
+ * of CUDA-Q's UDP transport (the udp client, udp.h),
  * stamps each with its send time in ptp_timestamp, matches responses by
  * request_id, checks every result, and measures round trips from the
  * echoed timestamp. Two modes: closed loop with a window of calls in
@@ -101,6 +102,9 @@ struct ql_vppu_client {
 };
 void ql_vppu_client_ring(struct ql_vppu_client *c, struct ql_ring_client *cl);
 void ql_vppu_client_hsb(struct ql_vppu_client *c, struct ql_hsb_client *cl);
+/* CUDA-Q's UDP transport (udp.h): responses in the order qlink answers. */
+struct ql_udp_client;
+void ql_vppu_client_udp(struct ql_vppu_client *c, struct ql_udp_client *cl);
 /* ql_vppu_run over any client. */
 int ql_vppu_run_client(const struct ql_vppu_client *c, const struct ql_vppu_call *call,
 		       const struct ql_vppu_config *cfg, struct ql_vppu_report *rep);

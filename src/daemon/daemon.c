@@ -260,6 +260,9 @@ int ql__daemon_poll(struct ql_daemon *d, struct ql__dthread *w)
 				return n;
 			}
 		}
+		/* the response answers this request: a channel that addresses
+		 * responses per request (UDP) finds the requester by it */
+		t->tag = rx[i]->tag;
 		/* the canary goes in the pool's slack past the buffer's
 		 * capacity (QL_POOL_SLACK): the handler has all of it */
 		_Static_assert(QL_POOL_SLACK >= QL__RPC_CANARY_SIZE, "no room for the canary");

@@ -13,6 +13,7 @@
 #include "qlink/error.h"
 #include "qlink/hsb.h"
 #include "qlink/rpc.h"
+#include "qlink/udp.h"
 #include "qlink/vppu.h"
 
 /* Nanoseconds from TSC ticks, relative to the start of a run. */
@@ -192,6 +193,35 @@ static int hsb_release(void *cl, const struct ql_ring_response *r)
 static uint32_t hsb_max_msg(const void *cl)
 {
 	return ql_hsb_client_max_msg(cl);
+}
+
+static int udp_send(void *cl, const void *msg, uint32_t len)
+{
+	return ql_udp_client_send(cl, msg, len);
+}
+
+static int udp_poll(void *cl, struct ql_ring_response *out, int max)
+{
+	return ql_udp_client_poll(cl, out, max);
+}
+
+static int udp_release(void *cl, const struct ql_ring_response *r)
+{
+	return ql_udp_client_release(cl, r);
+}
+
+static uint32_t udp_max_msg(const void *cl)
+{
+	return ql_udp_client_max_msg(cl);
+}
+
+void ql_vppu_client_udp(struct ql_vppu_client *c, struct ql_udp_client *cl)
+{
+	*c = (struct ql_vppu_client){ .cl = cl,
+				      .send = udp_send,
+				      .poll = udp_poll,
+				      .release = udp_release,
+				      .max_msg = udp_max_msg };
 }
 
 void ql_vppu_client_ring(struct ql_vppu_client *c, struct ql_ring_client *cl)
