@@ -7,9 +7,9 @@
 # CUDA-Q's (ql-cudaq-udp-client); SIGTERM; the PROCESSED count checked; in
 # both dispatch shapes. Then qlink's own: a request after a drop answered,
 # a burst, garbage datagrams (one warning for the oversize one), a short
-# datagram, --bad-requests answer, IPv6, the --timeout backstop, bad
-# arguments, and qlink vppu calling qlink serve over UDP with every answer
-# checked.
+# datagram, CUDA-Q's spelling without `--`, --bad-requests answer, IPv6,
+# the --timeout backstop, bad arguments, qlink vppu calling qlink serve over
+# UDP with every answer checked, and qlink bench --transport udp.
 #
 #   tests/cli_cudaq_server.sh QLINK CLIENT
 set -u
@@ -113,6 +113,15 @@ for shape in ring unified; do
 	echo "ok $shape vppu"
 done
 
+# CUDA-Q's other spelling (its test of 2026 without `--`: the server forwards
+# its whole command line to the provider)
+start --transport=udp --dispatch=ring --port=0 --num-slots=4 --slot-size=256 --timeout=120
+[ "$ready" = "CUDAQ_REALTIME_SERVER_READY transport=udp port=$port dispatch=ring slots=4 slot_size=256" ] ||
+	fail "READY line: $ready"
+client 127.0.0.1 "$port" count5
+stop 5
+echo "ok without --"
+
 # --bad-requests answer: refusals answered with an error status, not counted
 start --transport=udp --bad-requests answer --timeout=120 -- --port=0 --num-slots=4 --slot-size=256
 client 127.0.0.1 "$port" bad_answered increment
@@ -144,6 +153,16 @@ grep -q '^timeout reached (1s)' "$dir/out" || fail "no 'timeout reached'"
 grep -q '^CUDAQ_REALTIME_SERVER_PROCESSED count=0$' "$dir/out" || fail "no PROCESSED after the timeout"
 srv=
 echo "ok --timeout"
+
+# qlink bench over the same transport (a forked server on loopback)
+timeout 60 "$qlink" bench --transport udp --client-cpu -1 --server-cpu -1 --latency-calls 3000 \
+	--warmup-calls 100 --rate-seconds 0.1 --paced-seconds 0 --json >"$dir/bench" 2>&1 ||
+	{ cat "$dir/bench"; fail "bench --transport udp exited $?"; }
+grep -q '"transport":"udp"' "$dir/bench" && grep -q '"lost":0,"wrong":0' "$dir/bench" ||
+	{ cat "$dir/bench"; fail "bench --transport udp report"; }
+"$qlink" bench --transport udp --connect 127.0.0.1:7700 >/dev/null 2>&1 &&
+	fail "bench --transport udp --connect accepted"
+echo "ok bench --transport udp"
 
 # refused command lines
 bad() { "$qlink" serve "$@" >/dev/null 2>&1 && fail "serve $* accepted"; }
