@@ -288,6 +288,18 @@ static void one_increment(const char *host)
 	assert_int_equal(ds.responses, 1);
 	assert_int_equal(ds.requests - ds.dropped, 1); /* PROCESSED */
 	assert_int_equal(ql_udp_client_in_flight(f.cl[0]), 0);
+	if (strchr(host, ':')) {
+		/* IPv6 carries up to 65527 bytes, more than any stride: dropped */
+		static uint8_t big[65527];
+
+		assert_int_equal(ql_udp_client_send_raw(f.cl[0], big, sizeof(big)), 0);
+		expect_silence(&f, f.cl[0], 100);
+		assert_int_equal(ql_udp_channel_stats(f.ch, &us), 0);
+		assert_int_equal(us.oversize, 1);
+		assert_int_equal(us.last_oversize, sizeof(big));
+		send_inc(f.cl[0], 8, 16, 0x20);
+		check_inc(buf, await_one(&f, f.cl[0], buf), 8, 16, 0x20);
+	}
 	fx_close(&f);
 }
 
@@ -591,6 +603,199 @@ static void test_garbage(void **state)
 	fx_close(&f);
 }
 
+/* The answer policy: a bad request is answered with its error status, to
+ * its own requester, in order with the others. */
+static void test_answer_policy(void **state)
+{
+	struct ql_udp_channel_config cc = { .address = "127.0.0.1", .num_slots = 4 };
+	struct ql_daemon_config dc = { .cpu = -1, .bad_requests = QL_BAD_REQUEST_ANSWER };
+	struct ql_udp_client_config uc = { .host = "127.0.0.1" };
+	uint8_t msg[256], buf[512];
+	struct ql_rpc_response r;
+	struct ql_daemon_stats ds;
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	struct fx f;
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(ql_udp_channel_create(&cc, &f.ch), 0);
+	assert_int_equal(ql_udp_channel_local_addr(f.ch, &ss, &sl), 0);
+	uc.port = port_of(&ss);
+	assert_int_equal(ql_daemon_create(&dc, f.ch, &f.d), 0);
+	assert_int_equal(ql_daemon_register(f.d, &QL_RPC_RAW_FUNCTION(INC_NAME, h_increment, NULL)),
+			 0);
+	assert_int_equal(ql_udp_client_create(&uc, &f.cl[0]), 0);
+	assert_int_equal(ql_udp_client_create(&uc, &f.cl[1]), 0);
+	send_inc(f.cl[0], 1, 8, 0);
+	make_req(msg, 0xb18ae409u, 2, 8, 0); /* unknown, from client 1 */
+	assert_int_equal(ql_udp_client_send(f.cl[1], msg, 32), 0);
+	send_inc(f.cl[0], 3, 8, 5);
+	serve_until(&f, 3);
+	check_inc(buf, await_one(&f, f.cl[0], buf), 1, 8, 0);
+	check_inc(buf, await_one(&f, f.cl[0], buf), 3, 8, 5);
+	assert_int_equal(await_one(&f, f.cl[1], buf), QL_RPC_RESPONSE_SIZE);
+	ql_rpc_response_decode(buf, &r);
+	assert_int_equal(r.request_id, 2);
+	assert_int_equal(r.status, QL_RPC_E_UNKNOWN_FUNCTION);
+	ql_daemon_stats(f.d, &ds);
+	assert_int_equal(ds.dropped, 0);
+	assert_int_equal(ds.responses, 3);
+	fx_close(&f);
+}
+
+/* Fewer response buffers than a burst: the daemon sends what it built and
+ * goes on; every request of the burst answered, in order. */
+static void test_few_tx_buffers(void **state)
+{
+	struct ql_udp_channel_config cc = { .address = "127.0.0.1",
+					    .num_slots = 16,
+					    .tx_buffers = 1 };
+	struct ql_daemon_config dc = { .cpu = -1, .bad_requests = QL_BAD_REQUEST_DROP };
+	struct ql_udp_client_config uc = { .host = "127.0.0.1", .window = 16 };
+	struct ql_udp_channel_stats us;
+	struct ql_daemon_stats ds;
+	struct sockaddr_storage ss;
+	uint8_t buf[512];
+	socklen_t sl;
+	struct fx f;
+
+	(void)state;
+	memset(&f, 0, sizeof(f));
+	assert_int_equal(ql_udp_channel_create(&cc, &f.ch), 0);
+	assert_int_equal(ql_udp_channel_local_addr(f.ch, &ss, &sl), 0);
+	uc.port = port_of(&ss);
+	assert_int_equal(ql_daemon_create(&dc, f.ch, &f.d), 0);
+	assert_int_equal(ql_daemon_register(f.d, &QL_RPC_RAW_FUNCTION(INC_NAME, h_increment, NULL)),
+			 0);
+	assert_int_equal(ql_udp_client_create(&uc, &f.cl[0]), 0);
+	for (uint32_t i = 0; i < 16; i++)
+		send_inc(f.cl[0], i, 4, (uint8_t)i);
+	serve_until(&f, 16);
+	for (uint32_t i = 0; i < 16; i++)
+		check_inc(buf, await_one(&f, f.cl[0], buf), i, 4, (uint8_t)i);
+	ql_daemon_stats(f.d, &ds);
+	assert_int_equal(ds.send_failed, 0);
+	assert_int_equal(ds.responses, 16);
+	assert_int_equal(ql_udp_channel_stats(f.ch, &us), 0);
+	assert_int_equal(us.unaddressed, 0);
+	fx_close(&f);
+}
+
+/* A server on "::" (dual stack where the system allows it) answers an
+ * IPv6 and an IPv4 caller in one burst, each its own. */
+static void test_dual_stack(void **state)
+{
+	uint8_t buf[512];
+	struct ql_udp_client_config uc = { .host = "::1" };
+	FILE *fp = fopen("/proc/sys/net/ipv6/bindv6only", "r");
+	int v6only = 0;
+	struct fx f;
+
+	(void)state;
+	if (fp) {
+		if (fscanf(fp, "%d", &v6only) != 1)
+			v6only = 0;
+		fclose(fp);
+	}
+	if (!have_ipv6() || v6only) {
+		print_message("no IPv6, or \"::\" is IPv6-only here: dual stack skipped\n");
+		skip();
+	}
+	fx_open(&f, "::", 4, 256, 0, 0, 0);
+	uc.port = f.port;
+	assert_int_equal(ql_udp_client_create(&uc, &f.cl[0]), 0);
+	uc.host = "127.0.0.1";
+	assert_int_equal(ql_udp_client_create(&uc, &f.cl[1]), 0);
+	send_inc(f.cl[0], 1, 8, 1);
+	send_inc(f.cl[1], 2, 8, 2);
+	send_inc(f.cl[0], 3, 8, 3);
+	serve_until(&f, 3);
+	check_inc(buf, await_one(&f, f.cl[0], buf), 1, 8, 1);
+	check_inc(buf, await_one(&f, f.cl[1], buf), 2, 8, 2);
+	check_inc(buf, await_one(&f, f.cl[0], buf), 3, 8, 3);
+	fx_close(&f);
+}
+
+/* The client's side of the contract, against a plain socket playing the
+ * server: replies of any length up to the stride returned, longer ones
+ * dropped and counted, datagrams from any other source never seen (the
+ * socket is connected), a reply matching nothing in flight still returned. */
+static void test_client_contract(void **state)
+{
+	struct sockaddr_in srv = { .sin_family = AF_INET };
+	struct sockaddr_in peer, me;
+	socklen_t sl = sizeof(srv), pl = sizeof(peer), ml = sizeof(me);
+	struct ql_udp_client_config uc = { .host = "127.0.0.1", .slot_size = 128, .window = 2 };
+	struct ql_udp_client_stats cs;
+	struct ql_ring_response r[4];
+	struct ql_udp_client *cl;
+	uint8_t msg[256] = { 0 }, got[256];
+	int sfd, other, n;
+	uint64_t end;
+
+	(void)state;
+	srv.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	sfd = socket(AF_INET, SOCK_DGRAM, 0);
+	other = socket(AF_INET, SOCK_DGRAM, 0);
+	assert_true(sfd >= 0 && other >= 0);
+	assert_int_equal(bind(sfd, (struct sockaddr *)&srv, sizeof(srv)), 0);
+	assert_int_equal(getsockname(sfd, (struct sockaddr *)&srv, &sl), 0);
+	uc.port = ntohs(srv.sin_port);
+	assert_int_equal(ql_udp_client_create(&uc, &cl), 0);
+	assert_int_equal(getsockname(ql_udp_client_fd(cl), (struct sockaddr *)&me, &ml), 0);
+
+	/* a full-stride request: 128 bytes, zero after the frame */
+	make_req(msg, 1, 5, 4, 0xaa);
+	assert_int_equal(ql_udp_client_send(cl, msg, 28), 0);
+	n = (int)recvfrom(sfd, got, sizeof(got), 0, (struct sockaddr *)&peer, &pl);
+	assert_int_equal(n, 128);
+	assert_memory_equal(got, msg, 28);
+	for (int i = 28; i < 128; i++)
+		assert_int_equal(got[i], 0);
+	/* another, shorter: the tail of the first must not show */
+	make_req(msg, 1, 6, 0, 0);
+	assert_int_equal(ql_udp_client_send(cl, msg, 24), 0);
+	assert_int_equal(recv(sfd, got, sizeof(got), 0), 128);
+	for (int i = 24; i < 128; i++)
+		assert_int_equal(got[i], 0);
+	assert_int_equal(ql_udp_client_in_flight(cl), 2);
+
+	/* from another source: discarded by the kernel */
+	assert_int_equal(sendto(other, msg, 40, 0, (struct sockaddr *)&me, sizeof(me)), 40);
+	/* too long for the stride: dropped; 128 and 24 bytes: returned */
+	assert_int_equal(sendto(sfd, msg, 129, 0, (struct sockaddr *)&peer, pl), 129);
+	assert_int_equal(sendto(sfd, msg, 128, 0, (struct sockaddr *)&peer, pl), 128);
+	assert_int_equal(sendto(sfd, msg, 24, 0, (struct sockaddr *)&peer, pl), 24);
+	/* a reply to nothing in flight: still returned */
+	assert_int_equal(sendto(sfd, msg, 30, 0, (struct sockaddr *)&peer, pl), 30);
+	n = 0;
+	end = now_ms() + 2000;
+	while (n < 3 && now_ms() < end) {
+		int k = ql_udp_client_poll(cl, r + n, 4 - n);
+
+		assert_true(k >= 0);
+		n += k;
+	}
+	assert_int_equal(n, 3);
+	assert_int_equal(r[0].len, 128);
+	assert_int_equal(r[1].len, 24);
+	assert_int_equal(r[2].len, 30);
+	assert_int_equal(ql_udp_client_in_flight(cl), 0);
+	usleep(50000);
+	assert_int_equal(ql_udp_client_poll(cl, r + 3, 1), 0); /* nothing else */
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(ql_udp_client_release(cl, &r[i]), 0);
+	assert_int_equal(ql_udp_client_release(cl, &r[0]), -EINVAL); /* twice */
+	assert_int_equal(ql_udp_client_stats(cl, &cs), 0);
+	assert_int_equal(cs.sent, 2);
+	assert_int_equal(cs.received, 3);
+	assert_int_equal(cs.oversize, 1);
+	ql_udp_client_destroy(cl);
+	close(sfd);
+	close(other);
+}
+
 /* ---- the VPPU over UDP, the daemon on its own dispatcher thread ---------- */
 
 static void vppu_args(void *ctx, uint64_t n, uint8_t *args)
@@ -611,33 +816,129 @@ static int vppu_check(void *ctx, uint64_t n, int32_t status, const uint8_t *res,
 	return 0;
 }
 
-static void test_vppu(void **state)
+/* The VPPU's closed loop (window 8), every result checked. */
+static void run_vppu(struct ql_udp_client *cl, uint64_t count, struct ql_vppu_report *rep)
 {
 	struct ql_vppu_call call = {
 		.function = INC_NAME, .arg_len = 16, .make_args = vppu_args, .check = vppu_check
 	};
-	struct ql_vppu_config vc = { .window = 8, .count = 3000, .timeout_ns = 5000000000ull };
-	struct ql_vppu_report rep;
+	struct ql_vppu_config vc = { .window = 8, .count = count, .timeout_ns = 5000000000ull };
 	struct ql_vppu_client vcl;
+
+	ql_vppu_client_udp(&vcl, cl);
+	assert_int_equal(ql_vppu_run_client(&vcl, &call, &vc, rep), 0);
+	assert_int_equal(rep->transport_error, 0);
+	assert_int_equal(rep->sent, count);
+	assert_int_equal(rep->wrong, 0);
+	assert_int_equal(rep->unexpected, 0);
+	assert_int_equal(rep->timeouts, 0);
+	assert_int_equal(rep->lost, 0);
+}
+
+static void test_vppu(void **state)
+{
+	struct ql_vppu_report rep;
 	struct ql_daemon_stats ds;
 	struct fx f;
 
 	(void)state;
 	fx_open(&f, "127.0.0.1", 8, 256, 1, 8, 0);
 	assert_int_equal(ql_daemon_start(f.d), 0);
-	ql_vppu_client_udp(&vcl, f.cl[0]);
 	assert_int_equal(ql_udp_client_max_msg(f.cl[0]), 256);
-	assert_int_equal(ql_vppu_run_client(&vcl, &call, &vc, &rep), 0);
-	assert_int_equal(rep.sent, 3000);
+	run_vppu(f.cl[0], 3000, &rep);
 	assert_int_equal(rep.ok, 3000);
-	assert_int_equal(rep.wrong, 0);
-	assert_int_equal(rep.unexpected, 0);
-	assert_int_equal(rep.timeouts, 0);
-	assert_int_equal(rep.lost, 0);
 	assert_int_equal(ql_daemon_stop(f.d), 0);
 	ql_daemon_stats(f.d, &ds);
 	assert_int_equal(ds.requests, 3000);
 	fx_close(&f);
+}
+
+/* ---- processes: the server in another process, killed and restarted ------ */
+
+/* In a child: serve ch on a dispatcher thread until killed. */
+static void serve_in_child(struct ql_channel *ch)
+{
+	struct ql_daemon_config dc = { .cpu = -1, .bad_requests = QL_BAD_REQUEST_DROP };
+	struct ql_daemon *d;
+
+	alarm(60);
+	if (ql_daemon_create(&dc, ch, &d) ||
+	    ql_daemon_register(d, &QL_RPC_RAW_FUNCTION(INC_NAME, h_increment, NULL)) ||
+	    ql_daemon_start(d))
+		_exit(3);
+	for (;;)
+		pause();
+}
+
+static pid_t fork_server(uint16_t port, uint16_t *bound)
+{
+	struct ql_udp_channel_config cc = { .address = "127.0.0.1", .port = port };
+	struct sockaddr_storage ss;
+	struct ql_channel *ch;
+	socklen_t sl;
+	pid_t pid;
+
+	assert_int_equal(ql_udp_channel_create(&cc, &ch), 0);
+	assert_int_equal(ql_udp_channel_local_addr(ch, &ss, &sl), 0);
+	*bound = port_of(&ss);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0)
+		serve_in_child(ch);
+	ql_channel_destroy(ch); /* the child's copy of the socket serves */
+	return pid;
+}
+
+/* The VPPU against a server in another process; the server killed: the
+ * caller learns it (port unreachable), nothing hangs; restarted on the
+ * same port: the same caller goes on. */
+static void test_server_process(void **state)
+{
+	struct ql_udp_client_config uc = { .host = "127.0.0.1", .window = 8 };
+	struct ql_udp_client *cl = NULL;
+	struct ql_vppu_report rep;
+	struct ql_ring_response r;
+	uint16_t port, port2;
+	uint64_t end;
+	int st, err = 0;
+	pid_t pid;
+
+	(void)state;
+	pid = fork_server(0, &port);
+	uc.port = port;
+	assert_int_equal(ql_udp_client_create(&uc, &cl), 0);
+	run_vppu(cl, 2000, &rep);
+	assert_int_equal(rep.ok, 2000);
+
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	end = now_ms() + 2000;
+	while (!err && now_ms() < end) {
+		uint8_t msg[64];
+		int n;
+
+		make_req(msg, ql_rpc_fnv1a(INC_NAME), 1, 8, 0);
+		n = ql_udp_client_send(cl, msg, 32);
+		if (n < 0 && n != -EAGAIN) {
+			err = n;
+			break;
+		}
+		n = ql_udp_client_poll(cl, &r, 1);
+		assert_true(n <= 0);
+		err = n;
+	}
+	assert_int_equal(err, -ECONNREFUSED);
+	ql_udp_client_forget(cl, ql_udp_client_in_flight(cl));
+	assert_int_equal(ql_udp_client_in_flight(cl), 0);
+
+	pid = fork_server(port, &port2);
+	assert_int_equal(port2, port);
+	run_vppu(cl, 500, &rep);
+	assert_int_equal(rep.ok, 500);
+	kill(pid, SIGKILL);
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	ql_udp_client_destroy(cl);
 }
 
 /* ---- the hot path -------------------------------------------------------- */
@@ -880,7 +1181,12 @@ int main(void)
 		cmocka_unit_test(test_ring_wrap),
 		cmocka_unit_test(test_burst),
 		cmocka_unit_test(test_garbage),
+		cmocka_unit_test(test_answer_policy),
+		cmocka_unit_test(test_few_tx_buffers),
+		cmocka_unit_test(test_dual_stack),
+		cmocka_unit_test(test_client_contract),
 		cmocka_unit_test(test_vppu),
+		cmocka_unit_test(test_server_process),
 		cmocka_unit_test(test_hotpath),
 		cmocka_unit_test(test_bad_config),
 	};

@@ -9,8 +9,10 @@
  * the burst calls never allocate, lock, log or enter the kernel.
  *
  * Implementations: the verbs channel (the server side of a qlink ring over
- * any verbs provider, see ring.h and docs/wire-protocol.md) and the
- * loopback channel (in memory, for testing the layers above).
+ * any verbs provider, see ring.h and docs/wire-protocol.md), the hsb
+ * channel (hsb.h), the UDP channel (CUDA-Q's UDP transport, udp.h: its
+ * bursts are one recvmmsg/sendmmsg each) and the loopback channel (in
+ * memory, for testing the layers above).
  */
 #ifndef QLINK_CHANNEL_H
 #define QLINK_CHANNEL_H

@@ -14,6 +14,15 @@
  * functions dropped without reply). Per request: no allocation, lock, log or
  * system call beyond the batched recvmmsg/sendmmsg.
  *
+ * Addressing differs from CUDA-Q's in one case: CUDA-Q sends every reply to
+ * the source of the most recent datagram (its "last requester"), qlink each
+ * reply to the source of the request it answers (the buffer tag rule of
+ * channel.h). With one caller the two are the same; with several, qlink
+ * answers each its own. Requests are served in arrival order, and a dropped
+ * request frees its slot at once: later replies are never stalled (CUDA-Q's
+ * ring shape stalls). Serving CUDA-Q callers: QL_BAD_REQUEST_DROP; then
+ * CUDA-Q's PROCESSED count is the daemon's requests - dropped.
+ *
  * The client plays a CUDA-Q caller or a QCS (tests, the VPPU): a connect()ed
  * socket, a window of requests in flight, full-stride zero-filled sends.
  */
