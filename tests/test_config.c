@@ -3,7 +3,8 @@
  * qlinkd's config file: defaults, every key, and every error path reported
  * with its line (unknown key, wrong type, bad geometry, bad port, missing
  * plugin, malformed YAML, empty file, nonexistent file, ...), every problem
- * of a file at once, device URIs, ring memory and multi-document files.
+ * of a file at once, device URIs, ring memory and multi-document files,
+ * Hololink boards (qcs:), CUDA-Q UDP listeners (udp:) and builtins:.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -482,6 +483,114 @@ static void test_qcs_hsb(void **state)
 		5, "qcs[0].gid: '10.0.0.2' is not a GID");
 }
 
+/* udp: CUDA-Q UDP listeners, and builtins: */
+static void test_udp(void **state)
+{
+	const char *path = write_tmp("udp.yaml", "device: soft://loop\n"
+						 "dispatcher: { cpus: [0] }\n"
+						 "udp:\n"
+						 "  - listen: \"127.0.0.1:5000\"\n"
+						 "  - listen: \"[::1]:0\"\n"
+						 "    slots: 4\n"
+						 "    slot_size: 1024\n"
+						 "    busy_poll_us: 50\n"
+						 "    bad_requests: answer\n"
+						 "    cpu: 0\n"
+						 "  - { listen: \"0.0.0.0:5001\" }\n"
+						 "builtins: [rpc_increment]\n");
+	struct ql_config *c;
+
+	(void)state;
+	assert_int_equal(ql_config_load(path, &c, NULL), 0);
+	assert_int_equal(c->udp_count, 3);
+	assert_string_equal(c->udp[0].address, "127.0.0.1");
+	assert_int_equal(c->udp[0].port, 5000);
+	assert_int_equal(c->udp[0].slots, 8); /* CUDA-Q's defaults */
+	assert_int_equal(c->udp[0].slot_size, 256);
+	assert_int_equal(c->udp[0].bad_requests, QL_BAD_REQUEST_DROP); /* as CUDA-Q */
+	assert_int_equal(c->udp[0].busy_poll_us, 0);
+	assert_int_equal(c->udp[0].cpu, -1);
+	assert_int_equal(c->udp[0].line, 4);
+	assert_string_equal(c->udp[1].address, "::1"); /* no brackets */
+	assert_int_equal(c->udp[1].port, 0);
+	assert_int_equal(c->udp[1].slots, 4);
+	assert_int_equal(c->udp[1].slot_size, 1024);
+	assert_int_equal(c->udp[1].busy_poll_us, 50);
+	assert_int_equal(c->udp[1].bad_requests, QL_BAD_REQUEST_ANSWER);
+	assert_int_equal(c->udp[1].cpu, 0);
+	assert_string_equal(c->udp[2].address, "0.0.0.0");
+	assert_int_equal(c->builtins, QL_CONFIG_BUILTIN_INCREMENT);
+	ql_config_free(c);
+
+	/* defaults: no listener, every built-in */
+	path = write_tmp("noudp.yaml", "device: soft://loop\n");
+	assert_int_equal(ql_config_load(path, &c, NULL), 0);
+	assert_int_equal(c->udp_count, 0);
+	assert_int_equal(c->builtins, QL_CONFIG_BUILTINS_DEFAULT);
+	assert_string_equal(ql_config_builtin_name(QL_CONFIG_BUILTIN_PARITY), "qlink_parity");
+	assert_string_equal(ql_config_builtin_name(QL_CONFIG_BUILTIN_INCREMENT), "rpc_increment");
+	assert_null(ql_config_builtin_name(0x80));
+	ql_config_free(c);
+	path = write_tmp("nobuiltins.yaml", "device: soft://loop\nbuiltins: []\n");
+	assert_int_equal(ql_config_load(path, &c, NULL), 0);
+	assert_int_equal(c->builtins, 0);
+	ql_config_free(c);
+
+	/* every way a listener is wrong, with its line */
+	expect_error("udp:\n  - listen: \"::1:5000\"\n", 2, "an IPv6 address needs brackets");
+	expect_error("udp:\n  - listen: \"[::1]5000\"\n", 2, "[ADDRESS]:PORT");
+	expect_error("udp:\n  - listen: \"[127.0.0.1]:5000\"\n", 2, "not an IPv6 address");
+	expect_error("udp:\n  - listen: \"localhost:5000\"\n", 2, "not an IPv4 address");
+	expect_error("udp:\n  - listen: \"127.0.0.1\"\n", 2, "no port");
+	expect_error("udp:\n  - listen: \":5000\"\n", 2, "no address");
+	expect_error("udp:\n  - listen: \"127.0.0.1:\"\n", 2, "the port is not 0..65535");
+	expect_error("udp:\n  - listen: \"127.0.0.1:65536\"\n", 2, "the port is not 0..65535");
+	expect_error("udp:\n  - listen: \"127.0.0.1:-1\"\n", 2, "the port is not 0..65535");
+	expect_error("udp:\n  - listen: \"127.0.0.1:50x\"\n", 2, "the port is not 0..65535");
+	expect_error("udp:\n  - { slots: 4 }\n", 2, "listen");
+	expect_error("udp:\n  - listen: \"127.0.0.1:5000\"\n    slots: 0\n", 3,
+		     "udp.0.slots: 0 is out of range (1..65536");
+	expect_error("udp:\n  - listen: \"127.0.0.1:5000\"\n    slot_size: 23\n", 3,
+		     "udp.0.slot_size: 23 is out of range (24..65507");
+	expect_error("udp:\n  - listen: \"127.0.0.1:5000\"\n    slot_size: 65508\n", 3,
+		     "udp.0.slot_size: 65508 is out of range");
+	expect_error("udp:\n  - listen: \"127.0.0.1:5000\"\n    bad_requests: ignore\n", 3,
+		     "udp[0].bad_requests: 'ignore' is not one of drop, answer");
+	expect_error("dispatcher: { cpu: -1 }\nudp:\n  - listen: \"127.0.0.1:5000\"\n    cpu: 0\n",
+		     4, "udp[0].cpu: 0 is not the core of a dispatcher");
+	expect_error("udp:\n  - listen: \"127.0.0.1:5000\"\n    colour: red\n", 3, "colour");
+	/* binds that collide: the same address and port, a wildcard of the
+	 * family, "::" with anything, the control plane's port */
+	expect_error("udp:\n  - listen: \"127.0.0.1:5000\"\n  - listen: \"127.0.0.1:5000\"\n", 3,
+		     "udp[1]: listens where udp[0] does (127.0.0.1 port 5000)");
+	expect_error("udp:\n  - listen: \"0.0.0.0:5000\"\n  - listen: \"127.0.0.1:5000\"\n", 3,
+		     "listens where udp[0] does");
+	expect_error("udp:\n  - listen: \"[::]:5000\"\n  - listen: \"127.0.0.1:5000\"\n", 3,
+		     "listens where udp[0] does");
+	expect_error("control: { port: 7000 }\nudp:\n  - listen: \"127.0.0.1:7000\"\n", 3,
+		     "udp[0]: 127.0.0.1 port 7000 is the control plane's");
+	expect_error("max_sessions: 1\nudp:\n  - listen: \"127.0.0.1:5000\"\n"
+		     "  - listen: \"127.0.0.1:5001\"\n",
+		     1, "max_sessions: 1 is fewer than the 2 sessions qcs and udp make at start");
+	expect_error("builtins: [rpc_increment, qlink_decode]\n", 1,
+		     "builtins[1]: 'qlink_decode' is not a built-in function (known: qlink_parity, "
+		     "rpc_increment)");
+	expect_error("builtins: [rpc_increment, rpc_increment]\n", 1,
+		     "builtins[1]: 'rpc_increment' is listed twice");
+
+	/* ports 0, different ports, different families: no collision */
+	path = write_tmp("ok2.yaml", "udp:\n  - listen: \"127.0.0.1:0\"\n"
+				     "  - listen: \"127.0.0.1:0\"\n"
+				     "  - listen: \"0.0.0.0:5000\"\n"
+				     "  - listen: \"[::1]:5000\"\n"
+				     "  - listen: \"127.0.0.2:5001\"\n"
+				     "  - listen: \"127.0.0.1:5001\"\n"
+				     "max_sessions: 6\n");
+	assert_int_equal(ql_config_load(path, &c, NULL), 0);
+	assert_int_equal(c->udp_count, 6);
+	ql_config_free(c);
+}
+
 static int teardown(void **state)
 {
 	char cmd[300];
@@ -509,6 +618,7 @@ int main(void)
 		cmocka_unit_test(test_multi_document),
 		cmocka_unit_test(test_check_keeps_partial),
 		cmocka_unit_test(test_qcs_hsb),
+		cmocka_unit_test(test_udp),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Plugins: the example decoder loads, registers and answers through
- * ql_rpc_dispatch and on a daemon; a wrong ABI version, a library that is
+ * ql_rpc_dispatch and on a daemon; so does the example with a frame handler
+ * (CUDA-Q's HOST_CALL form) and a raw one; a wrong ABI version (a future
+ * one, and version 1, from before frame handlers), a library that is
  * not a plugin, one with unresolved symbols, a missing file and a bad
  * config string are refused with a clear error.
  */
@@ -113,6 +115,82 @@ static void test_on_daemon(void **state)
 	ql_plugin_unload(p);
 }
 
+/* A request of n argument bytes 1, 2, ..., n for function name. */
+static long bytes_request(uint8_t *msg, size_t cap, const char *name, uint32_t n)
+{
+	struct ql_rpc_out out;
+
+	ql_rpc_request_begin(&out, msg, cap);
+	for (uint32_t i = 0; i < n; i++)
+		ql_rpc_write_u8(&out, (uint8_t)(i + 1));
+	return ql_rpc_request_finish(&out, ql_rpc_fnv1a(name), 31, 0xabcdef0123ull);
+}
+
+/* The example plugin registers a frame handler (CUDA-Q's HOST_CALL form)
+ * and a raw stream handler through the same registrar; both answer through
+ * ql_rpc_dispatch and on a daemon, whose counters see them. */
+static void test_host_call_plugin(void **state)
+{
+	struct ql_daemon_config dc = { .cpu = -1 };
+	struct ql_daemon_function_stats fs;
+	struct ql_daemon_stats st;
+	struct ql_channel *ch;
+	struct ql_daemon *d;
+	struct ql_plugin *p;
+	struct ql_rpc_table *t;
+	struct ql_rpc_response r;
+	uint8_t msg[128], resp[256];
+	size_t rlen;
+	long n;
+	int len;
+
+	assert_int_equal(ql_plugin_load(QL_TEST_PLUGIN_HOST_CALL, NULL, &p), 0);
+	assert_int_equal(ql_rpc_table_create(8, &t), 0);
+	assert_int_equal(ql_plugin_register_table(p, t), 0);
+	assert_int_equal(ql_plugin_function_count(p), 2);
+	assert_non_null(ql_rpc_table_lookup(t, ql_rpc_fnv1a("reverse_bytes"))->frame);
+	assert_non_null(ql_rpc_table_lookup(t, ql_rpc_fnv1a("byte_sum"))->fn);
+
+	n = bytes_request(msg, sizeof(msg), "reverse_bytes", 10);
+	assert_int_equal(ql_rpc_dispatch(t, msg, (size_t)n, resp, sizeof(resp), &rlen, NULL), 0);
+	assert_int_equal(rlen, 24 + 10);
+	ql_rpc_response_decode(resp, &r);
+	assert_int_equal(r.request_id, 31);
+	assert_true(r.ptp_timestamp == 0xabcdef0123ull);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(resp[24 + i], 10 - i);
+	/* its own status when the reply would not fit */
+	assert_int_equal(ql_rpc_dispatch(t, msg, (size_t)n, resp, 24 + 9, &rlen, NULL), 1);
+	n = bytes_request(msg, sizeof(msg), "byte_sum", 10);
+	assert_int_equal(ql_rpc_dispatch(t, msg, (size_t)n, resp, sizeof(resp), &rlen, NULL), 0);
+	assert_int_equal(ql_rpc_get_u32(resp + 24), 55);
+	ql_rpc_table_destroy(t);
+
+	/* on a daemon, next to the built-ins */
+	assert_int_equal(ql_loop_channel_create(8, 128, &ch), 0);
+	assert_int_equal(ql_daemon_create(&dc, ch, &d), 0);
+	assert_int_equal(ql_daemon_register(d, ql_demo_parity_function()), 0);
+	assert_int_equal(ql_daemon_register(d, ql_demo_increment_function()), 0);
+	assert_int_equal(ql_plugin_register(p, d), 0);
+	assert_int_equal(ql_daemon_function_count(d), 4);
+	for (int k = 0; k < 3; k++) {
+		n = bytes_request(msg, sizeof(msg), "reverse_bytes", (uint32_t)(20 + k));
+		assert_int_equal(ql_loop_channel_push(ch, msg, (uint32_t)n, (uint32_t)n), 0);
+		assert_int_equal(ql_daemon_poll(d), 1);
+		len = ql_loop_channel_pop(ch, resp, sizeof(resp));
+		assert_int_equal(len, 24 + 20 + k);
+		assert_int_equal(resp[24], 20 + k);
+	}
+	ql_daemon_stats(d, &st);
+	assert_int_equal(st.ok, 3);
+	assert_int_equal(ql_daemon_function_stats(d, 2, &fs), 0);
+	assert_string_equal(fs.name, "reverse_bytes");
+	assert_int_equal(fs.calls, 3);
+	ql_daemon_destroy(d);
+	ql_channel_destroy(ch);
+	ql_plugin_unload(p);
+}
+
 static void expect_refused(const char *path, const char *config, int err, const char *substr)
 {
 	struct ql_plugin *p = (void *)1;
@@ -145,6 +223,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_load_and_dispatch),
 		cmocka_unit_test(test_on_daemon),
+		cmocka_unit_test(test_host_call_plugin),
 		cmocka_unit_test(test_refused),
 	};
 

@@ -8,8 +8,11 @@
  * It reads the YAML configuration (src/config/config.h), opens the device, loads
  * the handler plugins (qlink/plugin.h) and serves sessions: a session is one
  * verbs channel (a request ring and its QP, in the device's shared verbs
- * context) and one daemon with the built-in qlink_parity and every plugin
- * function registered, made when a QCS asks for one. One dispatcher thread
+ * context) and one daemon with the built-in functions (qlink_parity and
+ * rpc_increment, as `builtins:` says) and every plugin function registered,
+ * made when a QCS asks for one. Sessions made at start: a Hololink board
+ * of `qcs:` (an hsb channel) and a CUDA-Q UDP listener of `udp:` (a UDP
+ * channel, qlink/udp.h), served by the same dispatchers and counted alike. One dispatcher thread
  * runs per configured core; a session is put on the least-loaded one when
  * it starts (ACK, or START after a STOP: a restart may move it). The UDP
  * control plane drives sessions (session_create on DISCOVER,
@@ -59,6 +62,7 @@
 #include "qlink/hololink.h"
 #include "qlink/hsb.h"
 #include "qlink/log.h"
+#include "qlink/udp.h"
 #include "qlink/verbs.h"
 #include "tools.h"
 
@@ -182,6 +186,13 @@ static void qlog_to(FILE *out, bool force, enum ql_log_level level, const char *
 
 struct qlinkd;
 
+/* The data plane of a session. */
+enum session_kind {
+	SESSION_RING, /* a request ring and its QP (verbs channel) */
+	SESSION_HSB,  /* hsb pages (transport: hsb, or a board of qcs:) */
+	SESSION_UDP,  /* a CUDA-Q UDP listener of udp: */
+};
+
 /* One QCS's connection: a ring + QP (the channel) and its daemon, served by
  * one of the dispatchers while it runs. */
 struct qlinkd_session {
@@ -189,8 +200,12 @@ struct qlinkd_session {
 	struct qlinkd *q;
 	struct ql_channel *ch;
 	struct ql_daemon *d;
-	int core; /* index in q->disp serving it, -1 while stopped */
-	bool hsb; /* an hsb channel (transport: hsb), not a ring */
+	int core;			   /* index in q->disp serving it, -1 while stopped */
+	bool hsb;			   /* an hsb channel (transport: hsb), not a ring */
+	const struct ql_config_udp *udp;   /* its udp: entry (SESSION_UDP), or NULL */
+	int pin;			   /* the dispatcher (index) it must run on, -1: any */
+	bool warned_oversize;		   /* the one "dropping N-byte datagram" warning */
+	char listen[INET6_ADDRSTRLEN + 8]; /* UDP: the bound ADDRESS:PORT */
 	struct ql_conn_params local;
 	bool connected;
 	int reported_error;
@@ -229,11 +244,16 @@ static void reg_log(void *host, enum ql_log_level level, const char *msg)
 	qlog(level, "plugin", msg ? msg : "", "plugin=%s", ((struct reg_host *)host)->plugin);
 }
 
-/* Register the built-in and every plugin function on a fresh daemon. */
+/* Register the built-ins `builtins:` names (default: all) and every plugin
+ * function on a fresh daemon. */
 static int session_register(struct qlinkd *q, struct qlinkd_session *s)
 {
-	int ret = ql_daemon_register(s->d, ql_demo_parity_function());
+	int ret = 0;
 
+	if (q->cfg->builtins & QL_CONFIG_BUILTIN_PARITY)
+		ret = ql_daemon_register(s->d, ql_demo_parity_function());
+	if (!ret && (q->cfg->builtins & QL_CONFIG_BUILTIN_INCREMENT))
+		ret = ql_daemon_register(s->d, ql_demo_increment_function());
 	for (uint32_t i = 0; !ret && i < q->nplugins; i++) {
 		struct reg_host h = { s->d, ql_plugin_get_info(q->plugins[i])->name };
 		struct ql_plugin_registrar r = {
@@ -249,14 +269,22 @@ static int session_register(struct qlinkd *q, struct qlinkd_session *s)
 
 static void session_destroy(struct qlinkd_session *s);
 
+/* The kind of the sessions QCSs open (control plane, --params-file). */
+static enum session_kind qcs_kind(const struct qlinkd *q)
+{
+	return q->cfg->transport == QL_CONFIG_TRANSPORT_HSB ? SESSION_HSB : SESSION_RING;
+}
+
 /*
  * A new session: its channel on the device and a daemon with every function
  * registered, not yet connected. *params are what the QCS needs (QP, GID,
- * ring address, rkey, geometry), for CONNECTION_PARAMS.
+ * ring address, rkey, geometry), for CONNECTION_PARAMS. A UDP session
+ * (kind SESSION_UDP, udp its entry) is a bound socket instead: no params.
  */
-static int session_create(struct qlinkd *q, bool hsb, struct qlinkd_session **out,
-			  struct ql_conn_params *params)
+static int session_create(struct qlinkd *q, enum session_kind kind, const struct ql_config_udp *udp,
+			  struct qlinkd_session **out, struct ql_conn_params *params)
 {
+	bool hsb = kind == SESSION_HSB;
 	struct ql_verbs_channel_config vc = {
 		.num_slots = q->cfg->ring.slots,
 		.slot_size = q->cfg->ring.slot_size,
@@ -269,13 +297,22 @@ static int session_create(struct qlinkd *q, bool hsb, struct qlinkd_session **ou
 		.frame_len = q->cfg->hsb.frame_len,
 		.resp_size = q->cfg->hsb.resp_size,
 	};
+	struct ql_udp_channel_config uc = {
+		.address = udp ? udp->address : NULL,
+		.port = udp ? (uint16_t)udp->port : 0,
+		.num_slots = udp ? udp->slots : 0,
+		.slot_size = udp ? udp->slot_size : 0,
+		.busy_poll_us = udp ? udp->busy_poll_us : 0,
+	};
 	struct ql_daemon_config dc = {
 		.cpu = -1, /* served by q->disp, not a thread of its own */
 		.burst = q->cfg->dispatcher.burst,
-		/* a board's hsb session on a ring qlinkd: hsb's default, drop */
-		.bad_requests = hsb && q->cfg->transport != QL_CONFIG_TRANSPORT_HSB ?
-					QL_BAD_REQUEST_DROP :
-					q->cfg->bad_requests,
+		/* a board's hsb session on a ring qlinkd: hsb's default, drop;
+		 * a UDP listener: its own (default drop, as CUDA-Q) */
+		.bad_requests = udp ? udp->bad_requests :
+				hsb && q->cfg->transport != QL_CONFIG_TRANSPORT_HSB ?
+				      QL_BAD_REQUEST_DROP :
+				      q->cfg->bad_requests,
 	};
 	struct qlinkd_session *s;
 	uint32_t slot;
@@ -292,10 +329,13 @@ static int session_create(struct qlinkd *q, bool hsb, struct qlinkd_session **ou
 	s->q = q;
 	s->id = q->next_id++;
 	s->core = -1;
+	s->pin = -1;
 	s->hsb = hsb;
+	s->udp = kind == SESSION_UDP ? udp : NULL;
 	/* hsb: pages registered at iova 0, its own PD (no shared context) */
-	ret = hsb ? ql_hsb_channel_create(q->dev, &hc, &s->ch) :
-		    ql_verbs_channel_create(q->dev, &vc, &s->ch);
+	ret = kind == SESSION_UDP ? ql_udp_channel_create(&uc, &s->ch) :
+	      hsb		  ? ql_hsb_channel_create(q->dev, &hc, &s->ch) :
+				    ql_verbs_channel_create(q->dev, &vc, &s->ch);
 	if (!ret)
 		ret = ql_daemon_create(&dc, s->ch, &s->d);
 	if (!ret)
@@ -306,7 +346,7 @@ static int session_create(struct qlinkd *q, bool hsb, struct qlinkd_session **ou
 		ret = ql_hsb_channel_local_params(s->ch, &hp);
 		if (!ret)
 			ql_hsb_params_to_conn(&hp, &s->local);
-	} else if (!ret) {
+	} else if (!ret && kind == SESSION_RING) {
 		ret = ql_verbs_channel_local_params(s->ch, &s->local);
 	}
 	if (ret) {
@@ -316,9 +356,10 @@ static int session_create(struct qlinkd *q, bool hsb, struct qlinkd_session **ou
 	q->sessions[slot] = s;
 	if (params)
 		*params = s->local;
-	qlog(QL_LOG_INFO, "session", "created",
-	     "session=%u transport=%s qpn=%u slots=%u slot_size=%u", s->id, hsb ? "hsb" : "ring",
-	     s->local.qpn, s->local.num_slots, s->local.slot_size);
+	if (kind != SESSION_UDP)
+		qlog(QL_LOG_INFO, "session", "created",
+		     "session=%u transport=%s qpn=%u slots=%u slot_size=%u", s->id,
+		     hsb ? "hsb" : "ring", s->local.qpn, s->local.num_slots, s->local.slot_size);
 	*out = s;
 	return 0;
 }
@@ -336,6 +377,8 @@ static int session_run(struct qlinkd_session *s)
 	for (uint32_t i = 1; i < q->cfg->dispatcher.cpus_count; i++)
 		if (q->load[i] < q->load[best])
 			best = i;
+	if (s->pin >= 0)
+		best = (uint32_t)s->pin; /* udp[].cpu */
 	ret = ql_dispatcher_attach(q->disp[best], s->d);
 	if (ret)
 		return ret;
@@ -393,6 +436,17 @@ static void session_counters(const struct qlinkd_session *s, FILE *out)
 		st.dropped_peer, st.send_failed, st.bursts, st.channel_error, st.failed,
 		ql_hist_count(&h) ? ql_hist_percentile(&h, 50) : 0.0,
 		ql_hist_count(&h) ? ql_hist_percentile(&h, 99) : 0.0);
+	if (s->udp) {
+		struct ql_udp_channel_stats us;
+
+		if (!ql_udp_channel_stats(s->ch, &us))
+			qlog_to(out, true, QL_LOG_INFO, "counters", "udp",
+				"session=%u listen=%s datagrams=%" PRIu64 " oversize=%" PRIu64
+				" undersize=%" PRIu64 " sent=%" PRIu64 " send_errors=%" PRIu64
+				" recv_errors=%" PRIu64 " kernel_drops=%" PRIu64 " busy_poll=%d",
+				s->id, s->listen, us.datagrams, us.oversize, us.undersize, us.sent,
+				us.send_errors, us.recv_errors, us.kernel_drops, us.busy_poll);
+	}
 	for (uint32_t i = 0; i < ql_daemon_function_count(s->d); i++) {
 		if (ql_daemon_function_stats(s->d, i, &fs))
 			continue;
@@ -599,7 +653,11 @@ static int check_registration(struct qlinkd *q)
 
 	if (ret)
 		return ret;
-	ret = ql_rpc_table_add(t, ql_demo_parity_function());
+	ret = 0;
+	if (q->cfg->builtins & QL_CONFIG_BUILTIN_PARITY)
+		ret = ql_rpc_table_add(t, ql_demo_parity_function());
+	if (ret >= 0 && (q->cfg->builtins & QL_CONFIG_BUILTIN_INCREMENT))
+		ret = ql_rpc_table_add(t, ql_demo_increment_function());
 	for (uint32_t i = 0; ret >= 0 && i < q->nplugins; i++) {
 		ret = ql_plugin_register_table(q->plugins[i], t);
 		if (ret)
@@ -641,8 +699,7 @@ static int ctl_offer(void *ctx, struct ql_ctl_session *cs, uint32_t n, struct ql
 		return -ENOMEM;
 	ql_ctl_session_set_data(cs, l);
 	for (; l->n < n && !ret; l->n++) {
-		ret = session_create(q, q->cfg->transport == QL_CONFIG_TRANSPORT_HSB, &l->s[l->n],
-				     &out[l->n]);
+		ret = session_create(q, qcs_kind(q), NULL, &l->s[l->n], &out[l->n]);
 		if (ret)
 			break;
 		l->s[l->n]->ctl_id = ql_ctl_session_id(cs);
@@ -975,7 +1032,7 @@ static int params_rendezvous(struct qlinkd *q, const char *file, double timeout)
 	if (!ret)
 		ret = tool_rdv_check_dir(file);
 	if (!ret)
-		ret = session_create(q, q->cfg->transport == QL_CONFIG_TRANSPORT_HSB, &s, &sp);
+		ret = session_create(q, qcs_kind(q), NULL, &s, &sp);
 	if (!ret)
 		ret = tool_rdv_offer(&params_rdv, &sp);
 	if (ret)
@@ -1045,6 +1102,21 @@ static void check_sessions(struct qlinkd *q)
 					     s->id, fs.name, fs.result_overruns);
 			}
 		}
+		if (s->udp && !s->warned_oversize) {
+			struct ql_udp_channel_stats us;
+
+			/* CUDA-Q's one warning, from this thread: the channel
+			 * only counts (no logging on the hot path) */
+			if (!ql_udp_channel_stats(s->ch, &us) && us.oversize) {
+				s->warned_oversize = true;
+				qlog(QL_LOG_WARN, "session",
+				     "dropping datagrams longer than the slot stride (warned "
+				     "once; counted as udp oversize)",
+				     "session=%u listen=%s bytes=%u slot_size=%u oversize=%" PRIu64,
+				     s->id, s->listen, us.last_oversize, s->udp->slot_size,
+				     us.oversize);
+			}
+		}
 		if (st.channel_error && !s->reported_error) {
 			s->reported_error = st.channel_error;
 			qlog(QL_LOG_WARN, "session", "channel failed (peer gone?)",
@@ -1110,7 +1182,8 @@ static int board_open(struct qlinkd *q, const struct ql_config_qcs *b)
 	int ret;
 
 	inet_ntop(AF_INET6, b->gid, gid, sizeof(gid));
-	ret = session_create(q, true, &s, NULL); /* a board is hsb whatever `transport` */
+	/* a board is hsb whatever `transport` */
+	ret = session_create(q, SESSION_HSB, NULL, &s, NULL);
 	if (!ret)
 		ret = ql_hsb_channel_local_params(s->ch, &hp);
 	if (!ret) {
@@ -1165,6 +1238,71 @@ static int boards_open(struct qlinkd *q)
 	return 0;
 }
 
+/* ---- CUDA-Q UDP listeners (`udp:`) ----------------------------------------------- */
+
+/* One `udp` entry: a UDP channel bound to its address and port, a daemon
+ * with every function, served from now on (on the dispatcher of udp.cpu,
+ * or the least-loaded one). The bound address (the port resolved when 0
+ * was asked) is logged. */
+static int udp_open(struct qlinkd *q, const struct ql_config_udp *u)
+{
+	struct qlinkd_session *s = NULL;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	char host[INET6_ADDRSTRLEN] = "?";
+	unsigned port = 0;
+	int ret = session_create(q, SESSION_UDP, u, &s, NULL);
+
+	if (!ret)
+		ret = ql_udp_channel_local_addr(s->ch, &ss, &len);
+	if (!ret) {
+		if (ss.ss_family == AF_INET6) {
+			const struct sockaddr_in6 *a = (const void *)&ss;
+
+			inet_ntop(AF_INET6, &a->sin6_addr, host, sizeof(host));
+			port = ntohs(a->sin6_port);
+			snprintf(s->listen, sizeof(s->listen), "[%s]:%u", host, port);
+		} else {
+			const struct sockaddr_in *a = (const void *)&ss;
+
+			inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
+			port = ntohs(a->sin_port);
+			snprintf(s->listen, sizeof(s->listen), "%s:%u", host, port);
+		}
+		for (uint32_t i = 0; u->cpu >= 0 && i < q->cfg->dispatcher.cpus_count; i++)
+			if (q->cfg->dispatcher.cpus[i] == u->cpu)
+				s->pin = (int)i;
+		ret = session_run(s);
+	}
+	if (ret) {
+		qlog(QL_LOG_ERROR, "udp", "cannot listen: session failed",
+		     "address=%s port=%u error=\"%s\"", u->address, u->port, detail_or(ret));
+		fprintf(stderr, "%s:%u: udp %s port %u: %s\n", q->cfg->path, u->line, u->address,
+			u->port, detail_or(ret));
+		session_destroy(s);
+		return ret;
+	}
+	s->connected = true; /* watched by check_sessions from now on */
+	qlog(QL_LOG_INFO, "udp", "listening",
+	     "session=%u listen=%s port=%u slots=%u slot_size=%u bad_requests=%s cpu=%d", s->id,
+	     s->listen, port, u->slots, u->slot_size,
+	     u->bad_requests == QL_BAD_REQUEST_DROP ? "drop" : "answer",
+	     q->cfg->dispatcher.cpus[s->core]);
+	return 0;
+}
+
+/* Every `udp` entry, in order; the first that fails stops qlinkd. */
+static int udp_open_all(struct qlinkd *q)
+{
+	for (uint32_t i = 0; i < q->cfg->udp_count; i++) {
+		int ret = udp_open(q, &q->cfg->udp[i]);
+
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* ---- main ---------------------------------------------------------------------- */
 
 static void usage(FILE *f)
@@ -1172,9 +1310,10 @@ static void usage(FILE *f)
 	fprintf(f, "usage: qlinkd --config FILE [--params-file FILE]\n"
 		   "       qlinkd --check-config FILE\n"
 		   "\n"
-		   "The qlink real-time host daemon: serves RPC functions (the built-in\n"
-		   "qlink_parity and those of the plugins in the config) to quantum control\n"
-		   "systems over RDMA. Runs in the foreground; SIGINT or SIGTERM stop it\n"
+		   "The qlink real-time host daemon: serves RPC functions (the built-ins\n"
+		   "qlink_parity and rpc_increment, and those of the plugins in the config)\n"
+		   "to quantum control systems over RDMA, and over CUDA-Q Realtime's UDP\n"
+		   "transport. Runs in the foreground; SIGINT or SIGTERM stop it\n"
 		   "cleanly, SIGUSR1 prints its counters, SIGHUP is logged (no reload).\n"
 		   "See docs/qlinkd.md.\n"
 		   "\n"
@@ -1345,6 +1484,8 @@ static int qlinkd_start(struct qlinkd *q, const struct qlinkd_opts *o)
 		return ret;
 	}
 	ret = boards_open(q);
+	if (!ret)
+		ret = udp_open_all(q);
 	if (ret)
 		return ret;
 	if (o->params) {

@@ -20,11 +20,13 @@
 #include <unistd.h>
 
 #include "config/yaml.h"
+#include "demo/demo.h"
 #include "qlink/clock.h"
 #include "qlink/dispatcher.h"
 #include "qlink/error.h"
 #include "qlink/hsb.h"
 #include "qlink/ring.h"
+#include "qlink/udp.h"
 #include "qlink/verbs.h"
 
 struct raw_control {
@@ -75,6 +77,15 @@ struct raw_qcs {
 	char *gid;
 };
 
+struct raw_udp {
+	char *listen;
+	int64_t *slots;
+	int64_t *slot_size;
+	int64_t *busy_poll_us;
+	char *bad_requests;
+	int64_t *cpu;
+};
+
 struct raw_log {
 	char *level;
 	char *format;
@@ -93,6 +104,10 @@ struct raw_config {
 	unsigned plugins_count;
 	struct raw_qcs *qcs;
 	unsigned qcs_count;
+	struct raw_udp *udp;
+	unsigned udp_count;
+	char **builtins;
+	unsigned builtins_count;
 	struct raw_log *log;
 };
 
@@ -171,6 +186,21 @@ static const cyaml_schema_value_t qcs_entry = {
 	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct raw_qcs, qcs_fields),
 };
 
+static const cyaml_schema_field_t udp_fields[] = {
+	CYAML_FIELD_STRING_PTR("listen", CYAML_FLAG_POINTER, struct raw_udp, listen, 0,
+			       CYAML_UNLIMITED),
+	CYAML_FIELD_INT_PTR("slots", OPT, struct raw_udp, slots),
+	CYAML_FIELD_INT_PTR("slot_size", OPT, struct raw_udp, slot_size),
+	CYAML_FIELD_INT_PTR("busy_poll_us", OPT, struct raw_udp, busy_poll_us),
+	STR("bad_requests", struct raw_udp, bad_requests),
+	CYAML_FIELD_INT_PTR("cpu", OPT, struct raw_udp, cpu),
+	CYAML_FIELD_END,
+};
+
+static const cyaml_schema_value_t udp_entry = {
+	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct raw_udp, udp_fields),
+};
+
 static const cyaml_schema_field_t log_fields[] = {
 	STR("level", struct raw_log, level),
 	STR("format", struct raw_log, format),
@@ -190,6 +220,9 @@ static const cyaml_schema_field_t top_fields[] = {
 	CYAML_FIELD_SEQUENCE("plugins", OPT, struct raw_config, plugins, &plugin_entry, 0,
 			     CYAML_UNLIMITED),
 	CYAML_FIELD_SEQUENCE("qcs", OPT, struct raw_config, qcs, &qcs_entry, 0, CYAML_UNLIMITED),
+	CYAML_FIELD_SEQUENCE("udp", OPT, struct raw_config, udp, &udp_entry, 0, CYAML_UNLIMITED),
+	CYAML_FIELD_SEQUENCE("builtins", OPT, struct raw_config, builtins, &string_entry, 0,
+			     CYAML_UNLIMITED),
 	CYAML_FIELD_MAPPING_PTR("log", OPT, struct raw_config, log, log_fields),
 	CYAML_FIELD_END,
 };
@@ -200,6 +233,22 @@ static const cyaml_schema_value_t top_schema = {
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 static const char *const format_names[] = { "text", "json" };
+
+static const struct {
+	uint32_t bit;
+	const char *name;
+} builtin_names[] = {
+	{ QL_CONFIG_BUILTIN_PARITY, QL_DEMO_PARITY_NAME },
+	{ QL_CONFIG_BUILTIN_INCREMENT, QL_DEMO_INCREMENT_NAME },
+};
+
+const char *ql_config_builtin_name(uint32_t bit)
+{
+	for (size_t i = 0; i < sizeof(builtin_names) / sizeof(builtin_names[0]); i++)
+		if (builtin_names[i].bit == bit)
+			return builtin_names[i].name;
+	return NULL;
+}
 
 const char *ql_config_log_level_str(enum ql_log_level level)
 {
@@ -233,6 +282,9 @@ void ql_config_free(struct ql_config *cfg)
 		free(cfg->qcs[i].address);
 	}
 	free(cfg->qcs);
+	for (uint32_t i = 0; i < cfg->udp_count; i++)
+		free(cfg->udp[i].address);
+	free(cfg->udp);
 	free(cfg);
 }
 
@@ -559,6 +611,195 @@ static int convert_qcs(struct ql_yaml_file *f, const struct raw_config *r, struc
 	return 0;
 }
 
+/*
+ * "HOST:PORT" with an IPv4 literal, or "[V6]:PORT" with an IPv6 one (the
+ * brackets are how an IPv6 address and a port are told apart). NULL and
+ * *addr (malloc'd, no brackets) and *port, or the reason it is not one.
+ */
+static const char *parse_listen(const char *s, char **addr, uint32_t *port)
+{
+	const char *host = s, *colon;
+	unsigned char buf[16];
+	size_t hlen;
+	char *end, tmp[INET6_ADDRSTRLEN + 1];
+	long v;
+	int v6 = 0;
+
+	*addr = NULL;
+	if (s[0] == '[') {
+		const char *rb = strchr(s, ']');
+
+		if (!rb || rb[1] != ':')
+			return "an IPv6 address is written [ADDRESS]:PORT";
+		host = s + 1;
+		hlen = (size_t)(rb - host);
+		colon = rb + 1;
+		v6 = 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return "no port: write ADDRESS:PORT (e.g. 127.0.0.1:5000, [::1]:5000)";
+		hlen = (size_t)(colon - s);
+		if (memchr(s, ':', hlen))
+			return "an IPv6 address needs brackets: [ADDRESS]:PORT";
+	}
+	if (!hlen || hlen >= sizeof(tmp))
+		return "no address: write ADDRESS:PORT (0.0.0.0 or [::] for every interface)";
+	memcpy(tmp, host, hlen);
+	tmp[hlen] = '\0';
+	if (inet_pton(v6 ? AF_INET6 : AF_INET, tmp, buf) != 1)
+		return v6 ? "not an IPv6 address" : "not an IPv4 address (a literal, not a name)";
+	errno = 0;
+	v = strtol(colon + 1, &end, 10);
+	if (!colon[1] || *end || errno || v < 0 || v > 65535 || !isdigit((unsigned char)colon[1]))
+		return "the port is not 0..65535";
+	*addr = strdup(tmp);
+	*port = (uint32_t)v;
+	return *addr ? NULL : "out of memory";
+}
+
+/* Two binds that would collide: the same port and the same address, or
+ * one of them every address of its family ("::" may take IPv4 too). */
+static bool binds_overlap(const char *a, uint32_t pa, const char *b, uint32_t pb)
+{
+	bool a6 = strchr(a, ':') != NULL, b6 = strchr(b, ':') != NULL;
+	bool aany = !strcmp(a, "0.0.0.0") || !strcmp(a, "::");
+	bool bany = !strcmp(b, "0.0.0.0") || !strcmp(b, "::");
+
+	if (pa != pb || !pa)
+		return false; /* port 0: each gets its own */
+	if (!strcmp(a, b))
+		return true;
+	if ((aany && !strcmp(a, "::")) || (bany && !strcmp(b, "::")))
+		return true;
+	return a6 == b6 && (aany || bany);
+}
+
+/* udp: CUDA-Q UDP listeners, each a session made at start. */
+static int convert_udp(struct ql_yaml_file *f, const struct raw_config *r, struct ql_config *c)
+{
+	static const char *const policies[] = { "answer", "drop" };
+
+	if (r->udp_count) {
+		c->udp = calloc(r->udp_count, sizeof(*c->udp));
+		if (!c->udp)
+			return -ENOMEM;
+	}
+	for (unsigned i = 0; i < r->udp_count; i++) {
+		const struct raw_udp *ru = &r->udp[i];
+		struct ql_config_udp *u = &c->udp[i];
+		const char *why;
+		char key[64];
+
+		u->line = ql__yaml_linef(f, "udp.%u", i);
+		c->udp_count++;
+		why = parse_listen(ru->listen, &u->address, &u->port);
+		if (why && !u->address && !strcmp(why, "out of memory"))
+			return -ENOMEM;
+		if (why)
+			ql__diag_add(f, ql__yaml_linef(f, "udp.%u.listen", i),
+				     "udp[%u].listen: '%s': %s", i, ru->listen, why);
+		snprintf(key, sizeof(key), "udp.%u.slots", i);
+		u->slots = (uint32_t)int_key(f, ru->slots, key, 1, QL_UDP_MAX_SLOTS,
+					     QL_UDP_DEFAULT_SLOTS, "receive slots");
+		snprintf(key, sizeof(key), "udp.%u.slot_size", i);
+		u->slot_size = (uint32_t)int_key(
+			f, ru->slot_size, key, QL_UDP_MIN_SLOT_SIZE, QL_UDP_MAX_SLOT_SIZE,
+			QL_UDP_DEFAULT_SLOT_SIZE,
+			"bytes of one datagram: a 24-byte header and the arguments");
+		snprintf(key, sizeof(key), "udp.%u.busy_poll_us", i);
+		u->busy_poll_us = (uint32_t)int_key(f, ru->busy_poll_us, key, 0, 1000000, 0,
+						    "SO_BUSY_POLL; 0 for none");
+		u->bad_requests = QL_BAD_REQUEST_DROP;
+		if (ru->bad_requests) {
+			int k = name_index(ru->bad_requests, policies, 2);
+
+			if (k < 0)
+				ql__diag_add(
+					f, ql__yaml_linef(f, "udp.%u.bad_requests", i),
+					"udp[%u].bad_requests: '%s' is not one of drop, answer", i,
+					ru->bad_requests);
+			else
+				u->bad_requests = (enum ql_bad_request_policy)k;
+		}
+		u->cpu = -1;
+		if (ru->cpu) {
+			bool found = false;
+
+			for (uint32_t k = 0; k < c->dispatcher.cpus_count; k++)
+				found = found || c->dispatcher.cpus[k] == *ru->cpu;
+			if (!found || *ru->cpu < 0)
+				ql__diag_add(f, ql__yaml_linef(f, "udp.%u.cpu", i),
+					     "udp[%u].cpu: %lld is not the core of a dispatcher "
+					     "(dispatcher.cpu or dispatcher.cpus)",
+					     i, (long long)*ru->cpu);
+			else
+				u->cpu = (int)*ru->cpu;
+		}
+		if (!u->address)
+			continue;
+		if (binds_overlap(u->address, u->port, c->control.address, c->control.port))
+			ql__diag_add(f, u->line,
+				     "udp[%u]: %s port %u is the control plane's (control.address "
+				     "%s, control.port %u)",
+				     i, u->address, u->port, c->control.address, c->control.port);
+		for (unsigned j = 0; j < i; j++)
+			if (c->udp[j].address &&
+			    binds_overlap(u->address, u->port, c->udp[j].address, c->udp[j].port))
+				ql__diag_add(f, u->line,
+					     "udp[%u]: listens where udp[%u] does (%s port %u)", i,
+					     j, c->udp[j].address, c->udp[j].port);
+	}
+	return 0;
+}
+
+/* Whether the file has this top-level key (libcyaml leaves an empty list
+ * and an absent one alike NULL). */
+static bool top_key_present(struct ql_yaml_file *f, const char *key)
+{
+	yaml_node_t *root = f->have_doc ? yaml_document_get_root_node(&f->doc) : NULL;
+
+	if (!root || root->type != YAML_MAPPING_NODE)
+		return false;
+	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *k = yaml_document_get_node(&f->doc, p->key);
+
+		if (k && k->type == YAML_SCALAR_NODE && k->data.scalar.length == strlen(key) &&
+		    !memcmp(k->data.scalar.value, key, strlen(key)))
+			return true;
+	}
+	return false;
+}
+
+/* builtins: the built-in functions every session registers (default all;
+ * [] for none, e.g. when a plugin brings its own rpc_increment). */
+static void convert_builtins(struct ql_yaml_file *f, const struct raw_config *r,
+			     struct ql_config *c)
+{
+	c->builtins = QL_CONFIG_BUILTINS_DEFAULT;
+	if (!r->builtins && !top_key_present(f, "builtins"))
+		return;
+	c->builtins = 0;
+	for (unsigned i = 0; i < r->builtins_count; i++) {
+		unsigned line = ql__yaml_linef(f, "builtins.%u", i);
+		uint32_t bit = 0;
+
+		for (size_t k = 0; k < sizeof(builtin_names) / sizeof(builtin_names[0]); k++)
+			if (!strcmp(r->builtins[i], builtin_names[k].name))
+				bit = builtin_names[k].bit;
+		if (!bit)
+			ql__diag_add(
+				f, line,
+				"builtins[%u]: '%s' is not a built-in function (known: %s, %s)", i,
+				r->builtins[i], QL_DEMO_PARITY_NAME, QL_DEMO_INCREMENT_NAME);
+		else if (c->builtins & bit)
+			ql__diag_add(f, line, "builtins[%u]: '%s' is listed twice", i,
+				     r->builtins[i]);
+		c->builtins |= bit;
+	}
+}
+
 /* transport: ring|hsb, bad_requests: answer|drop (default: the
  * transport's), hsb: the page geometry (checked as a QCS is programmed). */
 static void convert_transport(struct ql_yaml_file *f, const struct raw_config *r,
@@ -707,6 +948,18 @@ static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql
 	}
 	if (convert_qcs(f, r, c))
 		return -ENOMEM;
+	if (convert_udp(f, r, c))
+		return -ENOMEM;
+	convert_builtins(f, r, c);
+	/* sessions made at start take their places among max_sessions */
+	if (c->qcs_count + c->udp_count > c->max_sessions)
+		ql__diag_add(f,
+			     ql__yaml_line(f, r->max_sessions ? "max_sessions" :
+					      c->udp_count    ? "udp" :
+								"qcs"),
+			     "max_sessions: %u is fewer than the %u sessions qcs and udp make at "
+			     "start (each takes one of max_sessions)",
+			     c->max_sessions, c->qcs_count + c->udp_count);
 	c->log.level = QL_LOG_INFO;
 	c->log.format = QL_LOG_FORMAT_TEXT;
 	if (r->log && r->log->level) {

@@ -4,8 +4,8 @@
  *
  * qlinkd (the RTH daemon) reads one YAML file naming the device URI, the
  * control-plane address, the dispatcher cores and idle policy, the ring
- * geometry, the
- * handler plugins and the logging. The file is mapped onto struct
+ * geometry, the built-in functions, the handler plugins, the static
+ * sessions (Hololink boards, CUDA-Q UDP listeners) and the logging. The file is mapped onto struct
  * ql_config by libcyaml's schema, then checked beyond what a schema can say
  * (ring geometry, port and CPU ranges, URI scheme, plugin files, CIDR
  * lists). Every problem found is reported with the line it is on, so that
@@ -92,6 +92,26 @@ struct ql_config_qcs {
 	unsigned line;
 };
 
+/* A CUDA-Q Realtime UDP listener (`udp:`): a session made at start, served
+ * like any other by the dispatchers, on a UDP socket bound to address:port
+ * (ql_udp_channel_create). */
+struct ql_config_udp {
+	char *address;	       /* IPv4 or IPv6 literal, brackets removed */
+	uint32_t port;	       /* 0: ephemeral (the bound port is logged) */
+	uint32_t slots;	       /* receive slots, default 8 */
+	uint32_t slot_size;    /* the stride: bytes of one datagram, default 256 */
+	uint32_t busy_poll_us; /* SO_BUSY_POLL, 0: none */
+	enum ql_bad_request_policy bad_requests; /* default drop, as CUDA-Q */
+	int cpu; /* the core of the dispatcher serving it (one of dispatcher.cpus);
+		    -1: the least-loaded one, as other sessions */
+	unsigned line;
+};
+
+/* The built-in functions qlinkd registers on every session (`builtins:`). */
+#define QL_CONFIG_BUILTIN_PARITY 0x1u	 /* qlink_parity */
+#define QL_CONFIG_BUILTIN_INCREMENT 0x2u /* rpc_increment (CUDA-Q's test function) */
+#define QL_CONFIG_BUILTINS_DEFAULT (QL_CONFIG_BUILTIN_PARITY | QL_CONFIG_BUILTIN_INCREMENT)
+
 /* Every string is owned by the struct; absent keys hold the defaults. */
 struct ql_config {
 	char *path;   /* the file it was loaded from */
@@ -127,10 +147,13 @@ struct ql_config {
 		uint32_t resp_size; /* the QCS's receive buffers */
 	} hsb;
 	uint32_t max_sessions;
+	uint32_t builtins; /* QL_CONFIG_BUILTIN_* bits; default both */
 	struct ql_config_plugin *plugins;
 	uint32_t plugins_count;
 	struct ql_config_qcs *qcs;
 	uint32_t qcs_count;
+	struct ql_config_udp *udp;
+	uint32_t udp_count;
 	struct {
 		enum ql_log_level level;
 		enum ql_config_log_format format;
@@ -150,6 +173,10 @@ void ql_config_free(struct ql_config *cfg);
  * still set (wrong values replaced by their defaults) so that the caller
  * can go on and check the plugins too. Free *out whenever it is set. */
 int ql_config_check(const char *path, struct ql_config **out, struct ql_diags *diags);
+
+/* "qlink_parity" for QL_CONFIG_BUILTIN_PARITY, "rpc_increment" for
+ * QL_CONFIG_BUILTIN_INCREMENT; NULL for another value. */
+const char *ql_config_builtin_name(uint32_t bit);
 
 /* "error", "warn", "info", "debug"; "text", "json". */
 const char *ql_config_log_level_str(enum ql_log_level level);
