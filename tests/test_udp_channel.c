@@ -6,8 +6,10 @@
  * magic and unknown functions dropped, not answered, not counted, and
  * never stalling later replies; each reply to its own requester; ring wrap;
  * bursts; garbage survived with nothing lost; the VPPU over it; bad
- * configs; and the hot path with no allocation, lock, or system call but
- * the one recvmmsg and one sendmmsg per burst.
+ * configs; CUDA-Q's golden bytes; the server in another process, killed
+ * and restarted; the client's contract; and the hot path with no
+ * allocation, lock, or system call but the one recvmmsg and one sendmmsg
+ * per burst.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -717,6 +719,48 @@ static void test_dual_stack(void **state)
 	fx_close(&f);
 }
 
+/* CUDA-Q's own bytes: rpc_increment of "hello dispatcher", request_id 1,
+ * ptp 0, in a 256-byte datagram from a plain socket (not our client); the
+ * reply's 40 bytes are those CUDA-Q's server answers (it pads to 256). */
+static void test_cudaq_golden(void **state)
+{
+	static const uint8_t req[40] = {
+		0x52, 0x51, 0x55, 0x43, 0x22, 0x63, 0x1b, 0x19, 0x10, 0x00, 0x00, 0x00, 0x01, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x68, 0x65, 0x6c, 0x6c,
+		0x6f, 0x20, 0x64, 0x69, 0x73, 0x70, 0x61, 0x74, 0x63, 0x68, 0x65, 0x72,
+	};
+	static const uint8_t rep[40] = {
+		0x53, 0x51, 0x55, 0x43, 0x00, 0x00, 0x00, 0x00, 0x10, 0x00, 0x00, 0x00, 0x01, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x69, 0x66, 0x6d, 0x6d,
+		0x70, 0x21, 0x65, 0x6a, 0x74, 0x71, 0x62, 0x75, 0x64, 0x69, 0x66, 0x73,
+	};
+	struct sockaddr_in srv = { .sin_family = AF_INET };
+	uint8_t dgram[256] = { 0 }, got[512];
+	uint64_t end;
+	ssize_t n = -1;
+	struct fx f;
+	int fd;
+
+	(void)state;
+	fx_open(&f, "127.0.0.1", 4, 256, 0, 0, 0);
+	srv.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	srv.sin_port = htons(f.port);
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&srv, sizeof(srv)), 0);
+	memcpy(dgram, req, sizeof(req));
+	assert_int_equal(send(fd, dgram, sizeof(dgram), 0), 256);
+	end = now_ms() + 5000;
+	while (n < 0 && now_ms() < end) {
+		assert_true(ql_daemon_poll(f.d) >= 0);
+		n = recv(fd, got, sizeof(got), 0);
+	}
+	assert_int_equal(n, 40);
+	assert_memory_equal(got, rep, 40);
+	close(fd);
+	fx_close(&f);
+}
+
 /* The client's side of the contract, against a plain socket playing the
  * server: replies of any length up to the stride returned, longer ones
  * dropped and counted, datagrams from any other source never seen (the
@@ -1184,6 +1228,7 @@ int main(void)
 		cmocka_unit_test(test_answer_policy),
 		cmocka_unit_test(test_few_tx_buffers),
 		cmocka_unit_test(test_dual_stack),
+		cmocka_unit_test(test_cudaq_golden),
 		cmocka_unit_test(test_client_contract),
 		cmocka_unit_test(test_vppu),
 		cmocka_unit_test(test_server_process),
