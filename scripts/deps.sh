@@ -6,7 +6,7 @@
 #   . scripts/deps.sh; ql_deps PROFILE...   same, as a function (returns 0 or 1)
 #
 # Profiles: build (compile the library and tools), test (build + cmocka),
-# bench (build + ucx-utils, the peer the benchmarks compare against),
+# bench (build + ucx-utils and sockperf, the peers the benchmarks compare against),
 # coverage (test + gcovr, the line-coverage report and gate of scripts/test.sh),
 # rxe (qemu, busybox, rdma-core, perftest...: tests/rxe/run.sh, which boots
 # Debian's kernel with Linux Soft-RoCE in a VM).
@@ -23,7 +23,7 @@ ql_deps_packages() {
 		# clang, lld, libclang-rt-14-dev: the libFuzzer targets (Debian 12's clang 14); groff-base: man page checks.
 		test) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libcmocka-dev clang lld libclang-rt-14-dev groff-base ;;
 		coverage) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libcmocka-dev clang lld libclang-rt-14-dev groff-base gcovr ;;
-		bench) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev ucx-utils ;;
+		bench) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev ucx-utils sockperf ;;
 		rxe)
 			echo qemu-system-x86 busybox-static rdma-core ibverbs-providers ibverbs-utils \
 				perftest kmod cpio iproute2 util-linux gzip libc-bin

@@ -35,7 +35,7 @@ grep -q '"transport":"hsb"' "$dir/bench.out" || { cat "$dir/bench.out"; fail "be
 grep -q '"lost":0,"wrong":0' "$dir/bench.out" || { cat "$dir/bench.out"; fail "bench lost/wrong"; }
 
 # bad values
-"$qlink" bench --transport udp >/dev/null 2>&1 && fail "bench --transport udp accepted"
+"$qlink" bench --transport tcp >/dev/null 2>&1 && fail "bench --transport tcp accepted"
 "$qlink" bench --transport hsb --slot-size 200 >/dev/null 2>&1 &&
 	fail "bench: hsb page size 200 (not a multiple of 128) accepted"
 "$qlink" serve --transport xyz --params-file "$dir/q" >/dev/null 2>&1 &&

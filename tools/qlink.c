@@ -2,7 +2,8 @@
 /*
  * qlink: the command-line tool. Subcommands:
  *   bench           daemon and VPPU in two processes: round trip and rate
- *   serve / vppu    the two sides as separate programs
+ *   serve / vppu    the two sides as separate programs (serve also as
+ *                   CUDA-Q Realtime's test server over its UDP transport)
  *   hololink        Hololink register protocol: read, write, or be a board
  *   info [URI...]   list RDMA devices of every provider with their limits
  */
@@ -19,24 +20,27 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: qlink <command> [options]\n"
-		   "\n"
-		   "commands:\n"
-		   "  bench           the main job: RPC round trip and rate, daemon and VPPU\n"
-		   "                  in two processes over the software NIC (qlink bench -h)\n"
-		   "  serve           run a daemon serving qlink_parity (qlink serve -h)\n"
-		   "  vppu            the virtual PPU: call a running daemon (qlink vppu -h)\n"
-		   "  hololink        read/write registers of a Hololink board, or be one\n"
-		   "                  (qlink hololink -h)\n"
-		   "  info [URI...]   show RDMA devices and their limits (default: every\n"
-		   "                  device every provider lists; a listed SCHEME://NAME,\n"
-		   "                  any name, is shown as SCHEME://info)\n"
-		   "\n"
-		   "options:\n"
-		   "  -h, --help      this text\n"
-		   "  --version       print the version\n"
-		   "\n"
-		   "Device URIs: soft://loop, soft+shm://NAME, ibv://DEVICE[:PORT[:GID_INDEX]]\n");
+	fprintf(f,
+		"usage: qlink <command> [options]\n"
+		"\n"
+		"commands:\n"
+		"  bench           the main job: RPC round trip and rate, daemon and VPPU\n"
+		"                  in two processes over the software NIC (qlink bench -h)\n"
+		"  serve           run a daemon serving qlink_parity and rpc_increment; with\n"
+		"                  --transport=udp CUDA-Q Realtime's test server (qlink serve -h)\n"
+		"  vppu            the virtual PPU: call a running daemon, or a CUDA-Q\n"
+		"                  server over UDP (qlink vppu -h)\n"
+		"  hololink        read/write registers of a Hololink board, or be one\n"
+		"                  (qlink hololink -h)\n"
+		"  info [URI...]   show RDMA devices and their limits (default: every\n"
+		"                  device every provider lists; a listed SCHEME://NAME,\n"
+		"                  any name, is shown as SCHEME://info)\n"
+		"\n"
+		"options:\n"
+		"  -h, --help      this text\n"
+		"  --version       print the version\n"
+		"\n"
+		"Device URIs: soft://loop, soft+shm://NAME, ibv://DEVICE[:PORT[:GID_INDEX]]\n");
 }
 
 static const char *port_state(enum ibv_port_state s)

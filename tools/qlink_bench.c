@@ -4,9 +4,11 @@
  * see them. A forked daemon process (the RTH) serves qlink_parity over a
  * verbs channel; this process plays the QCS through the VPPU. Phases:
  * closed loop with one call in flight (latency), closed loop with a window
- * (rate), and paced at 1 MHz (syndrome streaming).
+ * (rate), and paced at 1 MHz (syndrome streaming). With --transport udp the
+ * daemon serves CUDA-Q Realtime's UDP transport on loopback instead.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -22,6 +24,7 @@
 #include "qlink/control.h"
 #include "qlink/daemon.h"
 #include "qlink/error.h"
+#include "qlink/udp.h"
 #include "qlink/vppu.h"
 #include "tools.h"
 
@@ -43,6 +46,7 @@ struct bench_opts {
 	enum ibv_qp_type qp; /* 0: RC, or what --connect's RTH offers */
 	bool json;
 	bool hsb; /* --transport hsb */
+	bool udp; /* --transport udp: CUDA-Q's UDP transport on 127.0.0.1 */
 };
 
 static void bench_usage(FILE *f)
@@ -61,8 +65,10 @@ static void bench_usage(FILE *f)
 		   "\n"
 		   "options:\n"
 		   "  --uri URI          device both processes open (default soft+shm://qlbench)\n"
-		   "  --transport T      ring (qlink ring, default) or hsb (Hololink pages:\n"
+		   "  --transport T      ring (qlink ring, default), hsb (Hololink pages:\n"
 		   "                     --slots pages of --slot-size bytes, a multiple of 128)\n"
+		   "                     or udp (CUDA-Q Realtime's UDP transport on 127.0.0.1:\n"
+		   "                     datagrams of --slot-size bytes, no device)\n"
 		   "  --server-uri URI   the daemon process's device instead (e.g. --uri\n"
 		   "                     ibv://rxe1 --server-uri ibv://rxe0: two RDMA devices)\n"
 		   "  --connect HOST:PORT  run against a running qlinkd through its control\n"
@@ -129,7 +135,8 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 			o->uri = optarg;
 			break;
 		case 'T':
-			if (tool_transport(optarg, &o->hsb))
+			o->udp = !strcmp(optarg, "udp");
+			if (!o->udp && tool_transport(optarg, &o->hsb))
 				return tool_bad("bench", "--transport", optarg);
 			break;
 		case 'U':
@@ -200,7 +207,14 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		fprintf(stderr, "qlink bench: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (o->hsb) {
+	if (o->udp && (o->connect || o->server_uri)) {
+		fprintf(stderr, "qlink bench: --transport udp forks its own server on loopback "
+				"(for another server: qlink vppu --transport udp --connect)\n");
+		return 2;
+	}
+	if (o->udp) {
+		/* any stride a datagram can carry; slots: the server's burst */
+	} else if (o->hsb) {
 		struct ql_hsb_params g = { .num_pages = o->slots,
 					   .page_size = o->slot_size,
 					   .frame_len = o->slot_size,
@@ -226,6 +240,57 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 
 /* ---- the daemon process --------------------------------------------------- */
 
+/* The daemon's final counters, for the client's report. */
+static void server_report(struct tool_server *srv, int wfd)
+{
+	struct ql_daemon_stats st;
+	char line[256];
+
+	ql_daemon_stop(srv->d);
+	ql_daemon_stats(srv->d, &st);
+	snprintf(line, sizeof(line),
+		 "requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64 " errors=%" PRIu64
+		 " dropped=%" PRIu64 "\n",
+		 st.requests, st.responses, st.ok, st.requests - st.ok, st.dropped);
+	tool_write_all(wfd, line, strlen(line));
+}
+
+/* --transport udp: bind 127.0.0.1 (any port), start polling, then say the
+ * port; serve until told "done". */
+static int server_udp(const struct bench_opts *o, const struct ql_daemon_config *dc, int rfd,
+		      int wfd)
+{
+	struct ql_udp_channel_config uc = { .address = "127.0.0.1",
+					    .num_slots = o->slots,
+					    .slot_size = o->slot_size };
+	struct ql_daemon_config udc = *dc;
+	struct tool_server srv;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char line[64];
+	int ret;
+
+	udc.bad_requests = QL_BAD_REQUEST_DROP;
+	ret = tool_server_open_udp(&srv, &uc, &udc);
+	if (!ret)
+		ret = ql_udp_channel_local_addr(srv.ch, &ss, &sl);
+	if (!ret)
+		ret = ql_daemon_start(srv.d);
+	if (ret) {
+		tool_fail("bench server", "setup", ret);
+		tool_server_close(&srv);
+		return 1;
+	}
+	snprintf(line, sizeof(line), "%u\n", ntohs(((const struct sockaddr_in *)&ss)->sin_port));
+	if (tool_write_all(wfd, line, strlen(line)))
+		ret = -EIO;
+	if (!ret && tool_read_line(rfd, line, sizeof(line)) < 0)
+		line[0] = '\0';
+	server_report(&srv, wfd);
+	tool_server_close(&srv);
+	return ret ? 1 : 0;
+}
+
 static int server(const struct bench_opts *o, int rfd, int wfd)
 {
 	struct ql_verbs_channel_config vc = { .num_slots = o->slots,
@@ -237,12 +302,13 @@ static int server(const struct bench_opts *o, int rfd, int wfd)
 								QL_BAD_REQUEST_ANSWER };
 	struct tool_server srv;
 	struct ql_conn_params cp;
-	struct ql_daemon_stats st;
 	char line[512];
 	int ret;
 
 	if (o->server_cpu >= 0)
 		ql_cpu_pin(o->server_cpu);
+	if (o->udp)
+		return server_udp(o, &dc, rfd, wfd);
 	ret = o->hsb ?
 		      tool_server_open_hsb(&srv, o->server_uri ? o->server_uri : o->uri, &hc, &dc) :
 		      tool_server_open(&srv, o->server_uri ? o->server_uri : o->uri, &vc, &dc);
@@ -273,13 +339,7 @@ static int server(const struct bench_opts *o, int rfd, int wfd)
 	/* serve until the client says it is done, then report our counts */
 	if (tool_read_line(rfd, line, sizeof(line)) < 0)
 		line[0] = '\0';
-	ql_daemon_stop(srv.d);
-	ql_daemon_stats(srv.d, &st);
-	snprintf(line, sizeof(line),
-		 "requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64 " errors=%" PRIu64
-		 " dropped=%" PRIu64 "\n",
-		 st.requests, st.responses, st.ok, st.requests - st.ok, st.dropped);
-	tool_write_all(wfd, line, strlen(line));
+	server_report(&srv, wfd);
 	tool_server_close(&srv);
 	return 0;
 }
@@ -324,12 +384,17 @@ static void print_table(const struct bench_opts *o, struct phase *ph, int n, con
 	uint64_t lost = 0, wrong = 0;
 
 	printf("qlink bench: qlink_parity (32-byte syndrome -> parity, weight) over %s%s%s\n",
-	       o->uri, o->server_uri ? ", daemon on " : "", o->server_uri ? o->server_uri : "");
+	       o->udp ? "CUDA-Q UDP on 127.0.0.1" : o->uri, o->server_uri ? ", daemon on " : "",
+	       o->server_uri ? o->server_uri : "");
 	if (o->connect)
 		printf("VPPU on cpu %d, against the qlinkd at %s\n\n", o->client_cpu, o->connect);
 	else
 		printf("VPPU on cpu %d, dispatcher on cpu %d, %s %u x %u bytes\n\n", o->client_cpu,
-		       o->server_cpu, o->hsb ? "hsb pages" : "ring", o->slots, o->slot_size);
+		       o->server_cpu,
+		       o->udp ? "udp slots" :
+		       o->hsb ? "hsb pages" :
+				"ring",
+		       o->slots, o->slot_size);
 	printf("%-8s %10s %9s %9s %9s %9s %9s %12s %6s %6s\n", "phase", "calls", "p50 us", "p90 us",
 	       "p99 us", "p99.9 us", "max us", "RPC/s", "lost", "wrong");
 	for (int i = 0; i < n; i++) {
@@ -406,7 +471,10 @@ static void print_json(const struct bench_opts *o, struct phase *ph, int n, cons
 	}
 	printf("{\"uri\":\"%s\",\"server_uri\":\"%s\",\"transport\":\"%s\",\"function\":\"%s\","
 	       "\"slots\":%u,\"slot_size\":%u,",
-	       o->uri, o->server_uri ? o->server_uri : o->uri, o->hsb ? "hsb" : "ring",
+	       o->uri, o->server_uri ? o->server_uri : o->uri,
+	       o->udp ? "udp" :
+	       o->hsb ? "hsb" :
+			"ring",
 	       QL_DEMO_PARITY_NAME, o->slots, o->slot_size);
 	printf("\"rtt_ns\":{\"p50\":%" PRIu64 ",\"p90\":%" PRIu64 ",\"p99\":%" PRIu64
 	       ",\"p999\":%" PRIu64 ",\"max\":%" PRIu64 "},",
@@ -445,10 +513,12 @@ struct bench {
 	struct ql_device *dev;
 	struct ql_ring_client *cl;
 	struct ql_hsb_client *hcl;
+	struct ql_udp_client *ucl;
 	struct ql_hsb_params hp; /* the hsb server's */
 	struct ql_vppu_client vc;
 	struct ql_ctl_client *ctl;
 	int to_srv, from_srv;
+	uint16_t udp_port; /* --transport udp: the server's */
 	pid_t pid;
 };
 
@@ -504,6 +574,18 @@ static int bench_fork_server(struct bench *b, struct ql_conn_params *sp)
 	close(from_srv[1]);
 	b->to_srv = to_srv[1];
 	b->from_srv = from_srv[0];
+	if (b->o->udp) {
+		char line[64];
+		uint32_t port;
+
+		if (tool_read_line(b->from_srv, line, sizeof(line)) < 0 ||
+		    tool_u32(line, 1, 65535, &port)) {
+			fprintf(stderr, "qlink bench: the daemon process did not start\n");
+			return -EIO;
+		}
+		b->udp_port = (uint16_t)port;
+		return 0;
+	}
 	if (b->o->hsb) {
 		char line[512];
 
@@ -527,6 +609,20 @@ static int bench_connect(struct bench *b, const struct ql_conn_params *sp)
 	struct ql_conn_params cp;
 	int ret;
 
+	if (b->o->udp) {
+		struct ql_udp_client_config uc = { .host = "127.0.0.1",
+						   .port = b->udp_port,
+						   .slot_size = b->o->slot_size,
+						   .window = b->o->slots };
+
+		ret = ql_udp_client_create(&uc, &b->ucl);
+		if (ret) {
+			tool_fail("bench", "client setup", ret);
+			return ret;
+		}
+		ql_vppu_client_udp(&b->vc, b->ucl);
+		return 0;
+	}
 	ret = tool_qp_check("bench", b->o->qp, sp);
 	if (ret)
 		return ret;
@@ -655,6 +751,7 @@ static int bench_close(struct bench *b)
 	ql_ctl_client_destroy(b->ctl);
 	ql_ring_client_destroy(b->cl);
 	ql_hsb_client_destroy(b->hcl);
+	ql_udp_client_destroy(b->ucl);
 	if (b->dev)
 		ql_device_close(b->dev);
 	return bad;

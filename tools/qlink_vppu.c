@@ -36,6 +36,7 @@
 #include "qlink/error.h"
 #include "qlink/hololink.h"
 #include "qlink/hsb.h"
+#include "qlink/udp.h"
 #include "qlink/vppu.h"
 #include "tools.h"
 
@@ -66,28 +67,103 @@ static int rdv_idle(void *ctx)
 
 static void serve_usage(FILE *f)
 {
-	fprintf(f, "usage: qlink serve --params-file FILE [options]\n"
-		   "\n"
-		   "Runs a daemon serving the built-in qlink_parity function on a request\n"
-		   "ring (or, with --transport hsb, on Hololink pages). Writes its\n"
-		   "connection parameters to FILE, waits for a client's in\n"
-		   "FILE.client (qlink vppu writes them), connects, writes FILE.ready, and\n"
-		   "serves until SIGINT or SIGTERM; then prints its counters.\n"
-		   "\n"
-		   "options:\n"
-		   "  --params-file FILE  rendezvous file (required)\n"
-		   "  --uri URI           device (default soft+shm://qlserve)\n"
-		   "  --cpu N             dispatcher core (default 1; -1: no pinning)\n"
-		   "  --slots N           ring slots (default 64)\n"
-		   "  --slot-size N       slot bytes (default 256)\n"
-		   "  --transport T       ring (default) or hsb: --slots pages of --slot-size\n"
-		   "                      bytes (a multiple of 128), bad requests dropped\n"
-		   "  --qp rc|uc          the ring's QP type (default rc; written to FILE)\n"
-		   "  --timeout S         how long to wait for the client (default 60)\n"
-		   "  -h, --help          this text\n");
+	fprintf(f,
+		"usage: qlink serve --params-file FILE [options]\n"
+		"       qlink serve --transport=udp [--dispatch=ring|unified] [--timeout=S] [options]\n"
+		"                   [-- [--port=P] [--num-slots=N] [--slot-size=S] [--unified]\n"
+		"                       [--address=IP]]\n"
+		"\n"
+		"Runs a daemon serving the built-in functions qlink_parity and rpc_increment\n"
+		"(CUDA-Q Realtime's test function). On a request ring (or, with --transport\n"
+		"hsb, on Hololink pages) it writes its connection parameters to FILE, waits\n"
+		"for a client's in FILE.client (qlink vppu writes them), connects, writes\n"
+		"FILE.ready, and serves until SIGINT or SIGTERM; then prints its counters.\n"
+		"With --transport=udp it stands in for CUDA-Q Realtime's test server\n"
+		"(docs/cudaq.md): no FILE; it binds a UDP socket, prints\n"
+		"  CUDAQ_REALTIME_SERVER_READY transport=udp port=P dispatch=SHAPE slots=N slot_size=S\n"
+		"once serving, and on SIGINT or SIGTERM (or after --timeout) prints its\n"
+		"counters and\n"
+		"  CUDAQ_REALTIME_SERVER_PROCESSED count=K\n"
+		"(K: requests handed to a handler; dropped ones are not counted) and exits 0.\n"
+		"The transport's arguments (--port, --num-slots, --slot-size, --unified,\n"
+		"--address) may follow `--`, as CUDA-Q's server forwards them to its\n"
+		"provider; unknown ones there are ignored with a warning.\n"
+		"\n"
+		"options:\n"
+		"  --params-file FILE  rendezvous file (required for ring and hsb)\n"
+		"  --uri URI           device (default soft+shm://qlserve; not udp)\n"
+		"  --cpu N             dispatcher core (default 1, udp -1; -1: no pinning)\n"
+		"  --slots N           ring slots (default 64; udp 8)\n"
+		"  --num-slots N       the same as --slots (CUDA-Q's name)\n"
+		"  --slot-size N       slot bytes (default 256)\n"
+		"  --transport T       ring (default), hsb: --slots pages of --slot-size\n"
+		"                      bytes (a multiple of 128), bad requests dropped;\n"
+		"                      or udp: CUDA-Q Realtime's UDP transport, one datagram of\n"
+		"                      --slot-size bytes per request, bad requests dropped\n"
+		"  --port P            udp: the port to bind (default 0: any, printed)\n"
+		"  --address IP        udp: the address to bind, IPv4 or IPv6 (default 127.0.0.1)\n"
+		"  --dispatch SHAPE    udp: ring (default) or unified, CUDA-Q's dispatch shapes:\n"
+		"                      both served the same way here, printed in READY\n"
+		"  --unified           udp: accepted for CUDA-Q's provider (no effect)\n"
+		"  --bad-requests P    drop (hsb and udp default) or answer (ring default):\n"
+		"                      what happens to a request with a bad header or an\n"
+		"                      unknown function\n"
+		"  --qp rc|uc          the ring's QP type (default rc; written to FILE)\n"
+		"  --timeout S         ring and hsb: how long to wait for the client (default\n"
+		"                      60); udp: how long to serve at most (default 60, as\n"
+		"                      CUDA-Q's server), then stop as on SIGTERM\n"
+		"  -h, --help          this text\n");
 }
 
-int tool_serve(int argc, char **argv)
+struct serve_opts {
+	struct ql_verbs_channel_config vc;
+	struct ql_daemon_config dc;
+	struct ql_udp_channel_config uc;
+	const char *file, *uri, *dispatch;
+	double timeout;
+	bool hsb, udp, cpu_set, bad_set, slots_set, unified;
+	bool udp_only; /* a udp-only option was given */
+};
+
+/* One transport argument after `--` (CUDA-Q's provider syntax, KEY=VALUE).
+ * 0, or 2 after printing why. Unknown keys are CUDA-Q's providers' own
+ * (--device=, --local-ip=...): ignored, with a warning. */
+static int serve_transport_arg(struct serve_opts *o, const char *a)
+{
+	const char *v = strchr(a, '=');
+	size_t klen = v ? (size_t)(v - a) : strlen(a);
+	uint32_t port;
+
+#define KEY(k) (klen == sizeof(k) - 1 && !strncmp(a, k, klen))
+	if (KEY("--unified") && !v) {
+		o->unified = true;
+		o->udp_only = true;
+	} else if (!v) {
+		fprintf(stderr, "qlink serve: ignoring transport argument '%s'\n", a);
+	} else if (KEY("--port")) {
+		if (tool_u32(v + 1, 0, 65535, &port))
+			return tool_bad("serve", "--port", v + 1);
+		o->uc.port = (uint16_t)port;
+		o->udp_only = true;
+	} else if (KEY("--num-slots") || KEY("--slots")) {
+		if (tool_u32(v + 1, 1, 65536, &o->vc.num_slots))
+			return tool_bad("serve", "--num-slots", v + 1);
+		o->slots_set = true;
+	} else if (KEY("--slot-size")) {
+		if (tool_u32(v + 1, 24, 65507, &o->vc.slot_size))
+			return tool_bad("serve", "--slot-size", v + 1);
+	} else if (KEY("--address")) {
+		o->uc.address = v + 1;
+		o->udp_only = true;
+	} else {
+		fprintf(stderr, "qlink serve: ignoring transport argument '%s'\n", a);
+	}
+#undef KEY
+	return 0;
+}
+
+/* 0 to go on, -1 after --help, or the exit status. */
+static int serve_parse(int argc, char **argv, struct serve_opts *o)
 {
 	static const struct option lo[] = {
 		{ "params-file", required_argument, NULL, 'f' },
@@ -95,86 +171,188 @@ int tool_serve(int argc, char **argv)
 		{ "transport", required_argument, NULL, 'T' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "slots", required_argument, NULL, 'n' },
+		{ "num-slots", required_argument, NULL, 'n' },
 		{ "slot-size", required_argument, NULL, 'z' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "address", required_argument, NULL, 'a' },
+		{ "dispatch", required_argument, NULL, 'd' },
+		{ "unified", no_argument, NULL, 'U' },
+		{ "bad-requests", required_argument, NULL, 'b' },
 		{ "qp", required_argument, NULL, 'Q' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct ql_verbs_channel_config vc = { .num_slots = 64, .slot_size = 256 };
-	struct ql_daemon_config dc = { .cpu = 1 };
-	const char *file = NULL, *uri = "soft+shm://qlserve";
-	struct tool_server srv = { 0 };
-	struct tool_rdv rdv = { 0 };
-	struct ql_conn_params cp;
-	struct ql_daemon_stats st;
-	double timeout = 60;
-	bool hsb = false;
-	int c, ret;
+	uint32_t port;
+	int c, dd, after = 0;
 
+	*o = (struct serve_opts){ .vc = { .num_slots = 64, .slot_size = 256 },
+				  .dc = { .cpu = 1 },
+				  .uri = "soft+shm://qlserve",
+				  .dispatch = "ring",
+				  .timeout = 60 };
+	/* what follows `--` is the transport's: left at the end by getopt */
+	for (dd = 1; dd < argc && strcmp(argv[dd], "--"); dd++)
+		;
+	if (dd < argc)
+		after = argc - dd - 1;
 	optind = 1;
 	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
 		switch (c) {
 		case 'f':
-			file = optarg;
+			o->file = optarg;
 			break;
 		case 'u':
-			uri = optarg;
+			o->uri = optarg;
 			break;
 		case 'T':
-			if (tool_transport(optarg, &hsb))
+			o->udp = !strcmp(optarg, "udp");
+			if (!o->udp && tool_transport(optarg, &o->hsb))
 				return tool_bad("serve", "--transport", optarg);
 			break;
 		case 'c':
-			if (tool_int(optarg, -1, 4095, &dc.cpu))
+			if (tool_int(optarg, -1, 4095, &o->dc.cpu))
 				return tool_bad("serve", "--cpu", optarg);
+			o->cpu_set = true;
+			break;
+		case 'b':
+			if (strcmp(optarg, "drop") && strcmp(optarg, "answer"))
+				return tool_bad("serve", "--bad-requests", optarg);
+			o->dc.bad_requests = !strcmp(optarg, "drop") ? QL_BAD_REQUEST_DROP :
+								       QL_BAD_REQUEST_ANSWER;
+			o->bad_set = true;
+			break;
+		case 'd':
+			if (strcmp(optarg, "ring") && strcmp(optarg, "unified"))
+				return tool_bad("serve", "--dispatch", optarg);
+			o->dispatch = optarg;
+			o->udp_only = true;
 			break;
 		case 'n':
-			if (tool_u32(optarg, 1, 65536, &vc.num_slots))
+			if (tool_u32(optarg, 1, 65536, &o->vc.num_slots))
 				return tool_bad("serve", "--slots", optarg);
+			o->slots_set = true;
 			break;
 		case 'z':
-			if (tool_u32(optarg, 64, 65536, &vc.slot_size))
+			if (tool_u32(optarg, 24, 65507, &o->vc.slot_size))
 				return tool_bad("serve", "--slot-size", optarg);
 			break;
+		case 'p':
+			if (tool_u32(optarg, 0, 65535, &port))
+				return tool_bad("serve", "--port", optarg);
+			o->uc.port = (uint16_t)port;
+			o->udp_only = true;
+			break;
+		case 'a':
+			o->uc.address = optarg;
+			o->udp_only = true;
+			break;
+		case 'U':
+			o->unified = true;
+			o->udp_only = true;
+			break;
 		case 'Q':
-			if (tool_qp(optarg, &vc.qp_type))
+			if (tool_qp(optarg, &o->vc.qp_type))
 				return tool_bad("serve", "--qp", optarg);
 			break;
 		case 't':
-			if (tool_double(optarg, 0.01, 86400, &timeout))
+			if (tool_double(optarg, 0.01, 86400, &o->timeout))
 				return tool_bad("serve", "--timeout", optarg);
 			break;
 		case 'h':
 			serve_usage(stdout);
-			return 0;
+			return -1;
 		default:
 			serve_usage(stderr);
 			return 2;
 		}
 	}
-	if (!file || optind < argc) {
-		fprintf(stderr, "qlink serve: %s\n",
-			file ? "unexpected argument" : "--params-file FILE is required");
+	if (argc - optind > after) {
+		fprintf(stderr, "qlink serve: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
-	if (tool_rdv_init(&rdv, file)) {
+	for (int i = argc - after; i < argc; i++) {
+		int r = serve_transport_arg(o, argv[i]);
+
+		if (r)
+			return r;
+	}
+	if (o->udp) {
+		if (o->file) {
+			fprintf(stderr, "qlink serve: --transport udp needs no --params-file\n");
+			return 2;
+		}
+		if (!o->slots_set)
+			o->vc.num_slots = QL_UDP_DEFAULT_SLOTS;
+		if (!o->cpu_set)
+			o->dc.cpu = -1;
+		if (!o->bad_set)
+			o->dc.bad_requests = QL_BAD_REQUEST_DROP;
+		if (o->unified && strcmp(o->dispatch, "unified"))
+			fprintf(stderr,
+				"qlink serve: --unified without --dispatch=unified: "
+				"serving as dispatch=%s\n",
+				o->dispatch);
+		return 0;
+	}
+	if (o->udp_only) {
+		fprintf(stderr, "qlink serve: --port, --address, --dispatch and --unified are "
+				"for --transport udp\n");
+		return 2;
+	}
+	if (!o->file) {
+		fprintf(stderr, "qlink serve: --params-file FILE is required\n");
+		return 2;
+	}
+	if (o->vc.slot_size < 64) {
+		fprintf(stderr, "qlink serve: --slot-size must be at least 64 for ring and hsb\n");
+		return 2;
+	}
+	if (o->hsb && !o->bad_set)
+		o->dc.bad_requests = QL_BAD_REQUEST_DROP;
+	return 0;
+}
+
+/* The counters line every transport prints when it stops. */
+static void serve_counters(const struct ql_daemon_stats *st)
+{
+	printf("requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64 " handler_errors=%" PRIu64
+	       " protocol_errors=%" PRIu64 " dropped=%" PRIu64 " channel_error=%d\n",
+	       st->requests, st->responses, st->ok, st->handler_error,
+	       st->requests - st->ok - st->handler_error, st->dropped, st->channel_error);
+}
+
+/* Requests that reached a handler (CUDA-Q's processed count): every one
+ * taken but those refused before it, answered (ANSWER) or not (DROP). */
+static uint64_t serve_processed(const struct ql_daemon_stats *st)
+{
+	return st->requests - st->err_short - st->err_bad_magic - st->err_bad_length -
+	       st->err_unknown_function - st->err_args;
+}
+
+/* ring and hsb: meet the client through the rendezvous files. */
+static int serve_rdv(struct serve_opts *o)
+{
+	struct tool_server srv = { 0 };
+	struct tool_rdv rdv = { 0 };
+	struct ql_conn_params cp;
+	struct ql_daemon_stats st;
+	int ret;
+
+	if (tool_rdv_init(&rdv, o->file)) {
 		fprintf(stderr, "qlink serve: --params-file: %s\n", ql_error_detail());
 		return 2;
 	}
-	signal(SIGINT, on_signal);
-	signal(SIGTERM, on_signal);
-	ret = tool_rdv_check_dir(file);
-	if (!ret && hsb) {
-		struct ql_hsb_channel_config hc = { .num_pages = vc.num_slots,
-						    .page_size = vc.slot_size };
+	ret = tool_rdv_check_dir(o->file);
+	if (!ret && o->hsb) {
+		struct ql_hsb_channel_config hc = { .num_pages = o->vc.num_slots,
+						    .page_size = o->vc.slot_size };
 
-		dc.bad_requests = QL_BAD_REQUEST_DROP;
-		ret = tool_server_open_hsb(&srv, uri, &hc, &dc);
+		ret = tool_server_open_hsb(&srv, o->uri, &hc, &o->dc);
 		if (!ret)
 			ret = tool_rdv_offer_hsb(&rdv, &srv.hsb_params);
 	} else if (!ret) {
-		ret = tool_server_open(&srv, uri, &vc, &dc);
+		ret = tool_server_open(&srv, o->uri, &o->vc, &o->dc);
 		if (!ret)
 			ret = tool_rdv_offer(&rdv, &srv.params);
 	}
@@ -182,10 +360,10 @@ int tool_serve(int argc, char **argv)
 		tool_fail("serve", "setup", ret);
 		goto out;
 	}
-	ret = tool_rdv_wait_client(&rdv, timeout, rdv_idle, NULL, &cp);
+	ret = tool_rdv_wait_client(&rdv, o->timeout, rdv_idle, NULL, &cp);
 	if (!ret)
-		ret = hsb ? ql_hsb_channel_connect(srv.ch, &cp, NULL) :
-			    ql_verbs_channel_connect(srv.ch, &cp, NULL);
+		ret = o->hsb ? ql_hsb_channel_connect(srv.ch, &cp, NULL) :
+			       ql_verbs_channel_connect(srv.ch, &cp, NULL);
 	if (!ret)
 		ret = ql_daemon_start(srv.d);
 	if (!ret)
@@ -195,20 +373,119 @@ int tool_serve(int argc, char **argv)
 		goto out;
 	}
 	fprintf(stderr,
-		"qlink serve: serving qlink_parity on %s over %s (SIGINT or SIGTERM to stop)\n",
-		uri, hsb ? "hsb" : "the ring");
+		"qlink serve: serving qlink_parity and rpc_increment on %s over %s (SIGINT or "
+		"SIGTERM to stop)\n",
+		o->uri, o->hsb ? "hsb" : "the ring");
 	while (!stop_requested)
 		sleep_ms(50);
 	ql_daemon_stop(srv.d);
 	ql_daemon_stats(srv.d, &st);
-	printf("requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64 " handler_errors=%" PRIu64
-	       " protocol_errors=%" PRIu64 " dropped=%" PRIu64 " channel_error=%d\n",
-	       st.requests, st.responses, st.ok, st.handler_error,
-	       st.requests - st.ok - st.handler_error, st.dropped, st.channel_error);
+	serve_counters(&st);
 out:
 	tool_rdv_cleanup(&rdv);
 	tool_server_close(&srv);
 	return ret ? 1 : 0;
+}
+
+/* udp: CUDA-Q Realtime's test server (cudaq_realtime_test_server): READY
+ * once the socket is bound and the dispatcher polls, PROCESSED on the way
+ * out. The dispatch shape is only echoed: requests are served in arrival
+ * order and each reply sent as soon as it is built, so neither shape
+ * stalls after a dropped request (CUDA-Q's ring shape does). */
+static int serve_udp(struct serve_opts *o)
+{
+	struct tool_server srv = { 0 };
+	struct ql_udp_channel_stats us;
+	struct ql_daemon_stats st;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
+	char host[INET6_ADDRSTRLEN] = "?";
+	uint64_t deadline;
+	uint16_t port = 0;
+	bool warned = false;
+	int ret;
+
+	o->uc.num_slots = o->vc.num_slots;
+	o->uc.slot_size = o->vc.slot_size;
+	ret = tool_server_open_udp(&srv, &o->uc, &o->dc);
+	if (!ret)
+		ret = ql_udp_channel_local_addr(srv.ch, &ss, &sl);
+	if (!ret)
+		ret = ql_daemon_start(srv.d);
+	if (ret) {
+		tool_fail("serve", "setup", ret);
+		tool_server_close(&srv);
+		return 1;
+	}
+	if (ss.ss_family == AF_INET6) {
+		const struct sockaddr_in6 *s6 = (const void *)&ss;
+
+		port = ntohs(s6->sin6_port);
+		inet_ntop(AF_INET6, &s6->sin6_addr, host, sizeof(host));
+	} else {
+		const struct sockaddr_in *s4 = (const void *)&ss;
+
+		port = ntohs(s4->sin_port);
+		inet_ntop(AF_INET, &s4->sin_addr, host, sizeof(host));
+	}
+	/* CUDA-Q's keys in CUDA-Q's order: harnesses parse them */
+	printf("CUDAQ_REALTIME_SERVER_READY transport=udp port=%u dispatch=%s slots=%u "
+	       "slot_size=%u\n",
+	       port, o->dispatch, o->uc.num_slots, o->uc.slot_size);
+	fflush(stdout);
+	fprintf(stderr,
+		"qlink serve: serving rpc_increment and qlink_parity over udp on %s port %u "
+		"(SIGINT or SIGTERM to stop)\n",
+		host, port);
+	deadline = ql_clock_ns() + (uint64_t)(o->timeout * 1e9);
+	while (!stop_requested) {
+		if (ql_clock_ns() >= deadline) {
+			fprintf(stderr, "timeout reached (%gs)\n", o->timeout);
+			break;
+		}
+		/* CUDA-Q's one warning, printed here, off the hot path */
+		if (!warned && !ql_udp_channel_stats(srv.ch, &us) && us.oversize) {
+			fprintf(stderr,
+				"qlink serve: dropping %u-byte datagram longer than the %u-byte slot "
+				"stride (client and server must use the same --slot-size); further "
+				"ones are dropped silently\n",
+				us.last_oversize, o->uc.slot_size);
+			warned = true;
+		}
+		ql_daemon_stats(srv.d, &st);
+		if (st.channel_error || st.failed || !st.running) {
+			fprintf(stderr, "qlink serve: the daemon stopped: %s\n",
+				ql_strerror(st.channel_error ? st.channel_error :
+					    st.failed	     ? st.failed :
+							       -EIO));
+			ret = 1;
+			break;
+		}
+		sleep_ms(20);
+	}
+	ql_daemon_stop(srv.d);
+	ql_daemon_stats(srv.d, &st);
+	serve_counters(&st);
+	if (!ql_udp_channel_stats(srv.ch, &us))
+		printf("datagrams=%" PRIu64 " oversize=%" PRIu64 " undersize=%" PRIu64
+		       " send_errors=%" PRIu64 " kernel_drops=%" PRIu64 "\n",
+		       us.datagrams, us.oversize, us.undersize, us.send_errors, us.kernel_drops);
+	printf("CUDAQ_REALTIME_SERVER_PROCESSED count=%" PRIu64 "\n", serve_processed(&st));
+	fflush(stdout);
+	tool_server_close(&srv);
+	return ret ? 1 : 0;
+}
+
+int tool_serve(int argc, char **argv)
+{
+	struct serve_opts o;
+	int ret = serve_parse(argc, argv, &o);
+
+	if (ret)
+		return ret < 0 ? 0 : ret;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	return o.udp ? serve_udp(&o) : serve_rdv(&o);
 }
 
 /* ---- vppu ------------------------------------------------------------------- */
@@ -218,13 +495,17 @@ static void vppu_usage(FILE *f)
 	fprintf(f,
 		"usage: qlink vppu --connect HOST:PORT [--program FILE | --device] [options]\n"
 		"       qlink vppu --params-file FILE [options]\n"
+		"       qlink vppu --transport udp --connect HOST:PORT [options]\n"
 		"       qlink vppu --hsb-listen [ADDR:]PORT [--hsb-vp N] [--count N | --seconds S]\n"
 		"\n"
 		"The virtual PPU: a software QCS. With --connect it discovers a qlinkd through\n"
 		"the UDP control plane (DISCOVER, ACK, START ... STOP, COMPLETE), connects its QP\n"
 		"to the ring it is offered and runs a program of device calls (YAML, see\n"
 		"docs/qlinkd.md) or, without --program, calls qlink_parity. With --params-file\n"
-		"it meets a `qlink serve` through files instead. Every answer is checked; it\n"
+		"it meets a `qlink serve` through files instead. With --transport udp it is a\n"
+		"caller of CUDA-Q Realtime's UDP transport: --connect names the server's socket\n"
+		"(qlink serve --transport=udp or CUDA-Q's own server), no control plane.\n"
+		"Every answer is checked; it\n"
 		"reports round trips (from the echoed ptp_timestamp), rates, wrong answers,\n"
 		"errors, timeouts and lost calls, and exits 1 if anything was wrong, lost or\n"
 		"timed out. SIGINT/SIGTERM end the run at once, even with its window full.\n"
@@ -233,7 +514,9 @@ static void vppu_usage(FILE *f)
 		"TRIGGER it, runs it, and says COMPLETE; an ABORT from the RTH stops it (exit 3).\n"
 		"\n"
 		"options:\n"
-		"  --connect HOST:PORT  qlinkd's control address (default port 7700)\n"
+		"  --connect HOST:PORT  qlinkd's control address (default port 7700); with\n"
+		"                       --transport udp the server's data address\n"
+		"                       ([IPV6]:PORT for IPv6)\n"
 		"  --program FILE       the calls to make (with --connect)\n"
 		"  --device             wait for the RTH's program and trigger (with --connect)\n"
 		"  --secret-file FILE   shared secret for authenticated control messages\n"
@@ -242,7 +525,14 @@ static void vppu_usage(FILE *f)
 		"  --uri URI            device (default soft+shm://qlvppu)\n"
 		"  --transport T        ring (default) or hsb: play an FPGA with the Hololink\n"
 		"                       IP (WRITE WITH IMMEDIATE into the server's pages;\n"
-		"                       not with --device); must match what the server offers\n"
+		"                       not with --device); must match what the server offers;\n"
+		"                       or udp: CUDA-Q Realtime's UDP transport (one datagram\n"
+		"                       of --slot-size bytes per request, zero-filled)\n"
+		"  --function F         the function called without --program: qlink_parity\n"
+		"                       (default) or rpc_increment (CUDA-Q's test function,\n"
+		"                       the only one a CUDA-Q test server has)\n"
+		"  --arg-len N          rpc_increment's argument bytes (default 16)\n"
+		"  --slot-size N        udp: the slot stride, as the server's (default 256)\n"
 		"  --cpu N              core (default 0; -1: no pinning)\n"
 		"  --count N            calls to make, no program (default: run --seconds)\n"
 		"  --seconds S          how long to run, no program (default 1)\n"
@@ -519,13 +809,45 @@ struct vppu_opts {
 	struct ql_vppu_config cfg;
 	const char *file, *uri, *connect, *program, *secret_file, *name;
 	const char *hsb_listen; /* [ADDR:]PORT of the hsb register server */
+	const char *function;	/* without --program: qlink_parity or rpc_increment */
 	uint32_t hsb_vp;
+	uint32_t arg_len;   /* rpc_increment's argument bytes */
+	uint32_t slot_size; /* udp: the stride */
+	bool udp;	    /* --transport udp: --connect is a CUDA-Q UDP server */
+	char udp_host[256]; /* udp: --connect's address and port */
+	uint16_t udp_port;
 	double seconds, timeout, call_timeout;
 	bool json, device, hsb;
 	bool run; /* --count or --seconds given: with --hsb-listen, stream */
 	int cpu;
 	enum ibv_qp_type qp; /* 0: the server's */
 };
+
+/* --connect HOST:PORT or [IPV6]:PORT (udp: no default port); 0 or -1. */
+static int vppu_udp_addr(struct vppu_opts *o)
+{
+	const char *c = o->connect, *colon;
+	uint32_t port;
+
+	if (c[0] == '[') {
+		const char *end = strchr(c, ']');
+
+		colon = end && end[1] == ':' ? end + 1 : NULL;
+		if (colon)
+			snprintf(o->udp_host, sizeof(o->udp_host), "%.*s", (int)(end - c - 1),
+				 c + 1);
+	} else {
+		colon = strrchr(c, ':');
+		if (colon && memchr(c, ':', (size_t)(colon - c)))
+			colon = NULL; /* a bare IPv6 address: brackets needed */
+		if (colon)
+			snprintf(o->udp_host, sizeof(o->udp_host), "%.*s", (int)(colon - c), c);
+	}
+	if (!colon || !o->udp_host[0] || tool_u32(colon + 1, 1, 65535, &port))
+		return -1;
+	o->udp_port = (uint16_t)port;
+	return 0;
+}
 
 /* 0 to go on, or the exit status (0 for --help). */
 static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
@@ -550,6 +872,9 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 		{ "json", no_argument, NULL, 'j' },
 		{ "hsb-listen", required_argument, NULL, 'H' },
 		{ "hsb-vp", required_argument, NULL, 'V' },
+		{ "function", required_argument, NULL, 'F' },
+		{ "arg-len", required_argument, NULL, 'L' },
+		{ "slot-size", required_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -558,6 +883,9 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 	*o = (struct vppu_opts){ .cfg = { .window = 1 },
 				 .uri = "soft+shm://qlvppu",
 				 .name = "vppu",
+				 .function = QL_DEMO_PARITY_NAME,
+				 .arg_len = 16,
+				 .slot_size = QL_UDP_DEFAULT_SLOT_SIZE,
 				 .seconds = 1,
 				 .timeout = 60,
 				 .call_timeout = 5 };
@@ -586,8 +914,25 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 			o->uri = optarg;
 			break;
 		case 'X':
-			if (tool_transport(optarg, &o->hsb))
+			o->udp = !strcmp(optarg, "udp");
+			if (!o->udp && tool_transport(optarg, &o->hsb))
 				return tool_bad("vppu", "--transport", optarg);
+			break;
+		case 'F':
+			if (strcmp(optarg, QL_DEMO_PARITY_NAME) &&
+			    strcmp(optarg, QL_DEMO_INCREMENT_NAME))
+				return tool_bad("vppu", "--function", optarg);
+			o->function = optarg;
+			break;
+		case 'L':
+			if (tool_u32(optarg, 0, QL_UDP_MAX_SLOT_SIZE - QL_RPC_HEADER_SIZE,
+				     &o->arg_len))
+				return tool_bad("vppu", "--arg-len", optarg);
+			break;
+		case 'z':
+			if (tool_u32(optarg, QL_UDP_MIN_SLOT_SIZE, QL_UDP_MAX_SLOT_SIZE,
+				     &o->slot_size))
+				return tool_bad("vppu", "--slot-size", optarg);
 			break;
 		case 'c':
 			if (tool_int(optarg, -1, 4095, &o->cpu))
@@ -666,6 +1011,16 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 					"give one of --connect HOST:PORT or --params-file FILE");
 		return 2;
 	}
+	if (o->udp && (o->file || o->program || o->device)) {
+		fprintf(stderr, "qlink vppu: --transport udp: --connect is the server's UDP "
+				"address; no --params-file, --program or --device\n");
+		return 2;
+	}
+	if (o->udp && vppu_udp_addr(o)) {
+		fprintf(stderr, "qlink vppu: --connect %s: want HOST:PORT or [IPV6]:PORT\n",
+			o->connect);
+		return 2;
+	}
 	if (o->hsb && o->device) {
 		fprintf(stderr, "qlink vppu: --transport hsb does not work with --device\n");
 		return 2;
@@ -679,7 +1034,8 @@ struct vppu {
 	struct ql_device *dev;
 	struct ql_ring_client *cl;
 	struct ql_hsb_client *hcl;
-	struct ql_hsb_params hp; /* the hsb server's (--transport hsb) */
+	struct ql_udp_client *ucl; /* --transport udp */
+	struct ql_hsb_params hp;   /* the hsb server's (--transport hsb) */
 	struct ql_vppu_client vc;
 	struct ql_ctl_client *ctl;
 	struct ql_program *prog;
@@ -776,6 +1132,25 @@ static int vppu_connect(struct vppu *v, const struct ql_conn_params *sp)
 	return ret;
 }
 
+/* --transport udp: no control plane, no files; --connect is the server's
+ * socket, as a CUDA-Q caller knows it. */
+static int vppu_connect_udp(struct vppu *v)
+{
+	const struct vppu_opts *o = v->o;
+	struct ql_udp_client_config uc = { .host = o->udp_host,
+					   .port = o->udp_port,
+					   .slot_size = o->slot_size,
+					   .window = o->cfg.window };
+	int ret = ql_udp_client_create(&uc, &v->ucl);
+
+	if (ret) {
+		tool_fail("vppu", "connecting to the server", ret);
+		return ret;
+	}
+	ql_vppu_client_udp(&v->vc, v->ucl);
+	return 0;
+}
+
 /* A run ended by a timeout or a signal says so plainly. */
 static void report_end(const struct ql_vppu_report *rep, const char *name,
 		       const struct vppu_opts *o)
@@ -826,7 +1201,10 @@ static int vppu_calls(struct vppu *v)
 	if (!v->prog) {
 		struct ql_vppu_config cfg = o->cfg;
 
-		ql_demo_parity_call(&call, &seed);
+		if (!strcmp(o->function, QL_DEMO_INCREMENT_NAME))
+			ql_demo_increment_call(&call, o->arg_len);
+		else
+			ql_demo_parity_call(&call, &seed);
 		if (v->hs) {
 			/* the board keeps answering its registers (the host
 			 * reads the enable bit back after setting it) */
@@ -889,6 +1267,7 @@ static void vppu_close(struct vppu *v)
 	tool_rdv_cleanup(&v->rdv);
 	ql_ring_client_destroy(v->cl);
 	ql_hsb_client_destroy(v->hcl);
+	ql_udp_client_destroy(v->ucl);
 	if (v->dev)
 		ql_device_close(v->dev);
 	ql_ctl_client_destroy(v->ctl);
@@ -1008,9 +1387,13 @@ int tool_vppu(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	if (o.cpu >= 0 && ql_cpu_pin(o.cpu))
 		fprintf(stderr, "qlink vppu: cannot pin to cpu %d; running unpinned\n", o.cpu);
-	ret = vppu_discover(&v, &sp);
-	if (!ret)
-		ret = vppu_connect(&v, &sp);
+	if (o.udp) {
+		ret = vppu_connect_udp(&v);
+	} else {
+		ret = vppu_discover(&v, &sp);
+		if (!ret)
+			ret = vppu_connect(&v, &sp);
+	}
 	if (ret) {
 		ret = 1;
 	} else if (o.device) {

@@ -99,6 +99,16 @@ void tool_fail(const char *cmd, const char *what, int err)
 		d, d[0] ? ")" : "");
 }
 
+/* The built-in functions every tool server offers. */
+static int tool_register_demo(struct ql_daemon *d)
+{
+	int ret = ql_daemon_register(d, ql_demo_parity_function());
+
+	if (!ret)
+		ret = ql_daemon_register(d, ql_demo_increment_function());
+	return ret;
+}
+
 int tool_server_open(struct tool_server *s, const char *uri,
 		     const struct ql_verbs_channel_config *vc, const struct ql_daemon_config *dc)
 {
@@ -111,7 +121,7 @@ int tool_server_open(struct tool_server *s, const char *uri,
 	if (!ret)
 		ret = ql_daemon_create(dc, s->ch, &s->d);
 	if (!ret)
-		ret = ql_daemon_register(s->d, ql_demo_parity_function());
+		ret = tool_register_demo(s->d);
 	if (!ret)
 		ret = ql_verbs_channel_local_params(s->ch, &s->params);
 	if (ret)
@@ -132,9 +142,25 @@ int tool_server_open_hsb(struct tool_server *s, const char *uri,
 	if (!ret)
 		ret = ql_daemon_create(dc, s->ch, &s->d);
 	if (!ret)
-		ret = ql_daemon_register(s->d, ql_demo_parity_function());
+		ret = tool_register_demo(s->d);
 	if (!ret)
 		ret = ql_hsb_channel_local_params(s->ch, &s->hsb_params);
+	if (ret)
+		tool_server_close(s);
+	return ret;
+}
+
+int tool_server_open_udp(struct tool_server *s, const struct ql_udp_channel_config *uc,
+			 const struct ql_daemon_config *dc)
+{
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	ret = ql_udp_channel_create(uc, &s->ch);
+	if (!ret)
+		ret = ql_daemon_create(dc, s->ch, &s->d);
+	if (!ret)
+		ret = tool_register_demo(s->d);
 	if (ret)
 		tool_server_close(s);
 	return ret;

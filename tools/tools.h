@@ -12,6 +12,7 @@
 #include "qlink/channel.h"
 #include "qlink/daemon.h"
 #include "qlink/hsb.h"
+#include "qlink/udp.h"
 #include "qlink/verbs.h"
 #include "rendezvous.h"
 
@@ -32,8 +33,9 @@ void tool_fail(const char *cmd, const char *what, int err);
 /* A shared secret file: its bytes, trailing newline dropped. */
 int tool_read_secret(const char *path, uint8_t *buf, size_t cap, size_t *len);
 
-/* An RTH side: device, verbs channel, daemon serving qlink_parity, and the
- * channel's connection parameters. */
+/* An RTH side: device, verbs channel, daemon serving the built-in
+ * functions (qlink_parity, rpc_increment), and the channel's connection
+ * parameters. */
 struct tool_server {
 	struct ql_device *dev;
 	struct ql_channel *ch;
@@ -48,6 +50,9 @@ int tool_server_open(struct tool_server *s, const char *uri,
 /* The same over an hsb channel (--transport hsb). */
 int tool_server_open_hsb(struct tool_server *s, const char *uri,
 			 const struct ql_hsb_channel_config *hc, const struct ql_daemon_config *dc);
+/* The same over CUDA-Q's UDP transport (no device; --transport udp). */
+int tool_server_open_udp(struct tool_server *s, const struct ql_udp_channel_config *uc,
+			 const struct ql_daemon_config *dc);
 /* "ring" or "hsb" -> hsb false/true; -1 for anything else. */
 int tool_transport(const char *s, bool *hsb);
 void tool_server_close(struct tool_server *s);
