@@ -6,7 +6,9 @@
  * src/udp/roce.c and framed by src/udp/pcap.c. tests/roce_tshark.sh decodes
  * it with tshark.
  *
- *   roce_pcap_gen FILE     prints the number of packets written
+ *   roce_pcap_gen FILE          prints the number of packets written
+ *   roce_pcap_gen --corpus DIR  writes the seed corpus of tests/fuzz/fuzz_roce.c
+ *                               instead (its input format, its addresses)
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -25,6 +27,22 @@ static const uint8_t opcodes[] = {
 	0x21, 0x22, 0x23, 0x24, 0x25, 0x26, 0x27, 0x28, 0x29, 0x2a, 0x2b,
 };
 
+static const char *corpus_dir;
+static int corpus_n;
+
+/* a fuzz_roce input: mode byte (bit 0: IPv6), then the UDP payload */
+static int emit_seed(const struct roce_addr *a, const uint8_t *buf, size_t n)
+{
+	char path[4096];
+	snprintf(path, sizeof(path), "%s/seed-%03d", corpus_dir, corpus_n++);
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return -1;
+	uint8_t mode = a->family == AF_INET6;
+	int ok = fwrite(&mode, 1, 1, f) == 1 && fwrite(buf, 1, n, f) == n;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
 static int emit(struct roce_pcap *pc, struct roce_addr *a, struct roce_pkt *p, uint64_t *ts)
 {
 	static uint8_t buf[2048];
@@ -33,6 +51,8 @@ static int emit(struct roce_pcap *pc, struct roce_addr *a, struct roce_pkt *p, u
 		fprintf(stderr, "roce_pcap_gen: build of opcode 0x%02x: %d\n", p->bth.opcode, n);
 		return -1;
 	}
+	if (corpus_dir)
+		return emit_seed(a, buf, (size_t)n);
 	struct iovec iov = { buf, (size_t)n };
 	*ts += 1000;
 	return roce_pcap_write(pc, *ts, a, &iov, 1);
@@ -40,12 +60,14 @@ static int emit(struct roce_pcap *pc, struct roce_addr *a, struct roce_pkt *p, u
 
 int main(int argc, char **argv)
 {
-	if (argc != 2) {
-		fprintf(stderr, "usage: roce_pcap_gen FILE\n");
+	if (argc == 3 && !strcmp(argv[1], "--corpus")) {
+		corpus_dir = argv[2];
+	} else if (argc != 2) {
+		fprintf(stderr, "usage: roce_pcap_gen FILE | --corpus DIR\n");
 		return 2;
 	}
-	struct roce_pcap *pc;
-	if (roce_pcap_open(&pc, argv[1])) {
+	struct roce_pcap *pc = NULL;
+	if (!corpus_dir && roce_pcap_open(&pc, argv[1])) {
 		fprintf(stderr, "roce_pcap_gen: %s\n", ql_error_detail());
 		return 1;
 	}
@@ -122,6 +144,24 @@ int main(int argc, char **argv)
 				return 1;
 			count++;
 		}
+	}
+	if (corpus_dir) {
+		/* fault-injection queries (mode byte 2; 6: provider keys allowed) */
+		static const char *const q[] = {
+			"\x02drop=0.01&dup=0.01&reorder=0.01&delay=0.01&"
+			"delay_us=200&corrupt=0.01&seed=7&drop_nth=5",
+			"\x06pcap=/tmp/x.pcap&loss=0.5&drop_once=3&fault_slots=4", "\x02drop=1.5",
+			"\x02reorder_max_us=0&seed=0x10"
+		};
+		for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
+			char path[4096];
+			snprintf(path, sizeof(path), "%s/query-%zu", corpus_dir, i);
+			FILE *f = fopen(path, "wb");
+			if (!f || fwrite(q[i], 1, strlen(q[i]), f) != strlen(q[i]) || fclose(f))
+				return 1;
+		}
+		printf("%d\n", corpus_n);
+		return 0;
 	}
 	if (roce_pcap_close(pc)) {
 		fprintf(stderr, "roce_pcap_gen: close failed\n");

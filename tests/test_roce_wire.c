@@ -543,6 +543,14 @@ static void test_build_refusals(void **state)
 	assert_int_equal(roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
 	p.payload_len = 8;
 	assert_int_equal(roce_build(buf, sizeof(buf), &p, &a), 24);
+	/* fields of headers the opcode does not carry are ignored (a parsed
+	 * packet leaves them as they were) */
+	struct roce_pkt g;
+	memset(&g, 0xff, sizeof(g));
+	g.bth = (struct roce_bth){ .opcode = ROCE_RC(ROCE_OP_SEND_ONLY) };
+	g.payload = pay;
+	g.payload_len = 3;
+	assert_int_equal(roce_build(buf, sizeof(buf), &g, &a), 20);
 	/* UC has no READ */
 	p.bth.opcode = ROCE_UC(ROCE_OP_RDMA_READ_REQUEST);
 	p.payload_len = 0;

@@ -168,7 +168,7 @@ int roce_build_hdr(uint8_t *hdr, size_t cap, const struct roce_pkt *p)
 	const struct roce_bth *b = &p->bth;
 	uint32_t e = op_entry(b->opcode);
 	if (!e || b->tver || b->dqpn > ROCE_QPN_MASK || b->psn > ROCE_PSN_MASK ||
-	    p->aeth.msn > 0xffffff)
+	    ((e & ROCE_HAS_AETH) && p->aeth.msn > 0xffffff))
 		return -EINVAL;
 	if (!(e & ROCE_HAS_PAYLOAD) && p->payload_len)
 		return -EINVAL;
@@ -242,7 +242,7 @@ int roce_build(uint8_t *buf, size_t cap, const struct roce_pkt *p, const struct 
 		return h;
 	uint32_t pad = ROCE_PAD(p->payload_len);
 	size_t total = (size_t)h + p->payload_len + pad + ROCE_ICRC_LEN;
-	if (total > cap || total > 0xffff - 48)
+	if (total > cap || total > ROCE_PKT_MAX)
 		return -EMSGSIZE;
 	if (p->payload_len)
 		memmove(buf + h, p->payload, p->payload_len);
@@ -256,7 +256,7 @@ int roce_build(uint8_t *buf, size_t cap, const struct roce_pkt *p, const struct 
 
 int roce_parse(const uint8_t *buf, size_t len, struct roce_pkt *p)
 {
-	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN || len > 0xffff || (len & 3))
+	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN || len > ROCE_PKT_MAX || (len & 3))
 		return -EBADMSG;
 	struct roce_bth *b = &p->bth;
 	uint32_t e = op_entry(buf[0]);
@@ -491,7 +491,7 @@ uint32_t roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, int n
  */
 int roce_icrc_solve_id(const uint8_t *buf, size_t len, const struct roce_addr *a, uint16_t *id)
 {
-	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN || len > 0xffff - 48)
+	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN || len > ROCE_PKT_MAX)
 		return -EBADMSG;
 	struct iovec iov = { (void *)buf, len - ROCE_ICRC_LEN };
 	uint32_t c = pseudo_crc(a, len, 0);

@@ -34,6 +34,8 @@
 #define ROCE_IMMDT_LEN 4
 #define ROCE_IETH_LEN 4
 #define ROCE_ICRC_LEN 4
+/* the longest UDP payload the codec takes: fits IPv4 and IPv6 lengths */
+#define ROCE_PKT_MAX (65535 - 48)
 /* the longest headers an opcode carries (BTH + AtomicETH) */
 #define ROCE_HDR_MAX 40
 /* pad bytes after a payload of n bytes (the packet stays 4-byte aligned) */
@@ -129,8 +131,9 @@ struct roce_atomiceth {
 	uint64_t compare;
 };
 /* One packet. roce_build: `has` and bth.pad are ignored (derived from the
- * opcode and payload_len). roce_parse: fills every field, `payload` points
- * into the parsed buffer. */
+ * opcode and payload_len), so are the fields of headers the opcode does not
+ * carry. roce_parse: fills the BTH, `has`, the headers `has` names and the
+ * payload (pointing into the parsed buffer); leaves the others as they were. */
 struct roce_pkt {
 	struct roce_bth bth;
 	uint32_t has;
