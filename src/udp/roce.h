@@ -19,6 +19,7 @@
 #ifndef QL_UDP_ROCE_H
 #define QL_UDP_ROCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -183,6 +184,11 @@ int roce_build_hdr(uint8_t *hdr, size_t cap, const struct roce_pkt *p);
 uint32_t roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, int n);
 void roce_put_icrc(uint8_t *dst, uint32_t icrc);
 extern const uint8_t roce_zero_pad[4];
+
+/* CRC-32 with carry-less multiplication (x86-64 PCLMULQDQ, chosen at load
+ * time when the CPU has it) or by table: tests switch; returns whether the
+ * fast path is now on */
+bool roce_crc_use_clmul(bool on);
 
 /* the name of an opcode ("RC SEND_ONLY"), "?" if unknown */
 const char *roce_opcode_name(uint8_t opcode);
