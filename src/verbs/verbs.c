@@ -425,6 +425,17 @@ int ql_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 	return qp->dev->ops->qp_query(qp, attr, attr_mask, init_attr);
 }
 
+int ql_qp_fault(struct ql_qp *qp, const char *spec)
+{
+	if (!qp)
+		return -EINVAL;
+	if (!qp->dev->ops->qp_fault)
+		return ql_error_set(-EOPNOTSUPP, "ql_qp_fault: the %s provider has no fault "
+						 "injection (soft+udp has)",
+				    qp->dev->provider->name);
+	return qp->dev->ops->qp_fault(qp, spec);
+}
+
 uint32_t ql_qp_num(const struct ql_qp *qp)
 {
 	return qp->qp_num;
