@@ -30,7 +30,6 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
-
 enum roce_fault_kind {
 	ROCE_FAULT_DROP,
 	ROCE_FAULT_DUP,
@@ -43,11 +42,11 @@ enum roce_fault_kind {
 struct roce_fault_cfg {
 	double rate[ROCE_FAULT_NKINDS]; /* 0..1 each, sum <= 1 */
 	uint32_t delay_us;		/* hold time of a delayed packet (default 200) */
-	uint32_t reorder_max_us;	/* a reordered packet goes out at the latest after this (default 1000) */
+	uint32_t reorder_max_us; /* a reordered packet goes out at the latest after this (default 1000) */
 	uint64_t seed;
-	uint64_t drop_nth;  /* drop every Nth packet (N, 2N, ...), 0: off */
-	uint64_t drop_once; /* drop packet N (1-based) only, 0: off */
-	uint32_t queue_slots; /* pending copies (default 64) */
+	uint64_t drop_nth;    /* drop every Nth packet (N, 2N, ...), 0: off */
+	uint64_t drop_once;   /* drop packet N (1-based) only, 0: off */
+	uint32_t queue_slots; /* pending copies (default 64; URI key fault_slots) */
 	uint32_t slot_bytes;  /* the largest packet a copy holds (default 9216) */
 };
 
@@ -57,14 +56,17 @@ bool roce_fault_cfg_on(const struct roce_fault_cfg *cfg);
 /* Parses a URI query ("drop=0.01&dup=0.01&seed=7", no '?') into cfg, which
  * it first sets to the defaults. Keys: drop (alias loss), dup, reorder,
  * delay, corrupt (rates 0..1), delay_us, reorder_max_us, seed, drop_nth,
- * drop_once. Unknown keys are left to the caller when `unknown_ok` (so the
+ * drop_once, fault_slots. Unknown keys are left to the caller when `unknown_ok` (so the
  * provider's own options can share the query), else -EINVAL. -EINVAL with a
  * detail (ql_error_set) on a bad value. */
 int roce_fault_parse(const char *query, bool unknown_ok, struct roce_fault_cfg *cfg);
 
+/* a pending copy */
 struct roce_fault_pkt {
-	uint64_t due_ns; /* goes out at or after this time */
-	uint64_t after_tx; /* ...or once this many packets were transmitted (reorder), 0: unused */
+	uint64_t due_ns; /* goes out at or after this time... */
+	uint64_t after_tx; /* ...or once packet number after_tx + 1 went through roce_fault_tx (reorder; 0: unused) */
+	uint64_t seq; /* insertion order: due copies go out oldest first */
+	bool busy;
 	struct sockaddr_storage peer;
 	socklen_t peerlen;
 	uint32_t len;
@@ -76,12 +78,17 @@ struct roce_fault {
 	uint64_t rng;
 	uint64_t ntx; /* packets through roce_fault_tx */
 	uint64_t count[ROCE_FAULT_NKINDS];
-	uint64_t queue_full; /* faults not applied: no free slot (packet sent as is) */
-	/* pending copies: a ring of cfg.queue_slots, ordered by insertion */
+	uint64_t queue_full; /* faults not applied (no free slot, or a packet over slot_bytes): sent as is */
+	/* pending copies: cfg.queue_slots slots of cfg.slot_bytes */
 	struct roce_fault_pkt *slots;
 	uint8_t *mem;
-	uint32_t head, used;
+	uint32_t used; /* busy slots */
+	uint32_t cur;  /* the slot roce_fault_next returned */
+	uint64_t seq;
 };
+
+/* "drop", "dup", "reorder", "delay", "corrupt" */
+const char *roce_fault_kind_name(enum roce_fault_kind k);
 
 /* 0, -ENOMEM, -EINVAL (with ql_error_set detail) */
 int roce_fault_init(struct roce_fault *f, const struct roce_fault_cfg *cfg);
@@ -90,8 +97,10 @@ void roce_fault_fini(struct roce_fault *f);
 enum { ROCE_FAULT_SEND = 0, ROCE_FAULT_CONSUMED = 1 };
 /* One packet about to be sent (the whole UDP payload, ICRC included, in
  * iov). Returns ROCE_FAULT_SEND (send it now as is; a duplicate may have been
- * queued to follow) or ROCE_FAULT_CONSUMED (dropped, or copied into the
- * pending queue: held back or corrupted). */
+ * queued to follow, due at once) or ROCE_FAULT_CONSUMED (dropped, or copied
+ * into the pending queue: held back, or corrupted in one bit other than BTH
+ * byte 4, which the ICRC does not cover, and due at once). The caller's
+ * buffers are never modified. */
 int roce_fault_tx(struct roce_fault *f, uint64_t now_ns, const struct iovec *iov, int n,
 		  const void *peer, socklen_t peerlen);
 /* the oldest pending copy that is due now, NULL if none */

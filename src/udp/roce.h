@@ -34,8 +34,8 @@
 #define ROCE_IMMDT_LEN 4
 #define ROCE_IETH_LEN 4
 #define ROCE_ICRC_LEN 4
-/* the longest headers an opcode carries (BTH + RETH + ImmDt) */
-#define ROCE_HDR_MAX 32
+/* the longest headers an opcode carries (BTH + AtomicETH) */
+#define ROCE_HDR_MAX 40
 /* pad bytes after a payload of n bytes (the packet stays 4-byte aligned) */
 #define ROCE_PAD(n) ((uint32_t)(-(uint32_t)(n)) & 3u)
 
@@ -150,7 +150,7 @@ struct roce_pkt {
  * in a DF packet from an unconnected UDP socket, docs/soft-udp.md);
  * roce_icrc_check ignores it (it solves for it). */
 struct roce_addr {
-	int family; /* AF_INET/AF_INET6 */
+	int family;		  /* AF_INET/AF_INET6 */
 	uint8_t src[16], dst[16]; /* v4 in the first 4 bytes */
 	uint16_t sport, dport;
 	uint16_t ip_id;
