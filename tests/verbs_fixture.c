@@ -16,6 +16,7 @@
 const struct vt_param vt_params[VT_NPARAMS] = {
 	{ .name = "loop", .uri = "soft://loop", .wire = "loop", .shm = false },
 	{ .name = "shm", .uri = "soft+shm://qltest", .wire = "shm", .shm = true },
+	{ .name = "udp", .uri = "soft+udp://127.0.0.1", .wire = "udp", .udp = true },
 };
 
 int vt_group_loop(void **state)
@@ -27,6 +28,12 @@ int vt_group_loop(void **state)
 int vt_group_shm(void **state)
 {
 	*state = (void *)&vt_params[1];
+	return 0;
+}
+
+int vt_group_udp(void **state)
+{
+	*state = (void *)&vt_params[2];
 	return 0;
 }
 
@@ -52,6 +59,13 @@ bool vt_soft_enabled(void)
 	return !s || strcmp(s, "0") != 0;
 }
 
+bool vt_udp_enabled(void)
+{
+	const char *s = getenv("QLINK_TEST_UDP");
+
+	return vt_soft_enabled() && (!s || strcmp(s, "0") != 0);
+}
+
 int vt_group_ibv(void **state)
 {
 	const struct vt_param *p = vt_ibv_param();
@@ -71,6 +85,9 @@ int vt_run_per_uri(const struct CMUnitTest *tests, size_t n)
 		failed += _cmocka_run_group_tests("soft://loop", tests, n, vt_group_loop, NULL);
 		failed +=
 			_cmocka_run_group_tests("soft+shm://qltest", tests, n, vt_group_shm, NULL);
+		if (vt_udp_enabled())
+			failed += _cmocka_run_group_tests("soft+udp://127.x.y.z", tests, n,
+							  vt_group_udp, NULL);
 	} else {
 		print_message("QLINK_TEST_SOFT=0: soft://loop and soft+shm:// groups left out\n");
 	}
@@ -96,7 +113,12 @@ void vt_dev_uri(const struct vt_param *p, char *buf, size_t len)
 {
 	static unsigned int seq;
 
-	if (!p->shm)
+	if (p->udp) {
+		unsigned int pid = (unsigned int)getpid();
+
+		snprintf(buf, len, "soft+udp://127.%u.%u.%u:%u", (pid >> 8) & 0xff, pid & 0xff,
+			 1 + seq++ % 250, 20000 + (pid >> 16) % 20000);
+	} else if (!p->shm)
 		snprintf(buf, len, "%s", p->uri);
 	else
 		snprintf(buf, len, "%s-%d-%u", p->uri, (int)getpid(), seq++);
