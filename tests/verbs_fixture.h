@@ -301,6 +301,11 @@ int vt_poll_for(struct ql_cq *cq, struct ibv_wc *wc, int max, int ms);
 	} while (0)
 
 const char *vt_state_str(enum ibv_qp_state s);
+/* soft+udp: wait until the pair's devices are quiet (a UC message that
+ * completed at the requester has been handled by the responder); nothing
+ * elsewhere. vt_counters does this by itself on a soft+udp device. */
+void vt_settle(const struct vt_pair *pr);
+void vt_udp_settle(struct ql_device *dev);
 /* ql_device_counters of a device; all zero on a real device, which keeps
  * no such counters (check vt_has_counters before comparing). */
 void vt_counters(struct ql_device *dev, struct ql_device_counters *c);

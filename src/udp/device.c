@@ -7,12 +7,15 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <ifaddrs.h>
+#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <unistd.h>
@@ -182,7 +185,7 @@ static int parse_addr(const char *uri, const char *s, size_t n, struct sudp_devi
 		memcpy(pb, port, pl);
 		pb[pl] = '\0';
 		v = strtoul(pb, &end, 10);
-		if (*end || !v || v > 65535)
+		if (*end || end == pb || v > 65535)
 			goto bad;
 		dev->port = (uint16_t)v;
 	}
@@ -194,6 +197,56 @@ bad:
 			    "'%s': soft+udp devices are soft+udp://IP[:PORT] or "
 			    "soft+udp://[IPv6][:PORT] with a unicast address of this host",
 			    uri);
+}
+
+/* The largest IB MTU whose packets fit the interface that owns our address
+ * (as rxe derives its active MTU from the netdev's): headers are at most
+ * IP (40) + UDP (8) + BTH, RETH, ImmDt (32) + ICRC (4). 1024 when unknown
+ * (what fits Ethernet's 1500). */
+static enum ibv_mtu iface_mtu(const struct sudp_device *dev)
+{
+	enum ibv_mtu best = IBV_MTU_1024;
+	struct ifaddrs *ifa, *i;
+	int s, mtu = 0;
+
+	if (getifaddrs(&ifa))
+		return best;
+	for (i = ifa; i && !mtu; i = i->ifa_next) {
+		const uint8_t *a, *m;
+		size_t n;
+		bool match = true;
+
+		if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != dev->family)
+			continue;
+		if (dev->family == AF_INET) {
+			a = (const uint8_t *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+			m = (const uint8_t *)&((struct sockaddr_in *)i->ifa_netmask)->sin_addr;
+			n = 4;
+		} else {
+			a = (const uint8_t *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+			m = (const uint8_t *)&((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr;
+			n = 16;
+		}
+		for (size_t k = 0; k < n; k++)
+			match &= (a[k] & m[k]) == (dev->my_ip[k] & m[k]);
+		if (match) {
+			struct ifreq r;
+
+			memset(&r, 0, sizeof(r));
+			snprintf(r.ifr_name, sizeof(r.ifr_name), "%s", i->ifa_name);
+			s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+			if (s >= 0) {
+				if (!ioctl(s, SIOCGIFMTU, &r))
+					mtu = r.ifr_mtu;
+				close(s);
+			}
+		}
+	}
+	freeifaddrs(ifa);
+	for (int e = IBV_MTU_4096; e >= IBV_MTU_256 && mtu; e--)
+		if ((128 << e) + 84 <= mtu)
+			return (enum ibv_mtu)e;
+	return best;
 }
 
 static int open_socket(const char *uri, struct sudp_device *dev)
@@ -244,6 +297,10 @@ static int open_socket(const char *uri, struct sudp_device *dev)
 		return ql_error_set(-e, "'%s': bind to port %u: %s%s", uri, dev->port, strerror(e),
 				    e == EADDRINUSE ? " (another device or rdma_rxe owns it)" : "");
 	}
+	/* port 0: the kernel's pick (a device its peers learn the port of) */
+	sl = sizeof(ss);
+	if (!getsockname(s, (struct sockaddr *)&ss, &sl))
+		dev->port = ntohs(((struct sockaddr_in *)&ss)->sin_port);
 	dev->sock = s;
 	return 0;
 }
@@ -251,7 +308,7 @@ static int open_socket(const char *uri, struct sudp_device *dev)
 static int sudp_open(const char *uri, const char *scheme, const char *rest,
 		     struct ql_device **out)
 {
-	struct sudp_opts o = { .poll = SUDP_POLL_ADAPTIVE, .idle_us = 200, .mtu = IBV_MTU_1024 };
+	struct sudp_opts o = { .poll = SUDP_POLL_ADAPTIVE, .idle_us = 200, .mtu = 0 };
 	const char *q = strchr(rest, '?');
 	struct sudp_device *dev;
 	int ret;
@@ -288,10 +345,10 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest,
 	}
 	dev->poll_mode = o.poll;
 	dev->idle_us = o.idle_us;
-	dev->active_mtu = o.mtu;
 	ret = open_socket(uri, dev);
 	if (ret)
 		goto err;
+	dev->active_mtu = o.mtu ? o.mtu : iface_mtu(dev);
 	dev->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (dev->efd < 0) {
 		ret = ql_error_set(-errno, "soft+udp: eventfd: %s", strerror(errno));
@@ -387,7 +444,7 @@ static int sudp_query(struct ql_device *d, struct ql_device_attr *a)
 	a->dev.max_qp_rd_atom = SUDP_MAX_RD_ATOMIC;
 	a->dev.max_qp_init_rd_atom = SUDP_MAX_RD_ATOMIC;
 	a->dev.max_res_rd_atom = SUDP_MAX_RD_ATOMIC * (SUDP_MAX_QP - 2);
-	a->dev.atomic_cap = IBV_ATOMIC_HCA;
+	a->dev.atomic_cap = IBV_ATOMIC_GLOB; /* CPU atomics on host memory */
 	a->dev.max_pkeys = 1;
 	a->dev.phys_port_cnt = 1;
 	a->port.state = IBV_PORT_ACTIVE;

@@ -1282,13 +1282,19 @@ static void rx_datagram(struct sudp_device *dev, const uint8_t *buf, size_t len,
 		sudp_cnt(dev, SC_RX_ICRC);
 		return;
 	}
-	sudp_cnt(dev, SC_RX_PKTS);
 	qp = dev->qps[p.bth.dqpn & (SUDP_MAX_QP - 1)];
 	if (!qp || qp->base.qp_num != p.bth.dqpn || p.bth.pkey != ROCE_DEFAULT_PKEY) {
 		sudp_cnt(dev, SC_RX_NO_QP);
 		return;
 	}
 	st = (enum ibv_qp_state)atomic_load(&qp->state);
+	if (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD && st != IBV_QPS_SQE) {
+		if (qp->type == IBV_QPT_UC)
+			sudp_cnt(dev, SC_UC_DROP_NOT_READY);
+		else
+			sudp_cnt(dev, SC_RX_NO_QP);
+		return;
+	}
 	tr = ROCE_OPCODE_TR(p.bth.opcode);
 	op = ROCE_OPCODE_OP(p.bth.opcode);
 	/* only from the address the QP is connected to, of its own type */
@@ -1297,13 +1303,6 @@ static void rx_datagram(struct sudp_device *dev, const uint8_t *buf, size_t len,
 	    (tr == ROCE_TR_RC) != (qp->type == IBV_QPT_RC) ||
 	    (tr != ROCE_TR_RC && tr != ROCE_TR_UC)) {
 		sudp_cnt(dev, SC_RX_BAD);
-		return;
-	}
-	if (st != IBV_QPS_RTR && st != IBV_QPS_RTS && st != IBV_QPS_SQD && st != IBV_QPS_SQE) {
-		if (qp->type == IBV_QPT_UC)
-			sudp_cnt(dev, SC_UC_DROP_NOT_READY);
-		else
-			sudp_cnt(dev, SC_RX_NO_QP);
 		return;
 	}
 	if (op >= ROCE_OP_RDMA_READ_RESPONSE_FIRST && op <= ROCE_OP_ATOMIC_ACKNOWLEDGE) {
@@ -1467,6 +1466,9 @@ void *sudp_nic_main(void *arg)
 					    &dev->rx_peer[i]);
 			did = true;
 		}
+		if (n > 0) /* processed, whatever the verdict */
+			atomic_fetch_add_explicit(&dev->cnt.v[SC_RX_PKTS], (uint64_t)n,
+						  memory_order_release);
 		for (uint32_t i = 0; i < dev->nlive; i++)
 			did |= service_qp(dev, dev->live[i]);
 		if (dev->fault)
