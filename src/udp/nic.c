@@ -426,7 +426,8 @@ static void flush_ack(struct sudp_qp *qp)
 
 static uint32_t wqe_npkts(const struct sudp_qp *qp, const struct sudp_swqe *w)
 {
-	if (w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+	if (w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
 		return 1;
 	return w->len ? (uint32_t)((w->len + qp->mtu - 1) / qp->mtu) : 1;
 }
@@ -544,11 +545,11 @@ static void ack_upto(struct sudp_qp *qp, uint32_t apsn)
 			go_back(qp, psn_add(w->first_psn, w->rd_rcvd));
 			break;
 		}
-		complete_send(qp, qp->sq_ci,
-			      IBV_WC_SUCCESS, w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-						      w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
-					      8 :
-					      (uint32_t)w->len);
+		complete_send(qp, qp->sq_ci, IBV_WC_SUCCESS,
+			      w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+					      w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
+				      8 :
+				      (uint32_t)w->len);
 		if (is_rd_atomic(w->wr.opcode) && qp->rd_out)
 			qp->rd_out--;
 		qp->sq_ci++;
@@ -594,7 +595,8 @@ static bool req_tx_one(struct sudp_qp *qp, uint64_t pi)
 			st = check_local(qp, w->wr.sg_list, w->wr.num_sge,
 					 rd); /* READ/atomic write locally */
 		if (st == IBV_WC_SUCCESS &&
-		    (w->len > SUDP_MAX_MSG || (rd && w->wr.opcode != IBV_WR_RDMA_READ && w->len != 8)))
+		    (w->len > SUDP_MAX_MSG ||
+		     (rd && w->wr.opcode != IBV_WR_RDMA_READ && w->len != 8)))
 			st = IBV_WC_LOC_LEN_ERR;
 		if (st != IBV_WC_SUCCESS) {
 			/* completes in order, once everything before it has */
@@ -649,7 +651,8 @@ static bool req_tx_one(struct sudp_qp *qp, uint64_t pi)
 		qp->rd_out++;
 		break;
 	default: {
-		const bool send = w->wr.opcode == IBV_WR_SEND || w->wr.opcode == IBV_WR_SEND_WITH_IMM;
+		const bool send = w->wr.opcode == IBV_WR_SEND ||
+				  w->wr.opcode == IBV_WR_SEND_WITH_IMM;
 		const bool imm = w->wr.opcode == IBV_WR_SEND_WITH_IMM ||
 				 w->wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 		uint64_t left = w->len - qp->tx_off;
@@ -658,16 +661,18 @@ static bool req_tx_one(struct sudp_qp *qp, uint64_t pi)
 		uint8_t op;
 
 		if (send)
-			op = first && last ? (imm ? ROCE_OP_SEND_ONLY_WITH_IMM : ROCE_OP_SEND_ONLY) :
-			     first	   ? ROCE_OP_SEND_FIRST :
-			     last	   ? (imm ? ROCE_OP_SEND_LAST_WITH_IMM : ROCE_OP_SEND_LAST) :
-					     ROCE_OP_SEND_MIDDLE;
+			op = first && last ?
+				     (imm ? ROCE_OP_SEND_ONLY_WITH_IMM : ROCE_OP_SEND_ONLY) :
+			     first ? ROCE_OP_SEND_FIRST :
+			     last  ? (imm ? ROCE_OP_SEND_LAST_WITH_IMM : ROCE_OP_SEND_LAST) :
+				     ROCE_OP_SEND_MIDDLE;
 		else
 			op = first && last ? (imm ? ROCE_OP_RDMA_WRITE_ONLY_WITH_IMM :
 						    ROCE_OP_RDMA_WRITE_ONLY) :
-			     first ? ROCE_OP_RDMA_WRITE_FIRST :
-			     last  ? (imm ? ROCE_OP_RDMA_WRITE_LAST_WITH_IMM : ROCE_OP_RDMA_WRITE_LAST) :
-				     ROCE_OP_RDMA_WRITE_MIDDLE;
+			     first	   ? ROCE_OP_RDMA_WRITE_FIRST :
+			     last	   ? (imm ? ROCE_OP_RDMA_WRITE_LAST_WITH_IMM :
+						    ROCE_OP_RDMA_WRITE_LAST) :
+					     ROCE_OP_RDMA_WRITE_MIDDLE;
 		p.bth.opcode = rc ? ROCE_RC(op) : ROCE_UC(op);
 		p.bth.psn = qp->npsn;
 		p.bth.se = last && imm && (w->wr.send_flags & IBV_SEND_SOLICITED) ? 1 : 0;
@@ -910,10 +915,10 @@ static void send_read_resp(struct sudp_qp *qp, uint32_t psn, const uint8_t *src,
 	for (uint32_t i = 0; i < n; i++) {
 		struct roce_pkt p;
 		uint64_t off = (uint64_t)i * qp->mtu;
-		uint8_t op = n == 1	     ? ROCE_OP_RDMA_READ_RESPONSE_ONLY :
-			     i == 0	     ? ROCE_OP_RDMA_READ_RESPONSE_FIRST :
+		uint8_t op = n == 1	? ROCE_OP_RDMA_READ_RESPONSE_ONLY :
+			     i == 0	? ROCE_OP_RDMA_READ_RESPONSE_FIRST :
 			     i == n - 1 ? ROCE_OP_RDMA_READ_RESPONSE_LAST :
-					       ROCE_OP_RDMA_READ_RESPONSE_MIDDLE;
+					  ROCE_OP_RDMA_READ_RESPONSE_MIDDLE;
 
 		memset(&p, 0, sizeof(p));
 		p.bth.opcode = ROCE_RC(op);
@@ -1073,7 +1078,8 @@ static void rx_send(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 	const bool rc = qp->type == IBV_QPT_RC;
 	uint32_t s;
 
-	if (op == ROCE_OP_SEND_FIRST || op == ROCE_OP_SEND_ONLY || op == ROCE_OP_SEND_ONLY_WITH_IMM) {
+	if (op == ROCE_OP_SEND_FIRST || op == ROCE_OP_SEND_ONLY ||
+	    op == ROCE_OP_SEND_ONLY_WITH_IMM) {
 		enum ibv_wc_status st;
 
 		if (!rq_has(qp)) {
@@ -1108,7 +1114,8 @@ static void rx_send(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 	qp->recv_off += p->payload_len;
 	qp->epsn = psn_add(p->bth.psn, 1);
 	if (is_last_or_only(op)) {
-		const bool imm = op == ROCE_OP_SEND_ONLY_WITH_IMM || op == ROCE_OP_SEND_LAST_WITH_IMM;
+		const bool imm = op == ROCE_OP_SEND_ONLY_WITH_IMM ||
+				 op == ROCE_OP_SEND_LAST_WITH_IMM;
 
 		complete_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)qp->recv_off, imm, p->imm);
 		qp->in_send = false;
@@ -1266,9 +1273,10 @@ static void rx_request(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 	} else if (is_write_op(op)) {
 		rx_write(qp, p, op);
 	} else if (op == ROCE_OP_RDMA_READ_REQUEST) {
-		uint32_t n = p->reth.dma_len ?
-				     (uint32_t)(((uint64_t)p->reth.dma_len + qp->mtu - 1) / qp->mtu) :
-				     1;
+		uint32_t n =
+			p->reth.dma_len ?
+				(uint32_t)(((uint64_t)p->reth.dma_len + qp->mtu - 1) / qp->mtu) :
+				1;
 
 		qp->msn++;
 		if (do_read(qp, p))
@@ -1339,8 +1347,7 @@ static void rx_datagram(struct sudp_device *dev, const uint8_t *buf, size_t len,
 	tr = ROCE_OPCODE_TR(p.bth.opcode);
 	op = ROCE_OPCODE_OP(p.bth.opcode);
 	/* only from the address the QP is connected to, of its own type */
-	if (!qp->connected ||
-	    memcmp(a.src, qp->peer_ip, dev->family == AF_INET ? 4 : 16) != 0 ||
+	if (!qp->connected || memcmp(a.src, qp->peer_ip, dev->family == AF_INET ? 4 : 16) != 0 ||
 	    (tr == ROCE_TR_RC) != (qp->type == IBV_QPT_RC) ||
 	    (tr != ROCE_TR_RC && tr != ROCE_TR_UC)) {
 		sudp_cnt(dev, SC_RX_BAD);
@@ -1359,7 +1366,8 @@ static void rx_datagram(struct sudp_device *dev, const uint8_t *buf, size_t len,
 			rx_read_resp(qp, &p);
 		return;
 	}
-	if (op > ROCE_OP_FETCH_ADD || (qp->type == IBV_QPT_UC && op > ROCE_OP_RDMA_WRITE_ONLY_WITH_IMM)) {
+	if (op > ROCE_OP_FETCH_ADD ||
+	    (qp->type == IBV_QPT_UC && op > ROCE_OP_RDMA_WRITE_ONLY_WITH_IMM)) {
 		sudp_cnt(dev, SC_RX_BAD);
 		return;
 	}
@@ -1403,8 +1411,7 @@ static bool has_work(struct sudp_device *dev)
 		int st = atomic_load(&qp->state);
 		uint64_t pi = atomic_load(&qp->sq_pi);
 
-		if (st == IBV_QPS_ERR &&
-		    (pi != qp->sq_ci || atomic_load(&qp->rq_pi) != qp->rq_ci))
+		if (st == IBV_QPS_ERR && (pi != qp->sq_ci || atomic_load(&qp->rq_pi) != qp->rq_ci))
 			return true;
 		if (st == IBV_QPS_RTS && qp->sq_tx < pi && !qp->rnr_until)
 			return true;
@@ -1477,6 +1484,21 @@ void *sudp_nic_main(void *arg)
 {
 	struct sudp_device *dev = arg;
 	uint64_t idle_since = now_ns();
+	cpu_set_t set;
+
+	/* The application may have pinned itself to one CPU before opening
+	 * the device; the NIC must not inherit that and compete with the
+	 * thread that polls it. Any CPU, or the URI's cpu=N. */
+	CPU_ZERO(&set);
+	if (dev->cpu >= 0) {
+		CPU_SET(dev->cpu, &set);
+	} else {
+		long n = sysconf(_SC_NPROCESSORS_CONF);
+
+		for (long c = 0; c < n && c < CPU_SETSIZE; c++)
+			CPU_SET((int)c, &set);
+	}
+	(void)!pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 
 	for (int i = 0; i < SUDP_BATCH; i++) {
 		dev->rx_iov[i].iov_base = dev->rx[i].buf;
