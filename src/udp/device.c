@@ -75,6 +75,7 @@ struct sudp_opts {
 	uint32_t idle_us;
 	int cpu;
 	enum ibv_mtu mtu;
+	char pcap[QL_DEVICE_URI_MAX];
 	char fault_q[QL_DEVICE_URI_MAX];
 };
 
@@ -106,6 +107,10 @@ static int parse_query(const char *uri, const char *q, struct sudp_opts *o)
 			if (errno || end == v || *end || *v == '-' || n > 10000000)
 				goto bad;
 			o->idle_us = (uint32_t)n;
+		} else if (!strcmp(kv, "pcap")) {
+			if (!*v)
+				goto bad;
+			snprintf(o->pcap, sizeof(o->pcap), "%s", v);
 		} else if (!strcmp(kv, "cpu")) {
 			errno = 0;
 			n = strtoul(v, &end, 10);
@@ -146,11 +151,12 @@ static int parse_query(const char *uri, const char *q, struct sudp_opts *o)
 	}
 	return 0;
 bad:
-	return ql_error_set(-EINVAL,
-			    "'%s': the query takes poll=busy|adaptive, idle_us=N, cpu=N, "
-			    "mtu=256|512|1024|2048|4096 and the fault options of "
-			    "docs/soft-udp.md, joined by '&'",
-			    uri);
+	return ql_error_set(
+		-EINVAL,
+		"'%s': the query takes poll=busy|adaptive, idle_us=N, cpu=N, pcap=FILE, "
+		"mtu=256|512|1024|2048|4096 and the fault options of "
+		"docs/soft-udp.md, joined by '&'",
+		uri);
 }
 
 /* "IP", "IP:PORT", "[IPv6]", "[IPv6]:PORT" */
@@ -360,6 +366,11 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 			goto err;
 		}
 	}
+	if (o.pcap[0]) {
+		ret = roce_pcap_open(&dev->pcap, o.pcap);
+		if (ret)
+			goto err;
+	}
 	dev->poll_mode = o.poll;
 	dev->cpu = o.cpu;
 	dev->idle_us = o.idle_us;
@@ -407,6 +418,7 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 	*out = &dev->base;
 	return 0;
 err:
+	roce_pcap_close(dev->pcap);
 	if (dev->sock >= 0)
 		close(dev->sock);
 	if (dev->efd >= 0)
@@ -430,6 +442,7 @@ static int sudp_close(struct ql_device *d)
 	pthread_join(dev->thread, NULL);
 	close(dev->sock);
 	close(dev->efd);
+	roce_pcap_close(dev->pcap);
 	if (dev->fault) {
 		roce_fault_fini(dev->fault);
 		free(dev->fault);

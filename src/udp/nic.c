@@ -371,6 +371,14 @@ static void tx_pkt(struct sudp_qp *qp, struct roce_pkt *p, const struct ibv_sge 
 	sudp_cnt(dev, SC_TX_PKTS);
 	if (f && roce_fault_tx(f, dev->now, &iov, 1, &qp->peer, qp->peerlen) != ROCE_FAULT_SEND)
 		return; /* dropped or held: the slot is free again */
+	if (sudp_unlikely(dev->pcap)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		roce_pcap_write(dev->pcap,
+				(uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+				&qp->txaddr, &iov, 1);
+	}
 	dev->tx_iov[dev->ntx] = iov;
 	mh = &dev->tx_msg[dev->ntx].msg_hdr;
 	memset(mh, 0, sizeof(*mh));
@@ -542,8 +550,13 @@ static void ack_upto(struct sudp_qp *qp, uint32_t apsn)
 		if (sudp_psn_diff(last, apsn) > 0)
 			break;
 		if (is_rd_atomic(w->wr.opcode) && !w->done) {
-			go_back(qp, psn_add(w->first_psn, w->rd_rcvd));
-			break;
+			/* acknowledged no further than the missing response */
+			uint32_t at = psn_add(w->first_psn, w->rd_rcvd);
+
+			if (sudp_psn_diff(at, qp->una) > 0)
+				qp->una = at;
+			go_back(qp, at);
+			return;
 		}
 		complete_send(qp, qp->sq_ci, IBV_WC_SUCCESS,
 			      w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
@@ -1188,6 +1201,8 @@ static void rx_atomic(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 {
 	uint64_t *dst, orig;
 
+	/* the ACK owed for what came before, before the PSN moves on */
+	flush_ack(qp);
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)) {
 		resp_fatal(qp, ROCE_NAK_INVALID_REQUEST, p->bth.psn, SC_NAK_INV_REQ);
 		return;
@@ -1278,6 +1293,7 @@ static void rx_request(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 				(uint32_t)(((uint64_t)p->reth.dma_len + qp->mtu - 1) / qp->mtu) :
 				1;
 
+		flush_ack(qp);
 		qp->msn++;
 		if (do_read(qp, p))
 			qp->epsn = psn_add(p->bth.psn, n);
@@ -1327,7 +1343,19 @@ static void rx_datagram(struct sudp_device *dev, const uint8_t *buf, size_t len,
 		sudp_cnt(dev, SC_RX_BAD);
 		return;
 	}
-	if (roce_icrc_check(buf, len, &a)) {
+	if (sudp_unlikely(dev->pcap)) {
+		struct iovec iov = { (void *)(uintptr_t)buf, len };
+		struct timespec ts;
+
+		if (roce_icrc_solve_id(buf, len, &a, &a.ip_id)) {
+			sudp_cnt(dev, SC_RX_ICRC);
+			return;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		roce_pcap_write(dev->pcap,
+				(uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, &a,
+				&iov, 1);
+	} else if (roce_icrc_check(buf, len, &a)) {
 		sudp_cnt(dev, SC_RX_ICRC);
 		return;
 	}

@@ -30,6 +30,7 @@
 #include <sys/socket.h>
 
 #include "udp/fault.h"
+#include "udp/pcap.h"
 #include "udp/roce.h"
 #include "verbs/provider.h"
 
@@ -255,6 +256,7 @@ struct sudp_device {
 
 	struct roce_fault_cfg fault_cfg;
 	struct roce_fault *fault; /* device-wide, NULL: none */
+	struct roce_pcap *pcap;	  /* ?pcap=FILE, NULL: none */
 	struct sudp_counters cnt;
 
 	/* NIC thread private: batches */
