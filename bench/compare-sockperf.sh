@@ -23,7 +23,8 @@
 # soft+udp://127.0.0.2:PORT (two addresses, one port: the RoCEv2 way),
 # each URI with the query Q (default poll=busy: the NIC threads spin). Loss
 # for the goodput runs is the fault-injection option drop=P&seed=7 on both
-# devices (docs/soft-udp.md). --quick: 1 round, short runs (a check that it
+# devices (docs/soft-udp.md); add cpu=N to Q to pin a device's NIC thread
+# (then both devices get the same N). --quick: 1 round, short runs (a check that it
 # works, not a measurement). CPU -1: no pinning, for either tool. --strict
 # exits 2 when a target is missed.
 # Needs sockperf (apt-get install sockperf).
@@ -72,7 +73,7 @@ if [ "$quick" = 1 ]; then
 	secs=1
 	lat_iters=1000
 	bw_iters=20000
-	gp_iters=200
+	gp_iters=1000 # fewer: write-bw cannot time 1 MiB messages (docs/benchmarks.md)
 fi
 
 if ! command -v sockperf >/dev/null 2>&1; then
