@@ -11,6 +11,7 @@
 #   goodput    1 MiB WRITEs, RC, at 0 %, 0.1 % and 1 % injected loss (reported)
 #
 # usage: bench/compare-sockperf.sh [--rounds N] [--client-cpu N|-1] [--server-cpu N|-1]
+#                                  [--client-nic-cpu N] [--server-nic-cpu N]
 #                                  [--query Q] [--time SEC] [--quick] [--strict]
 #
 # sockperf sends UDP payloads of the size of the RoCEv2 packet qlink puts on
@@ -23,8 +24,10 @@
 # soft+udp://127.0.0.2:PORT (two addresses, one port: the RoCEv2 way),
 # each URI with the query Q (default poll=busy: the NIC threads spin). Loss
 # for the goodput runs is the fault-injection option drop=P&seed=7 on both
-# devices (docs/soft-udp.md); add cpu=N to Q to pin a device's NIC thread
-# (then both devices get the same N). --quick: 1 round, short runs (a check that it
+# devices (docs/soft-udp.md). --client-nic-cpu/--server-nic-cpu pin each
+# device's NIC thread (its URI's cpu=N; unpinned by default): on an idle
+# machine with 4 cores, --client-cpu 0 --server-cpu 1 --client-nic-cpu 2
+# --server-nic-cpu 3. --quick: 1 round, short runs (a check that it
 # works, not a measurement). CPU -1: no pinning, for either tool. --strict
 # exits 2 when a target is missed.
 # Needs sockperf (apt-get install sockperf).
@@ -39,6 +42,8 @@ query=poll=busy
 secs=2
 quick=0
 strict=0
+cnic=
+snic=
 lat_iters=100000
 bw_iters=1000000
 gp_iters=1000
@@ -53,6 +58,8 @@ while [ $# -gt 0 ]; do
 	--client-cpu) ccpu=${2:?}; shift 2 ;;
 	--server-cpu) scpu=${2:?}; shift 2 ;;
 	--query) query=${2?}; shift 2 ;;
+	--client-nic-cpu) cnic=${2:?}; shift 2 ;;
+	--server-nic-cpu) snic=${2:?}; shift 2 ;;
 	--time) secs=${2:?}; shift 2 ;;
 	--quick) quick=1; shift ;;
 	--strict) strict=1; shift ;;
@@ -60,7 +67,7 @@ while [ $# -gt 0 ]; do
 	*) echo "compare-sockperf.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 	esac
 done
-for v in "$rounds" "${ccpu#-}" "${scpu#-}" "$secs"; do
+for v in "$rounds" "${ccpu#-}" "${scpu#-}" "$secs" ${cnic:+"$cnic"} ${snic:+"$snic"}; do
 	case "$v" in '' | *[!0-9]*) echo "compare-sockperf.sh: '$v' is not a number" >&2; exit 2 ;; esac
 done
 # cpu -1: no pinning (qlink-bench-verbs' convention; sockperf then runs without taskset)
@@ -106,7 +113,9 @@ port=$((20000 + RANDOM % 20000))
 sp_port=$((port + 1))
 
 uri() { # ADDR [EXTRA-QUERY]
-	local q=$query
+	local q=$query nic=$cnic
+	if [ "$1" = 127.0.0.2 ]; then nic=$snic; fi
+	if [ -n "$nic" ]; then q=${q:+$q&}cpu=$nic; fi
 	if [ -n "${2:-}" ]; then q=${q:+$q&}$2; fi
 	echo "soft+udp://$1:$port${q:+?$q}"
 }
