@@ -17,10 +17,10 @@ for r in $(seq 1 "$R"); do
 	echo "== round $r"
 	$V --test write-lat --size 8 --iters $N --warmup $((N / 10)) $C | grep '^write-lat'
 	$V --test send-lat --size 8 --iters $N --warmup $((N / 10)) $C | grep '^send-lat'
-	taskset -c 1 sockperf server -i 127.0.9.1 -p 11111 -F r --nonblocked >/dev/null 2>&1 &
+	taskset -c 1 sockperf server -i 127.0.9.1 -p 11111 --nonblocked >/dev/null 2>&1 &
 	S=$!
 	sleep 0.5
-	taskset -c 0 sockperf ping-pong -i 127.0.9.1 -p 11111 -m 14 -t "$T" -F r --nonblocked \
+	taskset -c 0 sockperf ping-pong -i 127.0.9.1 -p 11111 -m 14 -t "$T" --nonblocked \
 		--full-rtt 2>&1 | grep -E 'avg-rtt|percentile 50.000' | sed 's/^/sockperf pp: /'
 	taskset -c 0 sockperf throughput -i 127.0.9.1 -p 11111 -m 14 -t "$T" 2>&1 |
 		grep -E 'Summary: Message Rate' | sed 's/^/sockperf tp: /'
