@@ -522,6 +522,49 @@ static void test_psn_wrap(void **s)
 	vt_pair_destroy(pr);
 }
 
+/* ---- goodput of 1 MiB WRITEs under loss (docs/benchmarks.md) ---------- */
+
+static void test_goodput_1mib(void **s)
+{
+	static const char *const loss[] = { "", "drop=0.001&seed=3", "drop=0.01&seed=3" };
+	const size_t len = 1u << 20;
+
+	(void)s;
+	for (int k = 0; k < 3; k++) {
+		struct vt_pair *pr = pair_rc(12, 7); /* 16 ms ACK timeout */
+		struct ql_mr *ma, *mb;
+		uint8_t *ba, *bb;
+		uint64_t t0, ns;
+		const int n = 16;
+
+		assert_int_equal(ql_pd_mem_alloc(pr->a.pd, len, (void **)&ba), 0);
+		assert_int_equal(ql_pd_mem_alloc(pr->b.pd, len, (void **)&bb), 0);
+		assert_int_equal(ql_mr_reg(pr->a.pd, ba, len, VT_ACCESS_ALL, &ma), 0);
+		assert_int_equal(ql_mr_reg(pr->b.pd, bb, len, VT_ACCESS_ALL, &mb), 0);
+		assert_int_equal(ql_qp_fault(pr->a.qp, loss[k]), 0);
+		assert_int_equal(ql_qp_fault(pr->b.qp, loss[k]), 0);
+		vt_fill(ba, len, 77);
+		t0 = vt_now_ns();
+		for (int i = 0; i < n; i++) {
+			assert_int_equal(vt_post_write(pr->a.qp, (uint64_t)i, ba, (uint32_t)len,
+						       ql_mr_lkey(ma), (uintptr_t)bb,
+						       ql_mr_rkey(mb), IBV_SEND_SIGNALED),
+					 0);
+			expect_ok(pr->a.scq, (uint64_t)i, IBV_WC_RDMA_WRITE);
+		}
+		ns = vt_now_ns() - t0;
+		assert_true(vt_check(bb, len, 77));
+		print_message("goodput 1 MiB WRITE, loss '%s': %.1f MB/s (%d x 1 MiB in %.1f ms)\n",
+			      loss[k][0] ? loss[k] : "none",
+			      (double)n * (double)len / ((double)ns / 1e3), n, (double)ns / 1e6);
+		assert_int_equal(ql_mr_dereg(ma), 0);
+		assert_int_equal(ql_mr_dereg(mb), 0);
+		assert_int_equal(ql_pd_mem_free(pr->a.pd, ba), 0);
+		assert_int_equal(ql_pd_mem_free(pr->b.pd, bb), 0);
+		vt_pair_destroy(pr);
+	}
+}
+
 /* ---- hostile input ---------------------------------------------------- */
 
 struct spray {
@@ -647,6 +690,7 @@ int main(void)
 		cmocka_unit_test(test_uc_loss_drops_message),
 		cmocka_unit_test(test_retry_exceeded),
 		cmocka_unit_test(test_garbage_spray),
+		cmocka_unit_test(test_goodput_1mib),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

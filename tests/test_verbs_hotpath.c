@@ -9,7 +9,7 @@
  *     seccomp filter that kills it at any system call but read, write,
  *     exit and sigreturn; the parent checks it came back alive.
  *
- * On soft+udp the loops are shorter (20 000 and 3 000 operations) and the
+ * On soft+udp the loops are shorter (5 000 and 1 000 operations) and the
  * proof is about the application's thread: the device's NIC thread (the
  * "hardware") does the socket calls, outside the filter, and its
  * serialisation with setup calls is a private spin flag, not a pthread
@@ -30,8 +30,8 @@
 #define HP_SECCOMP_OPS 100000
 /* soft+udp: every operation is a round trip through two NIC threads and
  * the kernel's UDP stack (tens of microseconds on a loaded 2-core host) */
-#define HP_OPS_UDP 20000
-#define HP_SECCOMP_OPS_UDP 3000
+#define HP_OPS_UDP 5000
+#define HP_SECCOMP_OPS_UDP 1000
 
 /* ---- the loops -------------------------------------------------------- */
 
