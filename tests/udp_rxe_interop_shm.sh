@@ -54,6 +54,26 @@ pair corrupt-read 1 --cases rc-read-reqa -- --cases rc-read-reqa --corrupt
 pair corrupt-gap 1 --cases uc-write-reqa -- --cases uc-write-reqa --corrupt
 grep -q 'FAIL: .*written outside any message' "$tmp/corrupt-gap.b" ||
 	{ echo "FAIL: the stray byte was not reported"; cat "$tmp/corrupt-gap.b"; fails=$((fails + 1)); }
+# a side alone: the peer never comes; it stops after the first case
+"$prog" --side a --uri "soft+shm://ixa$$" --rdv "$tmp" --timeout 1 >"$tmp/alone.a" 2>&1
+if [ $? -ne 0 ] && grep -q 'the other side is gone' "$tmp/alone.a" && [ "$(grep -c '^case ' "$tmp/alone.a")" -eq 1 ]; then
+	echo "ok: a side alone fails after one case"
+else
+	echo "FAIL: a side alone:"; cat "$tmp/alone.a"; fails=$((fails + 1))
+fi
+# the test vectors' check: a change to a masked field (the TOS) still
+# verifies, a change to the destination address does not
+vec=$(dirname "$0")/data/rxe-packets
+mkdir -p "$tmp/vec" "$tmp/tos"
+sed '/^hex$/{n;s/^4500/45e0/}' "$vec/0a-rc_rdma_write_only.txt" >"$tmp/tos/0a.txt"
+"$prog" --verify-vectors "$tmp/tos" >"$tmp/tos.out" 2>&1 ||
+	{ echo "FAIL: a packet with another TOS (masked) did not verify"; cat "$tmp/tos.out"; fails=$((fails + 1)); }
+sed '/^hex$/{n;n;s/^c6/c7/}' "$vec/0a-rc_rdma_write_only.txt" >"$tmp/vec/0a.txt"
+if "$prog" --verify-vectors "$tmp/vec" >"$tmp/vec.out" 2>&1; then
+	echo "FAIL: a spoiled test vector verified"; cat "$tmp/vec.out"; fails=$((fails + 1))
+else
+	echo "ok: a spoiled test vector is refused"
+fi
 [ "$fails" -eq 0 ] && echo "udp_rxe_interop_shm: all passed" && exit 0
 echo "udp_rxe_interop_shm: $fails failed"
 exit 1
