@@ -49,19 +49,23 @@ struct vt_param {
 	const char *wire;  /* what ql_device_query reports as wire (NULL: any) */
 	bool shm;
 	bool ibv; /* a real RDMA device through libibverbs */
+	bool udp; /* soft+udp: RoCEv2 over UDP on loopback */
 };
 
 extern const struct vt_param vt_params[];
-#define VT_NPARAMS 2
+#define VT_NPARAMS 3
 
 int vt_group_loop(void **state);
 int vt_group_shm(void **state);
+int vt_group_udp(void **state);
 int vt_group_ibv(void **state);
 
 /* The ibv parameter from QLINK_TEST_IBV_A/B, or NULL when not set. */
 const struct vt_param *vt_ibv_param(void);
 /* Whether the soft groups run (QLINK_TEST_SOFT is not "0"). */
 bool vt_soft_enabled(void);
+/* Whether the soft+udp group runs (also QLINK_TEST_UDP is not "0"). */
+bool vt_udp_enabled(void);
 
 /* Run one test table once per URI; evaluates to the number of failures. */
 int vt_run_per_uri(const struct CMUnitTest *tests, size_t n);
@@ -78,13 +82,29 @@ int vt_run_per_uri(const struct CMUnitTest *tests, size_t n);
 		}                                                                            \
 	} while (0)
 
+/* Skip the running test on soft+udp, printing why: what it checks is a
+ * promise of the soft provider's loop and shm wires only (the report says
+ * which tests carry it). */
+#define VT_NOT_UDP(p, why)                                                                   \
+	do {                                                                                 \
+		if ((p)->udp) {                                                              \
+			print_message("[     SKIP ] %s: soft loop/shm wires only: %s\n",         \
+				      (p)->uri, (why));                                      \
+			skip();                                                              \
+		}                                                                            \
+	} while (0)
+
 /* Say (on the test's output) that a real device took a documented
  * alternative the test accepts. */
 void vt_note(const struct vt_param *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* The URI the n-th device of a test opens: soft://loop, or a soft+shm name
  * unique to this process (so that parallel ctest runs do not collide), or
- * device A of the ibv pair. vt_dev_open_b opens end b's device (ibv: B). */
+ * device A of the ibv pair, or soft+udp://127.X.Y.Z:PORT with X.Y and PORT
+ * from the pid and Z a sequence number (every device of a process on one
+ * port, as soft+udp peers must be; distinct processes on distinct
+ * addresses, so that ctest -j runs do not collide). vt_dev_open_b opens
+ * end b's device (ibv: B). */
 void vt_dev_uri(const struct vt_param *p, char *buf, size_t len);
 int vt_dev_open(const struct vt_param *p, struct ql_device **dev);
 int vt_dev_open_b(const struct vt_param *p, struct ql_device **dev);
@@ -281,6 +301,11 @@ int vt_poll_for(struct ql_cq *cq, struct ibv_wc *wc, int max, int ms);
 	} while (0)
 
 const char *vt_state_str(enum ibv_qp_state s);
+/* soft+udp: wait until the pair's devices are quiet (a UC message that
+ * completed at the requester has been handled by the responder); nothing
+ * elsewhere. vt_counters does this by itself on a soft+udp device. */
+void vt_settle(const struct vt_pair *pr);
+void vt_udp_settle(struct ql_device *dev);
 /* ql_device_counters of a device; all zero on a real device, which keeps
  * no such counters (check vt_has_counters before comparing). */
 void vt_counters(struct ql_device *dev, struct ql_device_counters *c);

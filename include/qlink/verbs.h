@@ -13,16 +13,19 @@
  * (docs/verbs.md, "Providers"):
  *   soft://loop        software NIC, both ends in one process
  *   soft+shm://NAME    software NIC, ends in processes on one host
- *   soft+udp://...     reserved (RoCEv2 over UDP), not supported yet
+ *   soft+udp://IP[:PORT][?OPTS]  software NIC on a RoCEv2-over-UDP wire
+ *                      (peers: other hosts, Linux rdma_rxe; docs/soft-udp.md)
  *   ibv://DEVICE[:PORT[:GID_INDEX]]  a real RDMA device through libibverbs
  *
  * Threading: like a verbs provider used with thread domains, each QP and each
  * CQ must be driven by one thread at a time; distinct QPs with distinct CQs
  * may be driven by distinct threads. Setup calls are thread-safe.
  *
- * Progress is driven by the caller's own post and poll calls; no provider
- * starts a thread. Post and poll never allocate, lock, log or enter the
- * kernel.
+ * Progress is driven by the caller's own post and poll calls, except on
+ * soft+udp, whose devices each run a NIC thread (the "hardware": it sends
+ * and receives the packets). Post and poll never allocate, lock, log or
+ * enter the kernel (soft+udp: a post writes an eventfd only to wake a NIC
+ * thread that went to sleep after idling, docs/soft-udp.md).
  */
 #ifndef QLINK_VERBS_H
 #define QLINK_VERBS_H
@@ -84,6 +87,31 @@ struct ql_device_counters {
 	/* soft, requester side: UC messages this device's QPs sent that loss
 	 * injection dropped (docs/soft-provider.md); 0 elsewhere */
 	uint64_t uc_drop_injected;
+	/* soft+udp only (0 elsewhere): the wire. rc_nak_seq: PSN sequence
+	 * error NAKs sent; rx_packets: datagrams received and processed,
+	 * whatever the verdict; rx_dropped: of them refused (malformed,
+	 * unknown or unconnected QP, wrong source), rx_icrc_errors: of them
+	 * with a bad ICRC; duplicates: requests received
+	 * again (re-ACKed, READ re-executed, atomic replayed); retransmits:
+	 * packets sent again (timeouts and NAKs); fault_*: packets the fault
+	 * injection of the device and its QPs dropped, duplicated, reordered,
+	 * delayed or corrupted (uc_drop_injected = fault_drop there). */
+	uint64_t rc_nak_seq;
+	uint64_t tx_packets;
+	uint64_t rx_packets;
+	uint64_t rx_dropped;
+	uint64_t rx_icrc_errors;
+	uint64_t retransmits;
+	uint64_t timeouts;
+	uint64_t naks_received;
+	uint64_t rnr_naks_received;
+	uint64_t duplicates;
+	uint64_t uc_msgs_dropped;
+	uint64_t fault_drop;
+	uint64_t fault_dup;
+	uint64_t fault_reorder;
+	uint64_t fault_delay;
+	uint64_t fault_corrupt;
 };
 int ql_device_counters(struct ql_device *dev, struct ql_device_counters *c);
 
@@ -168,6 +196,12 @@ int ql_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
 int ql_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		struct ql_qp_init_attr *init_attr);
 uint32_t ql_qp_num(const struct ql_qp *qp);
+/* Fault injection on the packets one QP sends (soft+udp; tests only):
+ * `spec` takes the fault options of the device URI's query
+ * (docs/soft-udp.md: "drop=0.01&seed=7", "drop_nth=5", ...), replacing the
+ * device's for this QP; NULL or "" turns the QP's off (back to the
+ * device's). -EINVAL for a bad spec, -EOPNOTSUPP on other providers. */
+int ql_qp_fault(struct ql_qp *qp, const char *spec);
 enum ibv_qp_state ql_qp_state(const struct ql_qp *qp);
 
 /* ---- connection parameters ------------------------------------------ */

@@ -324,7 +324,7 @@ static void check_device(struct ql_yaml_file *f, const char *uri)
 	else if (slen == 3 && !strncmp(uri, "ibv", 3))
 		why = bad_ibv(rest);
 	else if (slen == 8 && !strncmp(uri, "soft+udp", 8))
-		why = "the soft+udp wire is not supported yet";
+		why = !*rest || *rest == '?' ? "names no address (soft+udp://IP[:PORT])" : NULL;
 	else {
 		ql__diag_add(f, line,
 			     "device: unknown URI scheme '%.*s' in '%s' (known: soft://loop, "

@@ -41,6 +41,8 @@ struct ql_device_ops {
 	/* optional (NULL: -EOPNOTSUPP): remote addresses relative to iova */
 	int (*mr_reg_iova)(struct ql_pd *pd, void *addr, size_t length, uint64_t iova, int access,
 			   struct ql_mr **mr);
+	/* optional (NULL: -EOPNOTSUPP): ql_qp_fault */
+	int (*qp_fault)(struct ql_qp *qp, const char *spec);
 };
 
 /* Set by the verbs layer after the provider's open/alloc returns; the

@@ -10,17 +10,11 @@
 
 #include "verbs/registry.h"
 
-static const struct ql_provider reserved_soft_udp = {
-	.name = "soft",
-	.schemes = (const char *const[]){ "soft+udp", NULL },
-	.reserved = "the soft+udp wire (RoCEv2 over UDP, interoperating with Linux Soft-RoCE)",
-};
-
 /* Lookup and listing order. */
 static const struct ql_provider *const providers[] = {
 	&ql_provider_soft,
 	&ql_provider_ibv,
-	&reserved_soft_udp,
+	&ql_provider_soft_udp,
 };
 
 #define NPROVIDERS (sizeof(providers) / sizeof(providers[0]))

@@ -55,6 +55,7 @@ struct ql_provider {
 /* The providers (each defined in its own folder). */
 extern const struct ql_provider ql_provider_soft QL_PROVIDER_HIDDEN;
 extern const struct ql_provider ql_provider_ibv QL_PROVIDER_HIDDEN;
+extern const struct ql_provider ql_provider_soft_udp QL_PROVIDER_HIDDEN;
 
 /* The provider serving (or reserving) `scheme` of length `len` (not
  * necessarily NUL-terminated), or NULL; *matched: its schemes[] entry. */

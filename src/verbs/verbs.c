@@ -22,7 +22,7 @@
 int ql_device_open(const char *uri, struct ql_device **dev)
 {
 	const struct ql_provider *p;
-	char known[128], reserved[64];
+	char known[128], reserved[64], rsv[80];
 	const char *sep, *scheme;
 	size_t slen;
 	int ret;
@@ -36,18 +36,20 @@ int ql_device_open(const char *uri, struct ql_device **dev)
 				    QL_DEVICE_URI_MAX - 1);
 	ql_registry_schemes(known, sizeof(known), 0);
 	ql_registry_schemes(reserved, sizeof(reserved), 1);
+	/* "; reserved: ..." only while some scheme is */
+	snprintf(rsv, sizeof(rsv), "%s%s", reserved[0] ? "; reserved: " : "", reserved);
 	sep = strstr(uri, "://");
 	if (!sep)
 		return ql_error_set(
 			-EINVAL,
-			"'%s' is not a device URI SCHEME://... (schemes: %s; reserved: %s)", uri,
-			known, reserved);
+			"'%s' is not a device URI SCHEME://... (schemes: %s%s)", uri, known,
+			rsv);
 	slen = (size_t)(sep - uri);
 	p = ql_registry_find(uri, slen, &scheme);
 	if (!p)
 		return ql_error_set(-EPROTONOSUPPORT,
-				    "'%s': unknown device scheme '%.*s' (known: %s; reserved: %s)",
-				    uri, (int)slen, uri, known, reserved);
+				    "'%s': unknown device scheme '%.*s' (known: %s%s)", uri,
+				    (int)slen, uri, known, rsv);
 	if (p->reserved)
 		return ql_error_set(-EPROTONOSUPPORT, "'%s': %s is not supported yet", uri,
 				    p->reserved);
@@ -423,6 +425,17 @@ int ql_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 	if (!qp || !attr)
 		return -EINVAL;
 	return qp->dev->ops->qp_query(qp, attr, attr_mask, init_attr);
+}
+
+int ql_qp_fault(struct ql_qp *qp, const char *spec)
+{
+	if (!qp)
+		return -EINVAL;
+	if (!qp->dev->ops->qp_fault)
+		return ql_error_set(-EOPNOTSUPP, "ql_qp_fault: the %s provider has no fault "
+						 "injection (soft+udp has)",
+				    qp->dev->provider->name);
+	return qp->dev->ops->qp_fault(qp, spec);
 }
 
 uint32_t ql_qp_num(const struct ql_qp *qp)

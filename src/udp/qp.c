@@ -1,0 +1,548 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * soft+udp provider: queue pairs (create, the state machine, connecting)
+ * and the application's side of the hot path: post_send, post_recv and
+ * poll, which only fill and drain rings shared with the NIC thread (nic.c).
+ */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qlink/error.h"
+#include "udp/sudp.h"
+#include "verbs/qp_fsm.h"
+
+#define M(x) IBV_QP_##x
+
+static uint32_t pow2_at_least(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+static void qp_free(struct sudp_qp *qp)
+{
+	free(qp->sq);
+	free(qp->sq_sge);
+	free(qp->sq_inline);
+	free(qp->rq_wrid);
+	free(qp->rq_len);
+	free(qp->rq_num);
+	free(qp->rq_sge);
+	if (qp->fault) {
+		roce_fault_fini(qp->fault);
+		free(qp->fault);
+	}
+	free(qp);
+}
+
+int sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **out)
+{
+	struct sudp_pd *pd = (struct sudp_pd *)p;
+	struct sudp_device *dev = (struct sudp_device *)p->dev;
+	struct sudp_cq *scq = (struct sudp_cq *)ia->send_cq, *rcq = (struct sudp_cq *)ia->recv_cq;
+	struct ibv_qp_cap *cap = &ia->cap;
+	struct sudp_qp *qp;
+	uint32_t idx, sq_size, rq_size;
+
+	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UC)
+		return ql_error_set(-EOPNOTSUPP,
+				    "soft+udp: QP type %d not supported (RC and UC are)",
+				    ia->qp_type);
+	if (!scq || !rcq || scq->dev != dev || rcq->dev != dev)
+		return ql_error_set(-EINVAL, "ql_qp_create: send_cq and recv_cq must be CQs of the "
+					     "QP's device");
+	if (cap->max_send_wr < 1 || cap->max_send_wr > SUDP_MAX_QP_WR || cap->max_recv_wr < 1 ||
+	    cap->max_recv_wr > SUDP_MAX_QP_WR)
+		return ql_error_set(-EINVAL, "ql_qp_create: max_send_wr/max_recv_wr must be 1..%d",
+				    SUDP_MAX_QP_WR);
+	if (cap->max_send_sge > SUDP_MAX_SGE || cap->max_recv_sge > SUDP_MAX_SGE)
+		return ql_error_set(-EINVAL, "ql_qp_create: at most %d SGEs per WR", SUDP_MAX_SGE);
+	if (cap->max_inline_data > SUDP_MAX_INLINE)
+		return ql_error_set(-EINVAL, "ql_qp_create: max_inline_data above %d",
+				    SUDP_MAX_INLINE);
+	qp = calloc(1, sizeof(*qp));
+	if (!qp)
+		return -ENOMEM;
+	sq_size = pow2_at_least(cap->max_send_wr);
+	qp->sq_nsge = cap->max_send_sge ? cap->max_send_sge : 1;
+	qp->sq = calloc(sq_size, sizeof(*qp->sq));
+	qp->sq_sge = calloc((size_t)sq_size * qp->sq_nsge, sizeof(*qp->sq_sge));
+	if (cap->max_inline_data)
+		qp->sq_inline = calloc(sq_size, cap->max_inline_data);
+	rq_size = pow2_at_least(cap->max_recv_wr);
+	qp->rq_nsge = cap->max_recv_sge ? cap->max_recv_sge : 1;
+	qp->rq_wrid = calloc(rq_size, sizeof(*qp->rq_wrid));
+	qp->rq_len = calloc(rq_size, sizeof(*qp->rq_len));
+	qp->rq_num = calloc(rq_size, sizeof(*qp->rq_num));
+	qp->rq_sge = calloc((size_t)rq_size * qp->rq_nsge, sizeof(*qp->rq_sge));
+	if (!qp->sq || !qp->sq_sge || (cap->max_inline_data && !qp->sq_inline) || !qp->rq_wrid ||
+	    !qp->rq_len || !qp->rq_num || !qp->rq_sge) {
+		qp_free(qp);
+		return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < sq_size; i++)
+		qp->sq[i].wr.sg_list = &qp->sq_sge[(size_t)i * qp->sq_nsge];
+	qp->sq_mask = sq_size - 1;
+	qp->rq_mask = rq_size - 1;
+
+	qp->base.head.ops = &sudp_qp_ops;
+	qp->base.dev = &dev->base;
+	qp->base.pd = p;
+	qp->base.qp_type = ia->qp_type;
+	qp->dev = dev;
+	qp->scq = scq;
+	qp->rcq = rcq;
+	qp->pd_id = pd->id;
+	qp->type = ia->qp_type;
+	qp->sq_sig_all = ia->sq_sig_all;
+	qp->qp_context = ia->qp_context;
+	qp->cap = *cap;
+	atomic_init(&qp->state, IBV_QPS_RESET);
+
+	pthread_mutex_lock(&dev->setup);
+	for (idx = 2; idx < SUDP_MAX_QP && dev->qps[idx]; idx++)
+		;
+	if (idx == SUDP_MAX_QP) {
+		pthread_mutex_unlock(&dev->setup);
+		qp_free(qp);
+		return ql_error_set(-ENOMEM, "soft+udp: all %u QPs of the device in use",
+				    SUDP_MAX_QP - 2);
+	}
+	qp->idx = idx;
+	qp->base.qp_num = (((++dev->qp_gen[idx]) & 0x3fff) << SUDP_QP_IDX_BITS) | idx;
+	pd->nqp++;
+	scq->nrefs++;
+	rcq->nrefs++;
+	sudp_dev_lock(dev);
+	dev->qps[idx] = qp;
+	dev->live[dev->nlive++] = qp;
+	sudp_dev_unlock(dev);
+	pthread_mutex_unlock(&dev->setup);
+	*out = &qp->base;
+	return 0;
+}
+
+/* Drop the completions of a QP going away (the NIC is locked out, and the
+ * caller is the CQ's only consumer by the threading rules). */
+static void cq_clean(struct sudp_cq *cq, struct sudp_qp *qp)
+{
+	uint64_t h = atomic_load(&cq->head), t = atomic_load(&cq->tail), w = h;
+
+	for (uint64_t r = h; r < t; r++) {
+		struct sudp_cqe *e = &cq->ring[r & cq->mask];
+
+		if (e->qp == qp) {
+			if (e->send)
+				atomic_fetch_sub(&cq->send_out, 1);
+			continue;
+		}
+		if (w != r)
+			cq->ring[w & cq->mask] = *e;
+		w++;
+	}
+	atomic_store(&cq->tail, w);
+}
+
+int sudp_qp_destroy(struct ql_qp *q)
+{
+	struct sudp_qp *qp = (struct sudp_qp *)q;
+	struct sudp_device *dev = qp->dev;
+
+	pthread_mutex_lock(&dev->setup);
+	sudp_dev_lock(dev);
+	dev->qps[qp->idx] = NULL;
+	for (uint32_t i = 0; i < dev->nlive; i++) {
+		if (dev->live[i] == qp) {
+			dev->live[i] = dev->live[--dev->nlive];
+			break;
+		}
+	}
+	if (qp->fault)
+		atomic_fetch_add(&dev->cnt.v[SC_NCOUNTERS], qp->fault->count[ROCE_FAULT_DROP]);
+	cq_clean(qp->scq, qp);
+	if (qp->rcq != qp->scq)
+		cq_clean(qp->rcq, qp);
+	sudp_dev_unlock(dev);
+	qp->scq->nrefs--;
+	qp->rcq->nrefs--;
+	((struct sudp_pd *)q->pd)->nqp--;
+	pthread_mutex_unlock(&dev->setup);
+	qp_free(qp);
+	return 0;
+}
+
+static int resolve_peer(struct sudp_qp *qp, const struct ibv_ah_attr *ah)
+{
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	struct sudp_device *dev = qp->dev;
+	const uint8_t *g = ah->grh.dgid.raw;
+
+	if (!ah->is_global)
+		return ql_error_set(-EINVAL, "soft+udp: the address vector must carry the peer "
+					     "GID (ah_attr.is_global = 1)");
+	if (ah->port_num && ah->port_num != 1)
+		return ql_error_set(-EINVAL, "soft+udp: port_num %u does not exist (one port, 1)",
+				    ah->port_num);
+	memset(&qp->peer, 0, sizeof(qp->peer));
+	memset(qp->peer_ip, 0, sizeof(qp->peer_ip));
+	memset(&qp->txaddr, 0, sizeof(qp->txaddr));
+	if (!memcmp(g, v4mapped, 12)) {
+		struct sockaddr_in *a = (struct sockaddr_in *)&qp->peer;
+
+		if (dev->family != AF_INET)
+			return ql_error_set(-EINVAL, "soft+udp: an IPv4 peer for an IPv6 device");
+		a->sin_family = AF_INET;
+		a->sin_port = htons(dev->port);
+		memcpy(&a->sin_addr, g + 12, 4);
+		qp->peerlen = sizeof(*a);
+		memcpy(qp->peer_ip, g + 12, 4);
+		memcpy(qp->txaddr.src, dev->my_ip, 4);
+		memcpy(qp->txaddr.dst, g + 12, 4);
+	} else {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&qp->peer;
+
+		if (dev->family != AF_INET6)
+			return ql_error_set(-EINVAL,
+					    "soft+udp: the GID is not an IPv4-mapped address (an "
+					    "IPv6 peer needs an IPv6 device)");
+		a->sin6_family = AF_INET6;
+		a->sin6_port = htons(dev->port);
+		memcpy(&a->sin6_addr, g, 16);
+		qp->peerlen = sizeof(*a);
+		memcpy(qp->peer_ip, g, 16);
+		memcpy(qp->txaddr.src, dev->my_ip, 16);
+		memcpy(qp->txaddr.dst, g, 16);
+	}
+	qp->txaddr.family = dev->family;
+	qp->txaddr.sport = dev->port;
+	qp->txaddr.dport = dev->port;
+	qp->txaddr.ip_id = 0;
+	return 0;
+}
+
+int sudp_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
+{
+	const struct ql_qp_fsm_limits lim = { .max_rd_atomic = SUDP_MAX_RD_ATOMIC };
+	struct sudp_qp *qp = (struct sudp_qp *)q;
+	struct sudp_device *dev = qp->dev;
+	enum ibv_qp_state cur, next;
+	int ret;
+
+	pthread_mutex_lock(&dev->setup);
+	sudp_dev_lock(dev);
+	cur = (enum ibv_qp_state)atomic_load(&qp->state);
+	ret = ql_qp_fsm_check(qp->type, cur, a, mask, &lim, &next);
+	if (ret)
+		goto out;
+	if (mask & M(AV)) {
+		ret = resolve_peer(qp, &a->ah_attr);
+		if (ret)
+			goto out;
+		qp->attr.ah_attr = a->ah_attr;
+		qp->connected = true;
+	}
+	if (mask & M(DEST_QPN)) {
+		qp->dest_qpn = a->dest_qp_num;
+		qp->attr.dest_qp_num = a->dest_qp_num;
+	}
+	if (mask & M(ACCESS_FLAGS))
+		qp->attr.qp_access_flags = a->qp_access_flags;
+	if (mask & M(MIN_RNR_TIMER))
+		qp->attr.min_rnr_timer = a->min_rnr_timer;
+	if (mask & M(PKEY_INDEX))
+		qp->attr.pkey_index = a->pkey_index;
+	if (mask & M(PORT))
+		qp->attr.port_num = a->port_num;
+	if (mask & M(PATH_MTU)) {
+		qp->attr.path_mtu = a->path_mtu;
+		qp->mtu = 128u << a->path_mtu;
+	}
+	if (mask & M(RQ_PSN)) {
+		qp->attr.rq_psn = a->rq_psn & ROCE_PSN_MASK;
+		qp->epsn = qp->attr.rq_psn;
+	}
+	if (mask & M(SQ_PSN)) {
+		qp->attr.sq_psn = a->sq_psn & ROCE_PSN_MASK;
+		qp->npsn = qp->una = qp->attr.sq_psn;
+	}
+	if (mask & M(TIMEOUT))
+		qp->attr.timeout = a->timeout;
+	if (mask & M(RETRY_CNT))
+		qp->attr.retry_cnt = a->retry_cnt;
+	if (mask & M(RNR_RETRY))
+		qp->attr.rnr_retry = a->rnr_retry;
+	if (mask & M(MAX_QP_RD_ATOMIC))
+		qp->attr.max_rd_atomic = a->max_rd_atomic;
+	if (mask & M(MAX_DEST_RD_ATOMIC))
+		qp->attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & M(EN_SQD_ASYNC_NOTIFY))
+		qp->attr.en_sqd_async_notify = a->en_sqd_async_notify;
+	if (mask & M(PATH_MIG_STATE))
+		qp->attr.path_mig_state = a->path_mig_state;
+	if (next != cur) {
+		if (next == IBV_QPS_RESET) {
+			/* the queues start empty again; the application owns
+			 * them (one thread per QP) and the NIC is locked out */
+			atomic_store(&qp->sq_pi, 0);
+			qp->sq_retired = 0;
+			atomic_store(&qp->rq_pi, 0);
+			qp->rq_retired = 0;
+			qp->rq_ci = 0;
+			sudp_qp_reset_transport(qp);
+			memset(&qp->attr, 0, sizeof(qp->attr));
+			qp->dest_qpn = 0;
+			qp->connected = false;
+			cq_clean(qp->scq, qp);
+			if (qp->rcq != qp->scq)
+				cq_clean(qp->rcq, qp);
+		}
+		if (next == IBV_QPS_RTS && (cur == IBV_QPS_RTR)) {
+			qp->retry_left = qp->attr.retry_cnt;
+			qp->rnr_left = qp->attr.rnr_retry;
+		}
+		if (next == IBV_QPS_ERR || next == IBV_QPS_SQE)
+			qp->flushed = false;
+		atomic_store(&qp->state, next);
+	}
+	ret = 0;
+out:
+	sudp_dev_unlock(dev);
+	pthread_mutex_unlock(&dev->setup);
+	if (!ret)
+		sudp_kick_always(dev);
+	return ret;
+}
+
+int sudp_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct ql_qp_init_attr *ia)
+{
+	struct sudp_qp *qp = (struct sudp_qp *)q;
+
+	(void)mask;
+	*a = qp->attr;
+	a->qp_state = (enum ibv_qp_state)atomic_load(&qp->state);
+	a->cur_qp_state = a->qp_state;
+	a->cap = qp->cap;
+	a->sq_draining = 0;
+	if (ia) {
+		memset(ia, 0, sizeof(*ia));
+		ia->send_cq = &qp->scq->base;
+		ia->recv_cq = &qp->rcq->base;
+		ia->cap = qp->cap;
+		ia->qp_type = qp->type;
+		ia->sq_sig_all = qp->sq_sig_all;
+		ia->qp_context = qp->qp_context;
+	}
+	return 0;
+}
+
+/* Caller holds the device lock. */
+bool sudp_mr_referenced(struct sudp_device *dev, uint32_t lkey)
+{
+	for (uint32_t q = 0; q < dev->nlive; q++) {
+		struct sudp_qp *qp = dev->live[q];
+		uint64_t pi = atomic_load(&qp->sq_pi), rpi = atomic_load(&qp->rq_pi);
+
+		for (uint64_t i = qp->sq_ci; i < pi; i++) {
+			struct sudp_swqe *w = &qp->sq[i & qp->sq_mask];
+
+			if (w->wr.send_flags & IBV_SEND_INLINE)
+				continue;
+			for (int k = 0; k < w->wr.num_sge; k++)
+				if (w->wr.sg_list[k].lkey == lkey && w->wr.sg_list[k].length)
+					return true;
+		}
+		for (uint64_t i = qp->rq_ci; i < rpi; i++) {
+			const struct ibv_sge *sg = &qp->rq_sge[(i & qp->rq_mask) * qp->rq_nsge];
+
+			for (uint32_t k = 0; k < qp->rq_num[i & qp->rq_mask]; k++)
+				if (sg[k].lkey == lkey && sg[k].length)
+					return true;
+		}
+	}
+	return false;
+}
+
+/* ---- the hot path ------------------------------------------------------ */
+
+static inline int validate_send(const struct sudp_qp *qp, const struct ibv_send_wr *wr,
+				uint64_t pi)
+{
+	switch (atomic_load_explicit(&qp->state, memory_order_relaxed)) {
+	case IBV_QPS_RTS:
+	case IBV_QPS_SQD:
+	case IBV_QPS_SQE:
+	case IBV_QPS_ERR:
+		break;
+	default:
+		return -EINVAL;
+	}
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		break;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		if (qp->type != IBV_QPT_RC || (wr->send_flags & IBV_SEND_INLINE))
+			return -EINVAL;
+		if (wr->opcode != IBV_WR_RDMA_READ && wr->num_sge != 1)
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
+		return -EINVAL;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint64_t len = 0;
+
+		for (int i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		if (len > qp->cap.max_inline_data)
+			return -EINVAL;
+	}
+	if (pi - qp->sq_retired >= qp->cap.max_send_wr)
+		return -ENOMEM;
+	return 0;
+}
+
+static int sudp_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct sudp_qp *qp = (struct sudp_qp *)q;
+	uint64_t pi = atomic_load_explicit(&qp->sq_pi, memory_order_relaxed);
+	int ret = 0;
+
+	for (; wr; wr = wr->next) {
+		struct sudp_swqe *w;
+		struct ibv_sge *sg;
+		uint64_t len = 0;
+
+		ret = validate_send(qp, wr, pi);
+		if (sudp_unlikely(ret)) {
+			*bad_wr = wr;
+			break;
+		}
+		w = &qp->sq[pi & qp->sq_mask];
+		sg = w->wr.sg_list;
+		w->wr = *wr;
+		w->wr.next = NULL;
+		w->wr.sg_list = sg;
+		if (wr->send_flags & IBV_SEND_INLINE) {
+			/* inline data belongs to the QP from the moment of posting */
+			uint8_t *buf = qp->sq_inline + (size_t)(pi & qp->sq_mask) *
+							       qp->cap.max_inline_data;
+
+			for (int i = 0; i < wr->num_sge; i++) {
+				memcpy(buf + len, (const void *)(uintptr_t)wr->sg_list[i].addr,
+				       wr->sg_list[i].length);
+				len += wr->sg_list[i].length;
+			}
+			sg[0].addr = (uint64_t)(uintptr_t)buf;
+			sg[0].length = (uint32_t)len;
+			sg[0].lkey = 0;
+			w->wr.num_sge = len ? 1 : 0;
+		} else {
+			for (int i = 0; i < wr->num_sge; i++) {
+				sg[i] = wr->sg_list[i];
+				len += wr->sg_list[i].length;
+			}
+		}
+		w->len = len;
+		w->started = 0;
+		w->done = 0;
+		w->local_ok = 0;
+		w->status = IBV_WC_SUCCESS;
+		w->rd_rcvd = 0;
+		pi++;
+	}
+	atomic_store_explicit(&qp->sq_pi, pi, memory_order_release);
+	sudp_kick(qp->dev);
+	return ret;
+}
+
+static int sudp_post_recv(struct ql_qp *q, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct sudp_qp *qp = (struct sudp_qp *)q;
+	uint64_t t = atomic_load_explicit(&qp->rq_pi, memory_order_relaxed);
+	int ret = 0;
+
+	for (; wr; wr = wr->next) {
+		const int n = wr->num_sge;
+		uint64_t len = 0;
+		uint32_t s;
+
+		if (sudp_unlikely(atomic_load_explicit(&qp->state, memory_order_relaxed) ==
+					  IBV_QPS_RESET ||
+				  n < 0 || (uint32_t)n > qp->cap.max_recv_sge)) {
+			ret = -EINVAL;
+			break;
+		}
+		if (sudp_unlikely(t - qp->rq_retired >= qp->cap.max_recv_wr)) {
+			ret = -ENOMEM;
+			break;
+		}
+		s = (uint32_t)(t & qp->rq_mask);
+		for (int i = 0; i < n; i++) {
+			qp->rq_sge[(size_t)s * qp->rq_nsge + (size_t)i] = wr->sg_list[i];
+			len += wr->sg_list[i].length;
+		}
+		qp->rq_num[s] = (uint32_t)n;
+		qp->rq_len[s] = len;
+		qp->rq_wrid[s] = wr->wr_id;
+		t++;
+	}
+	if (sudp_unlikely(ret))
+		*bad_wr = wr;
+	atomic_store_explicit(&qp->rq_pi, t, memory_order_release);
+	if (sudp_unlikely(atomic_load_explicit(&qp->state, memory_order_relaxed) == IBV_QPS_ERR))
+		sudp_kick(qp->dev);
+	return ret;
+}
+
+static int sudp_poll(struct ql_cq *c, int n, struct ibv_wc *wc)
+{
+	struct sudp_cq *cq = (struct sudp_cq *)c;
+	uint64_t h = atomic_load_explicit(&cq->head, memory_order_relaxed);
+	uint64_t t = atomic_load_explicit(&cq->tail, memory_order_acquire);
+	uint64_t nsend = 0;
+	int got = 0;
+
+	while (got < n && h != t) {
+		const struct sudp_cqe *e = &cq->ring[h & cq->mask];
+
+		wc[got++] = e->wc;
+		if (e->send) {
+			e->qp->sq_retired = e->idx + 1;
+			nsend++;
+		} else {
+			e->qp->rq_retired = e->idx + 1;
+		}
+		h++;
+	}
+	if (got) {
+		atomic_store_explicit(&cq->head, h, memory_order_release);
+		if (nsend)
+			atomic_fetch_sub_explicit(&cq->send_out, nsend, memory_order_release);
+		return got;
+	}
+	if (sudp_unlikely(atomic_load_explicit(&cq->err, memory_order_relaxed)))
+		return atomic_load(&cq->err);
+	return 0;
+}
+
+const struct ql__qp_ops sudp_qp_ops = {
+	.post_send = sudp_post_send,
+	.post_recv = sudp_post_recv,
+};
+
+const struct ql__cq_ops sudp_cq_ops = {
+	.poll = sudp_poll,
+};

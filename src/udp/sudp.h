@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sudp: the soft+udp provider (internals, hidden from users): a software
+ * RDMA NIC whose wire is RoCEv2 over UDP, so that its peer can be another
+ * qlink process, on this host or another, or Linux's rdma_rxe.
+ *
+ * Model: one NIC thread per device is the "hardware". The application's
+ * post and poll calls only touch rings shared with that thread (send queue,
+ * receive queue, completion queue: single producer, single consumer, no
+ * lock, no syscall, no allocation); the NIC thread does everything else:
+ * it takes work requests off the send queues, segments them into packets
+ * by path MTU, sends them with sendmmsg, receives with recvmmsg, runs the
+ * RC/UC transport of IBTA vol 1 ch. 9 (PSNs, ACK/NAK, retransmission,
+ * duplicate detection, READ responses, atomics and their replay cache) and
+ * writes completions. Setup calls (modify, create, destroy, MR
+ * registration) serialise with the NIC thread through a private spin flag
+ * (sudp_dev_lock) that posts and polls never take.
+ *
+ * docs/soft-udp.md ("The provider") is the specification.
+ */
+#ifndef QL_UDP_SUDP_H
+#define QL_UDP_SUDP_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "udp/fault.h"
+#include "udp/roce.h"
+#include "verbs/provider.h"
+
+#define SUDP_HIDDEN __attribute__((visibility("hidden")))
+#define sudp_likely(x) __builtin_expect(!!(x), 1)
+#define sudp_unlikely(x) __builtin_expect(!!(x), 0)
+
+#define SUDP_QP_IDX_BITS 10
+#define SUDP_MAX_QP (1u << SUDP_QP_IDX_BITS)
+#define SUDP_MR_IDX_BITS 12
+#define SUDP_MAX_MR (1u << SUDP_MR_IDX_BITS)
+#define SUDP_MAX_QP_WR 16384
+#define SUDP_MAX_SGE 16
+#define SUDP_MAX_CQE (1 << 20)
+#define SUDP_CQ_SLACK 4096 /* receive completions a CQ holds besides cqe */
+#define SUDP_MAX_INLINE 256
+#define SUDP_MAX_MSG (1u << 31)
+#define SUDP_MAX_RD_ATOMIC 16
+#define SUDP_BATCH 32	   /* datagrams per recvmmsg/sendmmsg */
+#define SUDP_PKT_MAX 4224  /* 4096 payload + headers + ICRC, rounded */
+#define SUDP_WINDOW 1024   /* packets a requester has unacknowledged at most */
+#define SUDP_ACK_EVERY 16  /* responder: ACK at least every N packets */
+#define SUDP_REQ_EVERY 32  /* requester: AckReq at least every N packets */
+
+enum sudp_poll_mode { SUDP_POLL_ADAPTIVE, SUDP_POLL_BUSY };
+
+/* One send work request as the NIC sees it. wr.sg_list points to the
+ * QP's own copy of the SGEs (or to the inline copy). */
+struct sudp_swqe {
+	struct ibv_send_wr wr;
+	uint64_t len;	    /* bytes of the message */
+	uint32_t first_psn; /* assigned when its first packet is sent */
+	uint32_t npkts;	    /* packets (READ: response packets) */
+	uint32_t rd_rcvd;   /* READ: response packets placed so far */
+	uint8_t started;
+	uint8_t done;	  /* READ/atomic: the response is in */
+	uint8_t status;	  /* enum ibv_wc_status to complete with */
+	uint8_t local_ok; /* local SGEs checked */
+};
+
+struct sudp_cqe {
+	struct ibv_wc wc;
+	struct sudp_qp *qp;
+	uint64_t idx; /* send or receive queue index */
+	bool send;
+};
+
+struct sudp_cq {
+	struct ql_cq base;
+	struct sudp_device *dev;
+	int depth; /* send completions it holds (cqe) */
+	uint32_t mask;
+	struct sudp_cqe *ring;
+	_Atomic uint64_t tail; /* NIC */
+	_Atomic uint64_t head; /* application */
+	_Atomic uint64_t send_out; /* send completions written, not yet polled */
+	_Atomic int err;
+	uint32_t nrefs;
+};
+
+struct sudp_mr_entry {
+	uint32_t lkey, rkey; /* 0: free */
+	uint32_t access;
+	uint32_t pd_id;
+	uint64_t addr, length, iova;
+};
+
+struct sudp_pd {
+	struct ql_pd base;
+	uint32_t id;
+	uint32_t nmr, nqp;
+};
+
+struct sudp_mr {
+	struct ql_mr base;
+	uint32_t idx;
+};
+
+struct sudp_qp {
+	struct ql_qp base;
+	struct sudp_device *dev;
+	struct sudp_cq *scq, *rcq;
+	uint32_t idx;
+	uint32_t pd_id;
+	enum ibv_qp_type type;
+	int sq_sig_all;
+	void *qp_context;
+	struct ibv_qp_cap cap;
+	struct ibv_qp_attr attr;
+	_Atomic int state;
+
+	/* send queue: the application writes slots and sq_pi; the NIC reads */
+	uint32_t sq_mask;
+	struct sudp_swqe *sq;
+	struct ibv_sge *sq_sge;
+	uint8_t *sq_inline;
+	uint32_t sq_nsge;
+	_Atomic uint64_t sq_pi;
+	uint64_t sq_retired; /* application: completions polled */
+
+	/* receive queue */
+	uint32_t rq_mask;
+	uint32_t rq_nsge;
+	uint64_t *rq_wrid;
+	uint64_t *rq_len;
+	uint32_t *rq_num;
+	struct ibv_sge *rq_sge;
+	_Atomic uint64_t rq_pi;
+	uint64_t rq_retired; /* application: completions polled */
+	uint64_t rq_ci;	     /* NIC: next receive WQE to consume */
+
+	/* the peer (set by modify, read by the NIC under the device lock) */
+	struct sockaddr_storage peer;
+	socklen_t peerlen;
+	struct roce_addr txaddr; /* ICRC facts of what we send to the peer */
+	uint8_t peer_ip[16];	 /* v4: first 4 bytes */
+	uint32_t dest_qpn;
+	uint32_t mtu; /* path MTU in bytes */
+	bool connected;
+
+	/* requester (NIC) */
+	uint64_t sq_ci;	 /* oldest WR not completed */
+	uint64_t sq_tx;	 /* WR being transmitted */
+	uint64_t tx_off; /* bytes of it sent */
+	uint32_t npsn;	 /* next PSN to send */
+	uint32_t una;	 /* oldest unacknowledged PSN */
+	uint32_t rd_out; /* READ/atomic requests outstanding */
+	uint32_t since_req;
+	uint8_t retry_left, rnr_left;
+	bool retry_armed;
+	uint64_t deadline;     /* retransmission timer, 0: off */
+	uint64_t rnr_until;    /* RNR wait: transmit nothing before */
+	uint32_t resync_psn;   /* READ response gap already asked again for */
+	bool resync_on;
+	struct roce_fault *fault; /* per-QP fault injection (NULL: device's) */
+
+	/* responder (NIC) */
+	uint32_t epsn; /* expected PSN */
+	uint32_t msn;
+	bool nak_sent; /* one NAK per out-of-sequence episode */
+	bool ack_pending;
+	uint32_t unacked;
+	bool in_send, in_write, drop_msg;
+	uint64_t recv_off;
+	uint8_t *wr_ptr; /* WRITE in progress: where the next byte goes */
+	uint64_t wr_left;
+	uint64_t wr_total;
+	struct {
+		uint32_t psn;
+		uint64_t orig;
+		bool valid;
+	} atom[SUDP_MAX_RD_ATOMIC];
+	uint32_t atom_next;
+
+	bool flushed; /* ERR: queues flushed up to the indices seen */
+};
+
+struct sudp_txslot {
+	uint8_t buf[SUDP_PKT_MAX];
+};
+
+struct sudp_counters {
+	_Atomic uint64_t v[32];
+};
+
+/* indices into struct sudp_counters */
+enum {
+	SC_UC_DROP_ACCESS,
+	SC_UC_DROP_NO_RECV,
+	SC_UC_DROP_NOT_READY,
+	SC_NAK_ACCESS,
+	SC_NAK_RNR,
+	SC_NAK_INV_REQ,
+	SC_NAK_OP_ERR,
+	SC_NAK_SEQ,
+	SC_TX_PKTS,
+	SC_RX_PKTS,
+	SC_RX_BAD,
+	SC_RX_ICRC,
+	SC_RX_NO_QP,
+	SC_RETRANSMIT,
+	SC_TIMEOUT,
+	SC_NAK_RCVD,
+	SC_RNR_RCVD,
+	SC_DUP,
+	SC_UC_MSG_DROPPED,
+	SC_NCOUNTERS
+};
+
+struct sudp_device {
+	struct ql_device base;
+	pthread_mutex_t setup; /* setup calls among themselves */
+	_Atomic int nic_lock;  /* the NIC thread against setup calls */
+	_Atomic int want_lock;
+	char name[QL_DEVICE_NAME_MAX];
+	union ibv_gid gid;
+	int family;
+	uint8_t my_ip[16];
+	uint16_t port;
+	int sock;
+	int efd;
+	enum sudp_poll_mode poll_mode;
+	uint32_t idle_us;
+	enum ibv_mtu active_mtu;
+	pthread_t thread;
+	_Atomic bool stop;
+	_Atomic int need_wakeup;
+
+	uint32_t next_pd_id;
+	uint32_t key_secret[2];
+	uint32_t mr_epoch[SUDP_MAX_MR];
+	struct sudp_mr_entry mr[SUDP_MAX_MR];
+	struct sudp_mr *mrs[SUDP_MAX_MR];
+	uint32_t qp_gen[SUDP_MAX_QP];
+	struct sudp_qp *qps[SUDP_MAX_QP];
+	struct sudp_qp *live[SUDP_MAX_QP]; /* compact list the NIC walks */
+	uint32_t nlive;
+
+	struct roce_fault_cfg fault_cfg;
+	struct roce_fault *fault; /* device-wide, NULL: none */
+	struct sudp_counters cnt;
+
+	/* NIC thread private: batches */
+	struct sudp_txslot *tx;
+	struct iovec tx_iov[SUDP_BATCH];
+	struct mmsghdr tx_msg[SUDP_BATCH];
+	struct sockaddr_storage tx_peer[SUDP_BATCH];
+	uint32_t ntx;
+	struct sudp_txslot *rx;
+	struct iovec rx_iov[SUDP_BATCH];
+	struct mmsghdr rx_msg[SUDP_BATCH];
+	struct sockaddr_storage rx_peer[SUDP_BATCH];
+	uint64_t now;
+};
+
+static inline void sudp_cnt(struct sudp_device *d, int i)
+{
+	atomic_fetch_add_explicit(&d->cnt.v[i], 1, memory_order_relaxed);
+}
+
+/* 24-bit PSN arithmetic: the signed distance a - b in (-2^23, 2^23]. */
+static inline int32_t sudp_psn_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)((a - b) << 8) >> 8;
+}
+
+static inline void sudp_dev_lock(struct sudp_device *d)
+{
+	atomic_fetch_add(&d->want_lock, 1);
+	while (atomic_exchange_explicit(&d->nic_lock, 1, memory_order_acquire))
+		sched_yield();
+	atomic_fetch_sub(&d->want_lock, 1);
+}
+
+static inline void sudp_dev_unlock(struct sudp_device *d)
+{
+	atomic_store_explicit(&d->nic_lock, 0, memory_order_release);
+}
+
+/* Wake the NIC thread if it sleeps (a post made work for it). */
+SUDP_HIDDEN void sudp_kick(struct sudp_device *d);
+SUDP_HIDDEN void sudp_kick_always(struct sudp_device *d);
+
+/* qp.c */
+SUDP_HIDDEN extern const struct ql__qp_ops sudp_qp_ops;
+SUDP_HIDDEN extern const struct ql__cq_ops sudp_cq_ops;
+SUDP_HIDDEN int sudp_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp);
+SUDP_HIDDEN int sudp_qp_destroy(struct ql_qp *qp);
+SUDP_HIDDEN int sudp_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+SUDP_HIDDEN int sudp_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+			      struct ql_qp_init_attr *init_attr);
+SUDP_HIDDEN bool sudp_mr_referenced(struct sudp_device *dev, uint32_t lkey);
+
+/* nic.c */
+SUDP_HIDDEN void *sudp_nic_main(void *arg);
+SUDP_HIDDEN void sudp_qp_reset_transport(struct sudp_qp *qp);
+
+#endif
