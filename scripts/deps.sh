@@ -20,9 +20,10 @@ ql_deps_packages() {
 		case "$profile" in
 		# libc6-dev: gcc only recommends it, and recommends are not installed.
 		build) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev ;;
-		# clang, lld, libclang-rt-14-dev: the libFuzzer targets (Debian 12's clang 14); groff-base: man page checks.
-		test) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libcmocka-dev clang lld libclang-rt-14-dev groff-base ;;
-		coverage) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libcmocka-dev clang lld libclang-rt-14-dev groff-base gcovr ;;
+		# clang, lld, libclang-rt-14-dev: the libFuzzer targets (Debian 12's clang 14); groff-base: man page checks;
+		# tshark: tests/roce_tshark.sh decodes soft+udp captures (installs without its debconf question when noninteractive).
+		test) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libcmocka-dev clang lld libclang-rt-14-dev groff-base tshark ;;
+		coverage) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libcmocka-dev clang lld libclang-rt-14-dev groff-base tshark gcovr ;;
 		bench) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev ucx-utils ;;
 		rxe)
 			echo qemu-system-x86 busybox-static rdma-core ibverbs-providers ibverbs-utils \

@@ -319,6 +319,42 @@ static void test_icrc_reference(void **state)
 	}
 }
 
+/* the CRC engines (carry-less multiplication and table) against the
+ * reference: every length to 300, random longer ones, every alignment,
+ * packets cut into random segments */
+static void test_crc_engines(void **state)
+{
+	(void)state;
+	static uint8_t raw[9100 + 64];
+	struct roce_addr a;
+	addr4(&a, "198.51.100.7", "198.51.100.9", 0xc555);
+	for (size_t i = 0; i < sizeof(raw); i++)
+		raw[i] = (uint8_t)rnd();
+	for (int engine = 0; engine < 2; engine++) {
+		bool clmul = roce_crc_use_clmul(engine == 0);
+		if (engine == 0 && !clmul)
+			printf("# no PCLMULQDQ: table only\n");
+		for (int i = 0; i < 2000; i++) {
+			size_t len = i < 300 ? (size_t)i + 16 : 16 + rnd() % 9000;
+			len &= ~(size_t)3;
+			uint8_t *pkt = raw + rnd() % 64;
+			struct iovec iov[4];
+			int n = 0;
+			size_t off = 0, left = len - 4;
+			while (left && n < 3) {
+				size_t l = rnd() % (left + 1);
+				iov[n++] = (struct iovec){ pkt + off, l };
+				off += l;
+				left -= l;
+			}
+			iov[n++] = (struct iovec){ pkt + off, left };
+			a.family = (i & 1) ? AF_INET6 : AF_INET;
+			assert_int_equal(roce_icrc_iov(&a, iov, n), ref_icrc(&a, pkt, len));
+		}
+	}
+	roce_crc_use_clmul(true);
+}
+
 /* header fields at their byte offsets, one opcode per extension header */
 static void test_header_layout(void **state)
 {
@@ -543,6 +579,14 @@ static void test_build_refusals(void **state)
 	assert_int_equal(roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
 	p.payload_len = 8;
 	assert_int_equal(roce_build(buf, sizeof(buf), &p, &a), 24);
+	/* fields of headers the opcode does not carry are ignored (a parsed
+	 * packet leaves them as they were) */
+	struct roce_pkt g;
+	memset(&g, 0xff, sizeof(g));
+	g.bth = (struct roce_bth){ .opcode = ROCE_RC(ROCE_OP_SEND_ONLY) };
+	g.payload = pay;
+	g.payload_len = 3;
+	assert_int_equal(roce_build(buf, sizeof(buf), &g, &a), 20);
 	/* UC has no READ */
 	p.bth.opcode = ROCE_UC(ROCE_OP_RDMA_READ_REQUEST);
 	p.payload_len = 0;
@@ -736,11 +780,12 @@ static void test_linux_df_id_zero(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_opcode_table),   cmocka_unit_test(test_icrc_reference),
-		cmocka_unit_test(test_header_layout),  cmocka_unit_test(test_scapy_example),
-		cmocka_unit_test(test_golden_vectors), cmocka_unit_test(test_roundtrip_all_opcodes),
-		cmocka_unit_test(test_build_refusals), cmocka_unit_test(test_parse_malformed),
-		cmocka_unit_test(test_id_solver),      cmocka_unit_test(test_linux_df_id_zero),
+		cmocka_unit_test(test_opcode_table),	      cmocka_unit_test(test_crc_engines),
+		cmocka_unit_test(test_icrc_reference),	      cmocka_unit_test(test_header_layout),
+		cmocka_unit_test(test_scapy_example),	      cmocka_unit_test(test_golden_vectors),
+		cmocka_unit_test(test_roundtrip_all_opcodes), cmocka_unit_test(test_build_refusals),
+		cmocka_unit_test(test_parse_malformed),	      cmocka_unit_test(test_id_solver),
+		cmocka_unit_test(test_linux_df_id_zero),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

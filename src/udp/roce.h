@@ -19,6 +19,7 @@
 #ifndef QL_UDP_ROCE_H
 #define QL_UDP_ROCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -34,6 +35,8 @@
 #define ROCE_IMMDT_LEN 4
 #define ROCE_IETH_LEN 4
 #define ROCE_ICRC_LEN 4
+/* the longest UDP payload the codec takes: fits IPv4 and IPv6 lengths */
+#define ROCE_PKT_MAX (65535 - 48)
 /* the longest headers an opcode carries (BTH + AtomicETH) */
 #define ROCE_HDR_MAX 40
 /* pad bytes after a payload of n bytes (the packet stays 4-byte aligned) */
@@ -129,8 +132,9 @@ struct roce_atomiceth {
 	uint64_t compare;
 };
 /* One packet. roce_build: `has` and bth.pad are ignored (derived from the
- * opcode and payload_len). roce_parse: fills every field, `payload` points
- * into the parsed buffer. */
+ * opcode and payload_len), so are the fields of headers the opcode does not
+ * carry. roce_parse: fills the BTH, `has`, the headers `has` names and the
+ * payload (pointing into the parsed buffer); leaves the others as they were. */
 struct roce_pkt {
 	struct roce_bth bth;
 	uint32_t has;
@@ -180,6 +184,11 @@ int roce_build_hdr(uint8_t *hdr, size_t cap, const struct roce_pkt *p);
 uint32_t roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, int n);
 void roce_put_icrc(uint8_t *dst, uint32_t icrc);
 extern const uint8_t roce_zero_pad[4];
+
+/* CRC-32 with carry-less multiplication (x86-64 PCLMULQDQ, chosen at load
+ * time when the CPU has it) or by table: tests switch; returns whether the
+ * fast path is now on */
+bool roce_crc_use_clmul(bool on);
 
 /* the name of an opcode ("RC SEND_ONLY"), "?" if unknown */
 const char *roce_opcode_name(uint8_t opcode);
