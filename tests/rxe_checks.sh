@@ -130,6 +130,7 @@ grep -q 'recovery: rxe0/1/completer_retry_err+2 rxe1/1/duplicate_request+2' \
 		echo "$side| summary side=$side cases=18 failed=0"
 	done
 	echo "pair exit a=0 b=0"
+	echo "capture: listening on veth0"
 	echo "capture: 1957 RoCEv2 packets, 29 opcodes kept, 0 with an ICRC that does not verify"
 	echo "kernel counters: errors: none recovery: none packets: rxe0/1/rcvd_pkts+1200"
 } >"$tmp/ix.log"
@@ -148,6 +149,7 @@ expect 1 interop_check "$(ix exit 's/^pair exit a=0 b=0/pair exit a=0 b=2/')" "a
 expect 1 interop_check "$(ix noexit '/^pair exit/d')" "no exit line"
 expect 1 interop_check "$(ix icrc 's/ 0 with an ICRC/ 3 with an ICRC/')" "captured packets with a bad ICRC"
 expect 1 interop_check "$(ix nocap 's/^capture: 1957/capture: 0/')" "a capture that saw nothing"
+expect 1 interop_check "$(ix capgone '/^capture: 1957/d')" "a capture that never reported"
 expect 1 interop_check "$(ix klog '$a kernel: rdma_rxe: qp#17 moved to error state')" "a kernel log line about rxe"
 expect 1 interop_loss_check "$(ix norec 's/out_of_seq_request) 28,/out_of_seq_request) 0,/')" "loss, but the kernel never recovered as responder"
 expect 1 interop_loss_check "$(ix norec2 's/rcvd_seq_err) 40$/rcvd_seq_err) 0/')" "loss, but the kernel never retransmitted as requester"

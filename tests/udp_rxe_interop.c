@@ -5,7 +5,7 @@
  * interoperate: Linux Soft-RoCE (ibv://rxeN) and qlink's soft+udp NIC, in
  * either role. tests/rxe/guest-init.sh runs it in the qemu guest, one
  * process in the root network namespace on the kernel's rxe device and one
- * in a second namespace on soft+udp://IP (docs/soft-udp-interop.md); the
+ * in a second namespace on soft+udp://IP (docs/soft-udp.md, section 8); the
  * same program runs rxe <-> rxe, and soft+shm <-> soft+shm on the build
  * host (ctest udp_rxe_interop_shm), so that the harness itself is proven.
  *
@@ -35,7 +35,7 @@
  *
  * Kernel counters: a side on ibv://DEV reads every rxe device's
  * hw_counters and this namespace's /proc/net/snmp before and after each
- * case (docs/soft-udp-interop.md says which counters are errors). Linux's
+ * case (docs/soft-udp.md, 8.3, says which counters are errors). Linux's
  * rxe drops a packet with a bad ICRC or header silently, without a
  * counter, but only after UDP has delivered it; so the packets UDP handed
  * to rxe (Udp InDatagrams) minus those rxe accepted (rcvd_pkts) is the
@@ -315,7 +315,7 @@ static uint64_t ctr_delta(const struct ctrs *a, const struct ctrs *b, int k)
 	return b->c[k].v;
 }
 
-/* How a counter is judged (docs/soft-udp-interop.md, "Kernel counters"). */
+/* How a counter is judged (docs/soft-udp.md, 8.3 "Kernel counters"). */
 enum ctr_class { CTR_INFO, CTR_RECOVERY, CTR_ERROR };
 
 static enum ctr_class classify(const char *name)
@@ -655,6 +655,23 @@ static void check_responder(const struct ix_case *c, struct ql_cq *rcq, bool may
 		arrived[i] = true;
 		prev = i;
 	}
+	if (c->type == IBV_QPT_UC && c->op == OP_WRITE) {
+		/* a UC WRITE completes at the requester once it is on the wire
+		 * (rxe and soft+udp alike): wait until every message has landed,
+		 * or, when some may be lost, until the wire has been quiet a while */
+		double deadline = now_s() + (may_lose ? 0.3 : cfg.timeout_s);
+
+		while (now_s() < deadline) {
+			int i = 0;
+
+			while (i < n &&
+			       first_diff(buf + msg_off(i), c->n, i, msg_size(i)) == msg_size(i))
+				i++;
+			if (i == n)
+				break;
+			usleep(1000);
+		}
+	}
 	if (recv && got < n && !may_lose) {
 		fail("%d of %d receive completions", got, n);
 		return;
@@ -932,6 +949,13 @@ static int capture(const char *ifname, const char *dir, const char *src, double 
 	if (fd < 0 || bind(fd, (struct sockaddr *)&sll, sizeof(sll))) {
 		fprintf(stderr, "capture: AF_PACKET on %s: %s\n", ifname, strerror(errno));
 		return 2;
+	}
+	/* the guest is slow: room for every packet of a case between reads */
+	{
+		int sz = 16 << 20;
+
+		if (setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &sz, sizeof(sz)))
+			setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
 	}
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);

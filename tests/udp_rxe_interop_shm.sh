@@ -7,9 +7,16 @@
 # other expects, or spoils a byte (--corrupt): both sides must fail the
 # case, so the checks can fail.
 #
-#   tests/udp_rxe_interop_shm.sh PROGRAM
+# With --udp: the same 18 cases between two soft+udp devices on loopback
+# addresses (127.x.y.2 and 127.x.y.3, one port), exact and with side b
+# dropping 3 % of what it sends (?drop=0.03&seed=7, --lossy-side b).
+#
+#   tests/udp_rxe_interop_shm.sh PROGRAM [--udp]
 set -uo pipefail
 prog=$1
+mode=${2:-}
+uri_a="soft+shm://ixa$$"
+uri_b="soft+shm://ixb$$"
 tmp=$(mktemp -d)
 trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$tmp"' EXIT
 fails=0
@@ -23,9 +30,9 @@ pair() { # NAME EXPECT(0|1) ARGS-A -- ARGS-B
 	b=("$@")
 	mkdir -p "$tmp/$name"
 	chmod 700 "$tmp/$name"
-	"$prog" --side a --uri "soft+shm://ixa$$" --rdv "$tmp/$name" --timeout "$to" "${a[@]}" >"$tmp/$name.a" 2>&1 &
+	"$prog" --side a --uri "$uri_a" --rdv "$tmp/$name" --timeout "$to" "${a[@]}" >"$tmp/$name.a" 2>&1 &
 	local pa=$!
-	"$prog" --side b --uri "soft+shm://ixb$$" --rdv "$tmp/$name" --timeout "$to" "${b[@]}" >"$tmp/$name.b" 2>&1
+	"$prog" --side b --uri "$uri_b$query" --rdv "$tmp/$name" --timeout "$to" "${b[@]}" >"$tmp/$name.b" 2>&1
 	local rb=$?
 	wait $pa
 	local ra=$?
@@ -39,7 +46,27 @@ pair() { # NAME EXPECT(0|1) ARGS-A -- ARGS-B
 		fails=$((fails + 1))
 	fi
 }
-pair all 0 -- 
+query=
+if [ "$mode" = --udp ]; then
+	net="127.$((($$ >> 8) & 255)).$(($$ & 255))"
+	port=$((20000 + $$ % 20000))
+	uri_a="soft+udp://$net.2:$port"
+	uri_b="soft+udp://$net.3:$port"
+	pair exact 0 --
+	query='?drop=0.03&seed=7'
+	pair lossy 0 --lossy-side b -- --lossy-side b
+	for n in exact lossy; do
+		for side in a b; do
+			c=$(grep -c '^case .* rc=0 ' "$tmp/$n.$side")
+			[ "$c" -eq 18 ] || { echo "FAIL: $n: $c cases passed on side $side"; fails=$((fails + 1)); }
+		done
+	done
+	grep -h '^case' "$tmp/lossy.a" | head -n 3
+	[ "$fails" -eq 0 ] && echo "udp_rxe_interop (soft+udp): all passed" && exit 0
+	echo "udp_rxe_interop (soft+udp): $fails failed"
+	exit 1
+fi
+pair all 0 --
 grep -c '^case .* rc=0 ' "$tmp/all.a" | grep -qx 18 || { echo "FAIL: not 18 cases passed on side a"; cat "$tmp/all.a"; fails=$((fails + 1)); }
 grep -c '^case .* rc=0 ' "$tmp/all.b" | grep -qx 18 || { echo "FAIL: not 18 cases passed on side b"; cat "$tmp/all.b"; fails=$((fails + 1)); }
 sed 's/^/  a| /' "$tmp/all.a" | tail -n 3

@@ -435,7 +435,7 @@ done
 # soft+udp NIC is (soft+udp://198.18.1.2). Debian 12's rxe (6.1) opens its
 # UDP 4791 socket in the initial namespace only and cannot run on a device
 # of another namespace, so the kernel's end stays here and qlink's end,
-# which binds its own UDP 4791, goes to qns (docs/soft-udp-interop.md).
+# which binds its own UDP 4791, goes to qns (docs/soft-udp.md, section 8).
 # tests/udp_rxe_interop runs one process per end (interop_pair): first
 # rxe0 <-> rxe1 (both kernel: the harness itself), exact and with netem
 # dropping 3 % of rxe1's packets; then rxe2 <-> soft+udp, exact and with

@@ -112,7 +112,7 @@ kctr_snapshot() {
 	awk '/^Udp:/ { if (!h) { for (i = 2; i <= NF; i++) k[i] = $i; h = 1 } else for (i = 2; i <= NF; i++) print "snmp/Udp/" k[i], $i }' /proc/net/snmp
 }
 # kctr_judge BEFORE AFTER LOSSY: one line naming the counters that moved,
-# by class (docs/soft-udp-interop.md, "Kernel counters"); non-zero when an
+# by class (docs/soft-udp.md, 8.3 "Kernel counters"); non-zero when an
 # error counter moved. Recovery counters are named, not judged: on this
 # emulated machine under load an RC timer can fire before a slow ACK (a
 # spurious retransmission, harmless); LOSSY 1 only marks the line.
@@ -159,7 +159,8 @@ interop_check() {
 	/^[ab]\| summary / { side = substr($0, 1, 1); if ($0 ~ / failed=0$/) okay[side] = 1 }
 	/^[ab]\| kernel recovery over the run:/ { rec_resp = $(NF - 6) + 0; rec_req = $NF + 0; seen_rec = 1 }
 	/^pair exit a=0 b=0$/ { exited = 1 }
-	/^capture: / { cap = 1; if ($0 !~ / 0 with an ICRC/ || $2 + 0 == 0) capbad = 1; kept = $5 }
+	/^capture: listening/ { cap = 1; capbad = 1 } # until its summary says otherwise
+	/^capture: [0-9]+ RoCEv2 packets/ { cap = 1; capbad = ($0 !~ / 0 with an ICRC/ || $2 + 0 == 0); kept = $5 }
 	/^kernel: / { klog++ }
 	END {
 		printf "cases_a=%d cases_b=%d failed=%d exit_ok=%d%s%s%s\n", n["a"], n["b"], bad, exited,
