@@ -155,6 +155,13 @@ expect 1 interop_loss_check "$(ix norec 's/out_of_seq_request) 28,/out_of_seq_re
 expect 1 interop_loss_check "$(ix norec2 's/rcvd_seq_err) 40$/rcvd_seq_err) 0/')" "loss, but the kernel never retransmitted as requester"
 expect 1 interop_loss_check "$(ix norecline '/kernel recovery over the run/d')" "loss, no recovery totals"
 expect 1 interop_check "$tmp/empty.log" "interop: no output"
+cat "$tmp/ix.log" - >"$tmp/ix-netem.log" <<'LOG'
+qdisc netem 8001: root refcnt 2 limit 1000 loss 3%
+ Sent 301234 bytes 1288 pkt (dropped 41, overlimits 0 requeues 0)
+LOG
+expect 0 interop_kloss_check "$tmp/ix-netem.log" "the kernel's packets lost (netem)"
+expect 1 interop_kloss_check "$tmp/ix.log" "netem said to drop, dropped nothing"
+expect 1 interop_kloss_check "$(sed '/^a| case 3 /s/ rc=0 / rc=1 /' "$tmp/ix-netem.log" >"$tmp/ix-n2.log"; echo "$tmp/ix-n2.log")" "netem: a case failed"
 
 # run.sh's list of cases: every rpc_case line of guest-init.sh
 n=$(sed -n 's/^[[:space:]]*rpc_case \([A-Za-z0-9_-]*\) .*/\1/p' "$src/tests/rxe/guest-init.sh" | tr '\n' ' ')
@@ -169,7 +176,7 @@ done
 echo "ok: cases: $n"
 # ... and every ix_case line (the interop cases)
 n=$(sed -n 's/^[[:space:]]*ix_case \([A-Za-z0-9_-]*\) .*/\1/p' "$src/tests/rxe/guest-init.sh" | tr '\n' ' ')
-for c in rxe-rxe rxe-rxe-netem rxe-udp rxe-udp-loss; do
+for c in rxe-rxe rxe-rxe-netem rxe-udp rxe-udp-loss rxe-udp-kloss; do
 	case " $n" in
 	*" $c "*) ;;
 	*) echo "FAIL: ix_case $c not found (found: $n)"; fails=$((fails + 1)) ;;

@@ -173,3 +173,14 @@ interop_check() {
 	}' "$1"
 }
 interop_loss_check() { interop_check "$1" 1; }
+# The kernel's packets dropped instead (netem on its veth; qlink's side
+# exact): every case exact on both sides (soft+udp's requester recovers
+# lost responses, ACKs and READ responses, the kernel's requester its own
+# lost requests), and netem really dropped packets.
+interop_kloss_check() {
+	detail=$(interop_check "$1" 0)
+	irc=$?
+	dropped=$(sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' "$1" | awk '{ s += $1 } END { print s + 0 }')
+	echo "$detail netem_dropped=$dropped"
+	[ "$irc" -eq 0 ] && [ "$dropped" -gt 0 ]
+}
