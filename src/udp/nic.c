@@ -160,8 +160,9 @@ static bool flush(struct sudp_qp *qp, bool rq)
 		qp->sq_ci++;
 		did = true;
 	}
-	qp->sq_tx = qp->sq_ci;
-	qp->tx_off = 0;
+	qp->sq_tx = qp->hi_tx = qp->sq_ci;
+	qp->tx_off = qp->hi_off = 0;
+	qp->hi_psn = qp->npsn;
 	qp->rd_out = 0;
 	qp->deadline = 0;
 	qp->rnr_until = 0;
@@ -184,14 +185,15 @@ static bool flush(struct sudp_qp *qp, bool rq)
 
 void sudp_qp_reset_transport(struct sudp_qp *qp)
 {
-	qp->sq_ci = qp->sq_tx = 0;
-	qp->tx_off = 0;
-	qp->npsn = qp->una = 0;
+	qp->sq_ci = qp->sq_tx = qp->hi_tx = 0;
+	qp->tx_off = qp->hi_off = 0;
+	qp->npsn = qp->una = qp->hi_psn = 0;
 	qp->rd_out = 0;
 	qp->since_req = 0;
 	qp->deadline = 0;
 	qp->rnr_until = 0;
 	qp->resync_on = false;
+	qp->probe = false;
 	qp->epsn = 0;
 	qp->msn = 0;
 	qp->nak_sent = false;
@@ -450,12 +452,38 @@ static void fail_head(struct sudp_qp *qp, enum ibv_wc_status st)
 	}
 }
 
+/* Move the transmitter forward to `psn` (acknowledged beyond where a
+ * go-back-N rewound it): nothing before it needs sending again. */
+static void seek_forward(struct sudp_qp *qp, uint32_t psn)
+{
+	if (psn == qp->hi_psn) {
+		qp->sq_tx = qp->hi_tx;
+		qp->tx_off = qp->hi_off;
+		qp->npsn = qp->hi_psn;
+		return;
+	}
+	for (uint64_t i = qp->sq_ci; i <= qp->hi_tx && i < atomic_load(&qp->sq_pi); i++) {
+		struct sudp_swqe *w = &qp->sq[i & qp->sq_mask];
+		int32_t d;
+
+		if (!w->started)
+			break;
+		d = sudp_psn_diff(psn, w->first_psn);
+		if (d >= 0 && (uint32_t)d < w->npkts) {
+			qp->sq_tx = i;
+			qp->tx_off = is_rd_atomic(w->wr.opcode) ? 0 : (uint64_t)d * qp->mtu;
+			qp->npsn = is_rd_atomic(w->wr.opcode) ? w->first_psn : psn;
+			return;
+		}
+	}
+}
+
 /* Go back to `psn` (retransmission, IBTA 9.7.5.2: go-back-N). */
 static void go_back(struct sudp_qp *qp, uint32_t psn)
 {
 	uint64_t i, found = UINT64_MAX;
 
-	for (i = qp->sq_ci; i <= qp->sq_tx && i < atomic_load(&qp->sq_pi); i++) {
+	for (i = qp->sq_ci; i <= qp->hi_tx && i < atomic_load(&qp->sq_pi); i++) {
 		struct sudp_swqe *w = &qp->sq[i & qp->sq_mask];
 		int32_t d;
 
@@ -470,7 +498,7 @@ static void go_back(struct sudp_qp *qp, uint32_t psn)
 	if (found == UINT64_MAX)
 		return;
 	sudp_cnt(qp->dev, SC_RETRANSMIT);
-	for (i = found; i <= qp->sq_tx && i < atomic_load(&qp->sq_pi); i++) {
+	for (i = found; i <= qp->hi_tx && i < atomic_load(&qp->sq_pi); i++) {
 		struct sudp_swqe *w = &qp->sq[i & qp->sq_mask];
 
 		if (w->started && is_rd_atomic(w->wr.opcode)) {
@@ -506,7 +534,7 @@ static void ack_upto(struct sudp_qp *qp, uint32_t apsn)
 {
 	bool progress = false;
 
-	while (qp->sq_ci < qp->sq_tx) {
+	while (qp->sq_ci < qp->hi_tx) {
 		struct sudp_swqe *w = &qp->sq[qp->sq_ci & qp->sq_mask];
 		uint32_t last = psn_add(w->first_psn, w->npkts - 1);
 
@@ -527,11 +555,14 @@ static void ack_upto(struct sudp_qp *qp, uint32_t apsn)
 		progress = true;
 	}
 	if (sudp_psn_diff(psn_add(apsn, 1), qp->una) > 0 &&
-	    sudp_psn_diff(psn_add(apsn, 1), qp->npsn) <= 0) {
+	    sudp_psn_diff(psn_add(apsn, 1), qp->hi_psn) <= 0) {
 		qp->una = psn_add(apsn, 1);
 		progress = true;
 	}
+	if (qp->sq_tx < qp->sq_ci || sudp_psn_diff(qp->una, qp->npsn) > 0)
+		seek_forward(qp, qp->una);
 	if (progress) {
+		qp->probe = false;
 		qp->retry_left = qp->attr.retry_cnt;
 		qp->rnr_left = qp->attr.rnr_retry;
 		if (qp->una == qp->npsn && qp->sq_ci == qp->sq_tx)
@@ -640,7 +671,7 @@ static bool req_tx_one(struct sudp_qp *qp, uint64_t pi)
 		p.bth.opcode = rc ? ROCE_RC(op) : ROCE_UC(op);
 		p.bth.psn = qp->npsn;
 		p.bth.se = last && imm && (w->wr.send_flags & IBV_SEND_SOLICITED) ? 1 : 0;
-		if (rc && (last || ++qp->since_req >= SUDP_REQ_EVERY)) {
+		if (rc && (last || qp->probe || ++qp->since_req >= SUDP_REQ_EVERY)) {
 			p.bth.ackreq = 1;
 			qp->since_req = 0;
 		}
@@ -668,6 +699,12 @@ static bool req_tx_one(struct sudp_qp *qp, uint64_t pi)
 		break;
 	}
 	}
+	if (sudp_psn_diff(qp->npsn, qp->hi_psn) > 0 ||
+	    (qp->npsn == qp->hi_psn && qp->sq_tx > qp->hi_tx)) {
+		qp->hi_tx = qp->sq_tx;
+		qp->hi_off = qp->tx_off;
+		qp->hi_psn = qp->npsn;
+	}
 	if (rc && !qp->deadline)
 		arm_timer(qp);
 	return true;
@@ -686,7 +723,7 @@ static bool req_tx(struct sudp_qp *qp)
 	}
 	while (qp->sq_tx < pi && atomic_load(&qp->state) >= IBV_QPS_RTS &&
 	       atomic_load(&qp->state) <= IBV_QPS_SQD) {
-		if (sudp_psn_diff(qp->npsn, qp->una) >= SUDP_WINDOW)
+		if (sudp_psn_diff(qp->npsn, qp->una) >= (qp->probe ? 1 : SUDP_WINDOW))
 			break;
 		if (!req_tx_one(qp, pi))
 			break;
@@ -708,6 +745,10 @@ static void on_timeout(struct sudp_qp *qp)
 	}
 	qp->retry_left--;
 	go_back(qp, qp->una);
+	/* resend the oldest packet alone until it is acknowledged: a loss
+	 * that repeats with the same period as a go-back-N burst (drop_nth,
+	 * a congested queue) cannot then hit the same PSN every time */
+	qp->probe = true;
 }
 
 /* ACK, NAK and RNR NAK (AETH of an Acknowledge packet). */
@@ -718,16 +759,16 @@ static void rx_ack(struct sudp_qp *qp, const struct roce_pkt *p)
 
 	if (kind == 0x00) {
 		/* valid: una - 1 .. npsn - 1 */
-		if (sudp_psn_diff(psn, qp->una) < -1 || sudp_psn_diff(psn, qp->npsn) >= 0)
+		if (sudp_psn_diff(psn, qp->una) < -1 || sudp_psn_diff(psn, qp->hi_psn) >= 0)
 			return;
 		ack_upto(qp, psn);
 		return;
 	}
 	/* a NAK names the PSN it refuses: una .. npsn - 1 */
-	if (sudp_psn_diff(psn, qp->una) < 0 || sudp_psn_diff(psn, qp->npsn) >= 0)
+	if (sudp_psn_diff(psn, qp->una) < 0 || sudp_psn_diff(psn, qp->hi_psn) >= 0)
 		return;
 	ack_upto(qp, psn_add(psn, ROCE_PSN_MASK));
-	if (qp->sq_ci >= qp->sq_tx && qp->tx_off == 0)
+	if (qp->sq_ci >= qp->hi_tx && qp->hi_off == 0)
 		return;
 	if (kind == 0x20) {
 		sudp_cnt(qp->dev, SC_RNR_RCVD);
@@ -773,10 +814,10 @@ static void rx_read_resp(struct sudp_qp *qp, const struct roce_pkt *p)
 	uint64_t off;
 
 	/* the response acknowledges every request before the READ */
-	if (sudp_psn_diff(p->bth.psn, qp->una) < 0 || sudp_psn_diff(p->bth.psn, qp->npsn) >= 0)
+	if (sudp_psn_diff(p->bth.psn, qp->una) < 0 || sudp_psn_diff(p->bth.psn, qp->hi_psn) >= 0)
 		return;
 	ack_upto(qp, psn_add(p->bth.psn, ROCE_PSN_MASK));
-	if (qp->sq_ci >= qp->sq_tx)
+	if (qp->sq_ci >= qp->hi_tx)
 		return;
 	w = &qp->sq[qp->sq_ci & qp->sq_mask];
 	if (w->wr.opcode != IBV_WR_RDMA_READ || w->done)
@@ -824,10 +865,10 @@ static void rx_atomic_ack(struct sudp_qp *qp, const struct roce_pkt *p)
 {
 	struct sudp_swqe *w;
 
-	if (sudp_psn_diff(p->bth.psn, qp->una) < 0 || sudp_psn_diff(p->bth.psn, qp->npsn) >= 0)
+	if (sudp_psn_diff(p->bth.psn, qp->una) < 0 || sudp_psn_diff(p->bth.psn, qp->hi_psn) >= 0)
 		return;
 	ack_upto(qp, psn_add(p->bth.psn, ROCE_PSN_MASK));
-	if (qp->sq_ci >= qp->sq_tx)
+	if (qp->sq_ci >= qp->hi_tx)
 		return;
 	w = &qp->sq[qp->sq_ci & qp->sq_mask];
 	if ((w->wr.opcode != IBV_WR_ATOMIC_CMP_AND_SWP &&

@@ -269,7 +269,7 @@ int sudp_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 	}
 	if (mask & M(SQ_PSN)) {
 		qp->attr.sq_psn = a->sq_psn & ROCE_PSN_MASK;
-		qp->npsn = qp->una = qp->attr.sq_psn;
+		qp->npsn = qp->una = qp->hi_psn = qp->attr.sq_psn;
 	}
 	if (mask & M(TIMEOUT))
 		qp->attr.timeout = a->timeout;

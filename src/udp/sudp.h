@@ -155,11 +155,15 @@ struct sudp_qp {
 	uint64_t sq_tx;	 /* WR being transmitted */
 	uint64_t tx_off; /* bytes of it sent */
 	uint32_t npsn;	 /* next PSN to send */
+	/* the furthest the transmitter got (go-back-N rewinds sq_tx, tx_off
+	 * and npsn; ACKs may still come for what was sent beyond) */
+	uint64_t hi_tx, hi_off;
+	uint32_t hi_psn;
 	uint32_t una;	 /* oldest unacknowledged PSN */
 	uint32_t rd_out; /* READ/atomic requests outstanding */
 	uint32_t since_req;
 	uint8_t retry_left, rnr_left;
-	bool retry_armed;
+	bool probe; /* after a timeout: one packet out until an ACK moves */
 	uint64_t deadline;     /* retransmission timer, 0: off */
 	uint64_t rnr_until;    /* RNR wait: transmit nothing before */
 	uint32_t resync_psn;   /* READ response gap already asked again for */
