@@ -127,7 +127,7 @@ grep -q 'recovery: rxe0/1/completer_retry_err+2 rxe1/1/duplicate_request+2' \
 			echo "$side| case $n  rc-write-reqa          side=$side requester rc=0 seconds=0.09 kernel: rxe0/1/completer_retry_err+1 udp_in=100 rxe_rcvd=100"
 		done
 		echo "$side| kernel recovery over the run: as responder (duplicate_request + out_of_seq_request) 28, as requester (completer_retry_err + rcvd_seq_err) 40"
-		echo "$side| summary side=$side cases=18 failed=0"
+		echo "$side| summary side=$side cases=18 skipped=0 failed=0"
 	done
 	echo "pair exit a=0 b=0"
 	echo "capture: listening on veth0"
@@ -144,6 +144,9 @@ grep -q 'captured_opcodes=29 capture_ok=1' < <(interop_check "$tmp/ix.log") ||
 	{ echo "FAIL: capture not reported"; fails=$((fails + 1)); }
 expect 1 interop_check "$(ix casefail '/^b| case 7 /s/ rc=0 / rc=1 /')" "a case failed on one side"
 expect 1 interop_check "$(ix missing '/^a| case 17 /d')" "a case missing on one side"
+expect 0 interop_check "$(ix skipped 's/^\([ab]\)| case 17 .*/\1| skipped 17 uc-write_imm-reqb (--skip uc-write_imm)/')" "a case skipped on purpose, said so"
+grep -q 'skipped_a=1 skipped_b=1' < <(interop_check "$tmp/ix-skipped.log") ||
+	{ echo "FAIL: skipped cases not reported"; fails=$((fails + 1)); }
 expect 1 interop_check "$(ix summary '/^a| summary/s/failed=0/failed=1/')" "a side's summary says failed"
 expect 1 interop_check "$(ix exit 's/^pair exit a=0 b=0/pair exit a=0 b=2/')" "a side exited non-zero"
 expect 1 interop_check "$(ix noexit '/^pair exit/d')" "no exit line"

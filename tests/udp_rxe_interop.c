@@ -11,6 +11,7 @@
  *
  *   udp_rxe_interop --side a|b --uri URI --rdv DIR [--cases PATTERN]
  *                   [--count N] [--lossy-side a|b] [--timeout SEC] [--corrupt]
+ *                   [--skip SUBSTRING]
  *   udp_rxe_interop --capture IFACE --capture-dir DIR [--capture-src IPV4]
  *                   [--capture-seconds SEC]
  *   udp_rxe_interop --verify-vectors DIR
@@ -30,6 +31,8 @@
  * (soft+udp ?drop=..., or netem): UC messages that side sends may then be
  * lost, as the spec says UC does, and the checks accept a lost message
  * (never a torn SEND, a wrong byte or a duplicate); RC stays exact.
+ * --cases runs only the cases whose name contains PATTERN, --skip leaves
+ * out those whose name contains SUBSTRING (each said on a "skipped" line).
  * --corrupt (to test the test): the responder spoils one byte of its
  * region after arming it, which the checks must catch.
  *
@@ -103,7 +106,7 @@ struct ix_case {
 
 static struct {
 	char side, other;
-	const char *uri, *rdv, *pattern;
+	const char *uri, *rdv, *pattern, *skip;
 	char lossy;   /* 0: none */
 	bool corrupt; /* test the test: the responder spoils one byte */
 	int count;
@@ -1099,6 +1102,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: udp_rxe_interop --side a|b --uri URI --rdv DIR [--cases SUBSTRING]\n"
 		"                       [--count N] [--lossy-side a|b] [--timeout SEC] [--corrupt]\n"
+		"                       [--skip SUBSTRING]\n"
 		"       udp_rxe_interop --capture IFACE --capture-dir DIR [--capture-src IPV4]\n"
 		"                       [--capture-seconds SEC]\n");
 }
@@ -1114,6 +1118,7 @@ int main(int argc, char **argv)
 		{ "lossy-side", required_argument, NULL, 'l' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "corrupt", no_argument, NULL, 'X' },
+		{ "skip", required_argument, NULL, 'K' },
 		{ "capture", required_argument, NULL, 'C' },
 		{ "capture-dir", required_argument, NULL, 'D' },
 		{ "capture-src", required_argument, NULL, 'S' },
@@ -1125,7 +1130,7 @@ int main(int argc, char **argv)
 	const char *cap_if = NULL, *cap_dir = ".", *cap_src = NULL;
 	double cap_s = 600;
 	static struct ix_case cases[64];
-	int ncases = 0, failed = 0, ran = 0, o, ret;
+	int ncases = 0, failed = 0, ran = 0, skipped = 0, o, ret;
 
 	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (o) {
@@ -1152,6 +1157,9 @@ int main(int argc, char **argv)
 			break;
 		case 'X':
 			cfg.corrupt = true;
+			break;
+		case 'K':
+			cfg.skip = optarg;
 			break;
 		case 'C':
 			cap_if = optarg;
@@ -1231,6 +1239,12 @@ int main(int argc, char **argv)
 	for (int i = 0; i < ncases; i++) {
 		if (cfg.pattern && !strstr(cases[i].name, cfg.pattern))
 			continue;
+		if (cfg.skip && strstr(cases[i].name, cfg.skip)) {
+			printf("skipped %-2d %s (--skip %s)\n", cases[i].n, cases[i].name,
+			       cfg.skip);
+			skipped++;
+			continue;
+		}
 		ran++;
 		failed += run_case(&cases[i]);
 		if (peer_gone) {
@@ -1243,7 +1257,7 @@ int main(int argc, char **argv)
 		       "out_of_seq_request) %" PRIu64
 		       ", as requester (completer_retry_err + rcvd_seq_err) %" PRIu64 "\n",
 		       total_kernel_recovery[0], total_kernel_recovery[1]);
-	printf("summary side=%c cases=%d failed=%d\n", cfg.side, ran, failed);
+	printf("summary side=%c cases=%d skipped=%d failed=%d\n", cfg.side, ran, skipped, failed);
 	ql_mr_dereg(mr);
 	ql_pd_mem_free(pd, buf);
 	ql_pd_free(pd);
