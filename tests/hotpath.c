@@ -282,9 +282,11 @@ int hp_run_strict(int (*setup)(void *arg), int (*loop)(void *arg), void *arg, ch
 		/* from here on: read, write, exit, sigreturn */
 		if (loop(arg))
 			c = 'L';
+		/* exit_group: the process, with any thread the code under
+		 * test started (soft+udp's NIC threads) */
 		if (write(fds[1], &c, 1) != 1)
-			syscall(SYS_exit, 12);
-		syscall(SYS_exit, 0);
+			syscall(SYS_exit_group, 12);
+		syscall(SYS_exit_group, 0);
 		for (;;)
 			;
 	}

@@ -600,15 +600,17 @@ static void test_device_list(void **state)
 
 	(void)state;
 	n = ql_device_list(uris, 8);
-	assert_int_equal(n, 4);
+	/* soft://loop, soft+shm://NAME, the two fakes, soft+udp://IP[:PORT] */
+	assert_int_equal(n, 5);
 	assert_string_equal(uris[2], "ibv://fake0");
 	assert_string_equal(uris[3], "ibv://fake1");
+	assert_string_equal(uris[4], "soft+udp://IP[:PORT]");
 	/* a short array: the count of all, only what fits written */
 	strcpy(uris[1], "untouched");
-	assert_int_equal(ql_device_list(uris, 1), 4);
+	assert_int_equal(ql_device_list(uris, 1), 5);
 	assert_string_equal(uris[1], "untouched");
 	fk.list_null = true;
-	assert_int_equal(ql_device_list(uris, 8), 2);
+	assert_int_equal(ql_device_list(uris, 8), 3);
 }
 
 static void test_counters_unsupported(void **state)

@@ -139,7 +139,8 @@ static void test_device_list(void **state)
 				 (int)getpid());
 		else if (!strcmp(sep + 3, "IP[:PORT]")) /* a loopback address, a free port */
 			snprintf(uri, sizeof(uri), "%.*s127.0.%u.%u:0", (int)(sep + 3 - uris[i]),
-				 uris[i], ((unsigned)getpid() >> 8) & 0xff, (unsigned)getpid() & 0xff);
+				 uris[i], ((unsigned)getpid() >> 8) & 0xff,
+				 (unsigned)getpid() & 0xff);
 		else
 			memcpy(uri, uris[i], sizeof(uri));
 		assert_int_equal(ql_device_open(uri, &dev), 0);

@@ -5,7 +5,7 @@
  * interoperate: Linux Soft-RoCE (ibv://rxeN) and qlink's soft+udp NIC, in
  * either role. tests/rxe/guest-init.sh runs it in the qemu guest, one
  * process in the root network namespace on the kernel's rxe device and one
- * in a second namespace on soft+udp://IP (docs/soft-udp.md, section 8); the
+ * in a second namespace on soft+udp://IP (docs/soft-udp.md, section 16); the
  * same program runs rxe <-> rxe, and soft+shm <-> soft+shm on the build
  * host (ctest udp_rxe_interop_shm), so that the harness itself is proven.
  *
@@ -38,7 +38,7 @@
  *
  * Kernel counters: a side on ibv://DEV reads every rxe device's
  * hw_counters and this namespace's /proc/net/snmp before and after each
- * case (docs/soft-udp.md, 8.3, says which counters are errors). Linux's
+ * case (docs/soft-udp.md, 16.3, says which counters are errors). Linux's
  * rxe drops a packet with a bad ICRC or header silently, without a
  * counter, but only after UDP has delivered it; so the packets UDP handed
  * to rxe (Udp InDatagrams) minus those rxe accepted (rcvd_pkts) is the
@@ -318,7 +318,7 @@ static uint64_t ctr_delta(const struct ctrs *a, const struct ctrs *b, int k)
 	return b->c[k].v;
 }
 
-/* How a counter is judged (docs/soft-udp.md, 8.3 "Kernel counters"). */
+/* How a counter is judged (docs/soft-udp.md, 16.3 "Kernel counters"). */
 enum ctr_class { CTR_INFO, CTR_RECOVERY, CTR_ERROR };
 
 static enum ctr_class classify(const char *name)

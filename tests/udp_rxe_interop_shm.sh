@@ -55,7 +55,7 @@ if [ "$mode" = --udp ]; then
 	pair exact 0 --
 	query='?drop=0.03&seed=7'
 	# rc-read-reqa left out: soft+udp's requester refuses the responses to
-	# a READ it asks again from the middle (docs/soft-udp.md 8.2); remove
+	# a READ it asks again from the middle (docs/soft-udp.md 16.2); remove
 	# the --skip once fixed
 	pair lossy 0 --lossy-side b --skip rc-read-reqa -- --lossy-side b --skip rc-read-reqa
 	for n in exact lossy; do

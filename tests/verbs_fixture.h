@@ -85,13 +85,13 @@ int vt_run_per_uri(const struct CMUnitTest *tests, size_t n);
 /* Skip the running test on soft+udp, printing why: what it checks is a
  * promise of the soft provider's loop and shm wires only (the report says
  * which tests carry it). */
-#define VT_NOT_UDP(p, why)                                                                   \
-	do {                                                                                 \
-		if ((p)->udp) {                                                              \
-			print_message("[     SKIP ] %s: soft loop/shm wires only: %s\n",         \
-				      (p)->uri, (why));                                      \
-			skip();                                                              \
-		}                                                                            \
+#define VT_NOT_UDP(p, why)                                                                         \
+	do {                                                                                       \
+		if ((p)->udp) {                                                                    \
+			print_message("[     SKIP ] %s: soft loop/shm wires only: %s\n", (p)->uri, \
+				      (why));                                                      \
+			skip();                                                                    \
+		}                                                                                  \
 	} while (0)
 
 /* Say (on the test's output) that a real device took a documented

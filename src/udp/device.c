@@ -73,7 +73,9 @@ void sudp_kick(struct sudp_device *d)
 struct sudp_opts {
 	enum sudp_poll_mode poll;
 	uint32_t idle_us;
+	int cpu;
 	enum ibv_mtu mtu;
+	char pcap[QL_DEVICE_URI_MAX];
 	char fault_q[QL_DEVICE_URI_MAX];
 };
 
@@ -105,17 +107,38 @@ static int parse_query(const char *uri, const char *q, struct sudp_opts *o)
 			if (errno || end == v || *end || *v == '-' || n > 10000000)
 				goto bad;
 			o->idle_us = (uint32_t)n;
+		} else if (!strcmp(kv, "pcap")) {
+			if (!*v)
+				goto bad;
+			snprintf(o->pcap, sizeof(o->pcap), "%s", v);
+		} else if (!strcmp(kv, "cpu")) {
+			errno = 0;
+			n = strtoul(v, &end, 10);
+			if (errno || end == v || *end || *v == '-' || n >= CPU_SETSIZE)
+				goto bad;
+			o->cpu = (int)n;
 		} else if (!strcmp(kv, "mtu")) {
 			n = strtoul(v, &end, 10);
 			if (*end)
 				goto bad;
 			switch (n) {
-			case 256: o->mtu = IBV_MTU_256; break;
-			case 512: o->mtu = IBV_MTU_512; break;
-			case 1024: o->mtu = IBV_MTU_1024; break;
-			case 2048: o->mtu = IBV_MTU_2048; break;
-			case 4096: o->mtu = IBV_MTU_4096; break;
-			default: goto bad;
+			case 256:
+				o->mtu = IBV_MTU_256;
+				break;
+			case 512:
+				o->mtu = IBV_MTU_512;
+				break;
+			case 1024:
+				o->mtu = IBV_MTU_1024;
+				break;
+			case 2048:
+				o->mtu = IBV_MTU_2048;
+				break;
+			case 4096:
+				o->mtu = IBV_MTU_4096;
+				break;
+			default:
+				goto bad;
 			}
 		} else {
 			int w = snprintf(o->fault_q + fl, sizeof(o->fault_q) - fl, "%s%s=%s",
@@ -128,11 +151,12 @@ static int parse_query(const char *uri, const char *q, struct sudp_opts *o)
 	}
 	return 0;
 bad:
-	return ql_error_set(-EINVAL,
-			    "'%s': the query takes poll=busy|adaptive, idle_us=N, "
-			    "mtu=256|512|1024|2048|4096 and the fault options of "
-			    "docs/soft-udp.md, joined by '&'",
-			    uri);
+	return ql_error_set(
+		-EINVAL,
+		"'%s': the query takes poll=busy|adaptive, idle_us=N, cpu=N, pcap=FILE, "
+		"mtu=256|512|1024|2048|4096 and the fault options of "
+		"docs/soft-udp.md, joined by '&'",
+		uri);
 }
 
 /* "IP", "IP:PORT", "[IPv6]", "[IPv6]:PORT" */
@@ -305,10 +329,9 @@ static int open_socket(const char *uri, struct sudp_device *dev)
 	return 0;
 }
 
-static int sudp_open(const char *uri, const char *scheme, const char *rest,
-		     struct ql_device **out)
+static int sudp_open(const char *uri, const char *scheme, const char *rest, struct ql_device **out)
 {
-	struct sudp_opts o = { .poll = SUDP_POLL_ADAPTIVE, .idle_us = 200, .mtu = 0 };
+	struct sudp_opts o = { .poll = SUDP_POLL_ADAPTIVE, .idle_us = 200, .mtu = 0, .cpu = -1 };
 	const char *q = strchr(rest, '?');
 	struct sudp_device *dev;
 	int ret;
@@ -343,7 +366,13 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest,
 			goto err;
 		}
 	}
+	if (o.pcap[0]) {
+		ret = roce_pcap_open(&dev->pcap, o.pcap);
+		if (ret)
+			goto err;
+	}
 	dev->poll_mode = o.poll;
+	dev->cpu = o.cpu;
 	dev->idle_us = o.idle_us;
 	ret = open_socket(uri, dev);
 	if (ret)
@@ -389,6 +418,7 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest,
 	*out = &dev->base;
 	return 0;
 err:
+	roce_pcap_close(dev->pcap);
 	if (dev->sock >= 0)
 		close(dev->sock);
 	if (dev->efd >= 0)
@@ -412,6 +442,7 @@ static int sudp_close(struct ql_device *d)
 	pthread_join(dev->thread, NULL);
 	close(dev->sock);
 	close(dev->efd);
+	roce_pcap_close(dev->pcap);
 	if (dev->fault) {
 		roce_fault_fini(dev->fault);
 		free(dev->fault);

@@ -371,6 +371,14 @@ static void tx_pkt(struct sudp_qp *qp, struct roce_pkt *p, const struct ibv_sge 
 	sudp_cnt(dev, SC_TX_PKTS);
 	if (f && roce_fault_tx(f, dev->now, &iov, 1, &qp->peer, qp->peerlen) != ROCE_FAULT_SEND)
 		return; /* dropped or held: the slot is free again */
+	if (sudp_unlikely(dev->pcap)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		roce_pcap_write(dev->pcap,
+				(uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+				&qp->txaddr, &iov, 1);
+	}
 	dev->tx_iov[dev->ntx] = iov;
 	mh = &dev->tx_msg[dev->ntx].msg_hdr;
 	memset(mh, 0, sizeof(*mh));
@@ -426,7 +434,8 @@ static void flush_ack(struct sudp_qp *qp)
 
 static uint32_t wqe_npkts(const struct sudp_qp *qp, const struct sudp_swqe *w)
 {
-	if (w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP || w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
+	if (w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD)
 		return 1;
 	return w->len ? (uint32_t)((w->len + qp->mtu - 1) / qp->mtu) : 1;
 }
@@ -541,14 +550,19 @@ static void ack_upto(struct sudp_qp *qp, uint32_t apsn)
 		if (sudp_psn_diff(last, apsn) > 0)
 			break;
 		if (is_rd_atomic(w->wr.opcode) && !w->done) {
-			go_back(qp, psn_add(w->first_psn, w->rd_rcvd));
-			break;
+			/* acknowledged no further than the missing response */
+			uint32_t at = psn_add(w->first_psn, w->rd_rcvd);
+
+			if (sudp_psn_diff(at, qp->una) > 0)
+				qp->una = at;
+			go_back(qp, at);
+			return;
 		}
-		complete_send(qp, qp->sq_ci,
-			      IBV_WC_SUCCESS, w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-						      w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
-					      8 :
-					      (uint32_t)w->len);
+		complete_send(qp, qp->sq_ci, IBV_WC_SUCCESS,
+			      w->wr.opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+					      w->wr.opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
+				      8 :
+				      (uint32_t)w->len);
 		if (is_rd_atomic(w->wr.opcode) && qp->rd_out)
 			qp->rd_out--;
 		qp->sq_ci++;
@@ -594,7 +608,8 @@ static bool req_tx_one(struct sudp_qp *qp, uint64_t pi)
 			st = check_local(qp, w->wr.sg_list, w->wr.num_sge,
 					 rd); /* READ/atomic write locally */
 		if (st == IBV_WC_SUCCESS &&
-		    (w->len > SUDP_MAX_MSG || (rd && w->wr.opcode != IBV_WR_RDMA_READ && w->len != 8)))
+		    (w->len > SUDP_MAX_MSG ||
+		     (rd && w->wr.opcode != IBV_WR_RDMA_READ && w->len != 8)))
 			st = IBV_WC_LOC_LEN_ERR;
 		if (st != IBV_WC_SUCCESS) {
 			/* completes in order, once everything before it has */
@@ -649,7 +664,8 @@ static bool req_tx_one(struct sudp_qp *qp, uint64_t pi)
 		qp->rd_out++;
 		break;
 	default: {
-		const bool send = w->wr.opcode == IBV_WR_SEND || w->wr.opcode == IBV_WR_SEND_WITH_IMM;
+		const bool send = w->wr.opcode == IBV_WR_SEND ||
+				  w->wr.opcode == IBV_WR_SEND_WITH_IMM;
 		const bool imm = w->wr.opcode == IBV_WR_SEND_WITH_IMM ||
 				 w->wr.opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 		uint64_t left = w->len - qp->tx_off;
@@ -658,16 +674,18 @@ static bool req_tx_one(struct sudp_qp *qp, uint64_t pi)
 		uint8_t op;
 
 		if (send)
-			op = first && last ? (imm ? ROCE_OP_SEND_ONLY_WITH_IMM : ROCE_OP_SEND_ONLY) :
-			     first	   ? ROCE_OP_SEND_FIRST :
-			     last	   ? (imm ? ROCE_OP_SEND_LAST_WITH_IMM : ROCE_OP_SEND_LAST) :
-					     ROCE_OP_SEND_MIDDLE;
+			op = first && last ?
+				     (imm ? ROCE_OP_SEND_ONLY_WITH_IMM : ROCE_OP_SEND_ONLY) :
+			     first ? ROCE_OP_SEND_FIRST :
+			     last  ? (imm ? ROCE_OP_SEND_LAST_WITH_IMM : ROCE_OP_SEND_LAST) :
+				     ROCE_OP_SEND_MIDDLE;
 		else
 			op = first && last ? (imm ? ROCE_OP_RDMA_WRITE_ONLY_WITH_IMM :
 						    ROCE_OP_RDMA_WRITE_ONLY) :
-			     first ? ROCE_OP_RDMA_WRITE_FIRST :
-			     last  ? (imm ? ROCE_OP_RDMA_WRITE_LAST_WITH_IMM : ROCE_OP_RDMA_WRITE_LAST) :
-				     ROCE_OP_RDMA_WRITE_MIDDLE;
+			     first	   ? ROCE_OP_RDMA_WRITE_FIRST :
+			     last	   ? (imm ? ROCE_OP_RDMA_WRITE_LAST_WITH_IMM :
+						    ROCE_OP_RDMA_WRITE_LAST) :
+					     ROCE_OP_RDMA_WRITE_MIDDLE;
 		p.bth.opcode = rc ? ROCE_RC(op) : ROCE_UC(op);
 		p.bth.psn = qp->npsn;
 		p.bth.se = last && imm && (w->wr.send_flags & IBV_SEND_SOLICITED) ? 1 : 0;
@@ -910,10 +928,10 @@ static void send_read_resp(struct sudp_qp *qp, uint32_t psn, const uint8_t *src,
 	for (uint32_t i = 0; i < n; i++) {
 		struct roce_pkt p;
 		uint64_t off = (uint64_t)i * qp->mtu;
-		uint8_t op = n == 1	     ? ROCE_OP_RDMA_READ_RESPONSE_ONLY :
-			     i == 0	     ? ROCE_OP_RDMA_READ_RESPONSE_FIRST :
+		uint8_t op = n == 1	? ROCE_OP_RDMA_READ_RESPONSE_ONLY :
+			     i == 0	? ROCE_OP_RDMA_READ_RESPONSE_FIRST :
 			     i == n - 1 ? ROCE_OP_RDMA_READ_RESPONSE_LAST :
-					       ROCE_OP_RDMA_READ_RESPONSE_MIDDLE;
+					  ROCE_OP_RDMA_READ_RESPONSE_MIDDLE;
 
 		memset(&p, 0, sizeof(p));
 		p.bth.opcode = ROCE_RC(op);
@@ -1073,7 +1091,8 @@ static void rx_send(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 	const bool rc = qp->type == IBV_QPT_RC;
 	uint32_t s;
 
-	if (op == ROCE_OP_SEND_FIRST || op == ROCE_OP_SEND_ONLY || op == ROCE_OP_SEND_ONLY_WITH_IMM) {
+	if (op == ROCE_OP_SEND_FIRST || op == ROCE_OP_SEND_ONLY ||
+	    op == ROCE_OP_SEND_ONLY_WITH_IMM) {
 		enum ibv_wc_status st;
 
 		if (!rq_has(qp)) {
@@ -1108,7 +1127,8 @@ static void rx_send(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 	qp->recv_off += p->payload_len;
 	qp->epsn = psn_add(p->bth.psn, 1);
 	if (is_last_or_only(op)) {
-		const bool imm = op == ROCE_OP_SEND_ONLY_WITH_IMM || op == ROCE_OP_SEND_LAST_WITH_IMM;
+		const bool imm = op == ROCE_OP_SEND_ONLY_WITH_IMM ||
+				 op == ROCE_OP_SEND_LAST_WITH_IMM;
 
 		complete_recv(qp, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)qp->recv_off, imm, p->imm);
 		qp->in_send = false;
@@ -1181,6 +1201,8 @@ static void rx_atomic(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 {
 	uint64_t *dst, orig;
 
+	/* the ACK owed for what came before, before the PSN moves on */
+	flush_ack(qp);
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_ATOMIC)) {
 		resp_fatal(qp, ROCE_NAK_INVALID_REQUEST, p->bth.psn, SC_NAK_INV_REQ);
 		return;
@@ -1266,10 +1288,12 @@ static void rx_request(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 	} else if (is_write_op(op)) {
 		rx_write(qp, p, op);
 	} else if (op == ROCE_OP_RDMA_READ_REQUEST) {
-		uint32_t n = p->reth.dma_len ?
-				     (uint32_t)(((uint64_t)p->reth.dma_len + qp->mtu - 1) / qp->mtu) :
-				     1;
+		uint32_t n =
+			p->reth.dma_len ?
+				(uint32_t)(((uint64_t)p->reth.dma_len + qp->mtu - 1) / qp->mtu) :
+				1;
 
+		flush_ack(qp);
 		qp->msn++;
 		if (do_read(qp, p))
 			qp->epsn = psn_add(p->bth.psn, n);
@@ -1319,7 +1343,19 @@ static void rx_datagram(struct sudp_device *dev, const uint8_t *buf, size_t len,
 		sudp_cnt(dev, SC_RX_BAD);
 		return;
 	}
-	if (roce_icrc_check(buf, len, &a)) {
+	if (sudp_unlikely(dev->pcap)) {
+		struct iovec iov = { (void *)(uintptr_t)buf, len };
+		struct timespec ts;
+
+		if (roce_icrc_solve_id(buf, len, &a, &a.ip_id)) {
+			sudp_cnt(dev, SC_RX_ICRC);
+			return;
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		roce_pcap_write(dev->pcap,
+				(uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, &a,
+				&iov, 1);
+	} else if (roce_icrc_check(buf, len, &a)) {
 		sudp_cnt(dev, SC_RX_ICRC);
 		return;
 	}
@@ -1339,8 +1375,7 @@ static void rx_datagram(struct sudp_device *dev, const uint8_t *buf, size_t len,
 	tr = ROCE_OPCODE_TR(p.bth.opcode);
 	op = ROCE_OPCODE_OP(p.bth.opcode);
 	/* only from the address the QP is connected to, of its own type */
-	if (!qp->connected ||
-	    memcmp(a.src, qp->peer_ip, dev->family == AF_INET ? 4 : 16) != 0 ||
+	if (!qp->connected || memcmp(a.src, qp->peer_ip, dev->family == AF_INET ? 4 : 16) != 0 ||
 	    (tr == ROCE_TR_RC) != (qp->type == IBV_QPT_RC) ||
 	    (tr != ROCE_TR_RC && tr != ROCE_TR_UC)) {
 		sudp_cnt(dev, SC_RX_BAD);
@@ -1359,7 +1394,8 @@ static void rx_datagram(struct sudp_device *dev, const uint8_t *buf, size_t len,
 			rx_read_resp(qp, &p);
 		return;
 	}
-	if (op > ROCE_OP_FETCH_ADD || (qp->type == IBV_QPT_UC && op > ROCE_OP_RDMA_WRITE_ONLY_WITH_IMM)) {
+	if (op > ROCE_OP_FETCH_ADD ||
+	    (qp->type == IBV_QPT_UC && op > ROCE_OP_RDMA_WRITE_ONLY_WITH_IMM)) {
 		sudp_cnt(dev, SC_RX_BAD);
 		return;
 	}
@@ -1403,8 +1439,7 @@ static bool has_work(struct sudp_device *dev)
 		int st = atomic_load(&qp->state);
 		uint64_t pi = atomic_load(&qp->sq_pi);
 
-		if (st == IBV_QPS_ERR &&
-		    (pi != qp->sq_ci || atomic_load(&qp->rq_pi) != qp->rq_ci))
+		if (st == IBV_QPS_ERR && (pi != qp->sq_ci || atomic_load(&qp->rq_pi) != qp->rq_ci))
 			return true;
 		if (st == IBV_QPS_RTS && qp->sq_tx < pi && !qp->rnr_until)
 			return true;
@@ -1477,6 +1512,21 @@ void *sudp_nic_main(void *arg)
 {
 	struct sudp_device *dev = arg;
 	uint64_t idle_since = now_ns();
+	cpu_set_t set;
+
+	/* The application may have pinned itself to one CPU before opening
+	 * the device; the NIC must not inherit that and compete with the
+	 * thread that polls it. Any CPU, or the URI's cpu=N. */
+	CPU_ZERO(&set);
+	if (dev->cpu >= 0) {
+		CPU_SET(dev->cpu, &set);
+	} else {
+		long n = sysconf(_SC_NPROCESSORS_CONF);
+
+		for (long c = 0; c < n && c < CPU_SETSIZE; c++)
+			CPU_SET((int)c, &set);
+	}
+	(void)!pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 
 	for (int i = 0; i < SUDP_BATCH; i++) {
 		dev->rx_iov[i].iov_base = dev->rx[i].buf;

@@ -370,8 +370,7 @@ bool sudp_mr_referenced(struct sudp_device *dev, uint32_t lkey)
 
 /* ---- the hot path ------------------------------------------------------ */
 
-static inline int validate_send(const struct sudp_qp *qp, const struct ibv_send_wr *wr,
-				uint64_t pi)
+static inline int validate_send(const struct sudp_qp *qp, const struct ibv_send_wr *wr, uint64_t pi)
 {
 	switch (atomic_load_explicit(&qp->state, memory_order_relaxed)) {
 	case IBV_QPS_RTS:
@@ -437,8 +436,8 @@ static int sudp_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_se
 		w->wr.sg_list = sg;
 		if (wr->send_flags & IBV_SEND_INLINE) {
 			/* inline data belongs to the QP from the moment of posting */
-			uint8_t *buf = qp->sq_inline + (size_t)(pi & qp->sq_mask) *
-							       qp->cap.max_inline_data;
+			uint8_t *buf = qp->sq_inline +
+				       (size_t)(pi & qp->sq_mask) * qp->cap.max_inline_data;
 
 			for (int i = 0; i < wr->num_sge; i++) {
 				memcpy(buf + len, (const void *)(uintptr_t)wr->sg_list[i].addr,

@@ -30,6 +30,7 @@
 #include <sys/socket.h>
 
 #include "udp/fault.h"
+#include "udp/pcap.h"
 #include "udp/roce.h"
 #include "verbs/provider.h"
 
@@ -48,11 +49,11 @@
 #define SUDP_MAX_INLINE 256
 #define SUDP_MAX_MSG (1u << 31)
 #define SUDP_MAX_RD_ATOMIC 16
-#define SUDP_BATCH 32	   /* datagrams per recvmmsg/sendmmsg */
-#define SUDP_PKT_MAX 4224  /* 4096 payload + headers + ICRC, rounded */
-#define SUDP_WINDOW 1024   /* packets a requester has unacknowledged at most */
-#define SUDP_ACK_EVERY 16  /* responder: ACK at least every N packets */
-#define SUDP_REQ_EVERY 32  /* requester: AckReq at least every N packets */
+#define SUDP_BATCH 32	  /* datagrams per recvmmsg/sendmmsg */
+#define SUDP_PKT_MAX 4224 /* 4096 payload + headers + ICRC, rounded */
+#define SUDP_WINDOW 1024  /* packets a requester has unacknowledged at most */
+#define SUDP_ACK_EVERY 16 /* responder: ACK at least every N packets */
+#define SUDP_REQ_EVERY 32 /* requester: AckReq at least every N packets */
 
 enum sudp_poll_mode { SUDP_POLL_ADAPTIVE, SUDP_POLL_BUSY };
 
@@ -83,8 +84,8 @@ struct sudp_cq {
 	int depth; /* send completions it holds (cqe) */
 	uint32_t mask;
 	struct sudp_cqe *ring;
-	_Atomic uint64_t tail; /* NIC */
-	_Atomic uint64_t head; /* application */
+	_Atomic uint64_t tail;	   /* NIC */
+	_Atomic uint64_t head;	   /* application */
 	_Atomic uint64_t send_out; /* send completions written, not yet polled */
 	_Atomic int err;
 	uint32_t nrefs;
@@ -163,10 +164,10 @@ struct sudp_qp {
 	uint32_t rd_out; /* READ/atomic requests outstanding */
 	uint32_t since_req;
 	uint8_t retry_left, rnr_left;
-	bool probe; /* after a timeout: one packet out until an ACK moves */
-	uint64_t deadline;     /* retransmission timer, 0: off */
-	uint64_t rnr_until;    /* RNR wait: transmit nothing before */
-	uint32_t resync_psn;   /* READ response gap already asked again for */
+	bool probe;	     /* after a timeout: one packet out until an ACK moves */
+	uint64_t deadline;   /* retransmission timer, 0: off */
+	uint64_t rnr_until;  /* RNR wait: transmit nothing before */
+	uint32_t resync_psn; /* READ response gap already asked again for */
 	bool resync_on;
 	struct roce_fault *fault; /* per-QP fault injection (NULL: device's) */
 
@@ -237,6 +238,7 @@ struct sudp_device {
 	int efd;
 	enum sudp_poll_mode poll_mode;
 	uint32_t idle_us;
+	int cpu; /* the NIC thread's CPU, -1: any */
 	enum ibv_mtu active_mtu;
 	pthread_t thread;
 	_Atomic bool stop;
@@ -254,6 +256,7 @@ struct sudp_device {
 
 	struct roce_fault_cfg fault_cfg;
 	struct roce_fault *fault; /* device-wide, NULL: none */
+	struct roce_pcap *pcap;	  /* ?pcap=FILE, NULL: none */
 	struct sudp_counters cnt;
 
 	/* NIC thread private: batches */

@@ -26,7 +26,6 @@ struct ql_qp_fsm_limits {
  * Sets *next. 0, or -EINVAL with a detail (ql_error_set). */
 QL_PROVIDER_HIDDEN int ql_qp_fsm_check(enum ibv_qp_type type, enum ibv_qp_state cur,
 				       const struct ibv_qp_attr *a, int mask,
-				       const struct ql_qp_fsm_limits *lim,
-				       enum ibv_qp_state *next);
+				       const struct ql_qp_fsm_limits *lim, enum ibv_qp_state *next);
 
 #endif

@@ -40,10 +40,9 @@ int ql_device_open(const char *uri, struct ql_device **dev)
 	snprintf(rsv, sizeof(rsv), "%s%s", reserved[0] ? "; reserved: " : "", reserved);
 	sep = strstr(uri, "://");
 	if (!sep)
-		return ql_error_set(
-			-EINVAL,
-			"'%s' is not a device URI SCHEME://... (schemes: %s%s)", uri, known,
-			rsv);
+		return ql_error_set(-EINVAL,
+				    "'%s' is not a device URI SCHEME://... (schemes: %s%s)", uri,
+				    known, rsv);
 	slen = (size_t)(sep - uri);
 	p = ql_registry_find(uri, slen, &scheme);
 	if (!p)
@@ -432,8 +431,9 @@ int ql_qp_fault(struct ql_qp *qp, const char *spec)
 	if (!qp)
 		return -EINVAL;
 	if (!qp->dev->ops->qp_fault)
-		return ql_error_set(-EOPNOTSUPP, "ql_qp_fault: the %s provider has no fault "
-						 "injection (soft+udp has)",
+		return ql_error_set(-EOPNOTSUPP,
+				    "ql_qp_fault: the %s provider has no fault "
+				    "injection (soft+udp has)",
 				    qp->dev->provider->name);
 	return qp->dev->ops->qp_fault(qp, spec);
 }

@@ -436,7 +436,7 @@ done
 # soft+udp NIC is (soft+udp://198.18.1.2). Debian 12's rxe (6.1) opens its
 # UDP 4791 socket in the initial namespace only and cannot run on a device
 # of another namespace, so the kernel's end stays here and qlink's end,
-# which binds its own UDP 4791, goes to qns (docs/soft-udp.md, section 8).
+# which binds its own UDP 4791, goes to qns (docs/soft-udp.md, section 16).
 # tests/udp_rxe_interop runs one process per end (interop_pair): first
 # rxe0 <-> rxe1 (both kernel: the harness itself), exact and with netem
 # dropping 3 % of rxe1's packets; then rxe2 <-> soft+udp, exact, with
@@ -546,7 +546,7 @@ if [ "$QL_INTEROP" -eq 1 ]; then
 	# duplicates it then sees
 	# (rc-read-reqb left out: soft+udp's requester does not accept the
 	# responses to a READ it asks again from the middle; reported, see
-	# docs/soft-udp.md 8.2; drop this QL_IX_SKIP once fixed)
+	# docs/soft-udp.md 16.2; drop this QL_IX_SKIP once fixed)
 	QL_IX_SKIP="rc-read-reqb"
 	ix_case rxe-udp-kloss interop_kloss_check netem_on vk0 3% interop_pair ibv://rxe2 \
 		soft+udp://198.18.1.2 qns a

@@ -112,7 +112,7 @@ kctr_snapshot() {
 	awk '/^Udp:/ { if (!h) { for (i = 2; i <= NF; i++) k[i] = $i; h = 1 } else for (i = 2; i <= NF; i++) print "snmp/Udp/" k[i], $i }' /proc/net/snmp
 }
 # kctr_judge BEFORE AFTER LOSSY: one line naming the counters that moved,
-# by class (docs/soft-udp.md, 8.3 "Kernel counters"); non-zero when an
+# by class (docs/soft-udp.md, 16.3 "Kernel counters"); non-zero when an
 # error counter moved. Recovery counters are named, not judged: on this
 # emulated machine under load an RC timer can fire before a slow ACK (a
 # spurious retransmission, harmless); LOSSY 1 only marks the line.
