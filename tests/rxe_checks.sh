@@ -158,6 +158,13 @@ expect 1 interop_loss_check "$(ix norec 's/out_of_seq_request) 28,/out_of_seq_re
 expect 1 interop_loss_check "$(ix norec2 's/rcvd_seq_err) 40$/rcvd_seq_err) 0/')" "loss, but the kernel never retransmitted as requester"
 expect 1 interop_loss_check "$(ix norecline '/kernel recovery over the run/d')" "loss, no recovery totals"
 expect 1 interop_check "$tmp/empty.log" "interop: no output"
+# soft+udp corrupting packets: the kernel's refusals show, nothing else fails
+sed -e '/^[ab]| case [0-3] /s/ rc=0 \(.*\)$/ rc=1 \1 FAIL: rxe accepted 5 of the 6 UDP datagrams delivered in this namespace: 1 refused (bad ICRC or header) or not for rxe/' \
+	"$tmp/ix.log" >"$tmp/ixc.log"
+expect 0 interop_refused_check "$tmp/ixc.log" "corruption: refusals seen, data exact"
+expect 1 interop_refused_check "$tmp/ix.log" "corruption: the kernel refused nothing"
+expect 1 interop_refused_check "$(sed '/^a| case 9 /s/ rc=0 / rc=1 FAIL: write 3 (1000 bytes): byte 2 is 0x00, want 0x11 /' "$tmp/ixc.log" >"$tmp/ixc2.log"; echo "$tmp/ixc2.log")" "corruption: a wrong byte"
+expect 1 interop_refused_check "$(sed '/^b| case 9 /d' "$tmp/ixc.log" >"$tmp/ixc3.log"; echo "$tmp/ixc3.log")" "corruption: a case missing"
 cat "$tmp/ix.log" - >"$tmp/ix-netem.log" <<'LOG'
 qdisc netem 8001: root refcnt 2 limit 1000 loss 3%
  Sent 301234 bytes 1288 pkt (dropped 41, overlimits 0 requeues 0)
@@ -179,7 +186,7 @@ done
 echo "ok: cases: $n"
 # ... and every ix_case line (the interop cases)
 n=$(sed -n 's/^[[:space:]]*ix_case \([A-Za-z0-9_-]*\) .*/\1/p' "$src/tests/rxe/guest-init.sh" | tr '\n' ' ')
-for c in rxe-rxe rxe-rxe-netem rxe-udp rxe-udp-loss rxe-udp-kloss; do
+for c in rxe-rxe rxe-rxe-netem rxe-udp rxe-udp-loss rxe-udp-corrupt rxe-udp-kloss; do
 	case " $n" in
 	*" $c "*) ;;
 	*) echo "FAIL: ix_case $c not found (found: $n)"; fails=$((fails + 1)) ;;

@@ -187,3 +187,24 @@ interop_kloss_check() {
 	echo "$detail netem_dropped=$dropped"
 	[ "$irc" -eq 0 ] && [ "$dropped" -gt 0 ]
 }
+# The attack (soft+udp corrupting some of its packets after the ICRC): the
+# kernel refused packets (a case's UDP balance failed: "UDP datagrams
+# delivered" in its reason), every other outcome exact: each side
+# accounted for QL_IX_CASES cases, no failure for any other reason (data,
+# completions, counters), no kernel log line.
+interop_refused_check() {
+	awk -v want="${QL_IX_CASES:?}" '
+	/^[ab]\| case / {
+		side = substr($0, 1, 1); n[side]++
+		if ($0 ~ / rc=0 /) next
+		if ($0 ~ /UDP datagrams delivered/) { refused++; next }
+		other++; if (!first) first = $0
+	}
+	/^[ab]\| skipped / { side = substr($0, 1, 1); n[side]++ }
+	/^kernel: / { klog++ }
+	END {
+		printf "cases_a=%d cases_b=%d refused_cases=%d other_failures=%d\n", n["a"], n["b"], refused, other
+		if (first) print first > "/dev/stderr"
+		exit !(n["a"] == want && n["b"] == want && refused > 0 && !other && !klog)
+	}' "$1"
+}
