@@ -165,6 +165,7 @@ expect 0 interop_refused_check "$tmp/ixc.log" "corruption: refusals seen, data e
 expect 1 interop_refused_check "$tmp/ix.log" "corruption: the kernel refused nothing"
 expect 1 interop_refused_check "$(sed '/^a| case 9 /s/ rc=0 / rc=1 FAIL: write 3 (1000 bytes): byte 2 is 0x00, want 0x11 /' "$tmp/ixc.log" >"$tmp/ixc2.log"; echo "$tmp/ixc2.log")" "corruption: a wrong byte"
 expect 1 interop_refused_check "$(sed '/^b| case 9 /d' "$tmp/ixc.log" >"$tmp/ixc3.log"; echo "$tmp/ixc3.log")" "corruption: a case missing"
+expect 1 interop_refused_check "$(sed 's/^pair exit .*/pair exit a=124 b=1/' "$tmp/ixc.log" >"$tmp/ixc4.log"; echo "$tmp/ixc4.log")" "corruption: a side timed out"
 cat "$tmp/ix.log" - >"$tmp/ix-netem.log" <<'LOG'
 qdisc netem 8001: root refcnt 2 limit 1000 loss 3%
  Sent 301234 bytes 1288 pkt (dropped 41, overlimits 0 requeues 0)

@@ -201,10 +201,12 @@ interop_refused_check() {
 		other++; if (!first) first = $0
 	}
 	/^[ab]\| skipped / { side = substr($0, 1, 1); n[side]++ }
+	/^pair exit a=[01] b=[01]$/ { exited = 1 } # 1: cases failed, nothing worse
 	/^kernel: / { klog++ }
 	END {
 		printf "cases_a=%d cases_b=%d refused_cases=%d other_failures=%d\n", n["a"], n["b"], refused, other
 		if (first) print first > "/dev/stderr"
-		exit !(n["a"] == want && n["b"] == want && refused > 0 && !other && !klog)
+		exit !(n["a"] == want && n["b"] == want && refused > 0 && !other && !klog && \
+			exited)
 	}' "$1"
 }
