@@ -49,7 +49,9 @@
  * vector file in DIR (tests/data/rxe-packets/): the IP and UDP facts, the
  * ICRC computed here, and the packet in hex.
  *
- * --verify-vectors: recompute the ICRC of every such file in DIR.
+ * --verify-vectors: recompute the ICRC of every such file in DIR, and
+ * have soft+udp's codec (src/udp/roce.c) parse each and solve for its IPv4
+ * Identification, which must be the one the kernel sent.
  *
  * Exit status: 0 every case passed, 1 a case failed, 2 usage or setup.
  */
@@ -82,6 +84,7 @@
 #include <qlink/verbs.h>
 
 #include "rendezvous.h"
+#include "roce.h" /* src/udp: the soft+udp codec, checked against the kernel's packets */
 
 #define IX_BUF_LEN (2u << 20) /* the MR: [0, half) the peer's, [half, end) local */
 #define IX_HALF (IX_BUF_LEN / 2)
@@ -1037,8 +1040,10 @@ static int capture(const char *ifname, const char *dir, const char *src, double 
 }
 
 /* --verify-vectors DIR: each *.txt of DIR (the --capture format) holds a
- * packet whose ICRC, recomputed from its hex, is the one on the wire and
- * whose `icrc_valid` line says yes. */
+ * packet that the codec parses and whose IPv4 Identification it solves
+ * from the ICRC (a UDP socket is never told it), and whose ICRC,
+ * recomputed here from its hex, is the one on the wire, its `icrc_valid`
+ * line saying yes. */
 static int verify_vectors(const char *dir)
 {
 	char cmd[4200], path[4200];
@@ -1079,6 +1084,29 @@ static int verify_vectors(const char *dir)
 				}
 		}
 		fclose(f);
+		if (len >= 40 && len <= sizeof(pkt)) {
+			/* the codec: parses it, and finds the IPv4 Identification
+			 * that makes its ICRC valid, which must be the one sent */
+			size_t ihl = (size_t)(pkt[0] & 15) * 4;
+			struct roce_addr ra = { .family = AF_INET };
+			struct roce_pkt rp;
+			uint16_t solved = 0;
+			int pr, sr;
+
+			memcpy(ra.src, pkt + 12, 4);
+			memcpy(ra.dst, pkt + 16, 4);
+			ra.sport = (uint16_t)(pkt[ihl] << 8 | pkt[ihl + 1]);
+			ra.dport = (uint16_t)(pkt[ihl + 2] << 8 | pkt[ihl + 3]);
+			pr = roce_parse(pkt + ihl + 8, len - ihl - 8, &rp);
+			sr = roce_icrc_solve_id(pkt + ihl + 8, len - ihl - 8, &ra, &solved);
+			if (pr || sr || solved != ((uint16_t)(pkt[4] << 8 | pkt[5]))) {
+				printf("FAIL: %s: roce_parse %d, roce_icrc_solve_id %d (id 0x%04x, sent "
+				       "0x%02x%02x)\n",
+				       path, pr, sr, solved, pkt[4], pkt[5]);
+				bad++;
+				continue;
+			}
+		}
 		wire = len >= 4 ? ((uint32_t)pkt[len - 4] | (uint32_t)pkt[len - 3] << 8 |
 				   (uint32_t)pkt[len - 2] << 16 | (uint32_t)pkt[len - 1] << 24) :
 				  0;
