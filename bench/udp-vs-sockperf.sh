@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # soft+udp over loopback against sockperf (UDP, busy polling) on the same
 # cores, alternating, ROUNDS rounds (docs/benchmarks.md, "soft+udp").
 #   bench/udp-vs-sockperf.sh BUILD_DIR [ROUNDS] [SECONDS]
