@@ -88,7 +88,8 @@ struct ql_device_counters {
 	 * injection dropped (docs/soft-provider.md); 0 elsewhere */
 	uint64_t uc_drop_injected;
 	/* soft+udp only (0 elsewhere): the wire. rc_nak_seq: PSN sequence
-	 * error NAKs sent; rx_packets: datagrams received and processed,
+	 * error NAKs sent; tx_packets: datagrams put on the wire (after
+	 * fault injection); rx_packets: datagrams received and processed,
 	 * whatever the verdict; rx_dropped: of them refused (malformed,
 	 * unknown or unconnected QP, wrong source), rx_icrc_errors: of them
 	 * with a bad ICRC; duplicates: requests received

@@ -368,9 +368,9 @@ static void tx_pkt(struct sudp_qp *qp, struct roce_pkt *p, const struct ibv_sge 
 	iov.iov_len = (size_t)hl + plen + pad;
 	roce_put_icrc(buf + iov.iov_len, roce_icrc_iov(&qp->txaddr, &iov, 1));
 	iov.iov_len += ROCE_ICRC_LEN;
-	sudp_cnt(dev, SC_TX_PKTS);
 	if (f && roce_fault_tx(f, dev->now, &iov, 1, &qp->peer, qp->peerlen) != ROCE_FAULT_SEND)
-		return; /* dropped or held: the slot is free again */
+		return;		   /* dropped or held: the slot is free again */
+	sudp_cnt(dev, SC_TX_PKTS); /* what goes on the wire */
 	if (sudp_unlikely(dev->pcap)) {
 		struct timespec ts;
 
@@ -398,6 +398,7 @@ static bool fault_drain_one(struct sudp_device *dev, struct roce_fault *f)
 	while ((q = roce_fault_next(f, dev->now))) {
 		(void)!sendto(dev->sock, q->data, q->len, MSG_DONTWAIT,
 			      (const struct sockaddr *)&q->peer, q->peerlen);
+		sudp_cnt(dev, SC_TX_PKTS);
 		roce_fault_pop(f);
 		did = true;
 	}
