@@ -82,7 +82,12 @@ int main(int argc, char **argv)
 		struct roce_addr a = { .family = fam ? AF_INET6 : AF_INET,
 				       .sport = 0xc123,
 				       .dport = ROCE_UDP_PORT };
-		if (fam) {
+		if (corpus_dir) { /* fuzz_roce.c's addresses, so its ICRC checks pass */
+			static const uint8_t f4[2][4] = { { 10, 0, 0, 1 }, { 10, 0, 0, 2 } };
+			memcpy(a.src, f4[0], 4);
+			memcpy(a.dst, f4[1], 4);
+			a.sport = 0xc000;
+		} else if (fam) {
 			static const uint8_t s6[16] = { 0xfd, 0, 0, 0, 0, 0, 0, 0,
 							0,    0, 0, 0, 0, 0, 0, 1 };
 			static const uint8_t d6[16] = { 0xfd, 0, 0, 0, 0, 0, 0, 0,
@@ -148,10 +153,15 @@ int main(int argc, char **argv)
 	if (corpus_dir) {
 		/* fault-injection queries (mode byte 2; 6: provider keys allowed) */
 		static const char *const q[] = {
-			"\x02drop=0.01&dup=0.01&reorder=0.01&delay=0.01&"
+			"\x02"
+			"drop=0.01&dup=0.01&reorder=0.01&delay=0.01&"
 			"delay_us=200&corrupt=0.01&seed=7&drop_nth=5",
-			"\x06pcap=/tmp/x.pcap&loss=0.5&drop_once=3&fault_slots=4", "\x02drop=1.5",
-			"\x02reorder_max_us=0&seed=0x10"
+			"\x06"
+			"pcap=/tmp/x.pcap&loss=0.5&drop_once=3&fault_slots=4",
+			"\x02"
+			"drop=1.5",
+			"\x02"
+			"reorder_max_us=0&seed=0x10"
 		};
 		for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++) {
 			char path[4096];
