@@ -5,8 +5,11 @@
 # logs altered one way each: a lost call, a wrong answer, a call the daemon
 # ran twice or never, a resend the cache answered that STATUS does not
 # account for, a session not ended COMPLETE, qlinkd not exiting 0 on
-# SIGTERM, a missing step, no report at all. Also that run.sh finds every
-# rpc_case line of guest-init.sh. No packages, no qemu.
+# SIGTERM, a missing step, no report at all. The kernel-counter judgement
+# (kctr_judge: error counters fail, recovery counters are named) and the
+# interop check (both sides' every case, exits, capture, kernel log,
+# recovery under loss) the same way. Also that run.sh finds every rpc_case
+# and ix_case line of guest-init.sh. No packages, no qemu.
 #
 #   tests/rxe_checks.sh SOURCE-DIR
 set -uo pipefail
@@ -76,15 +79,122 @@ expect 1 qlinkd_check "$(qlinkd step '/^step 2/d')" "a step missing"
 # RC: no cache, responses = requests
 expect 0 qlinkd_check "$(qlinkd rc 's/,"dup_answered":683,"dup_missed":0//; s/"responses":5683/"responses":5000/')" "qlinkd RC run"
 
+# ---- the kernel's counters around a case (kctr_judge) ------------------------
+cat >"$tmp/k.before" <<'LOG'
+rxe0/1/sent_pkts 100
+rxe0/1/rcvd_pkts 90
+rxe0/1/completer_retry_err 6
+rxe0/1/retry_exceeded_err 2
+rxe0/1/lifespan 12
+rxe1/1/duplicate_request 1
+snmp/Udp/InDatagrams 50
+snmp/Udp/InErrors 0
+snmp/Udp/InCsumErrors 0
+LOG
+kafter() { # NAME SED-EXPRESSION
+	sed "$2" "$tmp/k.before" >"$tmp/k-$1.after"
+	echo "$tmp/k-$1.after"
+}
+kexpect() { # 0|1 AFTER LOSSY WHAT
+	local out rc
+	out=$(kctr_judge "$tmp/k.before" "$2" "$3")
+	rc=$?
+	if { [ "$1" -eq 0 ] && [ $rc -eq 0 ]; } || { [ "$1" -ne 0 ] && [ $rc -ne 0 ]; }; then
+		echo "ok: counters, $4: $out"
+	else
+		echo "FAIL: counters, $4: kctr_judge returned $rc: $out"
+		fails=$((fails + 1))
+	fi
+}
+kexpect 0 "$(kafter traffic 's/sent_pkts 100/sent_pkts 300/; s/rcvd_pkts 90/rcvd_pkts 290/; s/InDatagrams 50/InDatagrams 250/; s/lifespan 12/lifespan 10/')" 0 "traffic only"
+kexpect 0 "$(kafter spurious 's/completer_retry_err 6/completer_retry_err 8/; s/duplicate_request 1/duplicate_request 3/')" 0 "a spurious retransmission (timer before a slow ACK)"
+kexpect 0 "$(kafter lossy 's/completer_retry_err 6/completer_retry_err 9/')" 1 "recovery under loss"
+kexpect 1 "$(kafter retry 's/retry_exceeded_err 2/retry_exceeded_err 3/')" 0 "retries exhausted"
+kexpect 1 "$(kafter retry2 's/retry_exceeded_err 2/retry_exceeded_err 3/')" 1 "retries exhausted under loss"
+kexpect 1 "$(kafter csum 's/InCsumErrors 0/InCsumErrors 1/')" 0 "a UDP checksum the kernel refused"
+kexpect 1 "$(kafter inerr 's/InErrors 0/InErrors 2/')" 0 "UDP InErrors"
+kexpect 1 "$(kafter rnr '$a rxe1/1/rcvd_rnr_err 1')" 0 "an RNR NAK (a counter absent before)"
+kexpect 1 "$(kafter unknown '$a rxe0/1/some_new_counter 4')" 0 "a counter this check does not know"
+grep -q 'recovery: rxe0/1/completer_retry_err+2 rxe1/1/duplicate_request+2' \
+	< <(kctr_judge "$tmp/k.before" "$tmp/k-spurious.after" 0) ||
+	{ echo "FAIL: recovery counters not named"; fails=$((fails + 1)); }
+
+# ---- interop (udp_rxe_interop, both sides) -------------------------------------
+{
+	for side in a b; do
+		echo "$side| side $side on ibv://rxe$([ $side = a ] && echo 0 || echo 1): 24 messages a case, sizes 8/1000/4113/16387, lossy side b, kernel counters of rxe0"
+		for n in $(seq 0 17); do
+			echo "$side| case $n  rc-write-reqa          side=$side requester rc=0 seconds=0.09 kernel: rxe0/1/completer_retry_err+1 udp_in=100 rxe_rcvd=100"
+		done
+		echo "$side| kernel recovery over the run: as responder (duplicate_request + out_of_seq_request) 28, as requester (completer_retry_err + rcvd_seq_err) 40"
+		echo "$side| summary side=$side cases=18 skipped=0 failed=0"
+	done
+	echo "pair exit a=0 b=0"
+	echo "capture: listening on veth0"
+	echo "capture: 1957 RoCEv2 packets, 29 opcodes kept, 0 with an ICRC that does not verify"
+	echo "kernel counters: errors: none recovery: none packets: rxe0/1/rcvd_pkts+1200"
+} >"$tmp/ix.log"
+ix() { # NAME SED-EXPRESSION
+	sed "$2" "$tmp/ix.log" >"$tmp/ix-$1.log"
+	echo "$tmp/ix-$1.log"
+}
+expect 0 interop_check "$tmp/ix.log" "interop run"
+expect 0 interop_loss_check "$tmp/ix.log" "interop run under loss, kernel recovery both ways"
+grep -q 'captured_opcodes=29 capture_ok=1' < <(interop_check "$tmp/ix.log") ||
+	{ echo "FAIL: capture not reported"; fails=$((fails + 1)); }
+expect 1 interop_check "$(ix casefail '/^b| case 7 /s/ rc=0 / rc=1 /')" "a case failed on one side"
+expect 1 interop_check "$(ix missing '/^a| case 17 /d')" "a case missing on one side"
+expect 0 interop_check "$(ix skipped 's/^\([ab]\)| case 17 .*/\1| skipped 17 uc-write_imm-reqb (--skip uc-write_imm)/')" "a case skipped on purpose, said so"
+grep -q 'skipped_a=1 skipped_b=1' < <(interop_check "$tmp/ix-skipped.log") ||
+	{ echo "FAIL: skipped cases not reported"; fails=$((fails + 1)); }
+expect 1 interop_check "$(ix summary '/^a| summary/s/failed=0/failed=1/')" "a side's summary says failed"
+expect 1 interop_check "$(ix exit 's/^pair exit a=0 b=0/pair exit a=0 b=2/')" "a side exited non-zero"
+expect 1 interop_check "$(ix noexit '/^pair exit/d')" "no exit line"
+expect 1 interop_check "$(ix icrc 's/ 0 with an ICRC/ 3 with an ICRC/')" "captured packets with a bad ICRC"
+expect 1 interop_check "$(ix nocap 's/^capture: 1957/capture: 0/')" "a capture that saw nothing"
+expect 1 interop_check "$(ix capgone '/^capture: 1957/d')" "a capture that never reported"
+expect 1 interop_check "$(ix klog '$a kernel: rdma_rxe: qp#17 moved to error state')" "a kernel log line about rxe"
+expect 1 interop_loss_check "$(ix norec 's/out_of_seq_request) 28,/out_of_seq_request) 0,/')" "loss, but the kernel never recovered as responder"
+expect 1 interop_loss_check "$(ix norec2 's/rcvd_seq_err) 40$/rcvd_seq_err) 0/')" "loss, but the kernel never retransmitted as requester"
+expect 1 interop_loss_check "$(ix norecline '/kernel recovery over the run/d')" "loss, no recovery totals"
+expect 1 interop_check "$tmp/empty.log" "interop: no output"
+# soft+udp corrupting packets: the kernel's refusals show, nothing else fails
+sed -e '/^[ab]| case [0-3] /s/ rc=0 \(.*\)$/ rc=1 \1 FAIL: rxe accepted 5 of the 6 UDP datagrams delivered in this namespace: 1 refused (bad ICRC or header) or not for rxe/' \
+	"$tmp/ix.log" >"$tmp/ixc.log"
+expect 0 interop_refused_check "$tmp/ixc.log" "corruption: refusals seen, data exact"
+expect 1 interop_refused_check "$tmp/ix.log" "corruption: the kernel refused nothing"
+expect 1 interop_refused_check "$(sed '/^a| case 9 /s/ rc=0 / rc=1 FAIL: write 3 (1000 bytes): byte 2 is 0x00, want 0x11 /' "$tmp/ixc.log" >"$tmp/ixc2.log"; echo "$tmp/ixc2.log")" "corruption: a wrong byte"
+expect 1 interop_refused_check "$(sed '/^b| case 9 /d' "$tmp/ixc.log" >"$tmp/ixc3.log"; echo "$tmp/ixc3.log")" "corruption: a case missing"
+expect 1 interop_refused_check "$(sed 's/^pair exit .*/pair exit a=124 b=1/' "$tmp/ixc.log" >"$tmp/ixc4.log"; echo "$tmp/ixc4.log")" "corruption: a side timed out"
+cat "$tmp/ix.log" - >"$tmp/ix-netem.log" <<'LOG'
+qdisc netem 8001: root refcnt 2 limit 1000 loss 3%
+ Sent 301234 bytes 1288 pkt (dropped 41, overlimits 0 requeues 0)
+LOG
+expect 0 interop_kloss_check "$tmp/ix-netem.log" "the kernel's packets lost (netem)"
+expect 1 interop_kloss_check "$tmp/ix.log" "netem said to drop, dropped nothing"
+expect 1 interop_kloss_check "$(sed '/^a| case 3 /s/ rc=0 / rc=1 /' "$tmp/ix-netem.log" >"$tmp/ix-n2.log"; echo "$tmp/ix-n2.log")" "netem: a case failed"
+
 # run.sh's list of cases: every rpc_case line of guest-init.sh
 n=$(sed -n 's/^[[:space:]]*rpc_case \([A-Za-z0-9_-]*\) .*/\1/p' "$src/tests/rxe/guest-init.sh" | tr '\n' ' ')
-for c in bench-ring-rc bench-ring-uc qlinkd-ring-rc qlinkd-ring-uc; do
+for c in bench-ring-rc bench-ring-uc qlinkd-ring-rc qlinkd-ring-uc qlinkd-hsb-board \
+	udp-qlinkd-rxe-ring-rc udp-qlinkd-rxe-ring-uc udp-qlinkd-udp-ring-rc udp-qlinkd-udp-ring-uc \
+	udp-hsb-board-udp udp-hsb-board-rxe; do
 	case " $n" in
 	*" $c "*) ;;
 	*) echo "FAIL: rpc_case $c not found (found: $n)"; fails=$((fails + 1)) ;;
 	esac
 done
 echo "ok: cases: $n"
+# ... and every ix_case line (the interop cases)
+n=$(sed -n 's/^[[:space:]]*ix_case \([A-Za-z0-9_-]*\) .*/\1/p' "$src/tests/rxe/guest-init.sh" | tr '\n' ' ')
+for c in rxe-rxe rxe-rxe-netem rxe-udp rxe-udp-loss rxe-udp-corrupt rxe-udp-kloss; do
+	case " $n" in
+	*" $c "*) ;;
+	*) echo "FAIL: ix_case $c not found (found: $n)"; fails=$((fails + 1)) ;;
+	esac
+done
+echo "ok: interop cases: $n"
+grep -q 'ix_case' "$src/tests/rxe/run.sh" || { echo "FAIL: run.sh does not collect the ix_case lines"; fails=$((fails + 1)); }
 grep -q 'rpc_case NAME CHECK' "$src/tests/rxe/run.sh" "$src/tests/rxe/guest-init.sh" ||
 	{ echo "FAIL: the rpc_case convention is not documented"; fails=$((fails + 1)); }
 [ "$fails" -eq 0 ] && echo "rxe_checks: all passed" && exit 0

@@ -113,6 +113,10 @@ static void info_listed(const char *uri, int *fails)
 	const char *sep = strstr(uri, "://");
 	char named[QL_DEVICE_URI_MAX];
 
+	if (sep && strchr(sep, '[')) { /* soft+udp://IP[:PORT]: needs a local address */
+		printf("%s\n\t(a template: give an address of this host)\n", uri);
+		return;
+	}
 	if (sep && !strcmp(sep + 3, "NAME")) {
 		snprintf(named, sizeof(named), "%.*sinfo", (int)(sep + 3 - uri), uri);
 		uri = named;

@@ -99,3 +99,114 @@ bench_loss_check() {
 	echo "$detail netem_dropped=$dropped"
 	[ "$brc" -eq 0 ] && [ "${resent:-0}" -gt 0 ] && [ "$dropped" -gt 0 ]
 }
+
+# ---- the kernel's counters around a case ------------------------------------
+# kctr_snapshot: every rxe device's hw_counters ("DEV/PORT/NAME VALUE") and
+# this namespace's UDP counters ("snmp/Udp/NAME VALUE").
+kctr_snapshot() {
+	for f in /sys/class/infiniband/*/ports/*/hw_counters/*; do
+		[ -f "$f" ] || continue
+		n=${f#/sys/class/infiniband/}
+		echo "${n%%/*}/$(echo "$f" | sed 's|.*/ports/\([0-9]*\)/hw_counters/|\1/|') $(cat "$f")"
+	done
+	awk '/^Udp:/ { if (!h) { for (i = 2; i <= NF; i++) k[i] = $i; h = 1 } else for (i = 2; i <= NF; i++) print "snmp/Udp/" k[i], $i }' /proc/net/snmp
+}
+# kctr_judge BEFORE AFTER LOSSY: one line naming the counters that moved,
+# by class (docs/soft-udp.md, 16.3 "Kernel counters"); non-zero when an
+# error counter moved. Recovery counters are named, not judged: on this
+# emulated machine under load an RC timer can fire before a slow ACK (a
+# spurious retransmission, harmless); LOSSY 1 only marks the line.
+#   traffic:  sent_pkts rcvd_pkts ack_deferred rdma_sends rdma_recvs, UDP's
+#             InDatagrams OutDatagrams NoPorts IgnoredMulti (lifespan: a setting)
+#   recovery: duplicate_request out_of_seq_request rcvd_seq_err completer_retry_err
+#   errors:   everything else: retry_exceeded_err retry_rnr_exceeded_err
+#             rcvd_rnr_err send_rnr_err send_err link_downed, UDP's InErrors
+#             RcvbufErrors SndbufErrors InCsumErrors MemErrors, any unknown name
+kctr_judge() {
+	awk -v lossy="$3" '
+	NR == FNR { b[$1] = $2; next }
+	{
+		d = $2 - b[$1]; n = $1; sub(/.*\//, "", n)
+		if (d == 0 || n == "lifespan") next
+		if (n ~ /^(sent_pkts|rcvd_pkts|ack_deferred|rdma_sends|rdma_recvs|InDatagrams|OutDatagrams|NoPorts|IgnoredMulti)$/) {
+			if (n ~ /pkts$/) info = info " " $1 "+" d
+			next
+		}
+		if (n ~ /^(duplicate_request|out_of_seq_request|rcvd_seq_err|completer_retry_err)$/) {
+			rec = rec " " $1 "+" d
+			next
+		}
+		bad = bad " " $1 "+" d
+	}
+	END {
+		printf "kernel counters%s: errors:%s recovery:%s packets:%s\n", (lossy ? " (loss injected)" : ""), (bad == "" ? " none" : bad),
+			(rec == "" ? " none" : rec), (info == "" ? " none" : info)
+		exit bad != ""
+	}' "$1" "$2"
+}
+
+# ---- interop (tests/udp_rxe_interop.c, both sides' output) ------------------
+# Each side's lines prefixed "a| " and "b| ", then "pair exit a=N b=N" (and,
+# when a capture ran, its "capture: ..." summary). Passes when both sides
+# accounted for QL_IX_CASES cases (run, or named on a "skipped" line: a
+# case left out on purpose is shown in the figures), every one rc=0 on both, both summaries say
+# failed=0, both exited 0, a capture (if any) kept packets whose ICRC all
+# verified, and, when LOSSY (2nd argument) is 1, the kernel's own
+# retransmission ran both ways (its recovery totals are non-zero).
+QL_IX_CASES=18
+interop_check() {
+	awk -v want="${QL_IX_CASES:?}" -v lossy="${2:-0}" '
+	/^[ab]\| case / { side = substr($0, 1, 1); n[side]++; if ($0 !~ / rc=0 /) { bad++; if (!first) first = $0 } }
+	/^[ab]\| summary / { side = substr($0, 1, 1); if ($0 ~ / failed=0$/) okay[side] = 1 }
+	/^[ab]\| skipped / { side = substr($0, 1, 1); sk[side]++ }
+	/^[ab]\| kernel recovery over the run:/ { rec_resp = $(NF - 6) + 0; rec_req = $NF + 0; seen_rec = 1 }
+	/^pair exit a=0 b=0$/ { exited = 1 }
+	/^capture: listening/ { cap = 1; capbad = 1 } # until its summary says otherwise
+	/^capture: [0-9]+ RoCEv2 packets/ { cap = 1; capbad = ($0 !~ / 0 with an ICRC/ || $2 + 0 == 0); kept = $5 }
+	/^kernel: / { klog++ }
+	END {
+		printf "cases_a=%d cases_b=%d failed=%d exit_ok=%d%s%s%s%s\n", n["a"], n["b"], bad, exited,
+			(sk["a"] + sk["b"] ? sprintf(" skipped_a=%d skipped_b=%d", sk["a"], sk["b"]) : ""),
+			(seen_rec ? sprintf(" kernel_recovery_as_responder=%d as_requester=%d", rec_resp, rec_req) : ""),
+			(cap ? sprintf(" captured_opcodes=%s capture_ok=%d", kept, !capbad) : ""),
+			(klog ? sprintf(" kernel_log_lines=%d", klog) : "")
+		if (first) print first > "/dev/stderr"
+		exit !(n["a"] + sk["a"] == want && n["b"] + sk["b"] == want && !bad && okay["a"] && okay["b"] && exited && \
+			!capbad && !klog && (!lossy || (seen_rec && rec_resp > 0 && rec_req > 0)))
+	}' "$1"
+}
+interop_loss_check() { interop_check "$1" 1; }
+# The kernel's packets dropped instead (netem on its veth; qlink's side
+# exact): every case exact on both sides (soft+udp's requester recovers
+# lost responses, ACKs and READ responses, the kernel's requester its own
+# lost requests), and netem really dropped packets.
+interop_kloss_check() {
+	detail=$(interop_check "$1" 0)
+	irc=$?
+	dropped=$(sed -n 's/.*(dropped \([0-9]*\),.*/\1/p' "$1" | awk '{ s += $1 } END { print s + 0 }')
+	echo "$detail netem_dropped=$dropped"
+	[ "$irc" -eq 0 ] && [ "$dropped" -gt 0 ]
+}
+# The attack (soft+udp corrupting some of its packets after the ICRC): the
+# kernel refused packets (a case's UDP balance failed: "UDP datagrams
+# delivered" in its reason), every other outcome exact: each side
+# accounted for QL_IX_CASES cases, no failure for any other reason (data,
+# completions, counters), no kernel log line.
+interop_refused_check() {
+	awk -v want="${QL_IX_CASES:?}" '
+	/^[ab]\| case / {
+		side = substr($0, 1, 1); n[side]++
+		if ($0 ~ / rc=0 /) next
+		if ($0 ~ /UDP datagrams delivered/) { refused++; next }
+		other++; if (!first) first = $0
+	}
+	/^[ab]\| skipped / { side = substr($0, 1, 1); n[side]++ }
+	/^pair exit a=[01] b=[01]$/ { exited = 1 } # 1: cases failed, nothing worse
+	/^kernel: / { klog++ }
+	END {
+		printf "cases_a=%d cases_b=%d refused_cases=%d other_failures=%d\n", n["a"], n["b"], refused, other
+		if (first) print first > "/dev/stderr"
+		exit !(n["a"] == want && n["b"] == want && refused > 0 && !other && !klog && \
+			exited)
+	}' "$1"
+}

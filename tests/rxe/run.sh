@@ -6,7 +6,7 @@
 #
 #   tests/rxe/run.sh [--build-dir DIR] [--workdir DIR] [--timeout SEC]
 #                    [--tests "NAME..."] [--bench-rounds N] [--bench-iters N]
-#                    [--soft] [--no-rpc]
+#                    [--soft] [--no-rpc] [--no-interop]
 #
 #   --build-dir DIR    a normal (not sanitized) build folder with the test
 #                      programs, tools/qlink, tools/qlinkd,
@@ -22,6 +22,9 @@
 #   --soft             also run the soft:// groups inside the guest
 #   --no-rpc           skip the RPC cases (qlink bench, qlinkd + qlink vppu
 #                      --connect over rxe; the rpc_case lines of guest-init.sh)
+#   --no-interop       skip the interop cases (kernel rxe <-> qlink soft+udp in
+#                      a second network namespace, tests/udp_rxe_interop; the
+#                      ix_case lines, and the rpc_case lines named udp-*)
 #   --extra PROGRAM    also copy PROGRAM (and its libraries) in and run it
 #                      like a test program (repeatable; for debugging)
 #   --list             print the test programs it would run, one a line,
@@ -51,10 +54,11 @@ bench_rounds=1
 bench_iters=1000
 soft=0
 rpc=1
+interop=1
 extra=()
 list=0
 
-usage() { sed -n '3,28s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
+usage() { sed -n '3,31s/^# \{0,1\}//p' "${BASH_SOURCE[0]}"; }
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--build-dir) build=$2; shift ;;
@@ -65,6 +69,7 @@ while [ $# -gt 0 ]; do
 	--bench-iters) bench_iters=$2; shift ;;
 	--soft) soft=1 ;;
 	--no-rpc) rpc=0 ;;
+	--no-interop) interop=0 ;;
 	--extra) extra+=("$2"); shift ;;
 	--list) list=1 ;;
 	-h | --help) usage; exit 0 ;;
@@ -129,7 +134,15 @@ fi
 # guest-init.sh; every NAME must come back with a result.
 rpc_cases=()
 [ "$rpc" -eq 1 ] &&
-	mapfile -t rpc_cases < <(sed -n 's/^[[:space:]]*rpc_case \([A-Za-z0-9_-]*\) .*/\1/p' "$here/guest-init.sh")
+	mapfile -t rpc_cases < <(sed -n 's/^[[:space:]]*rpc_case \([A-Za-z0-9_-]*\) .*/\1/p' "$here/guest-init.sh" |
+		{ if [ "$interop" -eq 1 ]; then cat; else grep -v '^udp-'; fi; })
+# The interop cases: `ix_case NAME CHECK COMMAND...` lines, the same way.
+ix_cases=()
+[ "$interop" -eq 1 ] &&
+	mapfile -t ix_cases < <(sed -n 's/^[[:space:]]*ix_case \([A-Za-z0-9_-]*\) .*/\1/p' "$here/guest-init.sh")
+if [ "$interop" -eq 1 ] && [ ! -x "$build/tests/udp_rxe_interop" ]; then
+	die "$build/tests/udp_rxe_interop missing (build first, or --no-interop)"
+fi
 if [ "$bench_rounds" -gt 0 ] && [ ! -x "$build/bench/qlink-bench-verbs" ]; then
 	echo "rxe: $build/bench/qlink-bench-verbs missing (QLINK_BUILD_BENCH=OFF?): no benchmark"
 	bench_rounds=0
@@ -235,6 +248,10 @@ for t in "${tests[@]}"; do
 	cp "$build/tests/$t" "$ir/qlink/bin/"
 	copy_libs "$build/tests/$t"
 done
+if [ "$interop" -eq 1 ]; then
+	cp "$build/tests/udp_rxe_interop" "$ir/qlink/bin/"
+	copy_libs "$build/tests/udp_rxe_interop"
+fi
 for f in "${extra[@]}"; do
 	[ -x "$f" ] || die "--extra $f: not an executable"
 	cp "$f" "$ir/qlink/bin/"
@@ -261,12 +278,15 @@ chmod +x "$ir/init"
 	echo "QL_SOFT=$soft"
 	echo "QL_RPC=$rpc"
 	echo "QL_RPC_TIMEOUT=180"
+	echo "QL_INTEROP=$interop"
+	echo "QL_IX_COUNT=24"
+	echo "QL_IX_TIMEOUT=120"
 	echo "QL_BENCH_ROUNDS=$bench_rounds"
 	echo "QL_BENCH_ITERS=$bench_iters"
 } >"$ir/rxe.conf"
 (cd "$ir" && find . | cpio -o -H newc --quiet | gzip -1 >"$workdir/initrd.gz") ||
 	die "cannot build the initramfs"
-say "initramfs $(du -h "$workdir/initrd.gz" | cut -f1): ${#tests[@]} test programs, ${#rpc_cases[@]} RPC cases"
+say "initramfs $(du -h "$workdir/initrd.gz" | cut -f1): ${#tests[@]} test programs, ${#rpc_cases[@]} RPC cases, ${#ix_cases[@]} interop cases"
 
 # ---- 5. boot -----------------------------------------------------------------
 share=$workdir/share
@@ -318,6 +338,13 @@ for t in "${tests[@]}"; do
 		o=$(grep -cE '^\[       OK \]' "$share/$t.log")
 		n=$(grep -c 'NOTE \]' "$share/$t.log")
 		printf '%-36s %-6s %s\n' "" "" "cmocka: $o passed, $f failed, $s skipped; $n notes"
+		if [ "$f" -ne 0 ]; then
+			printf '%-36s %-6s %s\n' "$t" FAIL "cmocka reported a failed test, whatever the exit status"
+			fail=1
+		fi
+	else
+		printf '%-36s %-6s %s\n' "$t" FAIL "no log"
+		fail=1
 	fi
 done
 for c in "${rpc_cases[@]}"; do
@@ -328,6 +355,33 @@ for c in "${rpc_cases[@]}"; do
 		sed 's/^/    | /' "$share/rpc-$c.log" | tail -n 40
 	fi
 done
+if [ "$interop" -eq 1 ]; then
+	check setup interop
+	for c in "${ix_cases[@]}"; do
+		check interop "$c"
+		line=$(grep -E "^interop $c " "$res" 2>/dev/null | tail -n 1)
+		if [ -n "$line" ] && ! echo "$line" | grep -qE ' rc=0( |$)' && [ -f "$share/interop-$c.log" ]; then
+			grep -E 'FAIL|^pair exit|^kernel|^capture' "$share/interop-$c.log" | head -n 40 | sed 's/^/    | /'
+		fi
+	done
+	[ -d "$share/rxe-packets" ] && echo "rxe packets kept as test vectors: $share/rxe-packets"
+fi
+# every result line the guest wrote must be one this script expected
+known=" setup:rxe info:qlink-info "
+for t in "${tests[@]}"; do known="$known test:$t "; done
+for c in "${rpc_cases[@]}"; do known="$known rpc:$c "; done
+for c in "${ix_cases[@]}"; do known="$known interop:$c "; done
+[ "$interop" -eq 1 ] && known="$known setup:interop "
+while read -r kind name _; do
+	case "$kind" in bench) continue ;; esac
+	case "$known" in
+	*" $kind:$name "*) ;;
+	*)
+		printf '%-36s %-6s %s\n' "$name" FAIL "a result ($kind) this script did not expect"
+		fail=1
+		;;
+	esac
+done < <(cat "$res" 2>/dev/null)
 r=1
 while [ "$r" -le "$bench_rounds" ]; do
 	for op in write send; do
