@@ -514,6 +514,7 @@ static void go_back(struct sudp_qp *qp, uint32_t psn)
 		if (w->started && is_rd_atomic(w->wr.opcode)) {
 			w->done = 0;
 			w->rd_rcvd = 0;
+			w->rd_base = 0;
 		}
 	}
 	{
@@ -522,9 +523,12 @@ static void go_back(struct sudp_qp *qp, uint32_t psn)
 
 		qp->sq_tx = found;
 		qp->tx_off = (uint64_t)k * qp->mtu;
-		if (w->wr.opcode == IBV_WR_RDMA_READ)
+		if (w->wr.opcode == IBV_WR_RDMA_READ) {
+			/* the READ is asked again for what is missing, from
+			 * packet k: its responses start over there */
 			w->rd_rcvd = k;
-		else if (is_rd_atomic(w->wr.opcode))
+			w->rd_base = k;
+		} else if (is_rd_atomic(w->wr.opcode))
 			qp->tx_off = 0;
 	}
 	qp->npsn = psn;
@@ -569,10 +573,27 @@ static void ack_upto(struct sudp_qp *qp, uint32_t apsn)
 		qp->sq_ci++;
 		progress = true;
 	}
-	if (sudp_psn_diff(psn_add(apsn, 1), qp->una) > 0 &&
-	    sudp_psn_diff(psn_add(apsn, 1), qp->hi_psn) <= 0) {
-		qp->una = psn_add(apsn, 1);
-		progress = true;
+	{
+		/* never past a READ or atomic whose response is not all in: a
+		 * response packet acknowledges the packets before it, and a
+		 * later one arriving after a loss must not cover the gap (the
+		 * READ asked again is answered from there) */
+		uint32_t lim = psn_add(apsn, 1);
+
+		if (qp->sq_ci < qp->hi_tx) {
+			const struct sudp_swqe *w = &qp->sq[qp->sq_ci & qp->sq_mask];
+
+			if (w->started && is_rd_atomic(w->wr.opcode) && !w->done) {
+				uint32_t at = psn_add(w->first_psn, w->rd_rcvd);
+
+				if (sudp_psn_diff(lim, at) > 0)
+					lim = at;
+			}
+		}
+		if (sudp_psn_diff(lim, qp->una) > 0 && sudp_psn_diff(lim, qp->hi_psn) <= 0) {
+			qp->una = lim;
+			progress = true;
+		}
 	}
 	if (qp->sq_tx < qp->sq_ci || sudp_psn_diff(qp->una, qp->npsn) > 0)
 		seek_forward(qp, qp->una);
@@ -623,6 +644,7 @@ static bool req_tx_one(struct sudp_qp *qp, uint64_t pi)
 		w->started = 1;
 		w->done = 0;
 		w->rd_rcvd = 0;
+		w->rd_base = 0;
 		w->first_psn = qp->npsn;
 		w->npkts = wqe_npkts(qp, w);
 		qp->tx_off = 0;
@@ -852,18 +874,23 @@ static void rx_read_resp(struct sudp_qp *qp, const struct roce_pkt *p)
 		}
 		return;
 	}
-	/* the opcode must be the one this position calls for, and the length
-	 * exactly what is left of the message (never what the peer says) */
+	/* the opcode must be one this position calls for, and the length
+	 * exactly what is left of the message (never what the peer says).
+	 * Where the READ was asked again (rd_base), the new response starts
+	 * with FIRST/ONLY; a late packet of the earlier response continues
+	 * with MIDDLE/LAST and carries the same bytes: either is taken. */
 	off = (uint64_t)w->rd_rcvd * qp->mtu;
 	{
-		const bool first = w->rd_rcvd == 0, last = w->rd_rcvd + 1 == w->npkts;
-		uint8_t want = first && last ? ROCE_OP_RDMA_READ_RESPONSE_ONLY :
-			       first	     ? ROCE_OP_RDMA_READ_RESPONSE_FIRST :
-			       last	     ? ROCE_OP_RDMA_READ_RESPONSE_LAST :
-					       ROCE_OP_RDMA_READ_RESPONSE_MIDDLE;
+		const bool last = w->rd_rcvd + 1 == w->npkts;
+		const bool ok_new = w->rd_rcvd == w->rd_base &&
+				    op == (last ? ROCE_OP_RDMA_READ_RESPONSE_ONLY :
+						  ROCE_OP_RDMA_READ_RESPONSE_FIRST);
+		const bool ok_cont = w->rd_rcvd > 0 &&
+				     op == (last ? ROCE_OP_RDMA_READ_RESPONSE_LAST :
+						   ROCE_OP_RDMA_READ_RESPONSE_MIDDLE);
 		uint64_t seg = w->len - off < qp->mtu ? w->len - off : qp->mtu;
 
-		if (op != want || p->payload_len != seg) {
+		if ((!ok_new && !ok_cont) || p->payload_len != seg) {
 			sudp_cnt(qp->dev, SC_RX_BAD);
 			return;
 		}

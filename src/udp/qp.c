@@ -460,6 +460,7 @@ static int sudp_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_se
 		w->local_ok = 0;
 		w->status = IBV_WC_SUCCESS;
 		w->rd_rcvd = 0;
+		w->rd_base = 0;
 		pi++;
 	}
 	atomic_store_explicit(&qp->sq_pi, pi, memory_order_release);

@@ -65,6 +65,9 @@ struct sudp_swqe {
 	uint32_t first_psn; /* assigned when its first packet is sent */
 	uint32_t npkts;	    /* packets (READ: response packets) */
 	uint32_t rd_rcvd;   /* READ: response packets placed so far */
+	uint32_t rd_base;   /* READ: first response packet the request last
+			       (re)issued asks for: its response starts with
+			       FIRST or ONLY there (IBTA 9.7.5.1.4) */
 	uint8_t started;
 	uint8_t done;	  /* READ/atomic: the response is in */
 	uint8_t status;	  /* enum ibv_wc_status to complete with */

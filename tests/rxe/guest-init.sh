@@ -550,18 +550,13 @@ if [ "$QL_INTEROP" -eq 1 ]; then
 	# the kernel's packets lost instead (netem on vk0): soft+udp recovers
 	# from lost responses, ACKs and READ responses, the kernel from the
 	# duplicates it then sees
-	# (rc-read-reqb left out: soft+udp's requester does not accept the
-	# responses to a READ it asks again from the middle; reported, see
-	# docs/soft-udp.md 16.2; drop this QL_IX_SKIP once fixed)
 	# the attack: soft+udp flips a bit in 2 % of its packets after their
 	# ICRC was computed; the kernel must refuse each (the UDP balance shows
 	# it) and RC must still deliver every byte
 	ix_case rxe-udp-corrupt interop_refused_check status_in_log interop_pair ibv://rxe2 \
 		"soft+udp://198.18.1.2?corrupt=0.02&seed=11" qns b
-	QL_IX_SKIP="rc-read-reqb"
 	ix_case rxe-udp-kloss interop_kloss_check netem_on vk0 3% interop_pair ibv://rxe2 \
 		soft+udp://198.18.1.2 qns a
-	QL_IX_SKIP=
 	QL_LOSSY=0
 	if [ "$QL_RPC" -eq 1 ]; then
 		# qlinkd on the kernel's rxe2, the VPPU on soft+udp in qns; and the reverse
