@@ -18,6 +18,7 @@
 #include "qlink/log.h"
 #include "soft/soft.h"
 #include "verbs/registry.h"
+#include "verbs/soft_nic.h"
 
 #define DEV_MAGIC 0x3156454448534c51ull /* "QLSHDEV1" */
 #define KEY_TAG_BITS (32 - SOFT_MR_IDX_BITS)
@@ -319,19 +320,6 @@ static int soft_pd_free(struct ql_pd *p)
 	return 0;
 }
 
-/* A keyed bijection on KEY_TAG_BITS bits: distinct epochs of one MR slot
- * give distinct keys (an old key never works again until 2^20 more
- * registrations of that slot), and keys do not reveal each other. */
-static uint32_t key_tag(uint32_t x, uint32_t secret)
-{
-	x = (x + secret) & KEY_TAG_MASK;
-	x = (x * 0x9e3b5u) & KEY_TAG_MASK;
-	x ^= x >> 9;
-	x = (x * 0x5a4c3u) & KEY_TAG_MASK;
-	x ^= x >> 7;
-	return x ^ ((secret >> 12) & KEY_TAG_MASK);
-}
-
 static void pin_warn_once(size_t length, int err)
 {
 	static int warned;
@@ -391,8 +379,10 @@ static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 	do {
 		uint32_t ep = ++dev->mr_epoch[idx];
 
-		lkey = (key_tag(ep, dev->key_secret[0]) << SOFT_MR_IDX_BITS) | idx;
-		rkey = (key_tag(ep, dev->key_secret[1]) << SOFT_MR_IDX_BITS) | idx;
+		lkey = (ql__key_tag(ep, dev->key_secret[0], KEY_TAG_MASK) << SOFT_MR_IDX_BITS) |
+		       idx;
+		rkey = (ql__key_tag(ep, dev->key_secret[1], KEY_TAG_MASK) << SOFT_MR_IDX_BITS) |
+		       idx;
 	} while (lkey == rkey);
 	dev->mrs[idx] = mr;
 	pd->nmr++;

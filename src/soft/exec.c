@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "soft/soft.h"
+#include "verbs/soft_nic.h"
 
 enum { EXEC_DONE = 0, EXEC_STALL = 1 };
 
@@ -24,23 +25,6 @@ static inline uint64_t stall_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	default:
-		return IBV_WC_SEND;
-	}
 }
 
 /* ---- completions ------------------------------------------------------- */
@@ -84,7 +68,8 @@ void soft_sq_flush(struct soft_qp *qp)
 	for (uint64_t i = qp->sq_exec; i < qp->sq_pi; i++) {
 		struct soft_swqe *w = &qp->sq[i & qp->sq_mask];
 
-		cq_push(qp, w->idx, w->wr.wr_id, IBV_WC_WR_FLUSH_ERR, wc_opcode(w->wr.opcode), 0);
+		cq_push(qp, w->idx, w->wr.wr_id, IBV_WC_WR_FLUSH_ERR, ql__wc_opcode(w->wr.opcode),
+			0);
 	}
 	qp->sq_exec = qp->sq_pi;
 	qp->stalled = false;
@@ -711,7 +696,7 @@ static inline __attribute__((always_inline)) int req_complete(struct soft_qp *qp
 {
 	qp->stalled = false;
 	if (r->st != IBV_WC_SUCCESS || qp->sq_sig_all || (wr->send_flags & IBV_SEND_SIGNALED))
-		cq_push(qp, idx, wr->wr_id, r->st, wc_opcode(wr->opcode), r->byte_len);
+		cq_push(qp, idx, wr->wr_id, r->st, ql__wc_opcode(wr->opcode), r->byte_len);
 	if (soft_unlikely(r->st != IBV_WC_SUCCESS)) {
 		qp->need_err |= qp->type == IBV_QPT_RC;
 		return -1;

@@ -24,6 +24,7 @@
 #include "qlink/log.h"
 #include "udp/sudp.h"
 #include "verbs/registry.h"
+#include "verbs/soft_nic.h"
 
 #define KEY_TAG_BITS (32 - SUDP_MR_IDX_BITS)
 #define KEY_TAG_MASK ((1u << KEY_TAG_BITS) - 1)
@@ -567,19 +568,6 @@ static int sudp_pd_free(struct ql_pd *p)
 	return 0;
 }
 
-/* A keyed bijection on KEY_TAG_BITS bits (as the soft provider's): keys of
- * one MR slot differ from registration to registration and do not reveal
- * each other. */
-static uint32_t key_tag(uint32_t x, uint32_t secret)
-{
-	x = (x + secret) & KEY_TAG_MASK;
-	x = (x * 0x9e3b5u) & KEY_TAG_MASK;
-	x ^= x >> 9;
-	x = (x * 0x5a4c3u) & KEY_TAG_MASK;
-	x ^= x >> 7;
-	return x ^ ((secret >> 12) & KEY_TAG_MASK);
-}
-
 static int sudp_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t iova, int access,
 			    struct ql_mr **out)
 {
@@ -613,8 +601,10 @@ static int sudp_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 	do {
 		uint32_t ep = ++dev->mr_epoch[idx];
 
-		lkey = (key_tag(ep, dev->key_secret[0]) << SUDP_MR_IDX_BITS) | idx;
-		rkey = (key_tag(ep, dev->key_secret[1]) << SUDP_MR_IDX_BITS) | idx;
+		lkey = (ql__key_tag(ep, dev->key_secret[0], KEY_TAG_MASK) << SUDP_MR_IDX_BITS) |
+		       idx;
+		rkey = (ql__key_tag(ep, dev->key_secret[1], KEY_TAG_MASK) << SUDP_MR_IDX_BITS) |
+		       idx;
 	} while (lkey == rkey);
 	dev->mrs[idx] = mr;
 	pd->nmr++;

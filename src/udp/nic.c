@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "udp/sudp.h"
+#include "verbs/soft_nic.h"
 
 #define AETH_ACK ROCE_AETH_ACK(ROCE_AETH_CREDITS_INVALID)
 
@@ -40,23 +41,6 @@ static inline bool is_rd_atomic(enum ibv_wr_opcode op)
 {
 	return op == IBV_WR_RDMA_READ || op == IBV_WR_ATOMIC_CMP_AND_SWP ||
 	       op == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
-static inline enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
-{
-	switch (op) {
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		return IBV_WC_RDMA_WRITE;
-	case IBV_WR_RDMA_READ:
-		return IBV_WC_RDMA_READ;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-		return IBV_WC_COMP_SWAP;
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		return IBV_WC_FETCH_ADD;
-	default:
-		return IBV_WC_SEND;
-	}
 }
 
 static uint64_t timeout_ns(const struct sudp_qp *qp)
@@ -110,7 +94,7 @@ static void complete_send(struct sudp_qp *qp, uint64_t idx, enum ibv_wc_status s
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = w->wr.wr_id;
 	wc.status = st;
-	wc.opcode = wc_opcode(w->wr.opcode);
+	wc.opcode = ql__wc_opcode(w->wr.opcode);
 	wc.byte_len = byte_len;
 	wc.qp_num = qp->base.qp_num;
 	wc.src_qp = qp->dest_qpn;
@@ -152,7 +136,7 @@ static bool flush(struct sudp_qp *qp, bool rq)
 		memset(&wc, 0, sizeof(wc));
 		wc.wr_id = w->wr.wr_id;
 		wc.status = IBV_WC_WR_FLUSH_ERR;
-		wc.opcode = wc_opcode(w->wr.opcode);
+		wc.opcode = ql__wc_opcode(w->wr.opcode);
 		wc.qp_num = qp->base.qp_num;
 		wc.src_qp = qp->dest_qpn;
 		if (!cq_push(qp->scq, qp, &wc, qp->sq_ci, true))

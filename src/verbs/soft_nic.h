@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * soft_nic: what the two software NICs (the soft provider, src/soft, and
+ * soft+udp, src/udp) share below their wires: the completion opcode of a
+ * work request, and the keyed bijection that makes an MR's keys differ from
+ * registration to registration of one MR slot without revealing each other.
+ */
+#ifndef QL_VERBS_SOFT_NIC_H
+#define QL_VERBS_SOFT_NIC_H
+
+#include <stdint.h>
+
+#include "qlink/verbs.h"
+
+/* The completion opcode of a send work request (IBV_WC_SEND for both
+ * SENDs). */
+static inline enum ibv_wc_opcode ql__wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+/* A keyed bijection on the low bits of mask (mask = 2^n - 1, n >= 13):
+ * distinct epochs x of one MR slot give distinct tags, and a tag does not
+ * reveal the others without the device's secret. */
+static inline uint32_t ql__key_tag(uint32_t x, uint32_t secret, uint32_t mask)
+{
+	x = (x + secret) & mask;
+	x = (x * 0x9e3b5u) & mask;
+	x ^= x >> 9;
+	x = (x * 0x5a4c3u) & mask;
+	x ^= x >> 7;
+	return x ^ ((secret >> 12) & mask);
+}
+
+#endif
