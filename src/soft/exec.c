@@ -171,41 +171,6 @@ static inline uint8_t *check_remote(const struct soft_qp *qp, uint32_t rkey, uin
 
 /* ---- copies ------------------------------------------------------------- */
 
-/* Copy bytes [off, off+len) of the concatenated SG list to dst. */
-static inline __attribute__((always_inline)) void gather(uint8_t *dst, const struct ibv_sge *sg,
-							 int n, uint64_t off, uint64_t len)
-{
-	if (soft_likely(n == 1)) {
-		memcpy(dst, (const uint8_t *)(uintptr_t)sg[0].addr + off, len);
-		return;
-	}
-	for (int i = 0; i < n && len; i++) {
-		uint64_t l = sg[i].length, c;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		c = l - off < len ? l - off : len;
-		memcpy(dst, (const uint8_t *)(uintptr_t)sg[i].addr + off, c);
-		dst += c;
-		len -= c;
-		off = 0;
-	}
-}
-
-/* Copy a contiguous source into an SG list. */
-static inline void scatter(const struct ibv_sge *sg, int n, const uint8_t *src, uint64_t len)
-{
-	for (int i = 0; i < n && len; i++) {
-		uint64_t c = sg[i].length < len ? sg[i].length : len;
-
-		memcpy((uint8_t *)(uintptr_t)sg[i].addr, src, c);
-		src += c;
-		len -= c;
-	}
-}
-
 /*
  * RDMA WRITE placement. The visibility contract (docs/soft-provider.md):
  * everything an earlier WR on this QP placed is visible before any byte of
@@ -219,15 +184,15 @@ write_ordered(uint8_t *dst, const struct ibv_sge *sg, int n, uint64_t len)
 
 	atomic_thread_fence(memory_order_release);
 	if (len < 8) {
-		gather(dst, sg, n, 0, len);
+		ql__sge_gather(dst, sg, n, 0, len);
 		return;
 	}
 	if (len > 8)
-		gather(dst, sg, n, 0, len - 8);
+		ql__sge_gather(dst, sg, n, 0, len - 8);
 	if (soft_likely(n == 1)) /* constant-size copy: no call */
 		memcpy(&last, (const uint8_t *)(uintptr_t)sg[0].addr + len - 8, 8);
 	else
-		gather((uint8_t *)&last, sg, n, len - 8, 8);
+		ql__sge_gather((uint8_t *)&last, sg, n, len - 8, 8);
 	if (soft_likely(((uintptr_t)(dst + len - 8) & 7) == 0)) {
 		atomic_store_explicit((_Atomic uint64_t *)(void *)(dst + len - 8), last,
 				      memory_order_release);
@@ -389,7 +354,7 @@ static void sg_to_sg(const struct ibv_sge *dst, int nd, const struct ibv_sge *sr
 	for (int i = 0; i < nd && len; i++) {
 		uint64_t c = dst[i].length < len ? dst[i].length : len;
 
-		gather((uint8_t *)(uintptr_t)dst[i].addr, src, ns, off, c);
+		ql__sge_gather((uint8_t *)(uintptr_t)dst[i].addr, src, ns, off, c);
 		off += c;
 		len -= c;
 	}
@@ -590,7 +555,7 @@ static int execute_read(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64
 			return EXEC_DONE;
 		}
 		atomic_thread_fence(memory_order_acquire);
-		scatter(wr->sg_list, wr->num_sge, p, len);
+		ql__sge_scatter(wr->sg_list, wr->num_sge, 0, p, len);
 	}
 	r->byte_len = (uint32_t)len;
 	return EXEC_DONE;

@@ -234,42 +234,6 @@ static uint8_t *check_remote(const struct sudp_qp *qp, uint32_t rkey, uint64_t v
 	return (uint8_t *)(uintptr_t)(e->addr + off);
 }
 
-/* Copy bytes [off, off+len) of an SGE list to dst. */
-static void gather(uint8_t *dst, const struct ibv_sge *sg, int n, uint64_t off, uint64_t len)
-{
-	for (int i = 0; i < n && len; i++) {
-		uint64_t l = sg[i].length, c;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		c = l - off < len ? l - off : len;
-		memcpy(dst, (const uint8_t *)(uintptr_t)sg[i].addr + off, c);
-		dst += c;
-		len -= c;
-		off = 0;
-	}
-}
-
-/* Copy src into bytes [off, off+len) of an SGE list. */
-static void scatter(const struct ibv_sge *sg, int n, uint64_t off, const uint8_t *src, uint64_t len)
-{
-	for (int i = 0; i < n && len; i++) {
-		uint64_t l = sg[i].length, c;
-
-		if (off >= l) {
-			off -= l;
-			continue;
-		}
-		c = l - off < len ? l - off : len;
-		memcpy((uint8_t *)(uintptr_t)sg[i].addr + off, src, c);
-		src += c;
-		len -= c;
-		off = 0;
-	}
-}
-
 /* RDMA WRITE placement of the last packet of a message: its final 8 bytes
  * stored last, with release (the soft provider's visibility contract,
  * docs/soft-provider.md). */
@@ -345,7 +309,7 @@ static void tx_pkt(struct sudp_qp *qp, struct roce_pkt *p, const struct ibv_sge 
 		if (flat)
 			memcpy(buf + hl, flat, plen);
 		else
-			gather(buf + hl, sg, nsge, off, plen);
+			ql__sge_gather(buf + hl, sg, nsge, off, plen);
 	}
 	memset(buf + hl + plen, 0, pad);
 	iov.iov_base = buf;
@@ -879,7 +843,7 @@ static void rx_read_resp(struct sudp_qp *qp, const struct roce_pkt *p)
 			return;
 		}
 	}
-	scatter(w->wr.sg_list, w->wr.num_sge, off, p->payload, p->payload_len);
+	ql__sge_scatter(w->wr.sg_list, w->wr.num_sge, off, p->payload, p->payload_len);
 	w->rd_rcvd++;
 	qp->resync_on = false;
 	qp->una = psn_add(p->bth.psn, 1);
@@ -1134,8 +1098,8 @@ static void rx_send(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 		return;
 	}
 	atomic_thread_fence(memory_order_release);
-	scatter(&qp->rq_sge[(size_t)s * qp->rq_nsge], (int)qp->rq_num[s], qp->recv_off, p->payload,
-		p->payload_len);
+	ql__sge_scatter(&qp->rq_sge[(size_t)s * qp->rq_nsge], (int)qp->rq_num[s], qp->recv_off,
+			p->payload, p->payload_len);
 	qp->recv_off += p->payload_len;
 	qp->epsn = psn_add(p->bth.psn, 1);
 	if (is_last_or_only(op)) {

@@ -9,8 +9,52 @@
 #define QL_VERBS_SOFT_NIC_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "qlink/verbs.h"
+
+/* Copy bytes [off, off+len) of the concatenated SGE list to dst (the
+ * caller checked that the list holds them). */
+static inline __attribute__((always_inline)) void
+ql__sge_gather(uint8_t *dst, const struct ibv_sge *sg, int n, uint64_t off, uint64_t len)
+{
+	if (__builtin_expect(n == 1, 1)) {
+		memcpy(dst, (const uint8_t *)(uintptr_t)sg[0].addr + off, len);
+		return;
+	}
+	for (int i = 0; i < n && len; i++) {
+		uint64_t l = sg[i].length, c;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		c = l - off < len ? l - off : len;
+		memcpy(dst, (const uint8_t *)(uintptr_t)sg[i].addr + off, c);
+		dst += c;
+		len -= c;
+		off = 0;
+	}
+}
+
+/* Copy src into bytes [off, off+len) of the concatenated SGE list. */
+static inline void ql__sge_scatter(const struct ibv_sge *sg, int n, uint64_t off,
+				   const uint8_t *src, uint64_t len)
+{
+	for (int i = 0; i < n && len; i++) {
+		uint64_t l = sg[i].length, c;
+
+		if (off >= l) {
+			off -= l;
+			continue;
+		}
+		c = l - off < len ? l - off : len;
+		memcpy((uint8_t *)(uintptr_t)sg[i].addr + off, src, c);
+		src += c;
+		len -= c;
+		off = 0;
+	}
+}
 
 /* The completion opcode of a send work request (IBV_WC_SEND for both
  * SENDs). */
