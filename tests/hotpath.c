@@ -229,27 +229,36 @@ static uint64_t now_ns(void)
 }
 
 /*
- * Allow read, write, exit, exit_group and rt_sigreturn; kill the process on
- * anything else. A filter rather than SECCOMP_MODE_STRICT, because strict
- * mode also disables RDTSC on x86, which the code under test may use.
+ * Allow read, write, exit, exit_group, rt_sigreturn and the n system calls
+ * in extra (at most 8); kill the process on anything else. A filter rather
+ * than SECCOMP_MODE_STRICT, because strict mode also disables RDTSC on x86,
+ * which the code under test may use.
  */
-static int no_syscalls(void)
+int hp_seccomp_allow(const int *extra, int n)
 {
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_read, 5, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 4, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_exit, 3, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_exit_group, 2, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rt_sigreturn, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+	const int base[] = { SYS_read, SYS_write, SYS_exit, SYS_exit_group, SYS_rt_sigreturn };
+	const int nb = (int)(sizeof(base) / sizeof(base[0]));
+	struct sock_filter f[4 + 5 + 8 + 2];
+	struct sock_fprog prog;
+	int k = 0, total;
 
+	if (n < 0 || n > 8 || (n && !extra))
+		return -1;
+	total = nb + n;
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, arch));
+	f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+					      offsetof(struct seccomp_data, nr));
+	/* the j-th comparison jumps over the ones after it and the KILL */
+	for (int j = 0; j < total; j++)
+		f[k++] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K,
+						      (uint32_t)(j < n ? extra[j] : base[j - n]),
+						      (uint8_t)(total - j), 0);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS);
+	f[k++] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+	prog = (struct sock_fprog){ .len = (unsigned short)k, .filter = f };
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		return -1;
 	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
@@ -277,7 +286,7 @@ int hp_run_strict(int (*setup)(void *arg), int (*loop)(void *arg), void *arg, ch
 		alarm(60);
 		if (setup(arg))
 			_exit(10);
-		if (no_syscalls())
+		if (hp_seccomp_allow(NULL, 0))
 			_exit(11);
 		/* from here on: read, write, exit, sigreturn */
 		if (loop(arg))

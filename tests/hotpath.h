@@ -23,6 +23,12 @@ bool hp_available(void);
 void hp_begin(void);
 void hp_end(unsigned long *allocs, unsigned long *locks);
 
+/* Install the seccomp filter of the strict proof in the calling process
+ * (it cannot be undone): read, write, exit, exit_group, rt_sigreturn and
+ * the n (<= 8) system calls in extra are allowed, anything else kills the
+ * process. 0 or -1. */
+int hp_seccomp_allow(const int *extra, int n);
+
 /* In a forked child: setup(arg) (anything goes), then the seccomp filter,
  * then loop(arg) (must return 0). Returns 0 if the child got through, else
  * -1 with a sentence in why. */

@@ -1011,32 +1011,6 @@ static int hp_serve(void *arg)
 	return a->served == HP_N ? 0 : -1;
 }
 
-/* The seccomp filter of hotpath.c, with the two batched socket calls
- * allowed as well. */
-static int only_batched_socket_calls(void)
-{
-	struct sock_filter flt[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_recvmmsg, 7, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_sendmmsg, 6, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_read, 5, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_write, 4, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_exit, 3, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_exit_group, 2, 0),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_rt_sigreturn, 1, 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(flt) / sizeof(flt[0]), .filter = flt };
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return -1;
-	return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog, 0, 0);
-}
-
 static void send_hp_requests(struct fx *f, uint32_t base)
 {
 	for (uint32_t i = 0; i < HP_N; i++)
@@ -1103,8 +1077,10 @@ static void test_hotpath(void **state)
 	pid = fork();
 	assert_true(pid >= 0);
 	if (pid == 0) {
+		static const int batched[] = { SYS_recvmmsg, SYS_sendmmsg };
+
 		alarm(60);
-		if (only_batched_socket_calls())
+		if (hp_seccomp_allow(batched, 2))
 			_exit(11);
 		if (hp_serve(&a))
 			syscall(SYS_exit, 12);
