@@ -15,9 +15,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # shellcheck source=scripts/deps.sh
 . scripts/deps.sh
 ql_deps build
-# ucx-utils is only a peer to compare against: run without it if need be.
+# ucx-utils and sockperf are only peers to compare against: run without them if need be.
 if ! ql_deps bench; then
-	echo "bench.sh: ucx-utils is optional; continuing without the UCX peer" >&2
+	echo "bench.sh: ucx-utils and sockperf are optional; continuing without the peers" >&2
 fi
 
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DQLINK_BUILD_TESTS=OFF >&2
