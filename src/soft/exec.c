@@ -797,49 +797,6 @@ exec_write1(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t idx)
 
 /* ---- post_send ---------------------------------------------------------- */
 
-static inline int validate_send(const struct soft_qp *qp, const struct ibv_send_wr *wr)
-{
-	switch (qp->state) {
-	case IBV_QPS_RTS:
-	case IBV_QPS_SQD:
-	case IBV_QPS_SQE:
-	case IBV_QPS_ERR:
-		break;
-	default:
-		return -EINVAL;
-	}
-	switch (wr->opcode) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		break;
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		if (qp->type != IBV_QPT_RC || (wr->send_flags & IBV_SEND_INLINE))
-			return -EINVAL;
-		if (wr->opcode != IBV_WR_RDMA_READ && wr->num_sge != 1)
-			return -EINVAL;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
-		return -EINVAL;
-	if (wr->send_flags & IBV_SEND_INLINE) {
-		uint64_t len = 0;
-
-		for (int i = 0; i < wr->num_sge; i++)
-			len += wr->sg_list[i].length;
-		if (len > qp->cap.max_inline_data)
-			return -EINVAL;
-	}
-	if (qp->sq_pi - qp->sq_retired >= qp->cap.max_send_wr)
-		return -ENOMEM;
-	return 0;
-}
-
 static void save_wqe(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t idx)
 {
 	struct soft_swqe *w = &qp->sq[idx & qp->sq_mask];
@@ -902,7 +859,8 @@ static int post_send_slow(struct soft_qp *qp, struct ibv_send_wr *wr, struct ibv
 {
 	for (; wr; wr = wr->next) {
 		uint64_t idx;
-		int ret = validate_send(qp, wr);
+		int ret = ql__send_wr_check(qp->state, qp->type, &qp->cap,
+					    qp->sq_pi - qp->sq_retired, wr);
 
 		if (soft_unlikely(ret)) {
 			*bad_wr = wr;

@@ -13,6 +13,7 @@
 #include "qlink/error.h"
 #include "udp/sudp.h"
 #include "verbs/qp_fsm.h"
+#include "verbs/soft_nic.h"
 
 #define M(x) IBV_QP_##x
 
@@ -370,49 +371,6 @@ bool sudp_mr_referenced(struct sudp_device *dev, uint32_t lkey)
 
 /* ---- the hot path ------------------------------------------------------ */
 
-static inline int validate_send(const struct sudp_qp *qp, const struct ibv_send_wr *wr, uint64_t pi)
-{
-	switch (atomic_load_explicit(&qp->state, memory_order_relaxed)) {
-	case IBV_QPS_RTS:
-	case IBV_QPS_SQD:
-	case IBV_QPS_SQE:
-	case IBV_QPS_ERR:
-		break;
-	default:
-		return -EINVAL;
-	}
-	switch (wr->opcode) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-		break;
-	case IBV_WR_RDMA_READ:
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		if (qp->type != IBV_QPT_RC || (wr->send_flags & IBV_SEND_INLINE))
-			return -EINVAL;
-		if (wr->opcode != IBV_WR_RDMA_READ && wr->num_sge != 1)
-			return -EINVAL;
-		break;
-	default:
-		return -EINVAL;
-	}
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->cap.max_send_sge)
-		return -EINVAL;
-	if (wr->send_flags & IBV_SEND_INLINE) {
-		uint64_t len = 0;
-
-		for (int i = 0; i < wr->num_sge; i++)
-			len += wr->sg_list[i].length;
-		if (len > qp->cap.max_inline_data)
-			return -EINVAL;
-	}
-	if (pi - qp->sq_retired >= qp->cap.max_send_wr)
-		return -ENOMEM;
-	return 0;
-}
-
 static int sudp_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct sudp_qp *qp = (struct sudp_qp *)q;
@@ -424,7 +382,9 @@ static int sudp_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_se
 		struct ibv_sge *sg;
 		uint64_t len = 0;
 
-		ret = validate_send(qp, wr, pi);
+		ret = ql__send_wr_check(
+			(enum ibv_qp_state)atomic_load_explicit(&qp->state, memory_order_relaxed),
+			qp->type, &qp->cap, pi - qp->sq_retired, wr);
 		if (sudp_unlikely(ret)) {
 			*bad_wr = wr;
 			break;

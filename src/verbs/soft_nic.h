@@ -8,10 +8,60 @@
 #ifndef QL_VERBS_SOFT_NIC_H
 #define QL_VERBS_SOFT_NIC_H
 
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "qlink/verbs.h"
+
+/* The checks of ibv_post_send both software NICs make before a WR is
+ * taken (the IBTA rules libibverbs' providers apply): QP state, opcode for
+ * the QP type, SGE count, inline size, and room in the send queue
+ * (`outstanding` WRs posted and not yet retired). 0, -EINVAL or -ENOMEM. */
+static inline __attribute__((always_inline)) int
+ql__send_wr_check(enum ibv_qp_state state, enum ibv_qp_type type, const struct ibv_qp_cap *cap,
+		  uint64_t outstanding, const struct ibv_send_wr *wr)
+{
+	switch (state) {
+	case IBV_QPS_RTS:
+	case IBV_QPS_SQD:
+	case IBV_QPS_SQE:
+	case IBV_QPS_ERR:
+		break;
+	default:
+		return -EINVAL;
+	}
+	switch (wr->opcode) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		break;
+	case IBV_WR_RDMA_READ:
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		if (type != IBV_QPT_RC || (wr->send_flags & IBV_SEND_INLINE))
+			return -EINVAL;
+		if (wr->opcode != IBV_WR_RDMA_READ && wr->num_sge != 1)
+			return -EINVAL;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > cap->max_send_sge)
+		return -EINVAL;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint64_t len = 0;
+
+		for (int i = 0; i < wr->num_sge; i++)
+			len += wr->sg_list[i].length;
+		if (len > cap->max_inline_data)
+			return -EINVAL;
+	}
+	if (outstanding >= cap->max_send_wr)
+		return -ENOMEM;
+	return 0;
+}
 
 /* Copy bytes [off, off+len) of the concatenated SGE list to dst (the
  * caller checked that the list holds them). */
