@@ -69,6 +69,7 @@ struct ql_qec_decoder {
 	int finished;
 	uint64_t corr[QL_QEC_WORDS];
 	uint8_t obs;
+	uint64_t work_v, work_e; /* vertices and edges visited (tests) */
 	/* the decode in progress */
 	uint32_t epoch, gstep;
 	unsigned L, space_layers, top_open, commit;
@@ -175,6 +176,7 @@ static unsigned grow(struct ql_qec_decoder *d, uint32_t r, unsigned *nf)
 
 			if (s >= in[i].len)
 				continue;
+			d->work_e += d->es[e].stamp != d->epoch;
 			d->es[e].stamp = d->epoch;
 			d->es[e].sup = ++s;
 			added++;
@@ -315,6 +317,7 @@ static int decode_window(struct ql_qec_decoder *d)
 		}
 		na = na2;
 	}
+	d->work_v += nord;
 	/* peeling: a spanning forest of the full edges, rooted at the
 	 * boundary where a cluster reaches it (the order array is reused as
 	 * the BFS queue, after the list of touched vertices it held) */
@@ -553,4 +556,11 @@ void ql_qec_decoder_reset(struct ql_qec_decoder *d)
 	d->ring0 = 0;
 	d->finished = 0;
 	d->obs = 0;
+	d->work_v = d->work_e = 0;
+}
+
+void ql__qec_decoder_work(const struct ql_qec_decoder *d, uint64_t *vertices, uint64_t *edges)
+{
+	*vertices = d->work_v;
+	*edges = d->work_e;
 }
