@@ -425,16 +425,41 @@ static void test_sparse_work(void **state)
 	assert_true(v[0] == v[1] && e[0] == e[1]);
 }
 
-/* ---- the hot path: pushing rounds allocates nothing ---- */
+/* ---- the hot path: simulating and pushing rounds allocate nothing ---- */
 
 struct hot {
 	struct ql_qec_code *c;
 	struct ql_qec_params pa;
 	struct ql_qec_decoder *dec;
+	struct ql_qec_sim *sim;
 	uint8_t *frames, *obs;
 	unsigned shots;
 	unsigned wrong;
 };
+
+/* The simulation too (a VPPU streams shots from it): simulate into the
+ * first shot's buffer and decode, shot after shot. */
+static int hot_sim_loop(void *arg)
+{
+	struct hot *h = arg;
+	size_t fb = h->c->frame_bytes;
+
+	h->wrong = 0;
+	for (unsigned i = 0; i < h->shots; i++) {
+		uint8_t o, f;
+
+		if (ql_qec_sim_shot(h->sim, h->frames, &o))
+			return 3;
+		ql_qec_decoder_reset(h->dec);
+		for (unsigned t = 0; t < h->pa.rounds; t++)
+			if (ql_qec_decoder_push(h->dec, h->frames + t * fb))
+				return 1;
+		if (ql_qec_decoder_finish(h->dec, h->frames + h->pa.rounds * fb, &f))
+			return 2;
+		h->wrong += f != o;
+	}
+	return 0;
+}
 
 static int hot_loop(void *arg)
 {
@@ -471,7 +496,7 @@ static void test_hot_path(void **state)
 		h.pa = (struct ql_qec_params){
 			ds[k], 100, QL_QEC_PHENOMENOLOGICAL, 0.005, 0.005, 5
 		};
-		h.shots = 40; /* 4000 rounds */
+		h.shots = 100; /* 10 000 rounds */
 		assert_int_equal(ql_qec_code_create(ds[k], &h.c), 0);
 		assert_int_equal(ql_qec_sim_create(h.c, &h.pa, &sim), 0);
 		assert_int_equal(ql_qec_decoder_create(h.c, &h.pa, NULL, &h.dec), 0);
@@ -483,6 +508,11 @@ static void test_hot_path(void **state)
 		if (hp_check(hot_loop, &h, why, sizeof(why)))
 			fail_msg("d=%u, %u rounds: %s", ds[k], h.shots * h.pa.rounds, why);
 		/* the loop decoded: defects were there, and mostly right */
+		assert_true(h.wrong < h.shots / 4);
+		h.sim = sim;
+		if (hp_check(hot_sim_loop, &h, why, sizeof(why)))
+			fail_msg("d=%u, simulating and decoding %u rounds: %s", ds[k],
+				 h.shots * h.pa.rounds, why);
 		assert_true(h.wrong < h.shots / 4);
 		free(h.frames);
 		free(h.obs);
