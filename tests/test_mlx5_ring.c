@@ -5,8 +5,9 @@
  * CQE with the pass's owner bit once the consumer index leaves room) while
  * the test thread posts RDMA WRITE inline WQEs of 1 or 2 basic blocks,
  * rings, polls and completes. Small rings (8 basic blocks, 4 CQEs) make
- * every WQE size meet the ring's end thousands of times and the CQ's owner
- * bit flip as often. What it proves, at run time and across threads: no
+ * every WQE size meet the ring's end over and over and the CQ's owner bit
+ * flip as often; the counts start just short of their 16-bit (WQE index) and
+ * 24-bit (CQ consumer index) wraps. What it proves, at run time and across threads: no
  * WQE is seen before its doorbell record or seen torn, the control
  * segment's index and size match where the device finds it, inline data
  * split by the ring's end is whole, CQEs are read once each and in order,
@@ -31,11 +32,15 @@
 #include "hotpath.h"
 #include "qlink/mlx5.h"
 
-#define SQ_BBS 8
-#define CQES 4
+#define SQ_BBS 16
+#define CQES 8
+/* counts start short of their wrap: the 16-bit WQE index and the 24-bit
+ * consumer index both wrap early in the run */
+#define SQ_START 0xff00u
+#define CQ_START 0xfffff0u
 #define QPN 0x123456u
-#define COUNT 100000u	   /* the 16-bit WQE index wraps twice */
-#define STRICT_COUNT 3000u /* under seccomp: no yielding, keep it short */
+#define COUNT 20000u
+#define STRICT_COUNT 1000u /* under seccomp: no yielding, keep it short */
 
 struct ring {
 	_Alignas(4096) uint8_t sq[SQ_BBS * 64];
@@ -79,7 +84,7 @@ static uint32_t be32(const uint8_t *p)
 /* The NIC: consumes WQEs up to the doorbell record, writes CQEs. */
 static void *device(void *arg)
 {
-	uint32_t ci = 0, pi = 0, k = 0; /* WQE consumer (BBs), CQE producer, WQE seq */
+	uint32_t ci = SQ_START, pi = CQ_START, k = 0; /* WQE consumer (BBs), CQE producer */
 
 	(void)arg;
 	while (!atomic_load_explicit(&R.stop, memory_order_relaxed)) {
@@ -103,11 +108,12 @@ static void *device(void *arg)
 			}
 			nbb = (ds * 16 + 63) / 64;
 			/* room in the CQ: the consumer index given back */
-			while (pi - ql_mlx5_be32toh(
-					    __atomic_load_n(&R.cq_dbrec[0], __ATOMIC_ACQUIRE)) >=
-			       CQES) {
+			while (((pi - ql_mlx5_be32toh(
+					      __atomic_load_n(&R.cq_dbrec[0], __ATOMIC_ACQUIRE))) &
+				0xffffff) >= CQES) {
 				if (atomic_load_explicit(&R.stop, memory_order_relaxed))
 					return NULL;
+				sched_yield();
 			}
 			{
 				uint8_t *e = R.cq + (pi % CQES) * 64;
@@ -148,6 +154,10 @@ static int start(void *arg)
 	R.c.buf = R.cq;
 	R.c.cqe_cnt = CQES;
 	R.c.cqe_size = 64;
+	R.qp.sq.head = R.qp.sq.tail = SQ_START;
+	R.qp_dbrec[QL_MLX5_SND_DBR] = ql_mlx5_htobe32(SQ_START & 0xffff); /* nothing posted */
+	R.c.cons_index = CQ_START;
+	R.cq_dbrec[0] = ql_mlx5_htobe32(CQ_START);
 	R.c.dbrec = R.cq_dbrec;
 	return pthread_create(&R.dev, NULL, device, NULL) ? -1 : 0;
 }
@@ -169,7 +179,7 @@ static int produce(void *arg)
 	const struct run *run = arg;
 	uint8_t data[48];
 	uint32_t posted = 0, done = 0;
-	uint16_t expect_counter = 0;
+	uint16_t expect_counter = (uint16_t)SQ_START;
 	struct ql_mlx5_cqe_info ci = { 0 };
 
 	while (done < run->count) {
@@ -230,8 +240,10 @@ static void test_device_thread(void **state)
 	assert_int_equal(R.qp.sq.head, R.qp.sq.tail);
 	assert_int_equal(allocs, 0);
 	assert_int_equal(locks, 0);
-	/* the 16-bit WQE index wrapped twice */
-	assert_true(R.qp.sq.head > 2 * 65536);
+	/* the 16-bit WQE index and the 24-bit consumer index wrapped */
+	assert_true(R.qp.sq.head > 0x10000);
+	assert_true(R.c.cons_index > 0x1000000);
+	assert_true(ql_mlx5_be32toh(R.cq_dbrec[0]) == (R.c.cons_index & 0xffffff));
 }
 
 static void test_no_syscalls(void **state)
