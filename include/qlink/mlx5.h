@@ -684,7 +684,8 @@ static inline QL_HD uint32_t ql_mlx5_wqe_nbb(const void *ctrl)
  */
 static inline QL_HD void ql_mlx5_sq_doorbell(struct ql_mlx5_qp *qp, const void *ctrl)
 {
-	volatile uint64_t *reg = (volatile uint64_t *)((uint8_t *)qp->bf_reg + qp->bf_offset);
+	volatile uint64_t *reg =
+		(volatile uint64_t *)(void *)((uint8_t *)qp->bf_reg + qp->bf_offset);
 	uint32_t nbb = ql_mlx5_wqe_nbb(ctrl);
 
 	ql_mlx5_wmb();
