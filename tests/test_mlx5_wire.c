@@ -3,7 +3,7 @@
  * qlink/mlx5.h against a device that executes it: an mlx5-driven QP talks
  * to an ordinary verbs QP on the same device over RC (the two APIs on one
  * wire). Run on every device with mlx5 queues: a ConnectX (ibv:// whose
- * provider is mlx5) and the soft NIC's mlx5 mode (soft://loop). WRITE
+ * provider is mlx5) and the soft NIC's mlx5 mode (soft://loop, soft+shm). WRITE
  * inline and from a registered buffer, SEND from the verbs side received
  * through an mlx5 receive WQE, SEND_IMM from the mlx5 side received by the
  * verbs side (the immediate in network order, as ibv_wc has it), READ, and
@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -278,8 +279,13 @@ int main(void)
 		cmocka_unit_test(test_wire),
 	};
 
+	char shm[64];
+
+	snprintf(shm, sizeof(shm), "soft+shm://mlx5wire-%d", (int)getpid());
 	if (has_mlx5("soft://loop"))
 		snprintf(uris[nuris++], QL_DEVICE_URI_MAX, "soft://loop");
+	if (has_mlx5(shm))
+		snprintf(uris[nuris++], QL_DEVICE_URI_MAX, "%s", shm);
 	for (int i = 0; i < n && i < 16 && nuris < 8; i++)
 		if (!strncmp(all[i], "ibv://", 6) && has_mlx5(all[i]))
 			memcpy(uris[nuris++], all[i], QL_DEVICE_URI_MAX);
