@@ -7,7 +7,7 @@
  *
  *   util       qlink/version.h qlink/error.h qlink/log.h qlink/clock.h
  *              qlink/histogram.h
- *   verbs      qlink/verbs.h
+ *   verbs      qlink/verbs.h qlink/mlx5.h (mlx5 queues, header-only)
  *   transport  qlink/ring.h qlink/channel.h
  *   rpc        qlink/rpc.h = qlink/rpc_wire.h (the message bytes, CUDA-Q
  *              Realtime compatible) + rpc_stream.h + rpc_table.h + rpc_fn.h
@@ -25,6 +25,7 @@
 #include "qlink/histogram.h"
 #include "qlink/log.h"
 
+#include "qlink/mlx5.h"
 #include "qlink/verbs.h"
 
 #include "qlink/channel.h"

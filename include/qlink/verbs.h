@@ -174,6 +174,13 @@ size_t ql_mr_length(const struct ql_mr *mr);
  * CQ. Overrun of the send side is reported: the CQ enters an error state and
  * ql_cq_poll returns -EOVERFLOW once the completions it holds are drained. */
 int ql_cq_create(struct ql_device *dev, int cqe, struct ql_cq **cq);
+/* Creation flags of ql_cq_create_flags. */
+#define QL_CQ_INIT_MLX5 0x1u /* completions as mlx5 CQEs, read through qlink/mlx5.h */
+/* ql_cq_create with flags (0: the same as ql_cq_create). A QL_CQ_INIT_MLX5
+ * CQ holds its completions as mlx5 CQEs in a buffer ql_cq_mlx5 hands out;
+ * ql_cq_poll on it fails with -EINVAL. -EINVAL for unknown flags,
+ * -EOPNOTSUPP where the provider has no mlx5 queues (docs/mlx5.md). */
+int ql_cq_create_flags(struct ql_device *dev, int cqe, unsigned int flags, struct ql_cq **cq);
 /* -EBUSY while a QP uses the CQ. */
 int ql_cq_destroy(struct ql_cq *cq);
 
@@ -186,7 +193,15 @@ struct ql_qp_init_attr {
 	enum ibv_qp_type qp_type; /* IBV_QPT_RC or IBV_QPT_UC */
 	int sq_sig_all;		  /* every send WR completes, signaled or not */
 	void *qp_context;
+	unsigned int flags; /* QL_QP_INIT_* (0: none) */
 };
+
+/* Drive this QP through qlink/mlx5.h (work requests written as mlx5 WQEs
+ * into the queues ql_qp_mlx5 hands out); ql_qp_post_send/ql_qp_post_recv
+ * on it fail with -EINVAL. Its send and receive CQs must be
+ * QL_CQ_INIT_MLX5 CQs, and an mlx5 CQ serves mlx5 QPs only (-EINVAL
+ * otherwise). -EOPNOTSUPP where the provider has no mlx5 queues. */
+#define QL_QP_INIT_MLX5 0x1u
 
 int ql_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp);
 int ql_qp_destroy(struct ql_qp *qp);
@@ -204,6 +219,19 @@ uint32_t ql_qp_num(const struct ql_qp *qp);
  * device's). -EINVAL for a bad spec, -EOPNOTSUPP on other providers. */
 int ql_qp_fault(struct ql_qp *qp, const char *spec);
 enum ibv_qp_state ql_qp_state(const struct ql_qp *qp);
+
+/* ---- mlx5 queues (qlink/mlx5.h) ------------------------------------- */
+
+struct ql_mlx5_qp;
+struct ql_mlx5_cq;
+/* Fill the plain-data view of a QL_QP_INIT_MLX5 QP's queues (producer and
+ * consumer counts 0 for a QP nothing was posted to) / of a QL_CQ_INIT_MLX5
+ * CQ's CQE ring. The memory stays valid until the QP/CQ is destroyed; a QP
+ * taken back to RESET starts its queues again at 0: take a new view then.
+ * -EOPNOTSUPP for a QP/CQ created without the flag or a provider with no
+ * mlx5 queues (soft+udp); docs/mlx5.md says what each provider hands out. */
+int ql_qp_mlx5(struct ql_qp *qp, struct ql_mlx5_qp *out);
+int ql_cq_mlx5(struct ql_cq *cq, struct ql_mlx5_cq *out);
 
 /* ---- connection parameters ------------------------------------------ */
 

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "ibv/ibv_mlx5.h"
 #include "qlink/error.h"
 #include "verbs/registry.h"
 
@@ -391,6 +392,27 @@ static int ibvp_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 	return 0;
 }
 
+/* QL_CQ_INIT_MLX5: an ordinary CQ, driven by qlink/mlx5.h (ibv_mlx5.c) */
+static int ibvp_cq_create_flags(struct ql_device *d, int cqe, unsigned int flags,
+				struct ql_cq **out)
+{
+	(void)flags; /* QL_CQ_INIT_MLX5, the only one the verbs layer lets by */
+	if (!ibvp_mlx5_supported(to_dev(d)->ctx))
+		return ql_error_set(-EOPNOTSUPP, "ibv: %s is not an mlx5 device: no mlx5 CQs",
+				    to_dev(d)->name);
+	return ibvp_cq_create(d, cqe, out);
+}
+
+static int ibvp_cq_mlx5(struct ql_cq *c, struct ql_mlx5_cq *out)
+{
+	return ibvp_mlx5_cq_view(((struct ibvp_cq *)c)->cq, out);
+}
+
+static int ibvp_qp_mlx5(struct ql_qp *q, struct ql_mlx5_qp *out)
+{
+	return ibvp_mlx5_qp_view(((struct ibvp_qp *)q)->qp, out);
+}
+
 static int ibvp_cq_destroy(struct ql_cq *c)
 {
 	struct ibvp_cq *cq = (struct ibvp_cq *)c;
@@ -426,7 +448,10 @@ static int ibvp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql
 	a.cap = ia->cap;
 	a.qp_type = ia->qp_type;
 	a.sq_sig_all = ia->sq_sig_all;
-	qp->qp = ibv_create_qp(pd->pd, &a);
+	if (ia->flags & QL_QP_INIT_MLX5)
+		qp->qp = ibvp_mlx5_create_qp(to_dev(p->dev)->ctx, pd->pd, &a);
+	else
+		qp->qp = ibv_create_qp(pd->pd, &a);
 	if (!qp->qp) {
 		int err = errno ? errno : ENOMEM;
 
@@ -568,6 +593,9 @@ static const struct ql_device_ops ibvp_device_ops = {
 	.qp_destroy = ibvp_qp_destroy,
 	.qp_modify = ibvp_qp_modify,
 	.qp_query = ibvp_qp_query,
+	.cq_create_flags = ibvp_cq_create_flags,
+	.qp_mlx5 = ibvp_qp_mlx5,
+	.cq_mlx5 = ibvp_cq_mlx5,
 };
 
 /* ---- the provider: scheme, listing, memory ------------------------------ */

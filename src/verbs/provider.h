@@ -43,6 +43,17 @@ struct ql_device_ops {
 			   struct ql_mr **mr);
 	/* optional (NULL: -EOPNOTSUPP): ql_qp_fault */
 	int (*qp_fault)(struct ql_qp *qp, const char *spec);
+	/* optional (NULL: -EOPNOTSUPP): mlx5 queues (qlink/mlx5.h,
+	 * docs/mlx5.md). cq_create_flags is called for flags != 0 only (the
+	 * verbs layer has checked them: QL_CQ_INIT_MLX5); qp_create sees
+	 * attr->flags (QL_QP_INIT_MLX5 only, its CQs checked to be mlx5 CQs)
+	 * and fails with -EOPNOTSUPP where it cannot make mlx5 queues.
+	 * qp_mlx5/cq_mlx5 are called for objects created with the flag only.
+	 * The verbs layer makes the ops of such QPs/CQs fail with -EINVAL. */
+	int (*cq_create_flags)(struct ql_device *dev, int cqe, unsigned int flags,
+			       struct ql_cq **cq);
+	int (*qp_mlx5)(struct ql_qp *qp, struct ql_mlx5_qp *out);
+	int (*cq_mlx5)(struct ql_cq *cq, struct ql_mlx5_cq *out);
 };
 
 /* Set by the verbs layer after the provider's open/alloc returns; the
@@ -76,6 +87,7 @@ struct ql_cq {
 	struct ql__cq_head head; /* must stay first: the inline poll reads it */
 	struct ql_device *dev;
 	int cqe;
+	unsigned int flags; /* QL_CQ_INIT_*: set by the verbs layer */
 };
 
 struct ql_qp {
@@ -84,6 +96,7 @@ struct ql_qp {
 	struct ql_pd *pd;
 	uint32_t qp_num;
 	enum ibv_qp_type qp_type;
+	unsigned int flags; /* QL_QP_INIT_*: set by the verbs layer */
 };
 
 #endif

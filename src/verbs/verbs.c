@@ -367,7 +367,43 @@ size_t ql_mr_length(const struct ql_mr *mr)
 	return mr->length;
 }
 
-int ql_cq_create(struct ql_device *dev, int cqe, struct ql_cq **cq)
+/* QPs and CQs driven through qlink/mlx5.h refuse the verbs hot path: a
+ * post or poll through it would consume what the mlx5 queues' owner
+ * counts on (on ConnectX, the same rings). */
+static int mlx5_post_send_refused(struct ql_qp *qp, struct ibv_send_wr *wr,
+				  struct ibv_send_wr **bad_wr)
+{
+	(void)qp;
+	*bad_wr = wr;
+	return -EINVAL;
+}
+
+static int mlx5_post_recv_refused(struct ql_qp *qp, struct ibv_recv_wr *wr,
+				  struct ibv_recv_wr **bad_wr)
+{
+	(void)qp;
+	*bad_wr = wr;
+	return -EINVAL;
+}
+
+static int mlx5_poll_refused(struct ql_cq *cq, int num_entries, struct ibv_wc *wc)
+{
+	(void)cq;
+	(void)num_entries;
+	(void)wc;
+	return -EINVAL;
+}
+
+static const struct ql__qp_ops mlx5_qp_refused_ops = {
+	.post_send = mlx5_post_send_refused,
+	.post_recv = mlx5_post_recv_refused,
+};
+
+static const struct ql__cq_ops mlx5_cq_refused_ops = {
+	.poll = mlx5_poll_refused,
+};
+
+int ql_cq_create_flags(struct ql_device *dev, int cqe, unsigned int flags, struct ql_cq **cq)
 {
 	int ret;
 
@@ -375,12 +411,41 @@ int ql_cq_create(struct ql_device *dev, int cqe, struct ql_cq **cq)
 		return -EINVAL;
 	if (cqe < 1)
 		return ql_error_set(-EINVAL, "ql_cq_create: cqe %d below 1", cqe);
-	ret = dev->ops->cq_create(dev, cqe, cq);
+	if (flags & ~QL_CQ_INIT_MLX5)
+		return ql_error_set(-EINVAL, "ql_cq_create_flags: unknown flags 0x%x",
+				    flags & ~QL_CQ_INIT_MLX5);
+	if (flags && !dev->ops->cq_create_flags)
+		return ql_error_set(-EOPNOTSUPP,
+				    "ql_cq_create_flags: the %s provider has no mlx5 CQs",
+				    dev->provider->name);
+	ret = flags ? dev->ops->cq_create_flags(dev, cqe, flags, cq) :
+		      dev->ops->cq_create(dev, cqe, cq);
 	if (ret)
 		return ret;
 	(*cq)->dev = dev;
+	(*cq)->flags = flags;
+	if (flags & QL_CQ_INIT_MLX5)
+		(*cq)->head.ops = &mlx5_cq_refused_ops;
 	atomic_fetch_add(&dev->ncq, 1);
 	return 0;
+}
+
+int ql_cq_create(struct ql_device *dev, int cqe, struct ql_cq **cq)
+{
+	return ql_cq_create_flags(dev, cqe, 0, cq);
+}
+
+int ql_cq_mlx5(struct ql_cq *cq, struct ql_mlx5_cq *out)
+{
+	if (!cq || !out)
+		return -EINVAL;
+	if (!(cq->flags & QL_CQ_INIT_MLX5))
+		return ql_error_set(-EOPNOTSUPP, "ql_cq_mlx5: the CQ was not created with "
+						 "QL_CQ_INIT_MLX5");
+	if (!cq->dev->ops->cq_mlx5)
+		return ql_error_set(-EOPNOTSUPP, "ql_cq_mlx5: the %s provider has no mlx5 CQs",
+				    cq->dev->provider->name);
+	return cq->dev->ops->cq_mlx5(cq, out);
 }
 
 int ql_cq_destroy(struct ql_cq *cq)
@@ -397,11 +462,53 @@ int ql_cq_destroy(struct ql_cq *cq)
 	return ret;
 }
 
+static unsigned int cq_flags(const struct ql_cq *cq)
+{
+	return cq ? cq->flags : 0;
+}
+
 int ql_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp)
 {
+	unsigned int want;
+	int ret;
+
 	if (!pd || !attr || !qp)
 		return -EINVAL;
-	return pd->dev->ops->qp_create(pd, attr, qp);
+	if (attr->flags & ~QL_QP_INIT_MLX5)
+		return ql_error_set(-EINVAL, "ql_qp_create: unknown flags 0x%x",
+				    attr->flags & ~QL_QP_INIT_MLX5);
+	/* an mlx5 QP's completions are mlx5 CQEs, an mlx5 CQ holds nothing
+	 * else: both CQs match the QP */
+	want = (attr->flags & QL_QP_INIT_MLX5) ? QL_CQ_INIT_MLX5 : 0;
+	if ((cq_flags(attr->send_cq) & QL_CQ_INIT_MLX5) != want ||
+	    (cq_flags(attr->recv_cq) & QL_CQ_INIT_MLX5) != want)
+		return ql_error_set(-EINVAL, want ? "ql_qp_create: a QL_QP_INIT_MLX5 QP needs "
+						    "QL_CQ_INIT_MLX5 send and receive CQs" :
+						    "ql_qp_create: a QL_CQ_INIT_MLX5 CQ serves "
+						    "QL_QP_INIT_MLX5 QPs only");
+	if (want && !pd->dev->ops->qp_mlx5)
+		return ql_error_set(-EOPNOTSUPP, "ql_qp_create: the %s provider has no mlx5 QPs",
+				    pd->dev->provider->name);
+	ret = pd->dev->ops->qp_create(pd, attr, qp);
+	if (ret)
+		return ret;
+	(*qp)->flags = attr->flags;
+	if (attr->flags & QL_QP_INIT_MLX5)
+		(*qp)->head.ops = &mlx5_qp_refused_ops;
+	return 0;
+}
+
+int ql_qp_mlx5(struct ql_qp *qp, struct ql_mlx5_qp *out)
+{
+	if (!qp || !out)
+		return -EINVAL;
+	if (!(qp->flags & QL_QP_INIT_MLX5))
+		return ql_error_set(-EOPNOTSUPP, "ql_qp_mlx5: the QP was not created with "
+						 "QL_QP_INIT_MLX5");
+	if (!qp->dev->ops->qp_mlx5)
+		return ql_error_set(-EOPNOTSUPP, "ql_qp_mlx5: the %s provider has no mlx5 QPs",
+				    qp->dev->provider->name);
+	return qp->dev->ops->qp_mlx5(qp, out);
 }
 
 int ql_qp_destroy(struct ql_qp *qp)
@@ -421,9 +528,14 @@ int ql_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 int ql_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 		struct ql_qp_init_attr *init_attr)
 {
+	int ret;
+
 	if (!qp || !attr)
 		return -EINVAL;
-	return qp->dev->ops->qp_query(qp, attr, attr_mask, init_attr);
+	ret = qp->dev->ops->qp_query(qp, attr, attr_mask, init_attr);
+	if (!ret && init_attr)
+		init_attr->flags = qp->flags;
+	return ret;
 }
 
 int ql_qp_fault(struct ql_qp *qp, const char *spec)
