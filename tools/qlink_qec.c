@@ -113,9 +113,9 @@ static void usage(FILE *f)
 		"  --commit C          rounds committed per slide (default: the decoder's)\n"
 		"  --json              one JSON object per point instead of the table\n"
 		"  --plot DIR          write gnuplot figures, PNG and SVG, into DIR: offline\n"
-		"                      qec_threshold.* (logical vs physical error rate per\n"
-		"                      distance); --wire qec_latency.* (decode time per round\n"
-		"                      and round trips)\n"
+		"                      qec_threshold_NOISE.* (logical vs physical error rate\n"
+		"                      per distance); --wire qec_latency.* (decode time per\n"
+		"                      round and round trips)\n"
 		"  --wire              end to end through qlink (one distance, one p)\n"
 		"  --connect HOST[:PORT]  a running qlinkd's control address (default port\n"
 		"                      7700) instead of this process's own daemon\n"
@@ -587,11 +587,15 @@ static void plot_terminals(FILE *g, const char *base, const char *body)
 
 static int plot_threshold(const struct qec_opts *o, const struct point *pts, unsigned n)
 {
-	char body[8192];
+	char body[8192], base[64], name[96];
 	size_t off = 0;
-	FILE *f = plot_open(o->plot, "qec_threshold.dat"), *g;
+	FILE *f, *g;
 	int ret;
 
+	snprintf(base, sizeof(base), "qec_threshold_%s",
+		 o->noise == QL_QEC_CODE_CAPACITY ? "code_capacity" : "phenomenological");
+	snprintf(name, sizeof(name), "%s.dat", base);
+	f = plot_open(o->plot, name);
 	if (!f)
 		return -EIO;
 	fprintf(f,
@@ -621,18 +625,19 @@ static int plot_threshold(const struct qec_opts *o, const struct point *pts, uns
 				noise_name(o->noise), o->shots);
 	for (unsigned d = 0; d < o->nd; d++)
 		off += (size_t)snprintf(body + off, sizeof(body) - off,
-					"%s'qec_threshold.dat' index %u using 2:7:8:9 with "
+					"%s'%s.dat' index %u using 2:7:8:9 with "
 					"yerrorlines title 'd = %u'",
-					d ? ", " : "", d, o->distances[d]);
+					d ? ", " : "", base, d, o->distances[d]);
 	snprintf(body + off, sizeof(body) - off, "\n");
-	g = plot_open(o->plot, "qec_threshold.gp");
+	snprintf(name, sizeof(name), "%s.gp", base);
+	g = plot_open(o->plot, name);
 	if (!g)
 		return -EIO;
-	plot_terminals(g, "qec_threshold", body);
+	plot_terminals(g, base, body);
 	fclose(g);
-	ret = gnuplot(o->plot, "qec_threshold.gp");
-	if (!ret)
-		printf("plots: %s/qec_threshold.png, %s/qec_threshold.svg\n", o->plot, o->plot);
+	ret = gnuplot(o->plot, name);
+	if (!ret && !o->json)
+		printf("plots: %s/%s.png, %s/%s.svg\n", o->plot, base, o->plot, base);
 	return ret;
 }
 
@@ -687,7 +692,7 @@ static int plot_latency(const struct qec_opts *o, const struct ql_hist *decode,
 	plot_terminals(g, "qec_latency", body);
 	fclose(g);
 	ret = gnuplot(o->plot, "qec_latency.gp");
-	if (!ret)
+	if (!ret && !o->json)
 		printf("plots: %s/qec_latency.png, %s/qec_latency.svg\n", o->plot, o->plot);
 	return ret;
 }
