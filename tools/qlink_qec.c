@@ -654,11 +654,16 @@ static uint64_t bucket_value(unsigned i)
 
 static void hist_write(FILE *f, const char *name, const struct ql_hist *h)
 {
-	fprintf(f, "# %s: bucket_us count fraction\n", name);
+	uint64_t above = h->count;
+
+	fprintf(f, "# %s: bucket_us count fraction fraction_slower\n", name);
 	for (unsigned i = 0; i < QL_HIST_BUCKETS; i++)
-		if (h->counts[i])
-			fprintf(f, "%.4f %" PRIu64 " %.6g\n", bucket_value(i) / 1e3, h->counts[i],
-				(double)h->counts[i] / (double)h->count);
+		if (h->counts[i]) {
+			above -= h->counts[i];
+			fprintf(f, "%.4f %" PRIu64 " %.6g %.6g\n", bucket_value(i) / 1e3,
+				h->counts[i], (double)h->counts[i] / (double)h->count,
+				(double)above / (double)h->count);
+		}
 	fprintf(f, "\n\n");
 }
 
@@ -678,13 +683,18 @@ static int plot_latency(const struct qec_opts *o, const struct ql_hist *decode,
 	hist_write(f, "round trip of get_corrections (VPPU)", shot_rtt);
 	fclose(f);
 	snprintf(body, sizeof(body),
-		 "set title '%s'\nset xlabel 'microseconds'\nset ylabel 'fraction of calls'\n"
-		 "set logscale x\nset logscale y\nset grid\nset key right top\n"
-		 "plot 'qec_latency.dat' index 0 using 1:3 with steps lw 2 title 'decode per "
-		 "round (offline)', "
-		 "'' index 1 using 1:3 with steps lw 2 title 'handler time in qlinkd', "
-		 "'' index 2 using 1:3 with steps lw 2 title 'round trip, enqueue_syndromes', "
-		 "'' index 3 using 1:3 with steps lw 2 title 'round trip, get_corrections'\n",
+		 "set title '%s'\nset xlabel 'microseconds'\n"
+		 "set ylabel 'fraction of calls slower than x'\n"
+		 "set logscale x\nset logscale y\nset format y '%%g'\nset yrange [1e-5:1]\n"
+		 "set grid\nset key right top\n"
+		 "plot 'qec_latency.dat' index 0 using 1:($4 > 0 ? $4 : 1e-6) with steps lw 2 "
+		 "title 'decode per round (offline)', "
+		 "'' index 1 using 1:($4 > 0 ? $4 : 1e-6) with steps lw 2 title 'handler time "
+		 "in the daemon', "
+		 "'' index 2 using 1:($4 > 0 ? $4 : 1e-6) with steps lw 2 title 'round trip, "
+		 "enqueue_syndromes', "
+		 "'' index 3 using 1:($4 > 0 ? $4 : 1e-6) with steps lw 2 title 'round trip, "
+		 "get_corrections'\n",
 		 title);
 	g = plot_open(o->plot, "qec_latency.gp");
 	if (!g)
