@@ -400,6 +400,10 @@ static int parse(int argc, char **argv, struct qec_opts *o)
 		fprintf(stderr, "qlink qec: code capacity has no noisy rounds (--rounds 0)\n");
 		return 2;
 	}
+	if (o->noise == QL_QEC_PHENOMENOLOGICAL && o->rounds == 0) {
+		fprintf(stderr, "qlink qec: phenomenological noise needs at least one round\n");
+		return 2;
+	}
 	if (o->wire && (o->nd != 1 || o->np != 1)) {
 		fprintf(stderr,
 			"qlink qec: --wire runs one point: give one --distance and one --p\n");
