@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "qec/qec_internal.h"
+#include "qlink/error.h"
 
 /* ---- PRNG: splitmix64 seeds xoshiro256** ---- */
 
@@ -148,7 +149,8 @@ int ql_qec_code_create(unsigned distance, struct ql_qec_code **out)
 		return -EINVAL;
 	*out = NULL;
 	if (d < QL_QEC_MIN_DISTANCE || d > QL_QEC_MAX_DISTANCE || d % 2 == 0)
-		return -EINVAL;
+		return ql_error_set(-EINVAL, "surface code distance %u: odd, %u to %u", d,
+				    QL_QEC_MIN_DISTANCE, QL_QEC_MAX_DISTANCE);
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
@@ -228,15 +230,22 @@ size_t ql_qec_frame_bytes(const struct ql_qec_code *c)
 
 int ql__qec_params_check(const struct ql_qec_code *code, const struct ql_qec_params *pa)
 {
-	if (!code || !pa || pa->distance != code->d)
-		return -EINVAL;
+	if (!code || !pa)
+		return ql_error_set(-EINVAL, "qec: no code or no parameters");
+	if (pa->distance != code->d)
+		return ql_error_set(-EINVAL, "qec: parameters for distance %u, code of distance %u",
+				    pa->distance, code->d);
 	if (!(pa->p >= 0 && pa->p <= 1) || !(pa->q >= 0 && pa->q <= 1))
-		return -EINVAL;
-	if (pa->noise == QL_QEC_CODE_CAPACITY)
-		return pa->rounds == 0 ? 0 : -EINVAL;
-	if (pa->noise == QL_QEC_PHENOMENOLOGICAL)
-		return pa->rounds >= 1 ? 0 : -EINVAL;
-	return -EINVAL;
+		return ql_error_set(-EINVAL, "qec: error rates p = %g, q = %g: each in [0, 1]",
+				    pa->p, pa->q);
+	if (pa->noise == QL_QEC_CODE_CAPACITY && pa->rounds != 0)
+		return ql_error_set(-EINVAL, "qec: code-capacity noise has no noisy rounds (%u)",
+				    pa->rounds);
+	if (pa->noise == QL_QEC_PHENOMENOLOGICAL && pa->rounds == 0)
+		return ql_error_set(-EINVAL, "qec: phenomenological noise needs a noisy round");
+	if (pa->noise != QL_QEC_CODE_CAPACITY && pa->noise != QL_QEC_PHENOMENOLOGICAL)
+		return ql_error_set(-EINVAL, "qec: unknown noise model %d", (int)pa->noise);
+	return 0;
 }
 
 /* ---- the memory experiment ---- */

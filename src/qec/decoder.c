@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "qec/qec_internal.h"
+#include "qlink/error.h"
 
 #define DW 2 /* words per detector bitset: 112 detectors at d = 15 */
 _Static_assert(QL_QEC_MAX_DET <= DW * 64, "detector bitset too small");
@@ -431,7 +432,10 @@ int ql_qec_decoder_create(const struct ql_qec_code *code, const struct ql_qec_pa
 		W = 1; /* one round, decoded by finish */
 		C = 1;
 	} else if (W < 2 || C >= W || W > 4096) {
-		return -EINVAL;
+		return ql_error_set(-EINVAL,
+				    "qec decoder: window %u, commit %u: need 2 <= window <= 4096 "
+				    "and 1 <= commit < window",
+				    W, C);
 	}
 	d = calloc(1, sizeof(*d));
 	if (!d)

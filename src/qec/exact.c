@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "qec/qec_internal.h"
+#include "qlink/error.h"
 
 #define EX_MAX_DEFECTS 20
 #define EX_MAX_NODES 512
@@ -140,12 +141,17 @@ int ql_qec_decode_exact(const struct ql_qec_code *c, const struct ql_qec_params 
 		return rc;
 	rounds = pa->noise == QL_QEC_CODE_CAPACITY ? 0 : pa->rounds;
 	if (c->d > 5 || (rounds + 1) * c->nd > EX_MAX_NODES)
-		return -E2BIG;
+		return ql_error_set(-E2BIG,
+				    "exact decoder: d = %u, %u rounds: too big (d <= 5, "
+				    "at most %u detectors in all)",
+				    c->d, rounds, EX_MAX_NODES);
 	for (unsigned t = 0; t <= rounds; t++)
 		for (unsigned s = 0; s < c->nd; s++)
 			if (ql__qec_bit(frames + t * c->frame_bytes, s)) {
 				if (k == EX_MAX_DEFECTS)
-					return -E2BIG;
+					return ql_error_set(-E2BIG,
+							    "exact decoder: more than %u defects",
+							    EX_MAX_DEFECTS);
 				def[k++] = t * c->nd + s;
 			}
 	*observable_flip = 0;
