@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "qlink/clock.h"
+#include "qlink/error.h"
 #include "qlink/histogram.h"
 #include "qlink/qec.h"
 
@@ -126,7 +127,8 @@ static int latency_point(const struct opts *o, unsigned d, double p, uint64_t se
 	if (!rc)
 		rc = ql_qec_decoder_create(c, &pa, &dopts, &dec);
 	if (rc) {
-		fprintf(stderr, "qlink-bench-qec: d=%u p=%g: %s\n", d, p, strerror(-rc));
+		fprintf(stderr, "qlink-bench-qec: d=%u p=%g: %s (%s)\n", d, p, strerror(-rc),
+			ql_error_detail());
 		goto out;
 	}
 	fb = ql_qec_frame_bytes(c);
@@ -219,7 +221,8 @@ static int threshold_point(const struct opts *o, unsigned d, double p, uint64_t 
 	if (!rc)
 		rc = ql_qec_decoder_create(c, &pa, &dopts, &dec);
 	if (rc) {
-		fprintf(stderr, "qlink-bench-qec: d=%u p=%g: %s\n", d, p, strerror(-rc));
+		fprintf(stderr, "qlink-bench-qec: d=%u p=%g: %s (%s)\n", d, p, strerror(-rc),
+			ql_error_detail());
 		goto out;
 	}
 	fb = ql_qec_frame_bytes(c);

@@ -90,6 +90,9 @@ static void all_sets(struct low_weight *lw, unsigned start, unsigned left)
 	}
 }
 
+/* measurement error rate of the low-weight runs (p is 0.01) */
+static double lw_q = 0.01;
+
 /* Every fault set of weight 1..(d-1)/2 is corrected (and by the exact
  * decoder too where asked). */
 static void low_weight(unsigned d, enum ql_qec_noise noise, unsigned rounds, unsigned window,
@@ -98,7 +101,7 @@ static void low_weight(unsigned d, enum ql_qec_noise noise, unsigned rounds, uns
 	struct low_weight lw = { 0 };
 	struct ql_qec_decoder_opts op = { window, commit };
 
-	lw.pa = (struct ql_qec_params){ d, rounds, noise, 0.01, 0.01, 1 };
+	lw.pa = (struct ql_qec_params){ d, rounds, noise, 0.01, lw_q, 1 };
 	lw.exact = exact;
 	assert_int_equal(ql_qec_code_create(d, &lw.c), 0);
 	assert_int_equal(ql_qec_decoder_create(lw.c, &lw.pa, &op, &lw.dec), 0);
@@ -139,6 +142,22 @@ static void test_low_weight_sliding(void **state)
 	low_weight(5, QL_QEC_PHENOMENOLOGICAL, 12, 0, 0, 0);
 	low_weight(5, QL_QEC_PHENOMENOLOGICAL, 9, 4, 2, 0);
 	low_weight(5, QL_QEC_PHENOMENOLOGICAL, 9, 3, 1, 0);
+}
+
+/* p != q: edges of two lengths (weighted growth proper); still every
+ * low-weight set, the exact decoder with the same weights agreeing. */
+static void test_low_weight_unequal_rates(void **state)
+{
+	static const double qs[] = { 0.001, 0.1 };
+
+	(void)state;
+	for (unsigned i = 0; i < 2; i++) {
+		lw_q = qs[i];
+		low_weight(3, QL_QEC_PHENOMENOLOGICAL, 4, 0, 0, 1);
+		low_weight(5, QL_QEC_PHENOMENOLOGICAL, 5, 0, 0, 0);
+		low_weight(5, QL_QEC_PHENOMENOLOGICAL, 9, 4, 2, 0);
+	}
+	lw_q = 0.01;
 }
 
 static uint64_t rng_state = 0x853c49e6748fea9bull;
@@ -354,16 +373,93 @@ static void test_spare_bits_ignored(void **state)
 	ql_qec_code_destroy(c);
 }
 
-/* ---- the hot path: pushing rounds allocates nothing ---- */
+/* Work follows the defects, not the code or the number of rounds: 200
+ * empty rounds cost no vertex and no edge at d = 5 and d = 15; one data
+ * flip in the bulk (two defects, next to each other) costs the same at
+ * both distances: its two vertices and their edges, in each of the (at
+ * most two) overlapping windows that decode its round (the same window
+ * sizes at both distances). */
+static void test_sparse_work(void **state)
+{
+	uint64_t v[2], e[2];
+
+	(void)state;
+	for (unsigned k = 0; k < 2; k++) {
+		unsigned d = k ? 15 : 5;
+		struct ql_qec_code *c;
+		struct ql_qec_params pa = { d, 200, QL_QEC_PHENOMENOLOGICAL, 0.01, 0.01, 1 };
+		struct ql_qec_decoder *dec;
+		struct faults *f = calloc(1, sizeof(*f));
+		uint8_t *fr = calloc(201, 16), o, fl;
+		unsigned q = (d / 2) * d + d / 2;	   /* the centre */
+		struct ql_qec_decoder_opts op = { 10, 5 }; /* the same windows for both */
+
+		assert_int_equal(ql_qec_code_create(d, &c), 0);
+		assert_int_equal(ql_qec_decoder_create(c, &pa, &op, &dec), 0);
+		for (unsigned t = 0; t < 200; t++)
+			assert_int_equal(ql_qec_decoder_push(dec, fr), 0);
+		assert_int_equal(ql_qec_decoder_finish(dec, fr, &fl), 0);
+		ql__qec_decoder_work(dec, &v[k], &e[k]);
+		assert_int_equal(v[k], 0);
+		assert_int_equal(e[k], 0);
+		/* frames_from_faults takes at most MAXR rounds: place the flip by
+		 * hand, round 100 of 200 */
+		f->data[0][q / 64] |= 1ull << (q % 64);
+		pa.rounds = 1;
+		assert_int_equal(ql__qec_frames_from_faults(c, &pa, f->data, f->meas, fr, &o), 0);
+		pa.rounds = 200;
+		ql_qec_decoder_reset(dec);
+		for (unsigned t = 0; t < 200; t++)
+			assert_int_equal(ql_qec_decoder_push(dec, fr + (t == 100 ? 0 : 200 * 16)),
+					 0);
+		assert_int_equal(ql_qec_decoder_finish(dec, fr + 200 * 16, &fl), 0);
+		assert_int_equal(fl, o);
+		ql__qec_decoder_work(dec, &v[k], &e[k]);
+		assert_true(v[k] >= 2 && v[k] <= 4);
+		assert_true(e[k] >= 1 && e[k] <= 24);
+		ql_qec_decoder_destroy(dec);
+		ql_qec_code_destroy(c);
+		free(f);
+		free(fr);
+	}
+	assert_true(v[0] == v[1] && e[0] == e[1]);
+}
+
+/* ---- the hot path: simulating and pushing rounds allocate nothing ---- */
 
 struct hot {
 	struct ql_qec_code *c;
 	struct ql_qec_params pa;
 	struct ql_qec_decoder *dec;
+	struct ql_qec_sim *sim;
 	uint8_t *frames, *obs;
 	unsigned shots;
 	unsigned wrong;
 };
+
+/* The simulation too (a VPPU streams shots from it): simulate into the
+ * first shot's buffer and decode, shot after shot. */
+static int hot_sim_loop(void *arg)
+{
+	struct hot *h = arg;
+	size_t fb = h->c->frame_bytes;
+
+	h->wrong = 0;
+	for (unsigned i = 0; i < h->shots; i++) {
+		uint8_t o, f;
+
+		if (ql_qec_sim_shot(h->sim, h->frames, &o))
+			return 3;
+		ql_qec_decoder_reset(h->dec);
+		for (unsigned t = 0; t < h->pa.rounds; t++)
+			if (ql_qec_decoder_push(h->dec, h->frames + t * fb))
+				return 1;
+		if (ql_qec_decoder_finish(h->dec, h->frames + h->pa.rounds * fb, &f))
+			return 2;
+		h->wrong += f != o;
+	}
+	return 0;
+}
 
 static int hot_loop(void *arg)
 {
@@ -400,7 +496,7 @@ static void test_hot_path(void **state)
 		h.pa = (struct ql_qec_params){
 			ds[k], 100, QL_QEC_PHENOMENOLOGICAL, 0.005, 0.005, 5
 		};
-		h.shots = 40; /* 4000 rounds */
+		h.shots = 100; /* 10 000 rounds */
 		assert_int_equal(ql_qec_code_create(ds[k], &h.c), 0);
 		assert_int_equal(ql_qec_sim_create(h.c, &h.pa, &sim), 0);
 		assert_int_equal(ql_qec_decoder_create(h.c, &h.pa, NULL, &h.dec), 0);
@@ -412,6 +508,11 @@ static void test_hot_path(void **state)
 		if (hp_check(hot_loop, &h, why, sizeof(why)))
 			fail_msg("d=%u, %u rounds: %s", ds[k], h.shots * h.pa.rounds, why);
 		/* the loop decoded: defects were there, and mostly right */
+		assert_true(h.wrong < h.shots / 4);
+		h.sim = sim;
+		if (hp_check(hot_sim_loop, &h, why, sizeof(why)))
+			fail_msg("d=%u, simulating and decoding %u rounds: %s", ds[k],
+				 h.shots * h.pa.rounds, why);
 		assert_true(h.wrong < h.shots / 4);
 		free(h.frames);
 		free(h.obs);
@@ -427,11 +528,13 @@ int main(void)
 		cmocka_unit_test(test_low_weight_code_capacity),
 		cmocka_unit_test(test_low_weight_phenomenological),
 		cmocka_unit_test(test_low_weight_sliding),
+		cmocka_unit_test(test_low_weight_unequal_rates),
 		cmocka_unit_test(test_correction_consistent),
 		cmocka_unit_test(test_versus_exact),
 		cmocka_unit_test(test_exact_refusals),
 		cmocka_unit_test(test_decoder_refusals),
 		cmocka_unit_test(test_spare_bits_ignored),
+		cmocka_unit_test(test_sparse_work),
 		cmocka_unit_test(test_hot_path),
 	};
 

@@ -2,8 +2,11 @@
 /*
  * The real-time decoder: union-find with weighted growth and peeling
  * (Delfosse and Nickerson, "Almost-linear time decoding algorithm for
- * topological codes", 2021; weighted growth as in Huang, Newman and Brown
- * 2020) over the space-time decoding graph, in a sliding window.
+ * topological codes", 2021: the odd clusters with the smallest boundary
+ * grow first, by half edges) over the space-time decoding graph, with edge
+ * lengths from the log-likelihood weights of data and measurement errors
+ * (as in Huang, Newman and Brown, "Fault-tolerant weighted union-find
+ * decoding on the toric code", 2020), in a sliding window.
  *
  * The window holds up to W rounds of detection events (a ring of bitsets).
  * When it is full, the W rounds are decoded with an open top (a detector
@@ -62,13 +65,14 @@ struct ql_qec_decoder {
 	unsigned n, nq, W, C, cc;
 	uint32_t lp, lq; /* edge lengths: data flip, measurement error */
 	uint32_t ntime0; /* first time-edge id: W*nq */
-	/* the pending rounds: ring slot (t0 + l) % W holds window layer l */
+	/* the pending rounds: ring slot (ring0 + l) % W holds window layer l */
 	uint64_t (*ring)[DW];
 	unsigned np; /* rounds pending */
 	unsigned ring0;
 	int finished;
 	uint64_t corr[QL_QEC_WORDS];
 	uint8_t obs;
+	uint64_t work_v, work_e; /* vertices and edges visited (tests) */
 	/* the decode in progress */
 	uint32_t epoch, gstep;
 	unsigned L, space_layers, top_open, commit;
@@ -79,6 +83,10 @@ struct ql_qec_decoder {
 	size_t nv, ne;
 };
 
+/* The edges at vertex v (detector s of window layer l), computed from the
+ * one-round graph rather than stored: space edges where the layer has data
+ * noise, the time edge down, the time edge up (to the boundary above an
+ * open top). Returns how many (at most 6). */
 static inline unsigned incident(const struct ql_qec_decoder *d, uint32_t v, struct inc out[6])
 {
 	unsigned l = v / d->n, s = v - l * d->n, k = 0;
@@ -175,6 +183,7 @@ static unsigned grow(struct ql_qec_decoder *d, uint32_t r, unsigned *nf)
 
 			if (s >= in[i].len)
 				continue;
+			d->work_e += d->es[e].stamp != d->epoch;
 			d->es[e].stamp = d->epoch;
 			d->es[e].sup = ++s;
 			added++;
@@ -315,6 +324,7 @@ static int decode_window(struct ql_qec_decoder *d)
 		}
 		na = na2;
 	}
+	d->work_v += nord;
 	/* peeling: a spanning forest of the full edges, rooted at the
 	 * boundary where a cluster reaches it (the order array is reused as
 	 * the BFS queue, after the list of touched vertices it held) */
@@ -553,4 +563,11 @@ void ql_qec_decoder_reset(struct ql_qec_decoder *d)
 	d->ring0 = 0;
 	d->finished = 0;
 	d->obs = 0;
+	d->work_v = d->work_e = 0;
+}
+
+void ql__qec_decoder_work(const struct ql_qec_decoder *d, uint64_t *vertices, uint64_t *edges)
+{
+	*vertices = d->work_v;
+	*edges = d->work_e;
 }

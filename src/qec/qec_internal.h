@@ -76,6 +76,11 @@ int ql__qec_frames_from_faults(const struct ql_qec_code *code, const struct ql_q
 			       const uint64_t (*meas)[QL_QEC_WORDS], uint8_t *frames,
 			       uint8_t *observable);
 
+/* The decoder's work since its last reset: vertices its clusters covered
+ * and edges they grew over, summed over the windows decoded (for the test
+ * that the work follows the defects, not the code's size). */
+void ql__qec_decoder_work(const struct ql_qec_decoder *dec, uint64_t *vertices, uint64_t *edges);
+
 /* Check a params against a code: 0 or -EINVAL. */
 int ql__qec_params_check(const struct ql_qec_code *code, const struct ql_qec_params *params);
 
