@@ -32,6 +32,8 @@ static void usage(FILE *f)
 		"                  server over UDP (qlink vppu -h)\n"
 		"  hololink        read/write registers of a Hololink board, or be one\n"
 		"                  (qlink hololink -h)\n"
+		"  qec             the surface-code QEC workload: threshold sweep offline, or\n"
+		"                  end to end through the decoder plugin (qlink qec -h)\n"
 		"  info [URI...]   show RDMA devices and their limits (default: every\n"
 		"                  device every provider lists; a listed SCHEME://NAME,\n"
 		"                  any name, is shown as SCHEME://info)\n"
@@ -183,6 +185,8 @@ int main(int argc, char **argv)
 		return tool_vppu(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "hololink"))
 		return tool_hololink(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "qec"))
+		return tool_qec(argc - 1, argv + 1);
 	fprintf(stderr, "qlink: unknown command '%s'\n\n", argv[1]);
 	usage(stderr);
 	return 2;

@@ -43,6 +43,7 @@
 #include "qlink/dispatcher.h"
 #include "qlink/plugin.h"
 #include "qlink/qec.h"
+#include "qlink/qec_wire.h"
 #include "qlink/vppu.h"
 
 #include "qlink/control.h"
