@@ -65,7 +65,7 @@ void ql_sdr_config_default(struct ql_sdr_config *c)
 	c->rto_ns = 20000000ull;
 	c->nack_delay_ns = 2000000ull;
 	c->max_retries = 16;
-	c->credit_grace_ns = 1000000ull;
+	c->credit_grace_ns = 5000000ull;
 }
 
 static uint64_t round_up(uint64_t v, uint64_t a)
@@ -895,6 +895,8 @@ static void rx_packet(struct ql_sdr_conn *c, const struct ibv_wc *wc, uint64_t n
 	}
 	c->st.pkts_received++;
 	rx->last_pkt_ns = now;
+	if (pkt >= rx->pkt_high)
+		rx->pkt_high = pkt + 1;
 	atomic_store_explicit(&rx->user, user, memory_order_relaxed);
 	rx_account(rx, pkt, now);
 }
@@ -954,6 +956,7 @@ int ql_sdr_recv_post(struct ql_sdr_conn *c, size_t len, const struct ql_sdr_recv
 	rx->cts_ns = ql_clock_ns();
 	rx->last_pkt_ns = 0;
 	rx->last_nack_ns = 0;
+	rx->pkt_high = 0;
 	rx->retries = 0;
 	rx->pkts_at_nack = 0;
 	rx->fin = false;
@@ -1516,8 +1519,8 @@ static void tick(struct ql_sdr_conn *c, uint64_t now)
 {
 	uint64_t gone = c->peer_consumed + c->lost;
 
-	/* credits out for a while and nothing sent: ask what arrived */
-	if (c->pkts_posted > gone && !c->credit_req_pending &&
+	/* out of credits for a while, nothing sent since: ask what arrived */
+	if (c->pkts_posted > gone && c->credit_stalled && !c->credit_req_pending &&
 	    now - c->last_data_ns > c->cfg.credit_grace_ns &&
 	    now - c->credit_req_ns > c->cfg.credit_grace_ns) {
 		if (msg_ctrl(c, QL_SDR_C_CREDIT_REQ, 0, 0, 0, (uint32_t)c->pkts_posted,
@@ -1551,13 +1554,17 @@ int ql_sdr_progress(struct ql_sdr_conn *c)
 	if (c->broken)
 		return c->broken;
 	if (c->connected) {
-		/* the backend: packets -> bitmaps, receives re-posted at once */
-		n = ql_cq_poll(c->data_rcq, QL_SDR_POST_BATCH, wc);
-		if (n < 0)
-			return c->broken = n;
-		if (n > 0) {
+		/* the backend: packets -> bitmaps, receives re-posted at once;
+		 * drained, so that a credit report below counts everything that
+		 * has arrived */
+		for (uint32_t k = 0; k <= c->recv_depth / QL_SDR_POST_BATCH; k++) {
 			int rc;
 
+			n = ql_cq_poll(c->data_rcq, QL_SDR_POST_BATCH, wc);
+			if (n < 0)
+				return c->broken = n;
+			if (n == 0)
+				break;
 			for (int i = 0; i < n; i++)
 				rx_packet(c, &wc[i], now);
 			c->consumed += (uint64_t)n;
@@ -1627,7 +1634,7 @@ int ql_sdr_progress(struct ql_sdr_conn *c)
 	/* credits back to the peer once a quarter of its window was used */
 	if (c->consumed - c->consumed_reported >= (c->recv_depth + 3) / 4)
 		msg_ctrl(c, QL_SDR_C_CREDIT, 0, 0, 0, 0, 0, NULL, 0);
-	c->credit_stalled = false;
+	c->credit_stalled = false; /* tx_pump says whether it still is */
 	events += tx_pump(c, now);
 	if (c->credit_stalled)
 		c->st.credit_stalls++;

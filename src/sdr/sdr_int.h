@@ -144,6 +144,7 @@ struct ql_sdr_recv {
 	_Atomic uint32_t chunks_done;
 	_Atomic uint32_t user;
 	uint64_t cts_ns, last_pkt_ns, last_nack_ns;
+	uint32_t pkt_high; /* 1 + the highest packet that arrived (0: none) */
 	uint32_t retries, pkts_at_nack;
 	bool fin; /* the sender said every packet was posted once */
 	uint64_t fin_ns;
