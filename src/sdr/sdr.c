@@ -1120,10 +1120,15 @@ void ql_sdr__tx_complete(struct ql_sdr_send *tx, int status)
 	/* nothing more goes out for it */
 	memset(tx->want, 0, (tx->npkts + 63) / 64 * sizeof(uint64_t));
 	tx->want_count = 0;
-	if (tx->last_wr <= c->sq_done)
+	if (tx->last_wr <= c->sq_done) {
 		tx_finish(tx);
-	else
-		tx->draining = true;
+		return;
+	}
+	tx->draining = true;
+	/* its last post may be unsignaled with nothing behind it: a signaled
+	 * zero-length WRITE behind it will complete it (progress posts it) */
+	if (tx->last_wr > c->sq_signaled)
+		c->need_fence = true;
 }
 
 /* Start sends whose clear-to-send has come, in order. */
@@ -1283,7 +1288,7 @@ static int tx_pump(struct ql_sdr_conn *c, uint64_t now)
 
 	for (;;) {
 		uint64_t cr = credits(c);
-		uint64_t sq = c->sq_depth - (c->pkts_posted - c->sq_done);
+		uint64_t sq = c->sq_depth - (c->sq_posted - c->sq_done);
 		uint32_t n = 0, lim = QL_SDR_POST_BATCH;
 		struct ibv_send_wr *bad = NULL;
 		bool wanted = false;
@@ -1318,7 +1323,7 @@ static int tx_pump(struct ql_sdr_conn *c, uint64_t now)
 			struct ql_sdr_send *tx = txs[i];
 			uint32_t p = pkts[i];
 			struct ibv_send_wr *wr = &c->wrs[i];
-			uint64_t seq = c->pkts_posted + i + 1;
+			uint64_t seq = c->sq_posted + i + 1;
 			bool last = tx->want_count == 0 && (i + 1 == n || txs[i + 1] != tx);
 
 			c->sges[i].addr = (uintptr_t)ql_sdr__tx_pkt_addr(tx, p);
@@ -1357,9 +1362,12 @@ static int tx_pump(struct ql_sdr_conn *c, uint64_t now)
 					c->st.pkts_sent++;
 				}
 				tx->last_send_ns = now;
-				tx->last_wr = c->pkts_posted + i + 1;
+				tx->last_wr = c->sq_posted + i + 1;
+				if (c->wrs[i].send_flags & IBV_SEND_SIGNALED)
+					c->sq_signaled = c->sq_posted + i + 1;
 			}
 			c->pkts_posted += ok;
+			c->sq_posted += ok;
 			if (ok)
 				c->last_data_ns = now;
 			events += (int)ok;
@@ -1399,8 +1407,8 @@ static void on_ctrl(struct ql_sdr_conn *c, const struct ql_sdr_ctrl *m, uint64_t
 	switch (m->type) {
 	/* to the send side (from the receiver) */
 	case QL_SDR_C_CREDIT:
-		if (m->credit > c->peer_consumed && m->credit <= c->pkts_posted)
-			c->peer_consumed = m->credit;
+		if (m->credit > c->peer_consumed) /* at most what we sent: a peer's word */
+			c->peer_consumed = m->credit < c->pkts_posted ? m->credit : c->pkts_posted;
 		if (m->rel == 1 && c->credit_req_pending) {
 			uint64_t s = (uint64_t)m->b << 32 | m->a;
 
@@ -1415,8 +1423,8 @@ static void on_ctrl(struct ql_sdr_conn *c, const struct ql_sdr_ctrl *m, uint64_t
 		}
 		return;
 	case QL_SDR_C_CTS:
-		if (m->credit > c->peer_consumed && m->credit <= c->pkts_posted)
-			c->peer_consumed = m->credit;
+		if (m->credit > c->peer_consumed) /* at most what we sent: a peer's word */
+			c->peer_consumed = m->credit < c->pkts_posted ? m->credit : c->pkts_posted;
 		{
 			uint64_t len = (uint64_t)m->b << 32 | m->a;
 
@@ -1436,8 +1444,8 @@ static void on_ctrl(struct ql_sdr_conn *c, const struct ql_sdr_ctrl *m, uint64_t
 	case QL_SDR_C_ACK:
 	case QL_SDR_C_NACK:
 	case QL_SDR_C_FAIL:
-		if (m->credit > c->peer_consumed && m->credit <= c->pkts_posted)
-			c->peer_consumed = m->credit;
+		if (m->credit > c->peer_consumed) /* at most what we sent: a peer's word */
+			c->peer_consumed = m->credit < c->pkts_posted ? m->credit : c->pkts_posted;
 		{
 			struct ql_sdr_send *tx =
 				m->msg_id < c->peer.slots ? c->tx_by_id[m->msg_id] : NULL;
@@ -1636,6 +1644,19 @@ int ql_sdr_progress(struct ql_sdr_conn *c)
 		msg_ctrl(c, QL_SDR_C_CREDIT, 0, 0, 0, 0, 0, NULL, 0);
 	c->credit_stalled = false; /* tx_pump says whether it still is */
 	events += tx_pump(c, now);
+	if (c->need_fence && c->sq_posted - c->sq_done < c->sq_depth) {
+		struct ibv_send_wr wr = { .wr_id = c->sq_posted + 1,
+					  .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED,
+					  .wr.rdma = { c->peer.root_addr, c->peer.rkey } },
+				   *bad;
+
+		if (ql_qp_post_send(c->data_qp, &wr, &bad) == 0) {
+			c->sq_posted++;
+			c->sq_signaled = c->sq_posted;
+			c->need_fence = false;
+		}
+	}
 	if (c->credit_stalled)
 		c->st.credit_stalls++;
 	if (now - c->last_tick_ns >= SDR_TICK_NS) {
