@@ -1676,6 +1676,7 @@ int ql_sdr_progress(struct ql_sdr_conn *c)
 			c->sq_posted++;
 			c->sq_signaled = c->sq_posted;
 			c->need_fence = false;
+			c->st.fences++;
 		}
 	}
 	if (c->credit_stalled)
