@@ -26,12 +26,14 @@ static size_t max_size(const struct vt_param *p)
 	return p->udp || p->ibv ? (8u << 20) : (64u << 20);
 }
 
-static void config(const struct vt_param *p, struct ql_sdr_config *cfg)
+static void config(const struct vt_param *p, const char *fault, struct ql_sdr_config *cfg)
 {
 	ql_sdr_config_default(cfg);
 	cfg->max_msg_size = max_size(p);
 	cfg->slots = 2;
-	cfg->rto_ns = 10000000ull;
+	/* with faults, a short timer; without, one that a loaded host's
+	 * scheduling gaps cannot fire (the clean run counts every packet) */
+	cfg->rto_ns = fault ? 10000000ull : 500000000ull;
 }
 
 static int put_line(int fd, const char *s)
@@ -73,7 +75,7 @@ static int child(const struct vt_param *p, int rfd, int wfd, const char *fault)
 	uint32_t seed = 100;
 
 	alarm(240);
-	config(p, &cfg);
+	config(p, fault, &cfg);
 	if (vt_dev_open_b(p, &dev) || ql_sdr_conn_create(dev, &cfg, &c))
 		return 10;
 	if (ql_sdr_conn_params_format(c, line, sizeof(line)) < 0 || put_line(wfd, line) ||
@@ -111,9 +113,12 @@ static int child(const struct vt_param *p, int rfd, int wfd, const char *fault)
 		put_line(wfd, line);
 	}
 	/* stay until the parent is done (it may still ask: ACK_REQ answers) */
-	get_line(rfd, line, sizeof(line), 1);
-	for (int k = 0; k < 2000 && get_line(rfd, line, sizeof(line), 0) != 0; k++)
-		ql_sdr_progress(c);
+	{
+		uint64_t end = ql_clock_ns() + 60000000000ull;
+
+		while (get_line(rfd, line, sizeof(line), 0) != 0 && ql_clock_ns() < end)
+			ql_sdr_progress(c);
+	}
 	ql_sdr_buf_free(c, buf, mr);
 	ql_sdr_conn_destroy(c);
 	ql_device_close(dev);
@@ -144,7 +149,7 @@ static void run(const struct vt_param *p, const char *fault)
 	}
 	close(to_child[0]);
 	close(to_parent[1]);
-	config(p, &cfg);
+	config(p, fault, &cfg);
 	assert_int_equal(vt_dev_open(p, &dev), 0);
 	assert_int_equal(ql_sdr_conn_create(dev, &cfg, &c), 0);
 	assert_int_equal(get_line(to_parent[0], line, sizeof(line), 30000), 0);
@@ -189,9 +194,17 @@ static void run(const struct vt_param *p, const char *fault)
 	}
 	assert_int_equal(get_line(to_parent[0], line, sizeof(line), 30000), 0);
 	print_message("  %s\n", line);
-	assert_int_equal(s1.drop_bad_offset + s1.drop_bad_len + s1.drop_bad_ctrl, 0);
+	print_message("  receiver refused: %lu bad offset, %lu bad length, %lu stale/bad control\n",
+		      (unsigned long)s1.drop_bad_offset, (unsigned long)s1.drop_bad_len,
+		      (unsigned long)s1.drop_bad_ctrl);
+	/* under faults, late copies of an earlier message (a duplicate, a
+	 * retransmission that crossed the ACK) may meet the slot's next
+	 * message or none, and a timer's ACK_REQ may cross the ACK: refused
+	 * and counted, as they must be; without faults there is none */
 	if (!fault)
-		assert_int_equal(s1.pkts_duplicate + s1.nacks_sent, 0);
+		assert_int_equal(s1.drop_bad_offset + s1.drop_bad_len + s1.drop_bad_ctrl +
+					 s1.drop_bad_id + s1.pkts_duplicate + s1.nacks_sent,
+				 0);
 	assert_int_equal(put_line(to_child[1], "done"), 0);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	assert_true(WIFEXITED(st));
@@ -226,6 +239,7 @@ static void test_mp_faults(void **state)
 
 int main(void)
 {
+	signal(SIGPIPE, SIG_IGN); /* a child that died is reported by its status */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_mp_clean),
 		cmocka_unit_test(test_mp_faults),
