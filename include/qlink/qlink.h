@@ -25,8 +25,8 @@
 #include "qlink/histogram.h"
 #include "qlink/log.h"
 
-#include "qlink/verbs.h"
 #include "qlink/sdr.h"
+#include "qlink/verbs.h"
 
 #include "qlink/channel.h"
 #include "qlink/hsb.h"
