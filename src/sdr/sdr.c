@@ -1388,6 +1388,8 @@ static int tx_pump(struct ql_sdr_conn *c, uint64_t now)
 
 /* ---- control dispatch ----------------------------------------------------- */
 
+static int drain_data(struct ql_sdr_conn *c, uint64_t now);
+
 /* The receiver's count of receives consumed, from any of its messages: at
  * most what we sent (it is the peer's word). Consumption beyond S - L
  * means packets counted lost did arrive late: fewer were lost. */
@@ -1484,9 +1486,16 @@ static void on_ctrl(struct ql_sdr_conn *c, const struct ql_sdr_ctrl *m, uint64_t
 		return;
 	/* to the receive side (from the sender) */
 	case QL_SDR_C_CREDIT_REQ:
+		/* drained now, after the request arrived: the packets it counts
+		 * were posted before it, so what has not arrived by now is
+		 * still on the wire or lost (a drain earlier in this progress
+		 * call may predate them: this thread can be preempted) */
+		drain_data(c, now);
 		msg_ctrl(c, QL_SDR_C_CREDIT, 1, 0, 0, m->a, m->b, NULL, 0);
 		return;
 	case QL_SDR_C_ACK_REQ:
+		drain_data(c, now); /* as for CREDIT_REQ: judge the bitmap as of now */
+		break;
 	case QL_SDR_C_FIN:
 	case QL_SDR_C_ABORT:
 		break;
@@ -1538,6 +1547,32 @@ static void on_ctrl(struct ql_sdr_conn *c, const struct ql_sdr_ctrl *m, uint64_t
 
 /* ---- progress ------------------------------------------------------------ */
 
+/* The backend: packets -> bitmaps, receives re-posted at once; drained, so
+ * that a credit report right after counts everything that has arrived.
+ * Returns the completions handled or a negative errno. */
+static int drain_data(struct ql_sdr_conn *c, uint64_t now)
+{
+	struct ibv_wc *wc = c->dwcs;
+	int events = 0;
+
+	for (uint32_t k = 0; k <= c->recv_depth / QL_SDR_POST_BATCH; k++) {
+		int rc, n = ql_cq_poll(c->data_rcq, QL_SDR_POST_BATCH, wc);
+
+		if (n < 0)
+			return c->broken = n;
+		if (n == 0)
+			break;
+		for (int i = 0; i < n; i++)
+			rx_packet(c, &wc[i], now);
+		c->consumed += (uint64_t)n;
+		rc = post_data_recvs(c, (uint32_t)n);
+		if (rc && !c->broken)
+			c->broken = rc;
+		events += n;
+	}
+	return events;
+}
+
 static void tick(struct ql_sdr_conn *c, uint64_t now)
 {
 	uint64_t gone = c->peer_consumed + c->lost;
@@ -1583,25 +1618,10 @@ int ql_sdr_progress(struct ql_sdr_conn *c)
 	if (c->broken)
 		return c->broken;
 	if (c->connected) {
-		/* the backend: packets -> bitmaps, receives re-posted at once;
-		 * drained, so that a credit report below counts everything that
-		 * has arrived */
-		for (uint32_t k = 0; k <= c->recv_depth / QL_SDR_POST_BATCH; k++) {
-			int rc;
-
-			n = ql_cq_poll(c->data_rcq, QL_SDR_POST_BATCH, wc);
-			if (n < 0)
-				return c->broken = n;
-			if (n == 0)
-				break;
-			for (int i = 0; i < n; i++)
-				rx_packet(c, &wc[i], now);
-			c->consumed += (uint64_t)n;
-			rc = post_data_recvs(c, (uint32_t)n);
-			if (rc && !c->broken)
-				c->broken = rc;
-			events += n;
-		}
+		n = drain_data(c, now);
+		if (n < 0)
+			return n;
+		events += n;
 		/* the UC send queue */
 		n = ql_cq_poll(c->data_scq, QL_SDR_POST_BATCH, wc);
 		if (n < 0)

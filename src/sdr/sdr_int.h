@@ -294,6 +294,7 @@ struct ql_sdr_conn {
 	uint32_t gen_next;
 	struct ibv_recv_wr rwrs[QL_SDR_POST_BATCH];
 	struct ibv_wc wcs[QL_SDR_POST_BATCH];
+	struct ibv_wc dwcs[QL_SDR_POST_BATCH]; /* the data receive CQ's (drain_data) */
 	uint32_t nrx_active;
 
 	struct ql_sdr_stats st;
