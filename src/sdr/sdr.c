@@ -764,14 +764,18 @@ void ql_sdr__rx_complete(struct ql_sdr_recv *rx, int status)
 		rx->cb(rx, status, rx->arg);
 }
 
-/* A new bit for packet pkt: chunk and completion accounting. */
-static void rx_account(struct ql_sdr_recv *rx, uint32_t pkt, uint64_t now)
+/* A new bit for packet pkt: the scheme's packet hook (for packets from the
+ * wire, not for those the scheme rebuilt itself), then chunk and
+ * completion accounting. */
+static void rx_account(struct ql_sdr_recv *rx, uint32_t pkt, uint64_t now, bool wire)
 {
 	struct ql_sdr_conn *c = rx->conn;
 
 	atomic_fetch_add_explicit(&rx->pkts_done, 1, memory_order_relaxed);
-	if (rx->ops->rx_on_packet)
+	if (wire && rx->ops->rx_on_packet)
 		rx->ops->rx_on_packet(rx, pkt, now);
+	if (atomic_load_explicit(&rx->state, memory_order_relaxed) != QL_SDR_S_ACTIVE)
+		return; /* the hook ended the message */
 	if (pkt < rx->ndata) {
 		uint32_t ch = pkt / c->cfg.chunk_packets;
 		uint32_t in = ch + 1 < rx->nchunks ? c->cfg.chunk_packets :
@@ -805,7 +809,7 @@ void ql_sdr__rx_mark(struct ql_sdr_recv *rx, uint32_t first, uint32_t count, uin
 		    bit)
 			continue;
 		rx->conn->st.pkts_recovered++;
-		rx_account(rx, p, now);
+		rx_account(rx, p, now, false);
 	}
 }
 
@@ -899,7 +903,7 @@ static void rx_packet(struct ql_sdr_conn *c, const struct ibv_wc *wc, uint64_t n
 	if (pkt >= rx->pkt_high)
 		rx->pkt_high = pkt + 1;
 	atomic_store_explicit(&rx->user, user, memory_order_relaxed);
-	rx_account(rx, pkt, now);
+	rx_account(rx, pkt, now, true);
 }
 
 int ql_sdr_recv_post(struct ql_sdr_conn *c, size_t len, const struct ql_sdr_recv_opts *opts,
