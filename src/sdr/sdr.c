@@ -1587,7 +1587,8 @@ static void tick(struct ql_sdr_conn *c, uint64_t now)
 	 * packets still in our send queue would count them lost. */
 	if (c->pkts_posted > gone && c->credit_stalled && !c->credit_req_pending &&
 	    now - c->last_data_ns > c->cfg.credit_grace_ns &&
-	    now - c->credit_req_ns > c->cfg.credit_grace_ns) {
+	    now - c->credit_req_ns > (c->reclaim_c == UINT64_MAX ? c->cfg.credit_grace_ns :
+								   c->cfg.credit_grace_ns / 4)) {
 		if (c->sq_done < c->sq_posted) {
 			if (c->sq_signaled < c->sq_posted)
 				c->need_fence = true;
