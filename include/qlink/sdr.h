@@ -246,9 +246,11 @@ struct ql_sdr_recv_opts {
  * -EAGAIN when the control send queue is full (progress, then retry). */
 int ql_sdr_recv_post(struct ql_sdr_conn *conn, size_t len, const struct ql_sdr_recv_opts *opts,
 		     struct ql_sdr_recv **rx);
-/* 1 when the message ended (status in *status: 0 complete, -ETIMEDOUT /
- * -ECONNABORTED / -ENODATA (NONE: what arrived is in the bitmap) ), 0
- * while in progress. Does not drive progress. */
+/* 1 when the message ended, 0 while in progress; *status: 0 complete,
+ * -ENODATA (NONE: the sender is done, what arrived is in the bitmap),
+ * -ETIMEDOUT (the sender gave up), -ECONNABORTED (the sender abandoned
+ * it), -EPROTO / -EMSGSIZE (the send's reliability / length differ).
+ * Does not drive progress. */
 int ql_sdr_recv_poll(const struct ql_sdr_recv *rx, int *status);
 /* Give the slot back (any time; a message in progress is abandoned and the
  * sender told). rx is invalid afterwards. */
