@@ -26,6 +26,7 @@
 #include "qlink/log.h"
 
 #include "qlink/mlx5.h"
+#include "qlink/sdr.h"
 #include "qlink/verbs.h"
 
 #include "qlink/channel.h"
