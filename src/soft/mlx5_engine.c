@@ -249,6 +249,13 @@ int soft_mlx5_qp_caps(struct ibv_qp_cap *cap, uint32_t *sq_cnt, uint32_t *rq_cnt
 	return 0;
 }
 
+/* Whole pages: no two buffers share one, so that each can be registered
+ * with cudaHostRegister on its own. */
+static size_t pages(size_t len)
+{
+	return (len + SMX_PAGE - 1) & ~(size_t)(SMX_PAGE - 1);
+}
+
 static struct soft_engine *engine_get(struct soft_device *dev)
 {
 	struct soft_engine *eng;
@@ -331,8 +338,8 @@ int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt)
 	m->rq_stride = m->rq_max_sge * SMX_DS;
 	/* Page-aligned, in the soft heap (GPU code registers them with
 	 * cudaHostRegister) and zero-filled: empty doorbell records. */
-	m->sq = soft_heap_alloc((size_t)sq_cnt * SMX_BB, SMX_PAGE);
-	m->rq = soft_heap_alloc((size_t)rq_cnt * m->rq_stride, SMX_PAGE);
+	m->sq = soft_heap_alloc(pages((size_t)sq_cnt * SMX_BB), SMX_PAGE);
+	m->rq = soft_heap_alloc(pages((size_t)rq_cnt * m->rq_stride), SMX_PAGE);
 	m->page = soft_heap_alloc(SMX_PAGE, SMX_PAGE);
 	if (!m->sq || !m->rq || !m->page) {
 		ret = ql_error_set(-ENOMEM, "soft: shared heap exhausted (QLINK_SOFT_HEAP_SIZE)");
@@ -433,7 +440,7 @@ int soft_mlx5_cq_attach(struct soft_cq *cq, uint32_t cnt)
 	if (!x)
 		return -ENOMEM;
 	x->cnt = cnt;
-	x->buf = soft_heap_alloc((size_t)cnt * SMX_CQE, SMX_PAGE);
+	x->buf = soft_heap_alloc(pages((size_t)cnt * SMX_CQE), SMX_PAGE);
 	x->db = soft_heap_alloc(SMX_PAGE, SMX_PAGE);
 	if (!x->buf || !x->db) {
 		soft_heap_free(x->buf);
