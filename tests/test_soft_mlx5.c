@@ -171,18 +171,10 @@ static void end_close(struct end *e)
 
 static int end_connect(struct end *x, const struct end *y)
 {
-	struct ql_qp_connect_opts o;
-	int ret;
-
-	/* A receive WQE reaches the peer once the engine has taken it from
-	 * the ring (well under a microsecond while it spins); a SEND that
-	 * comes sooner is RNR-NAKed as on hardware with no receive posted.
-	 * The tests post and send back to back: a short RNR timer (10 us)
-	 * keeps that retry cheap. */
-	ql_qp_connect_opts_default(&o);
-	if (x->mlx5)
-		o.min_rnr_timer = 1;
-	ret = ql_qp_connect(x->qp, &y->params, &o);
+	/* default options (min_rnr_timer 0.64 ms): a receive rung in the
+	 * mlx5 RQ just before the peer's SEND is waited for, not RNR-NAKed
+	 * (test_receive checks it) */
+	int ret = ql_qp_connect(x->qp, &y->params, NULL);
 
 	/* a reset mlx5 QP starts its queues at 0 again: a fresh view */
 	if (!ret && x->mlx5)
@@ -634,6 +626,30 @@ static void test_receive(void **state)
 	b_send(&p, IBV_WR_RDMA_WRITE_WITH_IMM, 300, 64, 7, (uintptr_t)p.a.buf + 9000);
 	expect_resp(&p, QL_MLX5_CQE_RESP_WR_IMM, 64, 7);
 	assert_memory_equal(p.a.buf + 9000, p.b.buf + 300, 64);
+
+	/* A receive rung just before the peer's SEND: on a ConnectX it is
+	 * there at once; here the engine must take it first, and the peer's
+	 * requester waits for that instead of an RNR (which the peer, not
+	 * polling its send CQ here, would never retry). 200 times, no RNR. */
+	for (int i = 0; i < 200; i++) {
+		struct ibv_sge sge = { (uintptr_t)p.b.buf + 16, 32, ql_mr_lkey(p.b.mr) };
+		struct ibv_send_wr wr = { .sg_list = &sge,
+					  .num_sge = 1,
+					  .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+		struct ql_device_counters c;
+		struct ibv_wc wc;
+
+		a_rq_post(&p, 4096, 64);
+		assert_int_equal(ql_qp_post_send(p.b.qp, &wr, &bad), 0);
+		expect_resp(&p, QL_MLX5_CQE_RESP_SEND, 32, 0);
+		/* (only now: polling it would retry an RNR'd SEND) */
+		assert_int_equal(vb_wait(&p, p.b.scq, &wc), 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(ql_device_counters(p.a.dev, &c), 0);
+		assert_int_equal(c.rc_nak_rnr, 0);
+	}
 	pair_close(&p);
 }
 
