@@ -14,7 +14,9 @@
  *    ordinary peer with the right data, and its CQE carries the right
  *    opcode, WQE counter, byte count and QP number;
  *  - the ordinary peer's SEND, SEND_IMM and WRITE_IMM land in the mlx5
- *    receive queue with responder CQEs;
+ *    receive queue with responder CQEs; a receive rung just before the
+ *    peer's SEND is waited for, never RNR-NAKed; a responder whose record
+ *    lies stalls the peer's requester once (50 ms), then never again;
  *  - SQ, RQ and CQ wrap around over thousands of WQEs on small rings;
  *  - each kind of bad WQE gets an error CQE with its syndrome, the QP is in
  *    ERR after, and what follows is flushed; garbage WQEs (random ds,
@@ -653,6 +655,38 @@ static void test_receive(void **state)
 	pair_close(&p);
 }
 
+/* The attack on that wait: an mlx5-mode responder whose receive doorbell
+ * record promises receives that never come (here: no engine pass takes
+ * them). The peer's requester waits once, 50 ms, then never again on this
+ * connection: the next SEND is dropped (UC) at once. */
+static void test_lying_doorbell(void **state)
+{
+	struct opts o = opts_default;
+	struct pair p;
+	struct ql_device_counters c;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .num_sge = 1, .opcode = IBV_WR_SEND }, *bad;
+	uint64_t t0, t1, t2;
+
+	o.type = IBV_QPT_UC;
+	o.manual = true; /* nobody takes what the record says */
+	pair_open(&p, *state, &o);
+	sge = (struct ibv_sge){ (uintptr_t)p.b.buf, 8, ql_mr_lkey(p.b.mr) };
+	wr.sg_list = &sge;
+	*p.a.mq.rq.dbrec = htobe32(5);
+	t0 = now_ns();
+	assert_int_equal(ql_qp_post_send(p.b.qp, &wr, &bad), 0);
+	t1 = now_ns();
+	assert_int_equal(ql_qp_post_send(p.b.qp, &wr, &bad), 0);
+	t2 = now_ns();
+	assert_int_equal(ql_device_counters(p.a.dev, &c), 0);
+	assert_int_equal(c.uc_drop_no_recv, 2);
+	assert_true(t1 - t0 >= 45000000ull);
+	assert_true(t1 - t0 < 2000000000ull);
+	assert_true(t2 - t1 < 20000000ull);
+	pair_close(&p);
+}
+
 /* Small rings, thousands of WQEs both ways: SQ, RQ and CQ wrap. */
 static void test_wrap(void **state)
 {
@@ -1207,6 +1241,7 @@ int main(void)
 			cmocka_unit_test_prestate(test_lifecycle, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_opcodes, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_receive, (void *)uris[u]),
+			cmocka_unit_test_prestate(test_lying_doorbell, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_wrap, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_bad_wqes, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_hostile, (void *)uris[u]),

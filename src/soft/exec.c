@@ -288,7 +288,7 @@ static int stall(struct soft_qp *qp, bool rnr, enum ibv_wc_status *st)
  * its receive doorbell record counts receives beyond those its engine has
  * taken (the soft queue's tail), wait (bounded) for the engine to take
  * them, as a ConnectX would see them at once. True when one is there. */
-static __attribute__((noinline)) bool mx_recv_wait(const struct soft_qp *qp)
+static __attribute__((noinline)) bool mx_recv_wait(struct soft_qp *qp)
 {
 	const struct soft_qp_shared *p = qp->peer_qp;
 	uint64_t deadline = 0;
@@ -306,10 +306,15 @@ static __attribute__((noinline)) bool mx_recv_wait(const struct soft_qp *qp)
 			uint64_t now = stall_now_ns();
 			uint32_t s;
 
-			if (!deadline)
+			if (!deadline) {
 				deadline = now + SOFT_MX_RECV_WAIT_NS;
-			else if (now > deadline)
+			} else if (now > deadline) {
+				/* once: a responder whose record promises what
+				 * never comes is not waited for again on this
+				 * connection (RNRs from now on) */
+				qp->peer_mx_db = NULL;
 				return false;
+			}
 			/* nobody left to take it */
 			s = atomic_load_explicit(&p->state, memory_order_relaxed);
 			if (!soft_peer_alive(qp->peer_heap) ||
