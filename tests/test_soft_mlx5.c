@@ -19,7 +19,9 @@
  *    lies stalls the peer's requester once (50 ms), then never again;
  *  - SQ, RQ and CQ wrap around over thousands of WQEs on small rings;
  *  - each kind of bad WQE gets an error CQE with its syndrome, the QP is in
- *    ERR after, and what follows is flushed; garbage WQEs (random ds,
+ *    ERR after, and what follows is flushed; a receive WQE with a bad
+ *    lkey gives a RESP_ERR CQE (local protection) and the peer REM_OP_ERR,
+ *    a garbage one after it is flushed; garbage WQEs (random ds,
  *    opcodes, inline lengths up to 2^31) do not crash the engine;
  *  - across processes (fork, soft+shm), with the mlx5-mode QP in the parent
  *    and in the child, data flows both ways;
@@ -919,6 +921,48 @@ static void test_bad_wqes(void **state)
 	}
 }
 
+/* A receive WQE with a bad lkey, then one whose list is garbage: the
+ * peer's SEND completes REM_OP_ERR, the receive a RESP_ERR CQE with the
+ * local protection syndrome, the QP goes to ERR and the next receive is
+ * flushed. */
+static void test_bad_recv(void **state)
+{
+	struct pair p;
+	struct ql_mlx5_sge bad = { 0, 64, 0 };
+	struct ql_mlx5_cqe_info ci;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *wbad;
+	struct ibv_wc wc;
+
+	pair_open(&p, *state, &opts_default);
+	bad.addr = (uintptr_t)p.a.buf;
+	bad.lkey = ql_mr_lkey(p.a.mr) ^ 0x7000;
+	assert_int_equal(ql_mlx5_rq_post(&p.a.mq, &bad, 1), 0);
+	/* garbage, for the flush: the list is read from the ring once */
+	memset((uint8_t *)p.a.mq.rq.buf + p.a.mq.rq.stride, 0xa5, p.a.mq.rq.stride);
+	p.a.mq.rq.head++;
+	*p.a.mq.rq.dbrec = htobe32(p.a.mq.rq.head);
+	sge = (struct ibv_sge){ (uintptr_t)p.b.buf, 32, ql_mr_lkey(p.b.mr) };
+	wr.sg_list = &sge;
+	assert_int_equal(ql_qp_post_send(p.b.qp, &wr, &wbad), 0);
+	assert_int_equal(vb_wait(&p, p.b.scq, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_REM_OP_ERR);
+	assert_int_equal(mx_wait(&p, &ci), 1);
+	assert_int_equal(ci.opcode, QL_MLX5_CQE_RESP_ERR);
+	assert_int_equal(ci.syndrome, QL_MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+	assert_int_equal(ci.wqe_counter, 0);
+	assert_int_equal(ci.qpn, ql_qp_num(p.a.qp));
+	assert_int_equal(mx_wait(&p, &ci), 1);
+	assert_int_equal(ci.opcode, QL_MLX5_CQE_RESP_ERR);
+	assert_int_equal(ci.syndrome, QL_MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+	assert_int_equal(ci.wqe_counter, 1);
+	assert_int_equal(ql_qp_state(p.a.qp), IBV_QPS_ERR);
+	pair_close(&p);
+}
+
 /* Garbage in the ring: random control segments (opcode, ds), random
  * segment words, inline lengths up to 2^31, rung over random spans. The
  * engine must neither crash nor read beyond the ring, and every WQE it
@@ -1244,6 +1288,7 @@ int main(void)
 			cmocka_unit_test_prestate(test_lying_doorbell, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_wrap, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_bad_wqes, (void *)uris[u]),
+			cmocka_unit_test_prestate(test_bad_recv, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_hostile, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_hotpath, (void *)uris[u]),
 		};
