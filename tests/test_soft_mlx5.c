@@ -17,6 +17,8 @@
  *    receive queue with responder CQEs; a receive rung just before the
  *    peer's SEND is waited for, never RNR-NAKed; a responder whose record
  *    lies stalls the peer's requester once (50 ms), then never again;
+ *  - a SEND before the peer's receive is RNR-NAKed and retried by the
+ *    engine by itself; a WRITE rung after it waits its turn;
  *  - SQ, RQ and CQ wrap around over thousands of WQEs on small rings;
  *  - each kind of bad WQE gets an error CQE with its syndrome, the QP is in
  *    ERR after, and what follows is flushed; a receive WQE with a bad
@@ -657,6 +659,52 @@ static void test_receive(void **state)
 	pair_close(&p);
 }
 
+/* A SEND from the mlx5 side before the peer posted its receive: RNR, and
+ * the engine retries it by itself (the application only polls its CQ, as
+ * with a NIC) until the receive is there; a WRITE rung after it waits its
+ * turn (in order). */
+static void test_rnr(void **state)
+{
+	struct pair p;
+	struct ql_mlx5_cqe_info ci;
+	struct ql_mlx5_sge sge;
+	struct ql_mlx5_wr wr;
+	struct ql_device_counters c;
+	uint64_t v = 0xabcdef;
+
+	pair_open(&p, *state, &opts_default);
+	memset(p.a.buf, 0x3c, 64);
+	sge = (struct ql_mlx5_sge){ (uintptr_t)p.a.buf, 64, ql_mr_lkey(p.a.mr) };
+	wr = (struct ql_mlx5_wr){
+		.opcode = QL_MLX5_OPCODE_SEND, .fm_ce_se = CE, .sge = &sge, .num_sge = 1
+	};
+	assert_int_equal(mx_post(&p.a, &wr), 0);
+	wr = (struct ql_mlx5_wr){ .opcode = QL_MLX5_OPCODE_RDMA_WRITE,
+				  .fm_ce_se = CE,
+				  .inline_data = &v,
+				  .inline_len = 8,
+				  .raddr = (uintptr_t)p.b.buf + 512,
+				  .rkey = ql_mr_rkey(p.b.mr) };
+	assert_int_equal(mx_post(&p.a, &wr), 0);
+	/* the responder NAKs (counted on its device) while nothing is posted */
+	for (int i = 0; i < 5000; i++) {
+		assert_int_equal(ql_device_counters(p.b.dev, &c), 0);
+		if (c.rc_nak_rnr)
+			break;
+		usleep(100);
+	}
+	assert_true(c.rc_nak_rnr > 0);
+	assert_int_equal(ql_mlx5_cq_poll(&p.a.mcq, &ci), 0);
+	assert_int_equal(*(uint64_t *)(void *)(p.b.buf + 512), 0);
+	b_post_recv(&p, 1024, 256);
+	expect_req(&p, QL_MLX5_OPCODE_SEND, 0, false);
+	expect_req(&p, QL_MLX5_OPCODE_RDMA_WRITE, 0, false);
+	b_expect_recv(&p, IBV_WC_RECV, 64, false, 0);
+	assert_memory_equal(p.b.buf + 1024, p.a.buf, 64);
+	assert_int_equal(*(uint64_t *)(void *)(p.b.buf + 512), v);
+	pair_close(&p);
+}
+
 /* The attack on that wait: an mlx5-mode responder whose receive doorbell
  * record promises receives that never come (here: no engine pass takes
  * them). The peer's requester waits once, 50 ms, then never again on this
@@ -1286,6 +1334,7 @@ int main(void)
 			cmocka_unit_test_prestate(test_opcodes, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_receive, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_lying_doorbell, (void *)uris[u]),
+			cmocka_unit_test_prestate(test_rnr, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_wrap, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_bad_wqes, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_bad_recv, (void *)uris[u]),
