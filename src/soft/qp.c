@@ -613,7 +613,13 @@ int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 		soft_quiesce();
 		pthread_mutex_lock(&dev->lock);
 		reset_queues(qp);
-		soft_mlx5_qp_reset(qp);
+		if (qp->mx) {
+			/* as rdma-core's mlx5 does on RESET: nothing of the
+			 * old queues is reported after (CQEs already written
+			 * to the ring stay the consumer's) */
+			cq_clean(qp->send_cq, qp);
+			soft_mlx5_qp_reset(qp);
+		}
 		memset(&qp->attr, 0, sizeof(qp->attr));
 		qp->dest_qpn = 0;
 		qp->sh->dest_qpn = 0;
