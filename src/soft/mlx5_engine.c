@@ -373,6 +373,8 @@ int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt)
 		if (ret) {
 			eng->qps[--eng->nqps] = NULL;
 			qp->mx = NULL;
+			qp->atomic_be = false;
+			qp->sh->mx_rq_db_off = 0;
 			pthread_mutex_unlock(&eng->park_lock);
 			ret = ql_error_set(-ret, "soft: cannot start the mlx5 engine thread");
 			goto err;
