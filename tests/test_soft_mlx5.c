@@ -687,7 +687,7 @@ static void test_rnr(void **state)
 				  .rkey = ql_mr_rkey(p.b.mr) };
 	assert_int_equal(mx_post(&p.a, &wr), 0);
 	/* the responder NAKs (counted on its device) while nothing is posted */
-	for (int i = 0; i < 5000; i++) {
+	for (int i = 0; i < 50000; i++) { /* 5 s at least */
 		assert_int_equal(ql_device_counters(p.b.dev, &c), 0);
 		if (c.rc_nak_rnr)
 			break;
@@ -727,13 +727,20 @@ static void test_lying_doorbell(void **state)
 	t0 = now_ns();
 	assert_int_equal(ql_qp_post_send(p.b.qp, &wr, &bad), 0);
 	t1 = now_ns();
-	assert_int_equal(ql_qp_post_send(p.b.qp, &wr, &bad), 0);
-	t2 = now_ns();
+	/* no second wait: the quickest of five posts is well under 50 ms
+	 * (one could be preempted that long on a loaded host, not five) */
+	t2 = UINT64_MAX;
+	for (int i = 0; i < 5; i++) {
+		uint64_t a = now_ns(), d;
+
+		assert_int_equal(ql_qp_post_send(p.b.qp, &wr, &bad), 0);
+		d = now_ns() - a;
+		t2 = d < t2 ? d : t2;
+	}
 	assert_int_equal(ql_device_counters(p.a.dev, &c), 0);
-	assert_int_equal(c.uc_drop_no_recv, 2);
+	assert_int_equal(c.uc_drop_no_recv, 6);
 	assert_true(t1 - t0 >= 45000000ull);
-	assert_true(t1 - t0 < 2000000000ull);
-	assert_true(t2 - t1 < 20000000ull);
+	assert_true(t2 < 25000000ull);
 	pair_close(&p);
 }
 
