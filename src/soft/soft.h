@@ -2,7 +2,8 @@
 /*
  * soft: the software RDMA NIC (provider internals, hidden from users).
  *
- * Model: the requester's own post and poll calls play the NIC. Every object a
+ * Model: the requester's own post and poll calls play the NIC (for QPs in the
+ * mlx5 queue mode, the device's engine thread does: mlx5_engine.c). Every object a
  * peer must reach (the MR table, QP state, receive queues) lives in a shared
  * per-process heap (a memfd); a peer in another process maps that heap once,
  * when its QP is connected, and from then on executes WRITE, READ, atomics
@@ -139,6 +140,11 @@ struct soft_qp_shared {
 	_Atomic uint64_t op_epoch __attribute__((aligned(SOFT_CACHELINE)));
 	/* Line 4: cold. */
 	uint8_t dest_gid[16] __attribute__((aligned(SOFT_CACHELINE)));
+	/* mlx5 queue mode: heap offset of the receive doorbell record word,
+	 * which the QP's application rings before its engine has taken the
+	 * receive into this queue (0: not in that mode). A requester that
+	 * finds no receive waits a bounded while for one rung (exec.c). */
+	uint64_t mx_rq_db_off;
 } __attribute__((aligned(SOFT_CACHELINE)));
 
 /* What a responder's dest_tag must equal for a requester to pass: the
@@ -200,6 +206,9 @@ struct soft_peer_heap {
 
 struct soft_device;
 struct soft_cq;
+struct soft_mlx5_qp;
+struct soft_mlx5_cq;
+struct soft_engine;
 
 /* A send WR that could not execute at once (RNR, peer not ready, SQD). */
 struct soft_swqe {
@@ -267,11 +276,18 @@ struct soft_qp {
 	uint32_t peer_rq_mask;
 	uint32_t peer_rq_slot_size;
 	uint32_t peer_rq_max_sge;
+	/* the peer's mlx5 receive doorbell record (mx_rq_db_off, checked
+	 * against the mapping when connecting), NULL if none */
+	const uint32_t *peer_mx_db;
 	uint32_t dest_qpn;
 	uint64_t my_tag; /* soft_conn_tag() of this QP */
 	uint8_t my_gid[16];
 	uint8_t peer_gid[16];
 	bool need_err; /* a completion could not be queued: enter ERR */
+	/* mlx5 queue mode (QL_QP_INIT_MLX5, mlx5_engine.c): the mlx5-format
+	 * queues the device's engine thread consumes; NULL otherwise */
+	struct soft_mlx5_qp *mx;
+	bool atomic_be; /* mlx5 mode: atomics return the old value big-endian */
 };
 
 /* What the owner posted in a receive slot (private: the completion's
@@ -305,6 +321,9 @@ struct soft_cq {
 	uint32_t n_pending;
 	uint32_t cap_qps;
 	uint32_t live_rr;
+	/* mlx5 queue mode (QL_CQ_INIT_MLX5): the mlx5 CQE ring the engine
+	 * writes; NULL otherwise */
+	struct soft_mlx5_cq *mx;
 };
 
 struct soft_pd {
@@ -345,6 +364,9 @@ struct soft_device {
 	uint64_t loss_seed;
 	_Atomic uint64_t loss_msgs;    /* UC messages seen */
 	_Atomic uint64_t loss_dropped; /* of them dropped */
+	/* The mlx5 queue mode's engine (mlx5_engine.c), made with the first
+	 * mlx5-mode QP or CQ; freed with the device. */
+	struct soft_engine *eng;
 };
 
 /* Loss injection's verdict on the next UC message of `dev` (exec.c). */
@@ -406,6 +428,31 @@ SOFT_HIDDEN void soft_cq_list_add(struct soft_qp ***list, uint32_t *n, struct so
 SOFT_HIDDEN void soft_cq_list_del(struct soft_qp **list, uint32_t *n, struct soft_qp *qp);
 SOFT_HIDDEN bool soft_mr_referenced(struct soft_device *dev, uint32_t lkey);
 SOFT_HIDDEN void soft_dev_wait_peers(struct soft_device *dev);
+
+/* A work request the engine refuses before it reaches the send queue (a
+ * malformed mlx5 WQE): it takes a send-queue slot, completes with `st` (or
+ * WR_FLUSH_ERR when the QP is already in ERR) and puts the QP in ERR. */
+SOFT_HIDDEN void soft_sq_fail(struct soft_qp *qp, uint64_t wr_id, enum ibv_wc_status st,
+			      enum ibv_wc_opcode op);
+
+/* ---- mlx5_engine.c: the mlx5 queue mode --------------------------------- */
+struct ql_mlx5_qp;
+struct ql_mlx5_cq;
+/* Setup of the mlx5 queues of a QP (after soft_qp_create made the QP, whose
+ * caps it first adjusts with soft_mlx5_qp_caps) and of a CQ; teardown. */
+SOFT_HIDDEN int soft_mlx5_qp_caps(struct ibv_qp_cap *cap, uint32_t *sq_cnt, uint32_t *rq_cnt);
+SOFT_HIDDEN int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt);
+SOFT_HIDDEN void soft_mlx5_qp_detach(struct soft_qp *qp);
+SOFT_HIDDEN void soft_mlx5_qp_reset(struct soft_qp *qp);
+SOFT_HIDDEN int soft_mlx5_cq_attach(struct soft_cq *cq, uint32_t cnt);
+SOFT_HIDDEN void soft_mlx5_cq_detach(struct soft_cq *cq);
+SOFT_HIDDEN void soft_engine_free(struct soft_device *dev);
+SOFT_HIDDEN int soft_mlx5_qp_view(struct ql_qp *qp, struct ql_mlx5_qp *out);
+SOFT_HIDDEN int soft_mlx5_cq_view(struct ql_cq *cq, struct ql_mlx5_cq *out);
+/* Setup calls on objects the engine drives stop it first (no lock on its
+ * hot path: it parks at the top of its loop and waits). */
+SOFT_HIDDEN void soft_engine_park(struct soft_device *dev);
+SOFT_HIDDEN void soft_engine_unpark(struct soft_device *dev);
 
 /* mask and slot_size must be the reader's own (validated) copies. */
 static inline struct soft_rq_slot *soft_rq_slot(uint8_t *rq, uint32_t slot_size, uint32_t mask,
