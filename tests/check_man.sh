@@ -49,7 +49,7 @@ check_opts() { # page what help-text
 	[ "$n" -gt 0 ] || { echo "FAIL: $what printed no long options"; fail=1; }
 }
 check_opts qlink.1 "qlink --help" "$("$qlink" --help 2>&1)"
-for cmd in bench serve vppu hololink; do
+for cmd in bench serve vppu hololink sdr; do
 	check_opts qlink.1 "qlink $cmd --help" "$("$qlink" "$cmd" --help 2>&1)"
 	grep -qE "^ *$cmd( |$)" "$tmp/qlink.1.txt" || { echo "FAIL: command $cmd not described in qlink.1"; fail=1; }
 done

@@ -42,6 +42,7 @@
 #include "qlink/dispatcher.h"
 #include "qlink/plugin.h"
 #include "qlink/vppu.h"
+#include "qlink/sdr_ec.h"
 
 #include "qlink/control.h"
 #include "qlink/hololink.h"

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "qlink/error.h"
+#include "qlink/sdr_ec.h"
 
 struct sdr_ec_codec {
 	unsigned int k, m;
@@ -197,4 +198,23 @@ int sdr_ec_geom_parity_at(const struct sdr_ec_geom *g, uint64_t parity_off, uint
 	*stripe = (uint32_t)(c / g->m);
 	*j = (uint32_t)(c % g->m);
 	return 0;
+}
+
+uint64_t ql_sdr_ec_parity_size(uint64_t max_msg_size, uint32_t k, uint32_t m)
+{
+	uint64_t worst = 0, p;
+
+	if (k == 0)
+		k = QL_SDR_EC_DATA_DEFAULT;
+	if (m == 0)
+		m = QL_SDR_EC_PARITY_DEFAULT;
+	if (k > SDR_EC_K_MAX || m > SDR_EC_M_MAX)
+		return 0;
+	/* the rounding of the last stripe depends on the MTU: take the worst */
+	for (uint32_t mtu = 64; mtu <= 4096; mtu *= 2) {
+		p = sdr_ec_parity_room(max_msg_size, mtu, k, m);
+		if (p > worst)
+			worst = p;
+	}
+	return (worst + 4095) & ~(uint64_t)4095;
 }
