@@ -41,7 +41,10 @@
 #include <unistd.h>
 
 #include "qlink/error.h"
+#include "qlink/sdr.h"
+#include "qlink/sdr_ec.h"
 #include "qlink/verbs.h"
+#include "sdr/sdr_int.h" /* cts_count: the clock starts at the clear-to-send */
 #include "tools.h"
 
 #define CMD "qlink sdr"
@@ -85,7 +88,7 @@ static void usage(FILE *f)
 		"  --reliability R      none, sr (selective repeat, default), ec (erasure\n"
 		"                       coding, falls back to selective repeat) or rc\n"
 		"  --ec K,M             ec: K data + M parity chunks per stripe (default 8,2)\n"
-		"  --chunk BYTES        bitmap chunk and EC chunk (default: the path MTU)\n"
+		"  --chunk PACKETS      packets per chunk of the receiver's bitmap (default 64)\n"
 		"  --loss P             soft+udp: drop each data packet the sender sends with\n"
 		"                       probability P (0 .. 0.5; seeded fault injection)\n"
 		"  --fault SPEC         soft+udp: any fault spec for the sender's data QP\n"
@@ -381,22 +384,23 @@ static void sdr_tool_fill(uint8_t *buf, uint64_t len, uint64_t seed, uint32_t i)
 	memcpy(buf + n * 8, &w, len - n * 8);
 }
 
-/* The number of bytes that differ from message i's pattern. */
-static uint64_t sdr_tool_check(const uint8_t *buf, uint64_t len, uint64_t seed, uint32_t i)
+/* The number of bytes of [off, off+n) of message i (len bytes, at buf)
+ * that differ from its pattern. */
+static uint64_t sdr_tool_check(const uint8_t *buf, uint64_t len, uint64_t off, uint64_t n,
+			       uint64_t seed, uint32_t i)
 {
-	uint64_t base = mix(seed * 0x9e3779b97f4a7c15ull + i + 1), w, v, bad = 0;
-	uint64_t n = len / 8, k;
+	uint64_t base = mix(seed * 0x9e3779b97f4a7c15ull + i + 1), bad = 0, end = off + n;
+	uint64_t k, w = 0, cur = UINT64_MAX;
 
-	for (k = 0; k < n; k++) {
-		w = mix(base + k);
-		memcpy(&v, buf + k * 8, 8);
-		if (v != w)
-			for (int b = 0; b < 8; b++)
-				bad += ((v >> (8 * b)) & 0xff) != ((w >> (8 * b)) & 0xff);
+	if (end > len)
+		end = len;
+	for (k = off; k < end; k++) {
+		if (k / 8 != cur) {
+			cur = k / 8;
+			w = mix(base + cur);
+		}
+		bad += buf[k] != ((w >> (8 * (k % 8))) & 0xff);
 	}
-	w = mix(base + n);
-	for (k = 0; k < len - n * 8; k++)
-		bad += buf[n * 8 + k] != ((w >> (8 * k)) & 0xff);
 	return bad;
 }
 
@@ -597,72 +601,271 @@ static void rc_counters(struct rc_side *s, char *out, size_t len)
 /* ---- SDR ends ------------------------------------------------------------ */
 
 struct sdr_side {
-	int unused;
+	const struct sdr_tool_opts *o;
+	struct ql_device *dev;
+	struct ql_sdr_conn *conn;
+	uint8_t *buf; /* sender: the message; receiver: the slot (after arm) */
+	struct ql_mr *mr;
+	struct ql_sdr_recv *rx;
+	bool sender;
 };
+
+static enum ql_sdr_rel sdr_rel(enum sdr_tool_rel r)
+{
+	return r == REL_NONE ? QL_SDR_REL_NONE : r == REL_EC ? QL_SDR_REL_EC : QL_SDR_REL_SR;
+}
+
+static void sdrx_close(struct sdr_side *s)
+{
+	if (s->rx)
+		ql_sdr_recv_release(s->rx);
+	if (s->buf && s->sender)
+		ql_sdr_buf_free(s->conn, s->buf, s->mr);
+	if (s->conn)
+		ql_sdr_conn_destroy(s->conn);
+	if (s->dev)
+		ql_device_close(s->dev);
+	memset(s, 0, sizeof(*s));
+}
 
 static int sdrx_open(struct sdr_side *s, const struct sdr_tool_opts *o, const char *uri,
 		     bool sender)
 {
-	(void)s;
-	(void)o;
-	(void)uri;
-	(void)sender;
-	fprintf(stderr, CMD ": reliability %s is not available yet\n", sdr_tool_rel_name(o->rel));
-	return -EOPNOTSUPP;
+	struct ql_sdr_config cfg;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	s->o = o;
+	s->sender = sender;
+	ql_sdr_config_default(&cfg);
+	cfg.max_msg_size = o->size;
+	cfg.slots = 4;
+	if (o->chunk)
+		cfg.chunk_packets = o->chunk;
+	if (o->rel == REL_EC) {
+		cfg.ec_data = o->ec_k;
+		cfg.ec_parity = o->ec_m;
+		cfg.parity_size = ql_sdr_ec_parity_size(o->size, o->ec_k, o->ec_m);
+	}
+	if ((rc = ql_device_open(uri, &s->dev)) ||
+	    (rc = ql_sdr_conn_create(s->dev, &cfg, &s->conn))) {
+		tool_fail(CMD, "sdr set-up", rc);
+		sdrx_close(s);
+	}
+	return rc;
 }
-static void sdrx_close(struct sdr_side *s)
-{
-	(void)s;
-}
+
 static int sdrx_connect(struct sdr_side *s, int fd, bool sender)
 {
-	(void)s;
-	(void)fd;
-	(void)sender;
-	return -EOPNOTSUPP;
+	struct ql_conn_params data, ctrl;
+	char line[1024], spec[256];
+	int rc;
+
+	if ((rc = ql_sdr_conn_params_format(s->conn, line, sizeof(line))) < 0 ||
+	    sdr_tool_printf(fd, "params %s\n", line)) {
+		fprintf(stderr, CMD ": cannot send the QP parameters\n");
+		return rc < 0 ? rc : -EIO;
+	}
+	{
+		const char *rest;
+		char in[1024];
+		if (sdr_tool_expect(fd, "params", in, sizeof(in), &rest))
+			return -EPROTO;
+		if ((rc = ql_sdr_conn_params_parse(rest, &data, &ctrl))) {
+			tool_fail(CMD, "the peer's QP parameters", rc);
+			return rc;
+		}
+	}
+	rc = sender ? ql_sdr_connect(s->conn, &data, &ctrl, (int)(s->o->timeout_s * 1000)) :
+		      ql_sdr_accept(s->conn, &data, &ctrl, (int)(s->o->timeout_s * 1000));
+	if (rc) {
+		tool_fail(CMD, sender ? "connect" : "accept", rc);
+		return rc;
+	}
+	if (!sender)
+		return 0;
+	if ((rc = ql_sdr_buf_alloc(s->conn, s->o->size, (void **)&s->buf, &s->mr))) {
+		tool_fail(CMD, "the send buffer", rc);
+		return rc;
+	}
+	/* loss (and the delay it replaces) on the data QP; the control QP keeps
+	 * the device's delay and loses nothing */
+	if (sdr_tool_fault_spec(s->o, spec, sizeof(spec)) == 0 && spec[0] &&
+	    (rc = ql_qp_fault(ql_sdr_conn_data_qp(s->conn), spec))) {
+		tool_fail(CMD, "fault injection on the data QP", rc);
+		return rc;
+	}
+	return 0;
 }
+
 static uint8_t *sdrx_buf(struct sdr_side *s)
 {
-	(void)s;
-	return NULL;
+	return s->buf;
 }
-static int sdrx_send(struct sdr_side *s, uint32_t i, double timeout_s)
+
+/* Drive progress; yield the core now and then when idle (on a small host
+ * the NIC thread of soft+udp needs it). <0 when the connection broke. */
+static int sdrx_spin(struct sdr_side *s, uint32_t *idle)
 {
-	(void)s;
-	(void)i;
-	(void)timeout_s;
-	return -EOPNOTSUPP;
+	int n = ql_sdr_progress(s->conn);
+
+	if (n < 0)
+		return n;
+	if (n == 0 && (++*idle & 255) == 0)
+		sched_yield();
+	return 0;
 }
+
+static int sdrx_send(struct sdr_side *s, uint32_t i, double timeout_s, double *t0)
+{
+	struct ql_sdr_send_opts so = { .rel = sdr_rel(s->o->rel) };
+	struct ql_sdr_send *tx;
+	double end = sdr_tool_now() + timeout_s;
+	uint32_t idle = 0;
+	int rc, st = 0;
+
+	/* the clock starts once the receiver's clear-to-send is here (RC has
+	 * none): completion time is the transfer's, not the CTS's flight */
+	while (s->conn->cts_count == 0) {
+		if ((rc = sdrx_spin(s, &idle)) || sdr_tool_now() > end) {
+			fprintf(stderr, CMD ": message %" PRIu32 ": no clear-to-send\n", i);
+			return rc ? rc : -ETIMEDOUT;
+		}
+	}
+	*t0 = sdr_tool_now();
+	if ((rc = ql_sdr_send_post(s->conn, s->buf, s->o->size, s->mr, &so, &tx))) {
+		tool_fail(CMD, "post the message", rc);
+		return rc;
+	}
+	while (!ql_sdr_send_poll(tx, &st)) {
+		if ((rc = sdrx_spin(s, &idle)))
+			break;
+		if (sdr_tool_now() > end) {
+			rc = -ETIMEDOUT;
+			break;
+		}
+	}
+	if (rc) {
+		fprintf(stderr, CMD ": message %" PRIu32 ": %s\n", i, ql_strerror(rc));
+		return rc; /* tx stays with the connection, destroyed with it */
+	}
+	ql_sdr_send_release(tx);
+	if (st)
+		fprintf(stderr, CMD ": message %" PRIu32 " failed: %s\n", i, ql_strerror(st));
+	return st;
+}
+
 static int sdrx_arm(struct sdr_side *s, uint32_t i)
 {
-	(void)s;
+	struct ql_sdr_recv_opts ro = { .rel = sdr_rel(s->o->rel) };
+	uint32_t idle = 0;
+	int rc;
+
 	(void)i;
-	return -EOPNOTSUPP;
+	if (s->rx) {
+		ql_sdr_recv_release(s->rx);
+		s->rx = NULL;
+	}
+	while ((rc = ql_sdr_recv_post(s->conn, s->o->size, &ro, &s->rx)) == -EAGAIN)
+		if (sdrx_spin(s, &idle))
+			break;
+	if (rc) {
+		tool_fail(CMD, "post the receive", rc);
+		return rc;
+	}
+	/* the sender sends only after our "ready": clearing now races nothing */
+	s->buf = ql_sdr_recv_data(s->rx);
+	memset(s->buf, 0, s->o->size);
+	return 0;
 }
-/* Wait for message i; returns 0 (complete), 1 (incomplete: reliability none,
- * the sender said it sent everything and the grace time passed) or <0. */
+
+/* Wait for message i: 0 complete, 1 ended incomplete (reliability none), <0
+ * error. got/total: data packets present / in the message. */
 static int sdrx_wait(struct sdr_side *s, uint32_t i, int fd, double timeout_s, uint64_t *got,
 		     uint64_t *total)
 {
-	(void)s;
-	(void)i;
-	(void)fd;
-	(void)timeout_s;
-	(void)got;
-	(void)total;
-	return -EOPNOTSUPP;
+	double end = sdr_tool_now() + timeout_s, grace = 0;
+	uint32_t idle = 0, n = 0;
+	int rc, st = 0, done;
+
+	for (;;) {
+		if ((rc = sdrx_spin(s, &idle)))
+			return rc;
+		done = ql_sdr_recv_poll(s->rx, &st);
+		if (done)
+			break;
+		/* reliability none: when the sender has sent everything and the
+		 * scheme has not ended the message after a grace, take what
+		 * arrived */
+		if ((++n & 1023) == 0) {
+			double now = sdr_tool_now();
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			char line[128];
+
+			if (!grace && poll(&p, 1, 0) == 1) {
+				if (sdr_tool_expect(fd, "sent", line, sizeof(line), NULL))
+					return -EPROTO;
+				grace = now + 0.2 + 4e-6 * s->o->delay_us;
+			}
+			if (grace && now > grace)
+				break;
+			if (now > end)
+				return -ETIMEDOUT;
+		}
+	}
+	*total = ql_sdr_recv_packets(s->rx);
+	*got = ql_sdr_recv_bitmap(s->rx, NULL, 0);
+	if (done && st && st != -ENODATA) {
+		fprintf(stderr, CMD ": message %" PRIu32 " failed at the receiver: %s\n", i,
+			ql_strerror(st));
+		return st;
+	}
+	/* the "sent" line, if it has not been read yet */
+	if (!grace) {
+		char line[128];
+		if (sdr_tool_expect(fd, "sent", line, sizeof(line), NULL))
+			return -EPROTO;
+	}
+	return *got == *total ? 0 : 1;
 }
+
+/* Bytes that differ from message i's pattern, in the packets that arrived. */
 static uint64_t sdrx_check(struct sdr_side *s, uint64_t seed, uint32_t i)
 {
-	(void)s;
-	(void)seed;
-	(void)i;
-	return 0;
+	uint32_t mtu = ql_sdr_conn_mtu(s->conn), npk = ql_sdr_recv_packets(s->rx);
+	uint64_t bad = 0;
+
+	if (ql_sdr_recv_bitmap(s->rx, NULL, 0) == npk)
+		return sdr_tool_check(s->buf, s->o->size, 0, s->o->size, seed, i);
+	for (uint32_t p = 0; p < npk; p++) {
+		uint64_t off = (uint64_t)p * mtu;
+		uint64_t n = s->o->size - off < mtu ? s->o->size - off : mtu;
+
+		if (ql_sdr_recv_packet_done(s->rx, p))
+			bad += sdr_tool_check(s->buf, s->o->size, off, n, seed, i);
+	}
+	return bad;
 }
+
 static void sdrx_counters(struct sdr_side *s, char *out, size_t len)
 {
-	(void)s;
-	snprintf(out, len, "%s", "");
+	struct ql_sdr_stats st;
+
+	ql_sdr_conn_stats(s->conn, &st);
+	if (s->sender)
+		snprintf(out, len,
+			 "packets=%" PRIu64 " retransmits=%" PRIu64 " nacks=%" PRIu64
+			 " timeouts=%" PRIu64 " credit_stalls=%" PRIu64
+			 " credits_reclaimed=%" PRIu64,
+			 st.pkts_sent, st.pkts_retransmitted, st.nacks_received, st.timeouts,
+			 st.credit_stalls, st.credits_reclaimed);
+	else
+		snprintf(out, len,
+			 "packets=%" PRIu64 " recovered=%" PRIu64 " nacks=%" PRIu64
+			 " duplicates=%" PRIu64 " drop_bad_id=%" PRIu64 " drop_bad_offset=%" PRIu64
+			 " drop_bad_len=%" PRIu64,
+			 st.pkts_received, st.pkts_recovered, st.nacks_sent, st.pkts_duplicate,
+			 st.drop_bad_id, st.drop_bad_offset, st.drop_bad_len);
 }
 
 /* ---- one end ------------------------------------------------------------- */
@@ -771,7 +974,7 @@ static int run_sender(const struct sdr_tool_opts *o, int fd)
 		sdr_tool_fill(end_buf(&e), o->size, o->seed, i);
 		t0 = sdr_tool_now();
 		rc = o->rel == REL_RC ? rc_send(&e.rc, i, o->timeout_s) :
-					sdrx_send(&e.sdr, i, o->timeout_s);
+					sdrx_send(&e.sdr, i, o->timeout_s, &t0);
 		t[i] = sdr_tool_now() - t0;
 		if (rc) {
 			sdr_tool_printf(fd, "error message %" PRIu32 " failed at the sender\n", i);
@@ -856,7 +1059,8 @@ static int run_receiver(struct sdr_tool_opts *o, int fd)
 	for (i = 0; i < o->count; i++) {
 		uint64_t got = 1, total = 1, bad;
 
-		memset(end_buf(&e), 0, o->size); /* nothing stale can pass */
+		if (o->rel == REL_RC)
+			memset(e.rc.buf, 0, o->size); /* nothing stale can pass */
 		rc = o->rel == REL_RC ? rc_arm(&e.rc) : sdrx_arm(&e.sdr, i);
 		if (rc || sdr_tool_printf(fd, "ready %" PRIu32 "\n", i))
 			goto out;
@@ -864,7 +1068,7 @@ static int run_receiver(struct sdr_tool_opts *o, int fd)
 			rc = rc_wait(&e.rc, i, o->timeout_s);
 			if (!rc)
 				rc = sdr_tool_expect(fd, "sent", line, sizeof(line), NULL);
-			bad = rc ? 0 : sdr_tool_check(e.rc.buf, o->size, o->seed, i);
+			bad = rc ? 0 : sdr_tool_check(e.rc.buf, o->size, 0, o->size, o->seed, i);
 		} else {
 			rc = sdrx_wait(&e.sdr, i, fd, o->timeout_s, &got, &total);
 			bad = rc < 0 ? 0 : sdrx_check(&e.sdr, o->seed, i);
@@ -942,7 +1146,6 @@ int tool_sdr(int argc, char **argv)
 	};
 	bool pair = false;
 	int c, fd = -1, sv[2], ret;
-	uint64_t v;
 
 	if (argc >= 2 && (!strcmp(argv[1], "send") || !strcmp(argv[1], "recv"))) {
 		o.mode = argv[1];
@@ -987,9 +1190,8 @@ int tool_sdr(int argc, char **argv)
 				return tool_bad(CMD, "--ec (K,M: K 1..32, M 1..16)", optarg);
 			break;
 		case O_CHUNK:
-			if (parse_size(optarg, 64, 1u << 24, &v))
-				return tool_bad(CMD, "--chunk", optarg);
-			o.chunk = (uint32_t)v;
+			if (tool_u32(optarg, 1, 65536, &o.chunk))
+				return tool_bad(CMD, "--chunk (1 .. 65536)", optarg);
 			break;
 		case O_LOSS:
 			if (tool_double(optarg, 0, 0.5, &o.loss))
