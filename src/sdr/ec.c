@@ -263,6 +263,14 @@ static struct ec_state *ec_of(const struct ql_sdr_conn *c)
 	return c->ops_state[QL_SDR_REL_EC];
 }
 
+uint16_t ql_sdr__ec_code(const struct ql_sdr_config *cfg)
+{
+	uint32_t k = cfg->ec_data ? cfg->ec_data : QL_SDR_EC_DATA_DEFAULT;
+	uint32_t m = cfg->ec_parity ? cfg->ec_parity : QL_SDR_EC_PARITY_DEFAULT;
+
+	return (uint16_t)((k & 0xff) << 8 | (m & 0xff));
+}
+
 static int ec_conn_init(struct ql_sdr_conn *c)
 {
 	struct ec_state *e = calloc(1, sizeof(*e));
@@ -284,6 +292,8 @@ static int ec_conn_init(struct ql_sdr_conn *c)
 	}
 	/* a bad code only makes EC messages fail: the other schemes still work */
 	e->bad = rc;
+	if (!rc && c->peer.ec_code != ql_sdr__ec_code(&c->cfg))
+		e->bad = -EPROTO; /* the peer would read our parity with another code */
 	c->ops_state[QL_SDR_REL_EC] = e;
 	return 0;
 }

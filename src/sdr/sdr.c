@@ -529,7 +529,7 @@ static void hello_pack(const struct ql_sdr_conn *c, uint8_t *p)
 
 	put32(p, QL_SDR_HELLO_MAGIC);
 	put16(p + 4, QL_SDR_VERSION);
-	put16(p + 6, 0);
+	put16(p + 6, ql_sdr__ec_code(&c->cfg)); /* sdrec: both ends' EC code must agree */
 	put64(p + 8, (uintptr_t)ql_mr_addr(mr));
 	put32(p + 16, ql_mr_rkey(mr));
 	put32(p + 20, c->cfg.slots);
@@ -546,6 +546,7 @@ static int hello_unpack(const uint8_t *p, uint32_t len, struct ql_sdr_peer *h)
 {
 	if (len < HELLO_LEN || get32(p) != QL_SDR_HELLO_MAGIC || get16(p + 4) != QL_SDR_VERSION)
 		return -EPROTO;
+	h->ec_code = get16(p + 6);
 	h->root_addr = get64(p + 8);
 	h->rkey = get32(p + 16);
 	h->slots = get32(p + 20);
@@ -1326,7 +1327,12 @@ static int tx_pump(struct ql_sdr_conn *c, uint64_t now)
 			wr->sg_list = &c->sges[i];
 			wr->num_sge = 1;
 			wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-			wr->send_flags = (seq % c->sig_every == 0 || last) ? IBV_SEND_SIGNALED : 0;
+			/* sdrec: the batch's last WR is signaled too, so sq_done always
+			 * reaches a send's last_wr (a send ended by an ACK while packets
+			 * were still queued would otherwise drain forever) */
+			wr->send_flags = (seq % c->sig_every == 0 || last || i + 1 == n) ?
+						 IBV_SEND_SIGNALED :
+						 0;
 			wr->imm_data = ql_sdr_imm_encode(tx->msg_id, p, tx->user);
 			wr->wr.rdma.remote_addr = tx->raddr + ql_sdr__pkt_offset(c, p);
 			wr->wr.rdma.rkey = tx->rkey;
