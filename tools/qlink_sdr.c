@@ -642,6 +642,17 @@ static int sdrx_open(struct sdr_side *s, const struct sdr_tool_opts *o, const ch
 	cfg.slots = 4;
 	if (o->chunk)
 		cfg.chunk_packets = o->chunk;
+	if (o->delay_us) {
+		/* timers above the injected round trip: credits are reclaimed, and
+		 * the tail asked for, only when the wire has had time to answer */
+		uint64_t rtt = 2000ull * o->delay_us;
+
+		cfg.credit_grace_ns = 1000000ull + 2 * rtt;
+		if (cfg.rto_ns < 4 * rtt)
+			cfg.rto_ns = 4 * rtt;
+		if (cfg.nack_delay_ns < rtt)
+			cfg.nack_delay_ns = rtt;
+	}
 	if (o->rel == REL_EC) {
 		cfg.ec_data = o->ec_k;
 		cfg.ec_parity = o->ec_m;
