@@ -647,7 +647,7 @@ static int sdrx_open(struct sdr_side *s, const struct sdr_tool_opts *o, const ch
 		 * the tail asked for, only when the wire has had time to answer */
 		uint64_t rtt = 2000ull * o->delay_us;
 
-		cfg.credit_grace_ns = 1000000ull + 2 * rtt;
+		cfg.credit_grace_ns = 5000000ull + 10 * rtt;
 		if (cfg.rto_ns < 4 * rtt)
 			cfg.rto_ns = 4 * rtt;
 		if (cfg.nack_delay_ns < rtt)
@@ -861,7 +861,11 @@ static uint64_t sdrx_check(struct sdr_side *s, uint64_t seed, uint32_t i)
 static void sdrx_counters(struct sdr_side *s, char *out, size_t len)
 {
 	struct ql_sdr_stats st;
+	struct ql_device_counters dc;
+	size_t n;
 
+	memset(&dc, 0, sizeof(dc));
+	ql_device_counters(s->dev, &dc);
 	ql_sdr_conn_stats(s->conn, &st);
 	if (s->sender)
 		snprintf(out, len,
@@ -877,6 +881,11 @@ static void sdrx_counters(struct sdr_side *s, char *out, size_t len)
 			 " drop_bad_len=%" PRIu64,
 			 st.pkts_received, st.pkts_recovered, st.nacks_sent, st.pkts_duplicate,
 			 st.drop_bad_id, st.drop_bad_offset, st.drop_bad_len);
+	/* the device's view: what the wire and the NIC dropped */
+	n = strlen(out);
+	snprintf(out + n, len - n,
+		 " dev_fault_drop=%" PRIu64 " dev_no_recv=%" PRIu64 " dev_uc_msgs_dropped=%" PRIu64,
+		 dc.fault_drop, dc.uc_drop_no_recv, dc.uc_msgs_dropped);
 }
 
 /* ---- one end ------------------------------------------------------------- */

@@ -256,6 +256,11 @@ struct ec_state {
 
 struct ec_rx {
 	uint32_t nack_from;
+	/* data packets [0, sent) are known to have been posted once: a data
+	 * packet at or past it arrived, or any parity (queued after all the
+	 * data), or the sender's FIN. Only gaps below it are NACKed: the rest
+	 * may simply not have been sent yet (credits). */
+	uint32_t sent;
 };
 
 static struct ec_state *ec_of(const struct ql_sdr_conn *c)
@@ -422,10 +427,16 @@ static void ec_try_stripe(struct ql_sdr_recv *rx, struct ec_state *e, uint32_t s
 static void ec_rx_on_packet(struct ql_sdr_recv *rx, uint32_t pkt, uint64_t now)
 {
 	struct ec_state *e = ec_of(rx->conn);
+	struct ec_rx *r;
 	uint32_t s;
 
 	if (!e || e->bad || e->marking || pkt >= rx->npkts)
 		return;
+	r = rx->priv;
+	if (pkt >= rx->ndata)
+		r->sent = rx->ndata;
+	else if (pkt + 1 > r->sent)
+		r->sent = pkt + 1;
 	s = pkt < rx->ndata ? pkt / e->k : (pkt - rx->ndata) / e->m;
 	ec_try_stripe(rx, e, s, now);
 }
@@ -437,13 +448,14 @@ static void ec_nack(struct ql_sdr_recv *rx, uint64_t now)
 	struct ec_rx *r = rx->priv;
 	struct ql_sdr_range rg[QL_SDR_NACK_RANGES];
 	uint8_t pl[QL_SDR_NACK_RANGES * 8];
-	uint32_t missing = ql_sdr__rx_missing_count(rx, rx->ndata);
-	uint32_t from = r->nack_from < rx->ndata ? r->nack_from : 0;
+	uint32_t limit = r->sent < rx->ndata ? r->sent : rx->ndata;
+	uint32_t missing = ql_sdr__rx_missing_count(rx, limit);
+	uint32_t from = r->nack_from < limit ? r->nack_from : 0;
 
 	if (!missing)
 		return;
 	for (int round = 0; round < 32; round++) {
-		uint32_t n = ql_sdr__rx_missing(rx, from, rx->ndata, rg, QL_SDR_NACK_RANGES);
+		uint32_t n = ql_sdr__rx_missing(rx, from, limit, rg, QL_SDR_NACK_RANGES);
 
 		if (!n) {
 			if (from == 0)
@@ -478,8 +490,14 @@ static void ec_nack(struct ql_sdr_recv *rx, uint64_t now)
 
 static void ec_rx_on_ctrl(struct ql_sdr_recv *rx, const struct ql_sdr_ctrl *m, uint64_t now)
 {
-	if (m->type == QL_SDR_C_ACK_REQ) {
-		((struct ec_rx *)rx->priv)->nack_from = 0;
+	struct ec_rx *r = rx->priv;
+
+	if (m->type == QL_SDR_C_FIN) {
+		r->sent = rx->ndata;
+	} else if (m->type == QL_SDR_C_ACK_REQ) {
+		/* the sender timed out: everything was posted once */
+		r->sent = rx->ndata;
+		r->nack_from = 0;
 		ec_nack(rx, now);
 	}
 }
@@ -510,8 +528,11 @@ static void ec_rx_on_complete(struct ql_sdr_recv *rx, uint64_t now)
 		ql_sdr_ops_sr.rx_on_complete(rx, now);
 }
 
+/* Every queued packet posted: tell the receiver (FIN: it may NACK any gap
+ * now), then selective repeat's timer. */
 static void ec_tx_on_sent(struct ql_sdr_send *tx, uint64_t now)
 {
+	ql_sdr__tx_ctrl(tx, QL_SDR_C_FIN, 0, 0, NULL, 0);
 	ql_sdr_ops_sr.tx_on_sent(tx, now);
 }
 
