@@ -133,8 +133,8 @@ struct ql_sdr_config {
 	uint64_t rto_ns;	/* sender: no ACK this long after the last packet: ask (0: 20 ms) */
 	uint64_t nack_delay_ns; /* receiver: idle this long with gaps: NACK (0: 2 ms) */
 	uint32_t max_retries;	/* NACK/timeout rounds without progress, then fail (0: 16) */
-	uint64_t credit_grace_ns; /* sender: no data sent this long with credits out:
-	                             reclaim what was lost (0: 1 ms) */
+	uint64_t credit_grace_ns; /* sender: out of credits and nothing sent this
+	                             long: reclaim what was lost (0: 5 ms) */
 	/* EC parameters, read by the EC ops only (0: their defaults) */
 	uint32_t ec_data;
 	uint32_t ec_parity;

@@ -140,20 +140,21 @@ static void sr_tx_tick(struct ql_sdr_send *tx, uint64_t now)
 	tx->deadline_ns = now + tx->conn->cfg.rto_ns;
 }
 
-/* NACK the missing packets, in as many control messages as it takes (at
- * most 32 per round; the next round resumes). */
-static void sr_nack(struct ql_sdr_recv *rx, uint64_t now)
+/* NACK the missing packets below limit, in as many control messages as it
+ * takes (at most 32 per round; the next round resumes). a = missing in
+ * all, which the sender watches for progress. */
+static void sr_nack(struct ql_sdr_recv *rx, uint32_t limit, uint64_t now)
 {
 	struct sr_rx *s = rx->priv;
 	struct ql_sdr_range r[QL_SDR_NACK_RANGES];
 	uint8_t pl[QL_SDR_NACK_RANGES * 8];
 	uint32_t missing = ql_sdr__rx_missing_count(rx, rx->npkts);
-	uint32_t from = s->nack_from < rx->npkts ? s->nack_from : 0;
+	uint32_t from = s->nack_from < limit ? s->nack_from : 0;
 
-	if (!missing)
+	if (!missing || !limit)
 		return;
 	for (int k = 0; k < 32; k++) {
-		uint32_t n = ql_sdr__rx_missing(rx, from, rx->npkts, r, QL_SDR_NACK_RANGES);
+		uint32_t n = ql_sdr__rx_missing(rx, from, limit, r, QL_SDR_NACK_RANGES);
 
 		if (!n) {
 			if (from == 0)
@@ -196,14 +197,16 @@ static void sr_rx_on_complete(struct ql_sdr_recv *rx, uint64_t now)
 static void sr_rx_on_ctrl(struct ql_sdr_recv *rx, const struct ql_sdr_ctrl *m, uint64_t now)
 {
 	if (m->type == QL_SDR_C_ACK_REQ) {
+		/* the sender has posted everything: the tail counts too */
 		((struct sr_rx *)rx->priv)->nack_from = 0;
-		sr_nack(rx, now);
+		sr_nack(rx, rx->npkts, now);
 	}
 }
 
-/* Gaps and quiet for nack_delay since the last packet or NACK: NACK them.
- * Only once packets have started to come (the sender may not have posted
- * yet); a sender that went silent is the sender's timer's business. */
+/* Gaps below the highest packet that arrived, and quiet for nack_delay
+ * since the last packet or NACK: NACK them. What lies beyond may not have
+ * been sent yet (credits): a lost tail is the sender's timer's business
+ * (ACK_REQ), as is a sender that went silent. */
 static void sr_rx_tick(struct ql_sdr_recv *rx, uint64_t now)
 {
 	uint64_t last = rx->last_pkt_ns > rx->last_nack_ns ? rx->last_pkt_ns : rx->last_nack_ns;
@@ -219,7 +222,8 @@ static void sr_rx_tick(struct ql_sdr_recv *rx, uint64_t now)
 		rx->retries = 0;
 	}
 	rx->pkts_at_nack = done;
-	sr_nack(rx, now);
+	if (ql_sdr__rx_missing_count(rx, rx->pkt_high))
+		sr_nack(rx, rx->pkt_high, now);
 }
 
 const struct ql_sdr_ops ql_sdr_ops_sr = {

@@ -65,7 +65,7 @@ void ql_sdr_config_default(struct ql_sdr_config *c)
 	c->rto_ns = 20000000ull;
 	c->nack_delay_ns = 2000000ull;
 	c->max_retries = 16;
-	c->credit_grace_ns = 1000000ull;
+	c->credit_grace_ns = 5000000ull;
 }
 
 static uint64_t round_up(uint64_t v, uint64_t a)
@@ -896,6 +896,8 @@ static void rx_packet(struct ql_sdr_conn *c, const struct ibv_wc *wc, uint64_t n
 	}
 	c->st.pkts_received++;
 	rx->last_pkt_ns = now;
+	if (pkt >= rx->pkt_high)
+		rx->pkt_high = pkt + 1;
 	atomic_store_explicit(&rx->user, user, memory_order_relaxed);
 	rx_account(rx, pkt, now);
 }
@@ -955,6 +957,7 @@ int ql_sdr_recv_post(struct ql_sdr_conn *c, size_t len, const struct ql_sdr_recv
 	rx->cts_ns = ql_clock_ns();
 	rx->last_pkt_ns = 0;
 	rx->last_nack_ns = 0;
+	rx->pkt_high = 0;
 	rx->retries = 0;
 	rx->pkts_at_nack = 0;
 	rx->fin = false;
@@ -1118,10 +1121,15 @@ void ql_sdr__tx_complete(struct ql_sdr_send *tx, int status)
 	/* nothing more goes out for it */
 	memset(tx->want, 0, (tx->npkts + 63) / 64 * sizeof(uint64_t));
 	tx->want_count = 0;
-	if (tx->last_wr <= c->sq_done)
+	if (tx->last_wr <= c->sq_done) {
 		tx_finish(tx);
-	else
-		tx->draining = true;
+		return;
+	}
+	tx->draining = true;
+	/* its last post may be unsignaled with nothing behind it: a signaled
+	 * zero-length WRITE behind it will complete it (progress posts it) */
+	if (tx->last_wr > c->sq_signaled)
+		c->need_fence = true;
 }
 
 /* Start sends whose clear-to-send has come, in order. */
@@ -1281,7 +1289,7 @@ static int tx_pump(struct ql_sdr_conn *c, uint64_t now)
 
 	for (;;) {
 		uint64_t cr = credits(c);
-		uint64_t sq = c->sq_depth - (c->pkts_posted - c->sq_done);
+		uint64_t sq = c->sq_depth - (c->sq_posted - c->sq_done);
 		uint32_t n = 0, lim = QL_SDR_POST_BATCH;
 		struct ibv_send_wr *bad = NULL;
 		bool wanted = false;
@@ -1316,7 +1324,7 @@ static int tx_pump(struct ql_sdr_conn *c, uint64_t now)
 			struct ql_sdr_send *tx = txs[i];
 			uint32_t p = pkts[i];
 			struct ibv_send_wr *wr = &c->wrs[i];
-			uint64_t seq = c->pkts_posted + i + 1;
+			uint64_t seq = c->sq_posted + i + 1;
 			bool last = tx->want_count == 0 && (i + 1 == n || txs[i + 1] != tx);
 
 			c->sges[i].addr = (uintptr_t)ql_sdr__tx_pkt_addr(tx, p);
@@ -1327,12 +1335,7 @@ static int tx_pump(struct ql_sdr_conn *c, uint64_t now)
 			wr->sg_list = &c->sges[i];
 			wr->num_sge = 1;
 			wr->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
-			/* sdrec: the batch's last WR is signaled too, so sq_done always
-			 * reaches a send's last_wr (a send ended by an ACK while packets
-			 * were still queued would otherwise drain forever) */
-			wr->send_flags = (seq % c->sig_every == 0 || last || i + 1 == n) ?
-						 IBV_SEND_SIGNALED :
-						 0;
+			wr->send_flags = (seq % c->sig_every == 0 || last) ? IBV_SEND_SIGNALED : 0;
 			wr->imm_data = ql_sdr_imm_encode(tx->msg_id, p, tx->user);
 			wr->wr.rdma.remote_addr = tx->raddr + ql_sdr__pkt_offset(c, p);
 			wr->wr.rdma.rkey = tx->rkey;
@@ -1360,9 +1363,12 @@ static int tx_pump(struct ql_sdr_conn *c, uint64_t now)
 					c->st.pkts_sent++;
 				}
 				tx->last_send_ns = now;
-				tx->last_wr = c->pkts_posted + i + 1;
+				tx->last_wr = c->sq_posted + i + 1;
+				if (c->wrs[i].send_flags & IBV_SEND_SIGNALED)
+					c->sq_signaled = c->sq_posted + i + 1;
 			}
 			c->pkts_posted += ok;
+			c->sq_posted += ok;
 			if (ok)
 				c->last_data_ns = now;
 			events += (int)ok;
@@ -1402,8 +1408,8 @@ static void on_ctrl(struct ql_sdr_conn *c, const struct ql_sdr_ctrl *m, uint64_t
 	switch (m->type) {
 	/* to the send side (from the receiver) */
 	case QL_SDR_C_CREDIT:
-		if (m->credit > c->peer_consumed && m->credit <= c->pkts_posted)
-			c->peer_consumed = m->credit;
+		if (m->credit > c->peer_consumed) /* at most what we sent: a peer's word */
+			c->peer_consumed = m->credit < c->pkts_posted ? m->credit : c->pkts_posted;
 		if (m->rel == 1 && c->credit_req_pending) {
 			uint64_t s = (uint64_t)m->b << 32 | m->a;
 
@@ -1418,8 +1424,8 @@ static void on_ctrl(struct ql_sdr_conn *c, const struct ql_sdr_ctrl *m, uint64_t
 		}
 		return;
 	case QL_SDR_C_CTS:
-		if (m->credit > c->peer_consumed && m->credit <= c->pkts_posted)
-			c->peer_consumed = m->credit;
+		if (m->credit > c->peer_consumed) /* at most what we sent: a peer's word */
+			c->peer_consumed = m->credit < c->pkts_posted ? m->credit : c->pkts_posted;
 		{
 			uint64_t len = (uint64_t)m->b << 32 | m->a;
 
@@ -1439,8 +1445,8 @@ static void on_ctrl(struct ql_sdr_conn *c, const struct ql_sdr_ctrl *m, uint64_t
 	case QL_SDR_C_ACK:
 	case QL_SDR_C_NACK:
 	case QL_SDR_C_FAIL:
-		if (m->credit > c->peer_consumed && m->credit <= c->pkts_posted)
-			c->peer_consumed = m->credit;
+		if (m->credit > c->peer_consumed) /* at most what we sent: a peer's word */
+			c->peer_consumed = m->credit < c->pkts_posted ? m->credit : c->pkts_posted;
 		{
 			struct ql_sdr_send *tx =
 				m->msg_id < c->peer.slots ? c->tx_by_id[m->msg_id] : NULL;
@@ -1522,8 +1528,8 @@ static void tick(struct ql_sdr_conn *c, uint64_t now)
 {
 	uint64_t gone = c->peer_consumed + c->lost;
 
-	/* credits out for a while and nothing sent: ask what arrived */
-	if (c->pkts_posted > gone && !c->credit_req_pending &&
+	/* out of credits for a while, nothing sent since: ask what arrived */
+	if (c->pkts_posted > gone && c->credit_stalled && !c->credit_req_pending &&
 	    now - c->last_data_ns > c->cfg.credit_grace_ns &&
 	    now - c->credit_req_ns > c->cfg.credit_grace_ns) {
 		if (msg_ctrl(c, QL_SDR_C_CREDIT_REQ, 0, 0, 0, (uint32_t)c->pkts_posted,
@@ -1557,13 +1563,17 @@ int ql_sdr_progress(struct ql_sdr_conn *c)
 	if (c->broken)
 		return c->broken;
 	if (c->connected) {
-		/* the backend: packets -> bitmaps, receives re-posted at once */
-		n = ql_cq_poll(c->data_rcq, QL_SDR_POST_BATCH, wc);
-		if (n < 0)
-			return c->broken = n;
-		if (n > 0) {
+		/* the backend: packets -> bitmaps, receives re-posted at once;
+		 * drained, so that a credit report below counts everything that
+		 * has arrived */
+		for (uint32_t k = 0; k <= c->recv_depth / QL_SDR_POST_BATCH; k++) {
 			int rc;
 
+			n = ql_cq_poll(c->data_rcq, QL_SDR_POST_BATCH, wc);
+			if (n < 0)
+				return c->broken = n;
+			if (n == 0)
+				break;
 			for (int i = 0; i < n; i++)
 				rx_packet(c, &wc[i], now);
 			c->consumed += (uint64_t)n;
@@ -1633,8 +1643,21 @@ int ql_sdr_progress(struct ql_sdr_conn *c)
 	/* credits back to the peer once a quarter of its window was used */
 	if (c->consumed - c->consumed_reported >= (c->recv_depth + 3) / 4)
 		msg_ctrl(c, QL_SDR_C_CREDIT, 0, 0, 0, 0, 0, NULL, 0);
-	c->credit_stalled = false;
+	c->credit_stalled = false; /* tx_pump says whether it still is */
 	events += tx_pump(c, now);
+	if (c->need_fence && c->sq_posted - c->sq_done < c->sq_depth) {
+		struct ibv_send_wr wr = { .wr_id = c->sq_posted + 1,
+					  .opcode = IBV_WR_RDMA_WRITE,
+					  .send_flags = IBV_SEND_SIGNALED,
+					  .wr.rdma = { c->peer.root_addr, c->peer.rkey } },
+				   *bad;
+
+		if (ql_qp_post_send(c->data_qp, &wr, &bad) == 0) {
+			c->sq_posted++;
+			c->sq_signaled = c->sq_posted;
+			c->need_fence = false;
+		}
+	}
 	if (c->credit_stalled)
 		c->st.credit_stalls++;
 	if (now - c->last_tick_ns >= SDR_TICK_NS) {

@@ -114,7 +114,7 @@ struct ql_sdr_send {
 	uint64_t *sent_once; /* posted at least once (retransmission counting) */
 	uint32_t want_count, cursor;
 	uint64_t last_send_ns; /* last packet of this message posted */
-	uint64_t last_wr;      /* conn->pkts_posted after its last packet */
+	uint64_t last_wr;      /* conn->sq_posted after its last packet */
 	bool draining;	       /* ended, waiting for its posted packets to complete */
 	uint64_t deadline_ns;  /* the scheme's timer (0: none) */
 	uint32_t retries;
@@ -144,6 +144,7 @@ struct ql_sdr_recv {
 	_Atomic uint32_t chunks_done;
 	_Atomic uint32_t user;
 	uint64_t cts_ns, last_pkt_ns, last_nack_ns;
+	uint32_t pkt_high; /* 1 + the highest packet that arrived (0: none) */
 	uint32_t retries, pkts_at_nack;
 	bool fin; /* the sender said every packet was posted once */
 	uint64_t fin_ns;
@@ -278,7 +279,10 @@ struct ql_sdr_conn {
 	uint64_t last_data_ns;
 	/* UC send queue: completions signaled every sig_every posts */
 	uint32_t sq_depth, sig_every;
-	uint64_t sq_done; /* posts known complete */
+	uint64_t sq_posted;   /* WRs posted on the UC QP (packets and fences) */
+	uint64_t sq_done;     /* of them known complete (wr_id = sequence) */
+	uint64_t sq_signaled; /* the last signaled one */
+	bool need_fence;      /* a zero-length signaled WRITE is due (draining) */
 	struct ibv_send_wr wrs[QL_SDR_POST_BATCH];
 	struct ibv_sge sges[QL_SDR_POST_BATCH];
 
