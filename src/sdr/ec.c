@@ -360,7 +360,10 @@ static int ec_tx_start(struct ql_sdr_send *tx)
 		sdr_ec_encode(e->codec, e->data, e->parity, e->mtu);
 	}
 	/* data first, then parity: selective repeat's start queues all */
-	return ql_sdr_ops_sr.tx_start(tx);
+	if (ql_sdr_ops_sr.tx_start)
+		return ql_sdr_ops_sr.tx_start(tx);
+	ql_sdr__tx_queue(tx, 0, tx->npkts);
+	return 0;
 }
 
 static int ec_rx_start(struct ql_sdr_recv *rx)
@@ -533,17 +536,20 @@ static void ec_rx_on_complete(struct ql_sdr_recv *rx, uint64_t now)
 static void ec_tx_on_sent(struct ql_sdr_send *tx, uint64_t now)
 {
 	ql_sdr__tx_ctrl(tx, QL_SDR_C_FIN, 0, 0, NULL, 0);
-	ql_sdr_ops_sr.tx_on_sent(tx, now);
+	if (ql_sdr_ops_sr.tx_on_sent)
+		ql_sdr_ops_sr.tx_on_sent(tx, now);
 }
 
 static void ec_tx_on_ctrl(struct ql_sdr_send *tx, const struct ql_sdr_ctrl *m, uint64_t now)
 {
-	ql_sdr_ops_sr.tx_on_ctrl(tx, m, now);
+	if (ql_sdr_ops_sr.tx_on_ctrl)
+		ql_sdr_ops_sr.tx_on_ctrl(tx, m, now);
 }
 
 static void ec_tx_tick(struct ql_sdr_send *tx, uint64_t now)
 {
-	ql_sdr_ops_sr.tx_tick(tx, now);
+	if (ql_sdr_ops_sr.tx_tick)
+		ql_sdr_ops_sr.tx_tick(tx, now);
 }
 
 const struct ql_sdr_ops ql_sdr_ops_ec = {
