@@ -56,16 +56,16 @@ for rel in sr ec; do
 			--pair "${shm[@]}" --reliability $rel --size $s --count 3
 	done
 	run "shm $rel 64M" "delivered: 2 of 2 " -- --pair "${shm[@]}" --reliability $rel --size 64M --count 2
-	for s in $sizes; do
-		run "udp $rel $s drop" "delivered: 4 of 4 " -- --pair "${udp[@]}" --reliability $rel \
-			--size $s --count 4 --loss 0.05 --seed 11
+	for f in "drop=0.05" "dup=0.1" "reorder=0.1" "corrupt=0.05"; do
+		for s in $sizes; do
+			run "udp $rel $s ${f%=*}" "delivered: 4 of 4 " -- --pair "${udp[@]}" \
+				--reliability $rel --size $s --count 4 --fault "$f" --seed 11
+		done
 	done
-	run "udp $rel 1M dup" "delivered: 4 of 4 " -- --pair "${udp[@]}" --reliability $rel \
-		--size 1M --count 4 --fault "dup=0.1" --seed 12
-	run "udp $rel 1M reorder" "delivered: 4 of 4 " -- --pair "${udp[@]}" --reliability $rel \
-		--size 1M --count 4 --fault "reorder=0.1" --seed 13
-	run "udp $rel 1M corrupt" "delivered: 4 of 4 " -- --pair "${udp[@]}" --reliability $rel \
-		--size 1M --count 4 --fault "corrupt=0.05" --seed 14
+	[ -z "$quick" ] && for f in "dup=0.05" "reorder=0.05" "corrupt=0.02"; do
+		run "udp $rel 64M ${f%=*}" "delivered: 2 of 2 " -- --pair "${udp[@]}" \
+			--reliability $rel --size 64M --count 2 --fault "$f" --seed 16
+	done
 	run "udp $rel 64M drop 1%" "delivered: 2 of 2 " -- --pair "${udp[@]}" --reliability $rel \
 		--size 64M --count 2 --loss 0.01 --seed 15
 done

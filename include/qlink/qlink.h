@@ -41,8 +41,9 @@
 #include "qlink/daemon.h"
 #include "qlink/dispatcher.h"
 #include "qlink/plugin.h"
-#include "qlink/vppu.h"
+#include "qlink/sdr.h"
 #include "qlink/sdr_ec.h"
+#include "qlink/vppu.h"
 
 #include "qlink/control.h"
 #include "qlink/hololink.h"
