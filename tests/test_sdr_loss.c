@@ -150,8 +150,9 @@ static void assert_exactly_once(const struct result *x)
 	assert_int_equal(x->r.pkts_received, x->npk);
 	assert_int_equal(x->s.pkts_sent, x->npk);
 	assert_int_equal(x->r.drop_bad_offset + x->r.drop_bad_len, 0);
-	/* every packet the wire lost was sent again at least once */
-	assert_true(x->s.pkts_retransmitted >= x->dc.fault_drop);
+	/* every packet the wire lost was sent again at least once (the wire
+	 * may also have lost zero-length fences, which carry no packet) */
+	assert_true(x->s.pkts_retransmitted + x->s.fences >= x->dc.fault_drop);
 	assert_int_equal(x->s.acks_received, 1);
 }
 
@@ -205,8 +206,11 @@ static void test_sr_lost_tail(void **state)
 	xfer(&e, 64 * 1024, QL_SDR_REL_SR, f, 3, &x);
 	assert_exactly_once(&x);
 	assert_int_equal(x.dc.fault_drop, 1);
-	assert_int_equal(x.s.pkts_retransmitted, 1);
+	/* the tail again, once per timeout round (a loaded host may need a
+	 * second round before the ACK is back) */
 	assert_true(x.s.timeouts >= 1);
+	assert_true(x.s.pkts_retransmitted >= 1);
+	assert_true(x.s.pkts_retransmitted <= x.s.timeouts);
 	env_close(&e);
 }
 

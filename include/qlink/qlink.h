@@ -26,6 +26,7 @@
 #include "qlink/log.h"
 
 #include "qlink/verbs.h"
+#include "qlink/sdr.h"
 
 #include "qlink/channel.h"
 #include "qlink/hsb.h"

@@ -169,6 +169,8 @@ struct ql_sdr_stats {
 	uint64_t drop_bad_ctrl;	    /* control messages refused (malformed, stale) */
 	uint64_t recv_errors;	    /* receive completions in error */
 	uint64_t pkts_recovered;    /* packets rebuilt by the reliability (EC) */
+	uint64_t fences;	    /* zero-length WRITEs posted to complete the send
+	                               queue (docs/sdr.md "Send queue") */
 };
 
 /* Create a connection's local side on dev: its own PD, a UC data QP, an

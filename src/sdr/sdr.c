@@ -316,6 +316,7 @@ int ql_sdr_conn_create(struct ql_device *dev, const struct ql_sdr_config *cfg,
 	c->cfg = d;
 	c->dev = dev;
 	c->ctrl_depth = 2 * d.slots + SDR_CTRL_MIN_DEPTH;
+	c->reclaim_c = UINT64_MAX;
 	rc = ql_pd_alloc(dev, &c->pd);
 	if (rc)
 		goto fail;
@@ -1388,6 +1389,17 @@ static int tx_pump(struct ql_sdr_conn *c, uint64_t now)
 
 /* ---- control dispatch ----------------------------------------------------- */
 
+/* The receiver's count of receives consumed, from any of its messages: at
+ * most what we sent (it is the peer's word). Consumption beyond S - L
+ * means packets counted lost did arrive late: fewer were lost. */
+static void peer_credit(struct ql_sdr_conn *c, uint64_t credit)
+{
+	if (credit > c->peer_consumed)
+		c->peer_consumed = credit < c->pkts_posted ? credit : c->pkts_posted;
+	if (c->peer_consumed + c->lost > c->pkts_posted)
+		c->lost = c->pkts_posted - c->peer_consumed;
+}
+
 static void on_ctrl(struct ql_sdr_conn *c, const struct ql_sdr_ctrl *m, uint64_t now)
 {
 	if (m->type == QL_SDR_C_HELLO) {
@@ -1408,24 +1420,28 @@ static void on_ctrl(struct ql_sdr_conn *c, const struct ql_sdr_ctrl *m, uint64_t
 	switch (m->type) {
 	/* to the send side (from the receiver) */
 	case QL_SDR_C_CREDIT:
-		if (m->credit > c->peer_consumed) /* at most what we sent: a peer's word */
-			c->peer_consumed = m->credit < c->pkts_posted ? m->credit : c->pkts_posted;
+		peer_credit(c, m->credit);
 		if (m->rel == 1 && c->credit_req_pending) {
 			uint64_t s = (uint64_t)m->b << 32 | m->a;
 
 			c->credit_req_pending = false;
-			/* nothing sent since the request: whatever the peer has not
-			 * consumed by now was lost on the wire */
-			if (s == c->pkts_posted && c->pkts_posted > c->peer_consumed + c->lost) {
+			/* nothing sent since the request, and the count did not move
+			 * since the previous answer (a grace period ago): whatever
+			 * the peer has not consumed by now was lost on the wire */
+			if (s != c->pkts_posted) {
+				c->reclaim_c = UINT64_MAX;
+			} else if (c->reclaim_c != c->peer_consumed) {
+				c->reclaim_c = c->peer_consumed; /* ask once more */
+			} else if (c->pkts_posted > c->peer_consumed + c->lost) {
 				c->st.credits_reclaimed +=
 					c->pkts_posted - c->peer_consumed - c->lost;
 				c->lost = c->pkts_posted - c->peer_consumed;
+				c->reclaim_c = UINT64_MAX;
 			}
 		}
 		return;
 	case QL_SDR_C_CTS:
-		if (m->credit > c->peer_consumed) /* at most what we sent: a peer's word */
-			c->peer_consumed = m->credit < c->pkts_posted ? m->credit : c->pkts_posted;
+		peer_credit(c, m->credit);
 		{
 			uint64_t len = (uint64_t)m->b << 32 | m->a;
 
@@ -1445,8 +1461,7 @@ static void on_ctrl(struct ql_sdr_conn *c, const struct ql_sdr_ctrl *m, uint64_t
 	case QL_SDR_C_ACK:
 	case QL_SDR_C_NACK:
 	case QL_SDR_C_FAIL:
-		if (m->credit > c->peer_consumed) /* at most what we sent: a peer's word */
-			c->peer_consumed = m->credit < c->pkts_posted ? m->credit : c->pkts_posted;
+		peer_credit(c, m->credit);
 		{
 			struct ql_sdr_send *tx =
 				m->msg_id < c->peer.slots ? c->tx_by_id[m->msg_id] : NULL;
@@ -1528,12 +1543,18 @@ static void tick(struct ql_sdr_conn *c, uint64_t now)
 {
 	uint64_t gone = c->peer_consumed + c->lost;
 
-	/* out of credits for a while, nothing sent since: ask what arrived */
+	/* out of credits for a while, nothing sent since: ask what arrived.
+	 * Only once every packet posted has completed here (is on the wire):
+	 * QPs are not ordered with each other, so a request overtaking
+	 * packets still in our send queue would count them lost. */
 	if (c->pkts_posted > gone && c->credit_stalled && !c->credit_req_pending &&
 	    now - c->last_data_ns > c->cfg.credit_grace_ns &&
 	    now - c->credit_req_ns > c->cfg.credit_grace_ns) {
-		if (msg_ctrl(c, QL_SDR_C_CREDIT_REQ, 0, 0, 0, (uint32_t)c->pkts_posted,
-			     (uint32_t)(c->pkts_posted >> 32), NULL, 0) == 0) {
+		if (c->sq_done < c->sq_posted) {
+			if (c->sq_signaled < c->sq_posted)
+				c->need_fence = true;
+		} else if (msg_ctrl(c, QL_SDR_C_CREDIT_REQ, 0, 0, 0, (uint32_t)c->pkts_posted,
+				    (uint32_t)(c->pkts_posted >> 32), NULL, 0) == 0) {
 			c->credit_req_pending = true;
 			c->credit_req_ns = now;
 		}
@@ -1656,6 +1677,7 @@ int ql_sdr_progress(struct ql_sdr_conn *c)
 			c->sq_posted++;
 			c->sq_signaled = c->sq_posted;
 			c->need_fence = false;
+			c->st.fences++;
 		}
 	}
 	if (c->credit_stalled)

@@ -274,6 +274,7 @@ struct ql_sdr_conn {
 	uint64_t peer_consumed; /* C: highest the peer reported */
 	uint64_t lost;		/* L: reclaimed as lost */
 	uint64_t credit_req_ns; /* when the last CREDIT_REQ went */
+	uint64_t reclaim_c;	/* C of the last answer for the same S (else ~0) */
 	bool credit_req_pending;
 	bool credit_stalled;
 	uint64_t last_data_ns;

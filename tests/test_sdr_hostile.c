@@ -1,0 +1,303 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A hostile SDR peer (DESIGN.md "Trust"): raw work requests on the peer's
+ * own QPs write packets whose immediate names an id that is not posted, an
+ * offset beyond the posted message, a length that does not fit its offset,
+ * and duplicates; and send control messages that are short, of unknown
+ * type, for ids or generations not current, HELLO after set-up, CTSs out of
+ * range, NACKs with too many or too wide ranges. Each is refused and
+ * counted, what was posted is judged only against what the receiver itself
+ * posted, nothing outside the message is touched, and the connection
+ * still delivers a message afterwards. Once per URI.
+ */
+#define _GNU_SOURCE
+#include "sdr_pair.h"
+
+#include <stdlib.h>
+
+#include "sdr/sdr_int.h"
+
+struct hx {
+	struct sp_pair pp;
+	uint8_t *src;
+	struct ql_mr *mr;
+	uint64_t root;
+	uint32_t rkey, mtu;
+	uint64_t stride;
+	bool udp;
+	/* raw control messages: a buffer of their own on each side's PD (the
+	 * NIC may read one after the post returns: soft+udp) */
+	uint8_t *cbuf[2];
+	struct ql_mr *cmr[2];
+	uint32_t cnext;
+};
+
+static struct hx *hx_cur;
+
+static void hx_open(const struct vt_param *p, struct hx *h)
+{
+	struct ql_sdr_config cfg;
+	struct ql_mr *root;
+
+	ql_sdr_config_default(&cfg);
+	cfg.max_msg_size = 8 * 4096;
+	cfg.slots = 4;
+	cfg.mtu = 1024;
+	assert_int_equal(sp_pair_open(p, &cfg, &h->pp), 0);
+	assert_int_equal(ql_sdr_buf_alloc(h->pp.s, 65536, (void **)&h->src, &h->mr), 0);
+	root = ql_sdr_mem_root_mr(ql_sdr_conn_mem(h->pp.r));
+	h->root = (uintptr_t)ql_mr_addr(root);
+	h->rkey = ql_mr_rkey(root);
+	h->mtu = ql_sdr_conn_mtu(h->pp.r);
+	h->stride = ql_sdr_mem_slot_stride(ql_sdr_conn_mem(h->pp.r));
+	assert_int_equal(h->mtu, 1024);
+	h->udp = p->udp;
+	assert_int_equal(ql_sdr_buf_alloc(h->pp.r, 64 * QL_SDR_CTRL_MAX, (void **)&h->cbuf[0],
+					  &h->cmr[0]),
+			 0);
+	assert_int_equal(ql_sdr_buf_alloc(h->pp.s, 64 * QL_SDR_CTRL_MAX, (void **)&h->cbuf[1],
+					  &h->cmr[1]),
+			 0);
+	hx_cur = h;
+}
+
+static void hx_close(struct hx *h)
+{
+	ql_sdr_buf_free(h->pp.r, h->cbuf[0], h->cmr[0]);
+	ql_sdr_buf_free(h->pp.s, h->cbuf[1], h->cmr[1]);
+	ql_sdr_buf_free(h->pp.s, h->src, h->mr);
+	sp_pair_close(&h->pp);
+}
+
+/* A raw WRITE WITH IMM from the sender's data QP into the receiver's root
+ * buffer at byte offset off, len bytes, with the given immediate. */
+static void raw_packet(struct hx *h, uint64_t off, uint32_t len, uint32_t id, uint32_t pkt)
+{
+	struct ibv_sge sge = { (uintptr_t)h->src, len, ql_mr_lkey(h->mr) };
+	struct ibv_send_wr wr = { .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
+				  .imm_data = ql_sdr_imm_encode(id, pkt, 0),
+				  .wr.rdma = { h->root + off, h->rkey } },
+			   *bad;
+
+	assert_int_equal(ql_qp_post_send(ql_sdr_conn_data_qp(h->pp.s), &wr, &bad), 0);
+}
+
+/* A raw control message from conn `from`'s control QP (unsignaled). */
+static void raw_ctrl(struct ql_sdr_conn *from, const void *bytes, uint32_t len)
+{
+	struct ibv_sge sge = { 0, len, 0 };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND }, *bad;
+	int side = from == hx_cur->pp.s;
+	uint8_t *buf = hx_cur->cbuf[side] + (size_t)(hx_cur->cnext++ % 64) * QL_SDR_CTRL_MAX;
+
+	memcpy(buf, bytes, len);
+	sge.addr = (uintptr_t)buf;
+	sge.lkey = ql_mr_lkey(hx_cur->cmr[side]);
+	assert_int_equal(ql_qp_post_send(from->ctrl_qp, &wr, &bad), 0);
+}
+
+static void raw_ctrl_msg(struct ql_sdr_conn *from, struct ql_sdr_ctrl *m)
+{
+	uint8_t buf[QL_SDR_CTRL_MAX];
+
+	raw_ctrl(from, buf, (uint32_t)ql_sdr__ctrl_pack(m, buf));
+}
+
+static void settle(struct hx *h)
+{
+	sp_idle(&h->pp, h->udp ? 50 : 10);
+}
+
+static void test_hostile_packets(void **state)
+{
+	const struct vt_param *p = *state;
+	struct ql_sdr_recv_opts ro = { .rel = QL_SDR_REL_NONE };
+	struct ql_sdr_stats st;
+	struct ql_sdr_recv *rx;
+	struct hx h;
+	uint32_t id, other;
+	uint64_t base;
+	const size_t len = 3 * 1024 + 100; /* packets 0..3, the last 100 bytes */
+	uint8_t *slot;
+
+	hx_open(p, &h);
+	assert_int_equal(ql_sdr_recv_post(h.pp.r, len, &ro, &rx), 0);
+	sp_idle(&h.pp, 10); /* the CTS reaches the sender (which posts nothing) */
+	id = ql_sdr_recv_msg_id(rx);
+	other = (id + 1) % 4;
+	base = (uint64_t)id * h.stride;
+	slot = ql_sdr_recv_data(rx);
+	memset(h.src, 0xab, 4096);
+
+	/* an id that is not posted (in range, and beyond the slots) */
+	raw_packet(&h, (uint64_t)other * h.stride, 1024, other, 0);
+	raw_packet(&h, base, 1024, 1023, 0);
+	/* offsets beyond the message: the packet after the last, the largest */
+	raw_packet(&h, base + 4 * 1024, 1024, id, 4);
+	raw_packet(&h, base, 1024, id, (1u << 18) - 1);
+	/* lengths that do not fit the offset: short middle, long last */
+	raw_packet(&h, base, 100, id, 0);
+	raw_packet(&h, base + 3 * 1024, 1024, id, 3);
+	settle(&h);
+	ql_sdr_conn_stats(h.pp.r, &st);
+	assert_int_equal(st.drop_bad_id, 2);
+	assert_int_equal(st.drop_bad_offset, 2);
+	assert_int_equal(st.drop_bad_len, 2);
+	assert_int_equal(st.pkts_received, 0);
+	assert_int_equal(ql_sdr_recv_bitmap(rx, NULL, 0), 0);
+	assert_int_equal(ql_sdr_recv_poll(rx, NULL), 0);
+
+	/* duplicates: packet 1 three times, accepted once */
+	memset(h.src, 0x11, 1024);
+	raw_packet(&h, base + 1024, 1024, id, 1);
+	raw_packet(&h, base + 1024, 1024, id, 1);
+	raw_packet(&h, base + 1024, 1024, id, 1);
+	settle(&h);
+	ql_sdr_conn_stats(h.pp.r, &st);
+	assert_int_equal(st.pkts_received, 1);
+	assert_int_equal(st.pkts_duplicate, 2);
+	assert_true(ql_sdr_recv_packet_done(rx, 1));
+	assert_false(ql_sdr_recv_packet_done(rx, 0));
+	/* the bitmap is not fooled by a packet whose bytes went elsewhere:
+	 * what counts is the immediate checked against the posted message */
+	raw_packet(&h, base + 0, 1024, id, 0);
+	raw_packet(&h, base + 2 * 1024, 1024, id, 2);
+	raw_packet(&h, base + 3 * 1024, 100, id, 3);
+	settle(&h);
+	{
+		int stt = 1;
+
+		assert_int_equal(ql_sdr_recv_poll(rx, &stt), 1);
+		assert_int_equal(stt, 0);
+	}
+	assert_int_equal(ql_sdr_recv_bitmap(rx, NULL, 0), 4);
+	assert_int_equal(slot[1024], 0x11);
+	ql_sdr_conn_stats(h.pp.r, &st);
+	assert_int_equal(st.pkts_received, 4);
+	/* after the end: the id is no longer current */
+	raw_packet(&h, base, 1024, id, 0);
+	settle(&h);
+	ql_sdr_conn_stats(h.pp.r, &st);
+	assert_int_equal(st.drop_bad_id, 3);
+	assert_int_equal(ql_sdr_recv_release(rx), 0);
+	hx_close(&h);
+}
+
+static void test_hostile_control(void **state)
+{
+	const struct vt_param *p = *state;
+	struct ql_sdr_recv_opts ro = { .rel = QL_SDR_REL_SR };
+	struct ql_sdr_send_opts so = { .rel = QL_SDR_REL_SR };
+	struct ql_sdr_stats st0, st;
+	struct ql_sdr_recv *rx;
+	struct ql_sdr_send *tx;
+	struct hx h;
+	uint8_t junk[8] = { 1, 2, 3 };
+	int rst = 1, sst = 1;
+	uint32_t gen;
+
+	hx_open(p, &h);
+	assert_int_equal(ql_sdr_recv_post(h.pp.r, 5000, &ro, &rx), 0);
+	gen = rx->gen;
+	ql_sdr_conn_stats(h.pp.r, &st0);
+	/* to the receiver r, from the sender's control QP */
+	raw_ctrl(h.pp.s, junk, sizeof(junk)); /* short */
+	{
+		struct ql_sdr_ctrl m = { .type = 0x20 }; /* unknown type */
+
+		raw_ctrl_msg(h.pp.s, &m);
+		m = (struct ql_sdr_ctrl){ .type = QL_SDR_C_HELLO }; /* after set-up */
+		raw_ctrl_msg(h.pp.s, &m);
+		m = (struct ql_sdr_ctrl){ .type = QL_SDR_C_ACK_REQ, .msg_id = 1000 }; /* no slot */
+		raw_ctrl_msg(h.pp.s, &m);
+		m = (struct ql_sdr_ctrl){ .type = QL_SDR_C_FIN,
+					  .msg_id = (uint16_t)rx->msg_id,
+					  .gen = gen + 1 }; /* stale generation */
+		raw_ctrl_msg(h.pp.s, &m);
+		m = (struct ql_sdr_ctrl){ .type = QL_SDR_C_ABORT,
+					  .msg_id = (uint16_t)((rx->msg_id + 1) % 4),
+					  .gen = gen }; /* not posted */
+		raw_ctrl_msg(h.pp.s, &m);
+		/* to r's send side: CTS for an id r's peer does not have, of
+		 * length 0, of an unknown reliability; NACK/ACK for no send */
+		m = (struct ql_sdr_ctrl){ .type = QL_SDR_C_CTS, .msg_id = 4, .a = 100 };
+		raw_ctrl_msg(h.pp.s, &m);
+		m = (struct ql_sdr_ctrl){ .type = QL_SDR_C_CTS, .msg_id = 0, .a = 0 };
+		raw_ctrl_msg(h.pp.s, &m);
+		m = (struct ql_sdr_ctrl){ .type = QL_SDR_C_CTS, .msg_id = 0, .rel = 9, .a = 10 };
+		raw_ctrl_msg(h.pp.s, &m);
+		m = (struct ql_sdr_ctrl){
+			.type = QL_SDR_C_CTS, .msg_id = 0, .a = 0xffffffff, .b = 0xffffffff
+		};
+		raw_ctrl_msg(h.pp.s, &m);
+		m = (struct ql_sdr_ctrl){ .type = QL_SDR_C_NACK, .msg_id = 0, .b = 1 };
+		raw_ctrl_msg(h.pp.s, &m);
+		m = (struct ql_sdr_ctrl){ .type = QL_SDR_C_ACK, .msg_id = 3000 };
+		raw_ctrl_msg(h.pp.s, &m);
+		m = (struct ql_sdr_ctrl){ .type = 0x41, .rel = QL_SDR_REL_TO_SENDER, .msg_id = 1 };
+		raw_ctrl_msg(h.pp.s, &m);
+		/* a credit far beyond anything r sent: taken as at most that */
+		m = (struct ql_sdr_ctrl){ .type = QL_SDR_C_CREDIT, .credit = ~0ull };
+		raw_ctrl_msg(h.pp.s, &m);
+	}
+	settle(&h);
+	ql_sdr_conn_stats(h.pp.r, &st);
+	assert_int_equal(st.drop_bad_ctrl - st0.drop_bad_ctrl, 13);
+	assert_int_equal(h.pp.r->peer_consumed, h.pp.r->pkts_posted);
+	assert_int_equal(ql_sdr_recv_poll(rx, NULL), 0); /* untouched */
+
+	/* to the sender s, from r's control QP, while a send is under way:
+	 * a NACK with more ranges than fit, then one asking for everything
+	 * (clipped to the message: at most its packets go again) */
+	assert_int_equal(ql_sdr_send_post(h.pp.s, h.src, 5000, h.mr, &so, &tx), 0);
+	while (tx->state != QL_SDR_S_ACTIVE)
+		ql_sdr_progress(h.pp.s);
+	ql_sdr_conn_stats(h.pp.s, &st0);
+	{
+		struct ql_sdr_ctrl m = { .type = QL_SDR_C_NACK,
+					 .msg_id = (uint16_t)tx->msg_id,
+					 .gen = tx->gen,
+					 .b = QL_SDR_NACK_RANGES + 1,
+					 .plen = sizeof(m.payload) };
+
+		raw_ctrl_msg(h.pp.r, &m);
+		m.b = 2; /* claims more ranges than its payload has */
+		m.plen = 8;
+		raw_ctrl_msg(h.pp.r, &m);
+		m.b = 1;
+		memset(m.payload, 0, 8);
+		m.payload[4] = m.payload[5] = m.payload[6] = m.payload[7] = 0xff;
+		raw_ctrl_msg(h.pp.r, &m);
+	}
+	assert_int_equal(sp_run(&h.pp, rx, tx, 20000, &rst, &sst), 0);
+	assert_int_equal(rst, 0);
+	assert_int_equal(sst, 0);
+	ql_sdr_conn_stats(h.pp.s, &st);
+	assert_int_equal(st.drop_bad_ctrl - st0.drop_bad_ctrl, 2);
+	assert_true(st.pkts_retransmitted - st0.pkts_retransmitted <= 5);
+	ql_sdr_recv_release(rx);
+	ql_sdr_send_release(tx);
+
+	/* still a working connection */
+	assert_int_equal(ql_sdr_recv_post(h.pp.r, 20000, &ro, &rx), 0);
+	vt_fill(h.src, 20000, 77);
+	assert_int_equal(ql_sdr_send_post(h.pp.s, h.src, 20000, h.mr, &so, &tx), 0);
+	assert_int_equal(sp_run(&h.pp, rx, tx, 20000, &rst, &sst), 0);
+	assert_int_equal(rst, 0);
+	assert_true(vt_check(ql_sdr_recv_data(rx), 20000, 77));
+	ql_sdr_recv_release(rx);
+	ql_sdr_send_release(tx);
+	hx_close(&h);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hostile_packets),
+		cmocka_unit_test(test_hostile_control),
+	};
+
+	return VT_RUN_PER_URI(tests);
+}
