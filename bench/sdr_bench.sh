@@ -14,7 +14,7 @@
 # usage: bench/sdr_bench.sh [--qlink PATH] [--rounds N] [--delay-us D]
 #                           [--sizes "1M 64M"] [--losses "0 0.0001 0.001 0.01 0.05"]
 #                           [--variants "sr ec rc"] [--count N] [--timeout S]
-#                           [--ec K,M] [--raw FILE] [--quick] [--help]
+#                           [--ec K,M] [--window N] [--raw FILE] [--quick] [--help]
 #
 # --quick: the smoke run (256K, losses 0 and 0.01, one round) that ctest runs.
 # Prints a markdown table (median completion time in ms, goodput in MB/s,
@@ -34,6 +34,7 @@ variants="sr ec rc"
 count=""
 timeout=60
 ec=8,2
+window=0
 raw=""
 quick=0
 
@@ -49,6 +50,7 @@ while [ $# -gt 0 ]; do
 	--count) count=$2; shift ;;
 	--timeout) timeout=$2; shift ;;
 	--ec) ec=$2; shift ;;
+	--window) window=$2; shift ;;
 	--raw) raw=$2; shift ;;
 	--quick) quick=1 ;;
 	-h | --help) usage; exit 0 ;;
@@ -71,7 +73,8 @@ res=$tmp/results
 : >"$res"
 
 echo "# qlink sdr benchmark: soft+udp $a <-> $b, delay $delay us each way" \
-	"(injected RTT $((2 * delay)) us), $rounds rounds, EC $ec"
+	"(injected RTT $((2 * delay)) us), $rounds rounds, EC $ec, SDR window" \
+	"$([ "$window" != 0 ] && echo "$window" || echo 256) packets"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 failed=0
 for size in $sizes; do
@@ -87,6 +90,7 @@ for size in $sizes; do
 					--device "soft+udp://$a:$port" --peer-device "soft+udp://$b:$port" \
 					--reliability "$v" --size "$size" --count "$c" --loss "$loss" \
 					--seed "$r" --delay-us "$delay" --ec "$ec" --timeout "$timeout" \
+					$([ "$window" != 0 ] && echo --window "$window") \
 					>"$out" 2>&1; then
 					line=$(grep '^result ' "$out")
 					[ -n "$raw" ] && echo "$line" >>"$raw"

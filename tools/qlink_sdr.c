@@ -58,6 +58,7 @@ struct sdr_tool_opts {
 	uint32_t count;
 	enum sdr_tool_rel rel;
 	uint32_t ec_k, ec_m, chunk;
+	uint32_t window; /* SDR: receive WQEs = packets in flight (0: the library's) */
 	double loss, timeout_s;
 	uint64_t seed;
 	uint32_t delay_us;
@@ -89,6 +90,7 @@ static void usage(FILE *f)
 		"                       coding, falls back to selective repeat) or rc\n"
 		"  --ec K,M             ec: K data + M parity chunks per stripe (default 8,2)\n"
 		"  --chunk PACKETS      packets per chunk of the receiver's bitmap (default 64)\n"
+		"  --window PACKETS     SDR: receive WQEs, so packets in flight (default 256)\n"
 		"  --loss P             soft+udp: drop each data packet the sender sends with\n"
 		"                       probability P (0 .. 0.5; seeded fault injection)\n"
 		"  --fault SPEC         soft+udp: any fault spec for the sender's data QP\n"
@@ -642,6 +644,10 @@ static int sdrx_open(struct sdr_side *s, const struct sdr_tool_opts *o, const ch
 	cfg.slots = 4;
 	if (o->chunk)
 		cfg.chunk_packets = o->chunk;
+	if (o->window) {
+		cfg.recv_depth = o->window;
+		cfg.send_depth = o->window;
+	}
 	if (o->delay_us) {
 		/* timers above the injected round trip: credits are reclaimed, and
 		 * the tail asked for, only when the wire has had time to answer */
@@ -973,9 +979,9 @@ static int run_sender(const struct sdr_tool_opts *o, int fd)
 	if (sdr_tool_printf(fd,
 			    "session rel=%s size=%" PRIu64 " count=%" PRIu32 " k=%" PRIu32
 			    " m=%" PRIu32 " chunk=%" PRIu32 " seed=%" PRIu64 " delay_us=%" PRIu32
-			    "\n",
+			    " window=%" PRIu32 "\n",
 			    sdr_tool_rel_name(o->rel), o->size, o->count, o->ec_k, o->ec_m,
-			    o->chunk, o->seed, o->delay_us)) {
+			    o->chunk, o->seed, o->delay_us, o->window)) {
 		fprintf(stderr, CMD ": cannot talk to the receiver\n");
 		return 1;
 	}
@@ -1062,10 +1068,11 @@ static int run_receiver(struct sdr_tool_opts *o, int fd)
 		return 1;
 	if (sscanf(rest,
 		   "rel=%15s size=%" SCNu64 " count=%" SCNu32 " k=%" SCNu32 " m=%" SCNu32
-		   " chunk=%" SCNu32 " seed=%" SCNu64 " delay_us=%" SCNu32,
-		   rel, &o->size, &o->count, &o->ec_k, &o->ec_m, &o->chunk, &o->seed,
-		   &o->delay_us) != 8 ||
-	    parse_rel(rel, &o->rel) || o->size < 1 || o->size > (1ull << 30) || o->count < 1) {
+		   " chunk=%" SCNu32 " seed=%" SCNu64 " delay_us=%" SCNu32 " window=%" SCNu32,
+		   rel, &o->size, &o->count, &o->ec_k, &o->ec_m, &o->chunk, &o->seed, &o->delay_us,
+		   &o->window) != 9 ||
+	    o->window > 65536 || parse_rel(rel, &o->rel) || o->size < 1 || o->size > (1ull << 30) ||
+	    o->count < 1) {
 		fprintf(stderr, CMD ": bad session '%s' from the sender\n", rest);
 		sdr_tool_printf(fd, "error bad session\n");
 		return 1;
@@ -1135,6 +1142,7 @@ int tool_sdr(int argc, char **argv)
 		O_SEED,
 		O_DELAY,
 		O_TIMEOUT,
+		O_WINDOW,
 	};
 	static const struct option lo[] = {
 		{ "device", required_argument, NULL, O_DEVICE },
@@ -1152,6 +1160,7 @@ int tool_sdr(int argc, char **argv)
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "delay-us", required_argument, NULL, O_DELAY },
 		{ "timeout", required_argument, NULL, O_TIMEOUT },
+		{ "window", required_argument, NULL, O_WINDOW },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1231,6 +1240,10 @@ int tool_sdr(int argc, char **argv)
 		case O_TIMEOUT:
 			if (tool_double(optarg, 0.1, 3600, &o.timeout_s))
 				return tool_bad(CMD, "--timeout", optarg);
+			break;
+		case O_WINDOW:
+			if (tool_u32(optarg, 4, 65536, &o.window))
+				return tool_bad(CMD, "--window (4 .. 65536)", optarg);
 			break;
 		case 'h':
 			usage(stdout);

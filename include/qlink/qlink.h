@@ -25,8 +25,8 @@
 #include "qlink/histogram.h"
 #include "qlink/log.h"
 
-#include "qlink/verbs.h"
 #include "qlink/sdr.h"
+#include "qlink/verbs.h"
 
 #include "qlink/channel.h"
 #include "qlink/hsb.h"
@@ -42,7 +42,6 @@
 #include "qlink/daemon.h"
 #include "qlink/dispatcher.h"
 #include "qlink/plugin.h"
-#include "qlink/sdr.h"
 #include "qlink/sdr_ec.h"
 #include "qlink/vppu.h"
 
