@@ -80,6 +80,8 @@ run "udp none drop" "delivered: 0 of 3 messages complete and byte-identical, 3 p
 	--pair "${udp[@]}" --reliability none --size 1M --count 3 --loss 0.05 --seed 24
 run "udp ec delay" "delivered: 2 of 2 " -- --pair "${udp[@]}" --reliability ec --size 1M \
 	--count 2 --loss 0.01 --delay-us 200
+run "udp ec small window" "delivered: 3 of 3 " "credit_stalls=[1-9]" -- --pair "${udp[@]}" \
+	--reliability ec --size 1M --count 3 --loss 0.02 --window 16
 
 # two separately started processes meeting on a TCP port
 "$qlink" sdr recv --device "soft+udp://$b:$port" --listen 127.0.0.1:0 >"$out.r" 2>&1 &
@@ -113,6 +115,7 @@ bad "bad value '0.9'" --pair "${udp[@]}" --loss 0.9
 bad "two addresses" --pair --device "soft+udp://$a:$port"
 bad "not soft://loop" --pair --device soft://loop
 bad "recv needs --listen" recv --device soft+shm://x
+bad "bad value '2' for --window" --pair "${shm[@]}" --window 2
 bad "bad value '9,1' for --ec|bad value '40,1'" --pair "${shm[@]}" --ec 40,1
 "$qlink" sdr --help | grep -q -- "--reliability" || { echo "FAIL: --help"; fail=1; }
 
