@@ -765,14 +765,18 @@ void ql_sdr__rx_complete(struct ql_sdr_recv *rx, int status)
 		rx->cb(rx, status, rx->arg);
 }
 
-/* A new bit for packet pkt: chunk and completion accounting. */
-static void rx_account(struct ql_sdr_recv *rx, uint32_t pkt, uint64_t now)
+/* A new bit for packet pkt: the scheme's packet hook (for packets from the
+ * wire, not for those the scheme rebuilt itself), then chunk and
+ * completion accounting. */
+static void rx_account(struct ql_sdr_recv *rx, uint32_t pkt, uint64_t now, bool wire)
 {
 	struct ql_sdr_conn *c = rx->conn;
 
 	atomic_fetch_add_explicit(&rx->pkts_done, 1, memory_order_relaxed);
-	if (rx->ops->rx_on_packet)
+	if (wire && rx->ops->rx_on_packet)
 		rx->ops->rx_on_packet(rx, pkt, now);
+	if (atomic_load_explicit(&rx->state, memory_order_relaxed) != QL_SDR_S_ACTIVE)
+		return; /* the hook ended the message */
 	if (pkt < rx->ndata) {
 		uint32_t ch = pkt / c->cfg.chunk_packets;
 		uint32_t in = ch + 1 < rx->nchunks ? c->cfg.chunk_packets :
@@ -806,7 +810,7 @@ void ql_sdr__rx_mark(struct ql_sdr_recv *rx, uint32_t first, uint32_t count, uin
 		    bit)
 			continue;
 		rx->conn->st.pkts_recovered++;
-		rx_account(rx, p, now);
+		rx_account(rx, p, now, false);
 	}
 }
 
@@ -900,7 +904,7 @@ static void rx_packet(struct ql_sdr_conn *c, const struct ibv_wc *wc, uint64_t n
 	if (pkt >= rx->pkt_high)
 		rx->pkt_high = pkt + 1;
 	atomic_store_explicit(&rx->user, user, memory_order_relaxed);
-	rx_account(rx, pkt, now);
+	rx_account(rx, pkt, now, true);
 }
 
 int ql_sdr_recv_post(struct ql_sdr_conn *c, size_t len, const struct ql_sdr_recv_opts *opts,
@@ -1389,6 +1393,8 @@ static int tx_pump(struct ql_sdr_conn *c, uint64_t now)
 
 /* ---- control dispatch ----------------------------------------------------- */
 
+static int drain_data(struct ql_sdr_conn *c, uint64_t now);
+
 /* The receiver's count of receives consumed, from any of its messages: at
  * most what we sent (it is the peer's word). Consumption beyond S - L
  * means packets counted lost did arrive late: fewer were lost. */
@@ -1485,9 +1491,16 @@ static void on_ctrl(struct ql_sdr_conn *c, const struct ql_sdr_ctrl *m, uint64_t
 		return;
 	/* to the receive side (from the sender) */
 	case QL_SDR_C_CREDIT_REQ:
+		/* drained now, after the request arrived: the packets it counts
+		 * were posted before it, so what has not arrived by now is
+		 * still on the wire or lost (a drain earlier in this progress
+		 * call may predate them: this thread can be preempted) */
+		drain_data(c, now);
 		msg_ctrl(c, QL_SDR_C_CREDIT, 1, 0, 0, m->a, m->b, NULL, 0);
 		return;
 	case QL_SDR_C_ACK_REQ:
+		drain_data(c, now); /* as for CREDIT_REQ: judge the bitmap as of now */
+		break;
 	case QL_SDR_C_FIN:
 	case QL_SDR_C_ABORT:
 		break;
@@ -1539,6 +1552,32 @@ static void on_ctrl(struct ql_sdr_conn *c, const struct ql_sdr_ctrl *m, uint64_t
 
 /* ---- progress ------------------------------------------------------------ */
 
+/* The backend: packets -> bitmaps, receives re-posted at once; drained, so
+ * that a credit report right after counts everything that has arrived.
+ * Returns the completions handled or a negative errno. */
+static int drain_data(struct ql_sdr_conn *c, uint64_t now)
+{
+	struct ibv_wc *wc = c->dwcs;
+	int events = 0;
+
+	for (uint32_t k = 0; k <= c->recv_depth / QL_SDR_POST_BATCH; k++) {
+		int rc, n = ql_cq_poll(c->data_rcq, QL_SDR_POST_BATCH, wc);
+
+		if (n < 0)
+			return c->broken = n;
+		if (n == 0)
+			break;
+		for (int i = 0; i < n; i++)
+			rx_packet(c, &wc[i], now);
+		c->consumed += (uint64_t)n;
+		rc = post_data_recvs(c, (uint32_t)n);
+		if (rc && !c->broken)
+			c->broken = rc;
+		events += n;
+	}
+	return events;
+}
+
 static void tick(struct ql_sdr_conn *c, uint64_t now)
 {
 	uint64_t gone = c->peer_consumed + c->lost;
@@ -1549,7 +1588,8 @@ static void tick(struct ql_sdr_conn *c, uint64_t now)
 	 * packets still in our send queue would count them lost. */
 	if (c->pkts_posted > gone && c->credit_stalled && !c->credit_req_pending &&
 	    now - c->last_data_ns > c->cfg.credit_grace_ns &&
-	    now - c->credit_req_ns > c->cfg.credit_grace_ns) {
+	    now - c->credit_req_ns > (c->reclaim_c == UINT64_MAX ? c->cfg.credit_grace_ns :
+								   c->cfg.credit_grace_ns / 4)) {
 		if (c->sq_done < c->sq_posted) {
 			if (c->sq_signaled < c->sq_posted)
 				c->need_fence = true;
@@ -1584,25 +1624,10 @@ int ql_sdr_progress(struct ql_sdr_conn *c)
 	if (c->broken)
 		return c->broken;
 	if (c->connected) {
-		/* the backend: packets -> bitmaps, receives re-posted at once;
-		 * drained, so that a credit report below counts everything that
-		 * has arrived */
-		for (uint32_t k = 0; k <= c->recv_depth / QL_SDR_POST_BATCH; k++) {
-			int rc;
-
-			n = ql_cq_poll(c->data_rcq, QL_SDR_POST_BATCH, wc);
-			if (n < 0)
-				return c->broken = n;
-			if (n == 0)
-				break;
-			for (int i = 0; i < n; i++)
-				rx_packet(c, &wc[i], now);
-			c->consumed += (uint64_t)n;
-			rc = post_data_recvs(c, (uint32_t)n);
-			if (rc && !c->broken)
-				c->broken = rc;
-			events += n;
-		}
+		n = drain_data(c, now);
+		if (n < 0)
+			return n;
+		events += n;
 		/* the UC send queue */
 		n = ql_cq_poll(c->data_scq, QL_SDR_POST_BATCH, wc);
 		if (n < 0)

@@ -182,7 +182,10 @@ struct ql_sdr_ops {
 	void (*tx_tick)(struct ql_sdr_send *tx, uint64_t now);
 	/* receive side */
 	int (*rx_start)(struct ql_sdr_recv *rx);
-	/* A packet set its bit (pkt < npkts; parity ones too). */
+	/* A packet from the wire set its bit (pkt < npkts; parity ones too;
+	 * not called for packets the scheme marks with ql_sdr__rx_mark, so a
+	 * hook may mark without re-entering itself). Chunk accounting follows
+	 * the hook; if the hook ended the message, nothing more is done. */
 	void (*rx_on_packet)(struct ql_sdr_recv *rx, uint32_t pkt, uint64_t now);
 	/* A chunk of data packets became complete. */
 	void (*rx_on_chunk)(struct ql_sdr_recv *rx, uint32_t chunk, uint64_t now);
@@ -295,6 +298,7 @@ struct ql_sdr_conn {
 	uint32_t gen_next;
 	struct ibv_recv_wr rwrs[QL_SDR_POST_BATCH];
 	struct ibv_wc wcs[QL_SDR_POST_BATCH];
+	struct ibv_wc dwcs[QL_SDR_POST_BATCH]; /* the data receive CQ's (drain_data) */
 	uint32_t nrx_active;
 
 	struct ql_sdr_stats st;
@@ -350,7 +354,8 @@ uint32_t ql_sdr__rx_missing(const struct ql_sdr_recv *rx, uint32_t from, uint32_
 uint32_t ql_sdr__rx_missing_count(const struct ql_sdr_recv *rx, uint32_t limit);
 /* Mark packets [first, first+count) present without a packet on the wire
  * (rebuilt by the scheme: counted as recovered); chunk and completion
- * accounting run as for a received packet. */
+ * accounting run as for a received packet (rx_on_chunk, rx_on_complete),
+ * rx_on_packet does not. Bits already set are skipped. */
 void ql_sdr__rx_mark(struct ql_sdr_recv *rx, uint32_t first, uint32_t count, uint64_t now);
 /* End the message (status 0 or negative errno); the callback runs. */
 void ql_sdr__rx_complete(struct ql_sdr_recv *rx, int status);
