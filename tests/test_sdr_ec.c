@@ -275,17 +275,29 @@ static void test_within_m(void **state)
 	c.rto_ns = 4000000000ull;
 	pair_open(&p, true, &c, &c);
 	for (size_t i = 0; i < sizeof(sz) / sizeof(sz[0]); i++) {
-		struct ql_device_counters d0, d1;
+		struct ql_device_counters d0, d1, e0, e1;
+		uint64_t refused;
 
 		set_fault(&p, "drop_nth=10"); /* restarts the count: packet 10, 20, ... */
 		ql_device_counters(p.da, &d0);
+		ql_device_counters(p.db, &e0);
 		transfer(&p, sz[i], QL_SDR_REL_EC, &r, NULL);
 		ql_device_counters(p.da, &d1);
-		/* complete and exact with nothing sent twice: every lost data
-		 * packet was rebuilt (about a tenth of them; the 10th packets
-		 * include parity and the core's fences) */
-		assert_int_equal(r.sb.nacks_sent, 0);
-		assert_int_equal(r.sa.pkts_retransmitted, 0);
+		ql_device_counters(p.db, &e1);
+		/* packets the receiving NIC refused for want of a receive WQE (the
+		 * core's credit reclaim overshooting, docs/sdr.md "Credits") are
+		 * losses beyond the injected ones and may push a stripe past m */
+		refused = e1.uc_drop_no_recv - e0.uc_drop_no_recv;
+		if (refused == 0) {
+			/* complete and exact with nothing sent twice: every lost data
+			 * packet was rebuilt (about a tenth of them; the 10th packets
+			 * include parity and the core's fences) */
+			assert_int_equal(r.sb.nacks_sent, 0);
+			assert_int_equal(r.sa.pkts_retransmitted, 0);
+		} else {
+			/* only stripes hit by a refused packet fall back */
+			assert_true(r.sa.pkts_retransmitted <= 8 * refused);
+		}
 		assert_true(r.sb.pkts_recovered > 0);
 		assert_true(r.sb.pkts_recovered <= d1.fault_drop - d0.fault_drop);
 		assert_true(r.sb.pkts_recovered >= r.ndata / 10 - r.ndata / 40);
