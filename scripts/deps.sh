@@ -19,13 +19,13 @@ ql_deps_packages() {
 	for profile in "$@"; do
 		case "$profile" in
 		# libc6-dev: gcc only recommends it, and recommends are not installed.
-		build) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev ;;
+		build) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libisal-dev ;;
 		# clang, lld, libclang-rt-14-dev: the libFuzzer targets (Debian 12's clang 14); groff-base: man page checks;
 		# tshark: tests/roce_tshark.sh decodes soft+udp captures (installs without its debconf question when noninteractive).
 		# gnuplot-nox: tests/qec_plot.sh (qlink qec --plot draws its PNG and SVG figures with gnuplot).
-		test) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libcmocka-dev clang lld libclang-rt-14-dev groff-base tshark gnuplot-nox ;;
-		coverage) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libcmocka-dev clang lld libclang-rt-14-dev groff-base tshark gcovr gnuplot-nox ;;
-		bench) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev ucx-utils sockperf ;;
+		test) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libisal-dev libcmocka-dev clang lld libclang-rt-14-dev groff-base tshark gnuplot-nox ;;
+		coverage) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libisal-dev libcmocka-dev clang lld libclang-rt-14-dev groff-base tshark gcovr gnuplot-nox ;;
+		bench) echo cmake gcc libc6-dev make pkg-config libibverbs-dev libjansson-dev libsodium-dev libcyaml-dev libyaml-dev libisal-dev ucx-utils sockperf ;;
 		rxe)
 			echo qemu-system-x86 busybox-static rdma-core ibverbs-providers ibverbs-utils \
 				perftest kmod cpio iproute2 util-linux gzip libc-bin

@@ -6,6 +6,7 @@
  *                   CUDA-Q Realtime's test server over its UDP transport)
  *   hololink        Hololink register protocol: read, write, or be a board
  *   info [URI...]   list RDMA devices of every provider with their limits
+ *   sdr             one SDR-RDMA transfer between two processes (qlink_sdr.c)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -34,6 +35,8 @@ static void usage(FILE *f)
 		"                  (qlink hololink -h)\n"
 		"  qec             the surface-code QEC workload: threshold sweep offline, or\n"
 		"                  end to end through the decoder plugin (qlink qec -h)\n"
+		"  sdr             one SDR-RDMA transfer (UC + software reliability, or RC)\n"
+		"                  between two processes or hosts (qlink sdr -h)\n"
 		"  info [URI...]   show RDMA devices and their limits (default: every\n"
 		"                  device every provider lists; a listed SCHEME://NAME,\n"
 		"                  any name, is shown as SCHEME://info)\n"
@@ -187,6 +190,8 @@ int main(int argc, char **argv)
 		return tool_hololink(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "qec"))
 		return tool_qec(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "sdr"))
+		return tool_sdr(argc - 1, argv + 1);
 	fprintf(stderr, "qlink: unknown command '%s'\n\n", argv[1]);
 	usage(stderr);
 	return 2;

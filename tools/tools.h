@@ -62,6 +62,7 @@ int tool_serve(int argc, char **argv);
 int tool_vppu(int argc, char **argv);
 int tool_hololink(int argc, char **argv);
 int tool_qec(int argc, char **argv);
+int tool_sdr(int argc, char **argv); /* qlink_sdr.c */
 
 /* The hsb personality's register side (tools/qlink_hololink.c): an emulated
  * Hololink board on [ADDR:]PORT (bare PORT: 0.0.0.0; port 0: ephemeral,

@@ -45,6 +45,7 @@
 #include "qlink/plugin.h"
 #include "qlink/qec.h"
 #include "qlink/qec_wire.h"
+#include "qlink/sdr_ec.h"
 #include "qlink/vppu.h"
 
 #include "qlink/control.h"

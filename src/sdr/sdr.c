@@ -530,7 +530,7 @@ static void hello_pack(const struct ql_sdr_conn *c, uint8_t *p)
 
 	put32(p, QL_SDR_HELLO_MAGIC);
 	put16(p + 4, QL_SDR_VERSION);
-	put16(p + 6, 0);
+	put16(p + 6, ql_sdr__ec_code(&c->cfg)); /* sdrec: both ends' EC code must agree */
 	put64(p + 8, (uintptr_t)ql_mr_addr(mr));
 	put32(p + 16, ql_mr_rkey(mr));
 	put32(p + 20, c->cfg.slots);
@@ -547,6 +547,7 @@ static int hello_unpack(const uint8_t *p, uint32_t len, struct ql_sdr_peer *h)
 {
 	if (len < HELLO_LEN || get32(p) != QL_SDR_HELLO_MAGIC || get16(p + 4) != QL_SDR_VERSION)
 		return -EPROTO;
+	h->ec_code = get16(p + 6);
 	h->root_addr = get64(p + 8);
 	h->rkey = get32(p + 16);
 	h->slots = get32(p + 20);

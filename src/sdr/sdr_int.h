@@ -217,6 +217,7 @@ struct ql_sdr_peer {
 	uint32_t mtu;
 	uint32_t recv_depth;
 	uint32_t chunk_packets;
+	uint16_t ec_code; /* HELLO bytes 6-7: the peer's EC code (ql_sdr__ec_code) */
 };
 
 /* A clear-to-send not yet matched to a send. */
@@ -360,6 +361,11 @@ void ql_sdr__rx_mark(struct ql_sdr_recv *rx, uint32_t first, uint32_t count, uin
 void ql_sdr__rx_complete(struct ql_sdr_recv *rx, int status);
 /* Slot address of packet pkt. */
 void *ql_sdr__rx_pkt_addr(const struct ql_sdr_recv *rx, uint32_t pkt);
+
+/* The EC code a configuration uses, (k << 8) | m with the defaults filled
+ * in (src/sdr/ec.c); carried in the HELLO so that the EC scheme refuses to
+ * run between ends that would not decode each other's parity. */
+uint16_t ql_sdr__ec_code(const struct ql_sdr_config *cfg);
 
 /* control message encoding (also used by the tests' hostile peer) */
 size_t ql_sdr__ctrl_pack(const struct ql_sdr_ctrl *m, uint8_t *buf);
