@@ -90,7 +90,7 @@ int ql_gpu_dispatcher_create(struct ql_device *dev, const struct ql_gpu_config *
 void ql_gpu_dispatcher_destroy(struct ql_gpu_dispatcher *d);
 
 /* Register a handler (copied; before start). -EINVAL for a NULL name or fn,
- * a device run with no device address (dev_fn_sym NULL: not compiled by
+ * a device run with no device address (dev_resolve NULL: not compiled by
  * nvcc), -EEXIST for a known id or name, -ENOSPC when the table is full,
  * -EBUSY while running. */
 int ql_gpu_dispatcher_register(struct ql_gpu_dispatcher *d, const struct ql_gpu_function *f);

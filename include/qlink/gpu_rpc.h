@@ -22,8 +22,9 @@
  *   ql_gpu_dispatcher_register(d, &QL_GPU_FUNCTION(parity));
  *
  * Compiled by nvcc (CUDA C++), QL_GPU_FN also defines a __device__ variable
- * holding the wrapper's device address, which ql_gpu_dispatcher_register
- * reads (cudaMemcpyFromSymbol) for the kernel's function table; compiled by
+ * holding the wrapper's device address and a resolver reading it
+ * (cudaMemcpyFromSymbol, in the handler's own module), which
+ * ql_gpu_dispatcher_register calls for the kernel's function table; compiled by
  * a C compiler the function runs in the host emulation only. A handler's
  * ctx must point at memory the dispatcher's processor can read: device
  * memory or mapped host memory on a GPU.
@@ -311,18 +312,21 @@ QL_GPU__ARRAY(f64, double)
  */
 typedef int32_t (*ql_gpu_handler_fn)(struct ql_gpu_in *in, struct ql_gpu_out *out, void *ctx);
 
+/* Gives the handler's device address (0, or a negative errno). */
+typedef int (*ql_gpu_resolve_fn)(ql_gpu_handler_fn *dev_fn);
+
 /* What ql_gpu_dispatcher_register takes (copied). */
 struct ql_gpu_function {
-	const char *name;	/* for people and duplicate detection */
-	uint32_t id;		/* function_id on the wire: ql_rpc_fnv1a(name) */
-	ql_gpu_handler_fn fn;	/* the host address (the emulation calls it) */
-	const void *dev_fn_sym; /* CUDA: the __device__ variable holding the
-				    device address (QL_GPU_FN makes it); NULL
-				    when not compiled for the device */
-	void *ctx;		/* passed to fn */
-	uint32_t typed;		/* 1: args_size and results_size are a schema */
-	uint32_t args_size;	/* typed: arg_len must be exactly this */
-	uint32_t results_size;	/* typed: the results, exactly */
+	const char *name;     /* for people and duplicate detection */
+	uint32_t id;	      /* function_id on the wire: ql_rpc_fnv1a(name) */
+	ql_gpu_handler_fn fn; /* the host address (the emulation calls it) */
+	/* CUDA: reads the device address in the handler's own module
+	 * (QL_GPU_FN makes it); NULL when not compiled for the device */
+	ql_gpu_resolve_fn dev_resolve;
+	void *ctx;	       /* passed to fn */
+	uint32_t typed;	       /* 1: args_size and results_size are a schema */
+	uint32_t args_size;    /* typed: arg_len must be exactly this */
+	uint32_t results_size; /* typed: the results, exactly */
 };
 
 /* A raw handler (any arg_len, any results up to the slot). */
@@ -347,7 +351,7 @@ struct ql_gpu_function {
 	((struct ql_gpu_function){ .name = (nm),                      \
 				   .id = (id_),                       \
 				   .fn = (fn_),                       \
-				   .dev_fn_sym = (sym_),              \
+				   .dev_resolve = (sym_),             \
 				   .ctx = (ctx_),                     \
 				   .typed = (ty_),                    \
 				   .args_size = (as_),                \
@@ -355,11 +359,20 @@ struct ql_gpu_function {
 #define QL_GPU__SASSERT(c, msg) _Static_assert(c, msg)
 #endif
 
+/* Under nvcc: a __device__ variable holding the wrapper's device address,
+ * and a host function reading it (cudaMemcpyFromSymbol) in this module, so
+ * that the lookup uses the runtime the handler was compiled with. */
 #if defined(__CUDACC__)
-#define QL_GPU__DSYM(f_) ((const void *)&ql_gpu__dptr_##f_)
-#define QL_GPU__DPTR(f_) static __device__ ql_gpu_handler_fn ql_gpu__dptr_##f_ = ql_gpu__wrap_##f_;
+#define QL_GPU__DSYM(f_) (ql_gpu__resolve_##f_)
+#define QL_GPU__DPTR(f_)                                                                          \
+	static __device__ ql_gpu_handler_fn ql_gpu__dptr_##f_ = ql_gpu__wrap_##f_;                \
+	static inline int ql_gpu__resolve_##f_(ql_gpu_handler_fn *dev_fn)                         \
+	{                                                                                         \
+		cudaError_t e = cudaMemcpyFromSymbol(dev_fn, ql_gpu__dptr_##f_, sizeof(*dev_fn)); \
+		return e == cudaSuccess ? 0 : -EIO;                                               \
+	}
 #else
-#define QL_GPU__DSYM(f_) ((const void *)0)
+#define QL_GPU__DSYM(f_) ((ql_gpu_resolve_fn)0)
 #define QL_GPU__DPTR(f_)
 #endif
 

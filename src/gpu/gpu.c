@@ -346,13 +346,13 @@ int ql_gpu_dispatcher_register(struct ql_gpu_dispatcher *d, const struct ql_gpu_
 #ifdef QLINK_HAVE_CUDA
 		int ret;
 
-		if (!f->dev_fn_sym)
+		if (!f->dev_resolve)
 			return ql_error_set(-EINVAL,
 					    "gpu: '%s' was not compiled for the device (nvcc)",
 					    f->name);
-		ret = ql__gpu_cuda_symbol_fn(f->dev_fn_sym, &fn);
+		ret = f->dev_resolve(&fn);
 		if (ret)
-			return ret;
+			return ql_error_set(ret, "gpu: no device address for '%s'", f->name);
 #endif
 	}
 	d->names[d->nfns] = strdup(f->name);

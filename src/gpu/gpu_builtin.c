@@ -10,7 +10,7 @@
 static struct ql_gpu_function builtin_parity, builtin_echo;
 static pthread_once_t builtin_once = PTHREAD_ONCE_INIT;
 
-static const void *dsym(const char *name)
+static ql_gpu_resolve_fn dsym(const char *name)
 {
 #ifdef QLINK_HAVE_CUDA
 	return ql__gpu_builtin_dsym(name);
@@ -23,9 +23,9 @@ static const void *dsym(const char *name)
 static void builtin_init(void)
 {
 	builtin_parity = QL_GPU_FUNCTION(qlink_parity);
-	builtin_parity.dev_fn_sym = dsym("qlink_parity");
+	builtin_parity.dev_resolve = dsym("qlink_parity");
 	builtin_echo = QL_GPU_RAW_FUNCTION_DEV(ql_gpu_echo, "echo", NULL);
-	builtin_echo.dev_fn_sym = dsym("echo");
+	builtin_echo.dev_resolve = dsym("echo");
 }
 
 const struct ql_gpu_function *ql_gpu_builtin_function(const char *name)

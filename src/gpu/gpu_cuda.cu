@@ -178,11 +178,6 @@ extern "C" int ql__gpu_cuda_upload(struct ql__gpu_cuda *c, const void *src, size
 	return 0;
 }
 
-extern "C" int ql__gpu_cuda_symbol_fn(const void *sym, ql_gpu_handler_fn *fn)
-{
-	return cuda_err(cudaMemcpyFromSymbol(fn, sym, sizeof(*fn)), "cudaMemcpyFromSymbol");
-}
-
 extern "C" int ql__gpu_cuda_launch(struct ql__gpu_cuda *c, const struct ql_gpu_body *b)
 {
 	int ret;
@@ -222,7 +217,7 @@ extern "C" int ql__gpu_cuda_wait(struct ql__gpu_cuda *c, uint64_t timeout_ns,
 	return cuda_err(cudaMemcpy(b, c->dbody, sizeof(*b), cudaMemcpyDeviceToHost), "cudaMemcpy");
 }
 
-extern "C" const void *ql__gpu_builtin_dsym(const char *name)
+extern "C" ql_gpu_resolve_fn ql__gpu_builtin_dsym(const char *name)
 {
 	if (!strcmp(name, "qlink_parity"))
 		return QL_GPU__DSYM(qlink_parity);

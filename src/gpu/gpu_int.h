@@ -31,16 +31,14 @@ int ql__gpu_cuda_map(struct ql__gpu_cuda *c, void *addr, size_t len, void **dev)
 int ql__gpu_cuda_alloc_mapped(struct ql__gpu_cuda *c, size_t len, void **host, void **dev);
 /* Device memory holding a copy of len bytes at src. */
 int ql__gpu_cuda_upload(struct ql__gpu_cuda *c, const void *src, size_t len, void **dev);
-/* The device address stored in the __device__ variable sym. */
-int ql__gpu_cuda_symbol_fn(const void *sym, ql_gpu_handler_fn *fn);
 /* Launch the persistent kernel on the body (copied to the device; the
  * kernel writes its state back there when it returns). */
 int ql__gpu_cuda_launch(struct ql__gpu_cuda *c, const struct ql_gpu_body *b);
 /* Wait for the kernel to return (at most timeout_ns) and fetch the body's
  * state into b. */
 int ql__gpu_cuda_wait(struct ql__gpu_cuda *c, uint64_t timeout_ns, struct ql_gpu_body *b);
-/* The device address of a built-in function's __device__ pointer, or NULL. */
-const void *ql__gpu_builtin_dsym(const char *name);
+/* The device-address resolver of a built-in function, or NULL. */
+ql_gpu_resolve_fn ql__gpu_builtin_dsym(const char *name);
 
 #ifdef __cplusplus
 }
