@@ -25,6 +25,7 @@
 #define KEY_TAG_MASK ((1u << KEY_TAG_BITS) - 1)
 
 static const struct ql_device_ops soft_device_ops;
+static int soft_cq_destroy(struct ql_cq *c);
 
 static uint32_t random_u32(void)
 {
@@ -229,6 +230,7 @@ static int soft_close(struct ql_device *d)
 
 	/* the verbs layer has checked that no PD or CQ is left */
 	atomic_store(&dev->sh->open, 0);
+	soft_engine_free(dev);
 	soft_heap_unregister_dev(dev->sh);
 	soft_heap_free(dev->sh);
 	pthread_mutex_destroy(&dev->lock);
@@ -432,9 +434,12 @@ static int soft_mr_dereg(struct ql_mr *m)
 	struct soft_mr_entry *e = &dev->sh->mr[mr->idx];
 	bool overlap = false;
 
+	/* the engine's queues are read below: not while it drives them */
+	soft_engine_park(dev);
 	pthread_mutex_lock(&dev->lock);
 	if (soft_mr_referenced(dev, m->lkey)) {
 		pthread_mutex_unlock(&dev->lock);
+		soft_engine_unpark(dev);
 		return ql_error_set(-EBUSY, "soft: MR lkey 0x%x is named by a posted work request",
 				    m->lkey);
 	}
@@ -451,6 +456,7 @@ static int soft_mr_dereg(struct ql_mr *m)
 			  (uint8_t *)m->addr < (uint8_t *)o->base.addr + o->base.length;
 	}
 	pthread_mutex_unlock(&dev->lock);
+	soft_engine_unpark(dev);
 	/* Like a NIC's dereg: once this returns no peer still writes here. */
 	soft_dev_wait_peers(dev);
 	if (mr->pinned && !overlap) {
@@ -497,6 +503,29 @@ static int soft_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 	return 0;
 }
 
+/* QL_CQ_INIT_MLX5: a soft CQ (what the engine polls) with an mlx5 CQE ring
+ * of the next power of two of cqe entries (mlx5_engine.c). */
+static int soft_cq_create_flags(struct ql_device *d, int cqe, unsigned int flags,
+				struct ql_cq **out)
+{
+	uint32_t cnt = 1;
+	int ret;
+
+	if (flags != QL_CQ_INIT_MLX5)
+		return ql_error_set(-EINVAL, "ql_cq_create_flags: flags 0x%x", flags);
+	ret = soft_cq_create(d, cqe, out);
+	if (ret)
+		return ret;
+	while (cnt < (uint32_t)cqe)
+		cnt <<= 1;
+	ret = soft_mlx5_cq_attach((struct soft_cq *)*out, cnt);
+	if (ret) {
+		soft_cq_destroy(*out);
+		return ret;
+	}
+	return 0;
+}
+
 static int soft_cq_destroy(struct ql_cq *c)
 {
 	struct soft_cq *cq = (struct soft_cq *)c;
@@ -508,6 +537,7 @@ static int soft_cq_destroy(struct ql_cq *c)
 		return ql_error_set(-EBUSY, "soft: CQ still used by %u QPs", cq->nrefs);
 	}
 	pthread_mutex_unlock(&dev->lock);
+	soft_mlx5_cq_detach(cq);
 	free(cq->ring);
 	free(cq->rq_qps);
 	free(cq->pending);
@@ -530,6 +560,9 @@ static const struct ql_device_ops soft_device_ops = {
 	.qp_destroy = soft_qp_destroy,
 	.qp_modify = soft_qp_modify,
 	.qp_query = soft_qp_query,
+	.cq_create_flags = soft_cq_create_flags,
+	.qp_mlx5 = soft_mlx5_qp_view,
+	.cq_mlx5 = soft_mlx5_cq_view,
 };
 
 /* ---- the provider: schemes, listing, memory ----------------------------- */

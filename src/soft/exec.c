@@ -10,6 +10,7 @@
  * creation, and the clock is read only while a WR is stalled.
  */
 #define _GNU_SOURCE
+#include <endian.h>
 #include <errno.h>
 #include <string.h>
 #include <time.h>
@@ -86,6 +87,22 @@ static void after_error(struct soft_qp *qp)
 		soft_qp_set_state(qp, IBV_QPS_SQE);
 		soft_sq_flush(qp);
 	}
+}
+
+void soft_sq_fail(struct soft_qp *qp, uint64_t wr_id, enum ibv_wc_status st, enum ibv_wc_opcode op)
+{
+	const uint64_t idx = qp->sq_pi++;
+
+	qp->sq_exec = qp->sq_pi;
+	if (qp->state == IBV_QPS_ERR)
+		st = IBV_WC_WR_FLUSH_ERR;
+	cq_push(qp, idx, wr_id, st, op, 0);
+	/* a malformed WQE is the QP's own fault, on UC as well: ERR */
+	qp->need_err = true;
+	if (qp->state != IBV_QPS_ERR)
+		after_error(qp);
+	else
+		qp->need_err = false;
 }
 
 /* ---- memory checks ------------------------------------------------------ */
@@ -586,6 +603,10 @@ static int execute_atomic(struct soft_qp *qp, const struct ibv_send_wr *wr, stru
 		__atomic_compare_exchange_n((uint64_t *)(void *)p, &orig, wr->wr.atomic.swap, false,
 					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
 	}
+	/* mlx5 queue mode: the old value lands big-endian, as a ConnectX
+	 * returns it (the target stays in host order, the soft NIC's rule) */
+	if (qp->atomic_be)
+		orig = htobe64(orig);
 	memcpy((void *)(uintptr_t)wr->sg_list[0].addr, &orig, 8);
 	r->byte_len = 8;
 	return EXEC_DONE;

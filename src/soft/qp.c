@@ -339,7 +339,8 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	struct soft_heap *heap;
 	struct soft_qp_shared *sh;
 	struct soft_qp *qp;
-	uint32_t idx, sq_size, slot_size, nsge;
+	uint32_t idx, sq_size, slot_size, nsge, mx_sq = 0, mx_rq = 0;
+	const bool mlx5 = ia->flags & QL_QP_INIT_MLX5;
 	int ret;
 
 	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UC)
@@ -357,6 +358,15 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	if (cap->max_inline_data > SOFT_MAX_INLINE)
 		return ql_error_set(-EINVAL, "ql_qp_create: max_inline_data above %d",
 				    SOFT_MAX_INLINE);
+	if (mlx5 != !!scq->mx || mlx5 != !!rcq->mx)
+		return ql_error_set(-EINVAL, "ql_qp_create: an mlx5-mode QP needs mlx5-mode CQs, "
+					     "and only it");
+	if (mlx5) {
+		/* the soft queues behind the mlx5 rings (mlx5_engine.c) */
+		ret = soft_mlx5_qp_caps(cap, &mx_sq, &mx_rq);
+		if (ret)
+			return ret;
+	}
 	ret = soft_heap_get(&heap);
 	if (ret)
 		return ret;
@@ -444,6 +454,13 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	rcq->nrefs++;
 	soft_cq_list_add(&rcq->rq_qps, &rcq->n_rq_qps, qp);
 	pthread_mutex_unlock(&dev->lock);
+	if (mlx5) {
+		ret = soft_mlx5_qp_attach(qp, mx_sq, mx_rq);
+		if (ret) {
+			soft_qp_destroy(&qp->base);
+			return ret;
+		}
+	}
 	*out = &qp->base;
 	return 0;
 err_rq:
@@ -479,6 +496,8 @@ int soft_qp_destroy(struct ql_qp *q)
 	struct soft_qp *qp = (struct soft_qp *)q;
 	struct soft_device *dev = qp->dev;
 
+	/* first out of the engine's hands (its thread stops with the last) */
+	soft_mlx5_qp_detach(qp);
 	pthread_mutex_lock(&dev->lock);
 	atomic_store(&qp->sh->qpn, 0);
 	soft_qp_set_state(qp, IBV_QPS_RESET);
@@ -515,6 +534,9 @@ int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 	enum ibv_qp_state cur, next;
 	int ret;
 
+	/* an mlx5-mode QP is the engine's to drive: stop it meanwhile */
+	if (qp->mx)
+		soft_engine_park(dev);
 	pthread_mutex_lock(&dev->lock);
 	soft_qp_sync_err(qp); /* put in ERR by its peer? then that is the state */
 	cur = qp->state;
@@ -583,6 +605,7 @@ int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 		soft_quiesce();
 		pthread_mutex_lock(&dev->lock);
 		reset_queues(qp);
+		soft_mlx5_qp_reset(qp);
 		memset(&qp->attr, 0, sizeof(qp->attr));
 		qp->dest_qpn = 0;
 		qp->sh->dest_qpn = 0;
@@ -609,6 +632,8 @@ int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 	ret = 0;
 out:
 	pthread_mutex_unlock(&dev->lock);
+	if (qp->mx)
+		soft_engine_unpark(dev);
 	return ret;
 }
 
@@ -617,7 +642,8 @@ int soft_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct ql_qp
 	struct soft_qp *qp = (struct soft_qp *)q;
 
 	(void)mask;
-	soft_qp_sync_err(qp);
+	if (!qp->mx) /* (an mlx5-mode QP's engine does this itself) */
+		soft_qp_sync_err(qp);
 	*a = qp->attr;
 	a->qp_state = qp->state;
 	a->cur_qp_state = qp->state;

@@ -200,6 +200,9 @@ struct soft_peer_heap {
 
 struct soft_device;
 struct soft_cq;
+struct soft_mlx5_qp;
+struct soft_mlx5_cq;
+struct soft_engine;
 
 /* A send WR that could not execute at once (RNR, peer not ready, SQD). */
 struct soft_swqe {
@@ -272,6 +275,10 @@ struct soft_qp {
 	uint8_t my_gid[16];
 	uint8_t peer_gid[16];
 	bool need_err; /* a completion could not be queued: enter ERR */
+	/* mlx5 queue mode (QL_QP_INIT_MLX5, mlx5_engine.c): the mlx5-format
+	 * queues the device's engine thread consumes; NULL otherwise */
+	struct soft_mlx5_qp *mx;
+	bool atomic_be; /* mlx5 mode: atomics return the old value big-endian */
 };
 
 /* What the owner posted in a receive slot (private: the completion's
@@ -305,6 +312,9 @@ struct soft_cq {
 	uint32_t n_pending;
 	uint32_t cap_qps;
 	uint32_t live_rr;
+	/* mlx5 queue mode (QL_CQ_INIT_MLX5): the mlx5 CQE ring the engine
+	 * writes; NULL otherwise */
+	struct soft_mlx5_cq *mx;
 };
 
 struct soft_pd {
@@ -345,6 +355,9 @@ struct soft_device {
 	uint64_t loss_seed;
 	_Atomic uint64_t loss_msgs;    /* UC messages seen */
 	_Atomic uint64_t loss_dropped; /* of them dropped */
+	/* The mlx5 queue mode's engine (mlx5_engine.c), made with the first
+	 * mlx5-mode QP or CQ; freed with the device. */
+	struct soft_engine *eng;
 };
 
 /* Loss injection's verdict on the next UC message of `dev` (exec.c). */
@@ -406,6 +419,31 @@ SOFT_HIDDEN void soft_cq_list_add(struct soft_qp ***list, uint32_t *n, struct so
 SOFT_HIDDEN void soft_cq_list_del(struct soft_qp **list, uint32_t *n, struct soft_qp *qp);
 SOFT_HIDDEN bool soft_mr_referenced(struct soft_device *dev, uint32_t lkey);
 SOFT_HIDDEN void soft_dev_wait_peers(struct soft_device *dev);
+
+/* A work request the engine refuses before it reaches the send queue (a
+ * malformed mlx5 WQE): it takes a send-queue slot, completes with `st` (or
+ * WR_FLUSH_ERR when the QP is already in ERR) and puts the QP in ERR. */
+SOFT_HIDDEN void soft_sq_fail(struct soft_qp *qp, uint64_t wr_id, enum ibv_wc_status st,
+			      enum ibv_wc_opcode op);
+
+/* ---- mlx5_engine.c: the mlx5 queue mode --------------------------------- */
+struct ql_mlx5_qp;
+struct ql_mlx5_cq;
+/* Setup of the mlx5 queues of a QP (after soft_qp_create made the QP, whose
+ * caps it first adjusts with soft_mlx5_qp_caps) and of a CQ; teardown. */
+SOFT_HIDDEN int soft_mlx5_qp_caps(struct ibv_qp_cap *cap, uint32_t *sq_cnt, uint32_t *rq_cnt);
+SOFT_HIDDEN int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt);
+SOFT_HIDDEN void soft_mlx5_qp_detach(struct soft_qp *qp);
+SOFT_HIDDEN void soft_mlx5_qp_reset(struct soft_qp *qp);
+SOFT_HIDDEN int soft_mlx5_cq_attach(struct soft_cq *cq, uint32_t cnt);
+SOFT_HIDDEN void soft_mlx5_cq_detach(struct soft_cq *cq);
+SOFT_HIDDEN void soft_engine_free(struct soft_device *dev);
+SOFT_HIDDEN int soft_mlx5_qp_view(struct ql_qp *qp, struct ql_mlx5_qp *out);
+SOFT_HIDDEN int soft_mlx5_cq_view(struct ql_cq *cq, struct ql_mlx5_cq *out);
+/* Setup calls on objects the engine drives stop it first (no lock on its
+ * hot path: it parks at the top of its loop and waits). */
+SOFT_HIDDEN void soft_engine_park(struct soft_device *dev);
+SOFT_HIDDEN void soft_engine_unpark(struct soft_device *dev);
 
 /* mask and slot_size must be the reader's own (validated) copies. */
 static inline struct soft_rq_slot *soft_rq_slot(uint8_t *rq, uint32_t slot_size, uint32_t mask,
