@@ -312,9 +312,9 @@ static void test_hostile_requests(void **state)
 	assert_int_equal(call_raw(p.cl, m, n, 6, &rl), 5);
 	assert_int_equal(rl, 0);
 	/* and a good one after all that */
-	n = build(m, ql_rpc_fnv1a("echo"), 100, 7);
+	n = build(m, ql_rpc_fnv1a("echo"), 80, 7);
 	assert_int_equal(call_raw(p.cl, m, n, 7, &rl), 0);
-	assert_int_equal(rl, 100);
+	assert_int_equal(rl, 80);
 	stop_peer(&p, c, &err);
 	assert_int_equal(c[0], 8);
 	assert_int_equal(c[2], 1); /* ok */
