@@ -30,7 +30,7 @@
 #define GPU_STOP_TIMEOUT_NS 5000000000ull
 /* emulation: yield the CPU after this many empty polls in a row (the
  * machine's other work gets its turn; the request path never yields) */
-#define GPU_EMU_IDLE_YIELD 4096u
+#define GPU_EMU_IDLE_YIELD 64u
 
 struct ql_gpu_dispatcher {
 	struct ql_device *dev;
