@@ -210,9 +210,40 @@ static void test_cqe_written_by_mlx5dv(void **state)
 	assert_int_equal(be32toh(dbrec[0]), 2);
 }
 
+/* Each syndrome's completion status is libibverbs' own enum value, the one
+ * rdma-core's mlx5 provider reports. */
+static void test_wc_status(void **state)
+{
+	static const struct {
+		uint8_t synd;
+		enum ibv_wc_status st;
+	} map[] = {
+		{ MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR, IBV_WC_LOC_LEN_ERR },
+		{ MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR, IBV_WC_LOC_QP_OP_ERR },
+		{ MLX5_CQE_SYNDROME_LOCAL_PROT_ERR, IBV_WC_LOC_PROT_ERR },
+		{ MLX5_CQE_SYNDROME_WR_FLUSH_ERR, IBV_WC_WR_FLUSH_ERR },
+		{ MLX5_CQE_SYNDROME_MW_BIND_ERR, IBV_WC_MW_BIND_ERR },
+		{ MLX5_CQE_SYNDROME_BAD_RESP_ERR, IBV_WC_BAD_RESP_ERR },
+		{ MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR, IBV_WC_LOC_ACCESS_ERR },
+		{ MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR, IBV_WC_REM_INV_REQ_ERR },
+		{ MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR, IBV_WC_REM_ACCESS_ERR },
+		{ MLX5_CQE_SYNDROME_REMOTE_OP_ERR, IBV_WC_REM_OP_ERR },
+		{ MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR, IBV_WC_RETRY_EXC_ERR },
+		{ MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR },
+		{ MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR, IBV_WC_REM_ABORT_ERR },
+		{ 0x00, IBV_WC_GENERAL_ERR },
+		{ 0x99, IBV_WC_GENERAL_ERR },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		assert_int_equal(ql_mlx5_wc_status(map[i].synd), map[i].st);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_wc_status),
 		cmocka_unit_test(test_builders_read_by_mlx5dv),
 		cmocka_unit_test(test_cqe_written_by_mlx5dv),
 	};

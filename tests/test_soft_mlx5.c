@@ -640,9 +640,12 @@ static void test_receive(void **state)
 /* Small rings, thousands of WQEs both ways: SQ, RQ and CQ wrap. */
 static void test_wrap(void **state)
 {
-	const struct opts o = { IBV_QPT_RC, 4, 4, 4, 16, 1, false };
+	/* WQEs of one and two basic blocks (inline 8 and 60 bytes) in a ring
+	 * of 8: two-block WQEs straddle the ring's end now and then */
+	const struct opts o = { IBV_QPT_RC, 4, 4, 4, 64, 1, false };
 	struct pair p;
 	const long n = 3000;
+	long straddled = 0;
 
 	pair_open(&p, *state, &o);
 	assert_true(p.a.mq.sq.wqe_cnt <= 8);
@@ -659,12 +662,27 @@ static void test_wrap(void **state)
 					   ql_mr_lkey(p.a.mr) };
 		struct ql_mlx5_cqe_info ci;
 		uint64_t got;
+		uint8_t big[60];
+		const bool two = i % 5 == 1; /* 6 blocks per 5 WQEs: all odd starts */
 
+		if (two) {
+			for (int k = 0; k < 60; k++)
+				big[k] = (uint8_t)(i + k);
+			wr.inline_data = big;
+			wr.inline_len = 60;
+			wr.raddr = (uintptr_t)p.b.buf + 8192;
+		}
 		/* a WRITE through the SQ */
 		assert_int_equal(mx_post(&p.a, &wr), 0);
 		expect_req(&p, QL_MLX5_OPCODE_RDMA_WRITE, 0, false);
-		memcpy(&got, p.b.buf + 8 * (i & 63), 8);
-		assert_int_equal(got, v);
+		if (two) {
+			assert_memory_equal(p.b.buf + 8192, big, 60);
+			straddled += (p.a.mq.sq.head - 2) % p.a.mq.sq.wqe_cnt ==
+				     p.a.mq.sq.wqe_cnt - 1;
+		} else {
+			memcpy(&got, p.b.buf + 8 * (i & 63), 8);
+			assert_int_equal(got, v);
+		}
 		/* a SEND from the peer into the RQ */
 		assert_int_equal(ql_mlx5_rq_post(&p.a.mq, &sge, 1), 0);
 		memcpy(p.b.buf + 4096, &v, 8);
@@ -677,6 +695,7 @@ static void test_wrap(void **state)
 		assert_int_equal(got, v);
 	}
 	assert_true(p.a.mq.sq.head > 16 * p.a.mq.sq.wqe_cnt);
+	assert_true(straddled > 100);
 	assert_true(p.a.mcq.cons_index > 16 * p.a.mcq.cqe_cnt);
 	assert_int_equal(ql_qp_state(p.a.qp), IBV_QPS_RTS);
 	pair_close(&p);

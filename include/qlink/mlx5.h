@@ -684,7 +684,8 @@ static inline QL_HD uint32_t ql_mlx5_wqe_nbb(const void *ctrl)
  */
 static inline QL_HD void ql_mlx5_sq_doorbell(struct ql_mlx5_qp *qp, const void *ctrl)
 {
-	volatile uint64_t *reg = (volatile uint64_t *)((uint8_t *)qp->bf_reg + qp->bf_offset);
+	volatile uint64_t *reg =
+		(volatile uint64_t *)(void *)((uint8_t *)qp->bf_reg + qp->bf_offset);
 	uint32_t nbb = ql_mlx5_wqe_nbb(ctrl);
 
 	ql_mlx5_wmb();
@@ -828,6 +829,44 @@ static inline QL_HD int ql_mlx5_cq_poll(struct ql_mlx5_cq *cq, struct ql_mlx5_cq
 	ql_mlx5_wmb();
 	cq->dbrec[0] = ql_mlx5_htobe32(cq->cons_index & 0xffffff);
 	return 1;
+}
+
+/* The libibverbs completion status (enum ibv_wc_status, as a number: this
+ * header does not include verbs.h) of an error CQE's syndrome, as rdma-core's
+ * mlx5 provider reports it in ibv_wc.status; IBV_WC_GENERAL_ERR (21) for a
+ * syndrome it does not name. */
+static inline QL_HD int ql_mlx5_wc_status(uint8_t syndrome)
+{
+	switch (syndrome) {
+	case QL_MLX5_CQE_SYNDROME_LOCAL_LENGTH_ERR:
+		return 1; /* IBV_WC_LOC_LEN_ERR */
+	case QL_MLX5_CQE_SYNDROME_LOCAL_QP_OP_ERR:
+		return 2; /* IBV_WC_LOC_QP_OP_ERR */
+	case QL_MLX5_CQE_SYNDROME_LOCAL_PROT_ERR:
+		return 4; /* IBV_WC_LOC_PROT_ERR */
+	case QL_MLX5_CQE_SYNDROME_WR_FLUSH_ERR:
+		return 5; /* IBV_WC_WR_FLUSH_ERR */
+	case QL_MLX5_CQE_SYNDROME_MW_BIND_ERR:
+		return 6; /* IBV_WC_MW_BIND_ERR */
+	case QL_MLX5_CQE_SYNDROME_BAD_RESP_ERR:
+		return 7; /* IBV_WC_BAD_RESP_ERR */
+	case QL_MLX5_CQE_SYNDROME_LOCAL_ACCESS_ERR:
+		return 8; /* IBV_WC_LOC_ACCESS_ERR */
+	case QL_MLX5_CQE_SYNDROME_REMOTE_INVAL_REQ_ERR:
+		return 9; /* IBV_WC_REM_INV_REQ_ERR */
+	case QL_MLX5_CQE_SYNDROME_REMOTE_ACCESS_ERR:
+		return 10; /* IBV_WC_REM_ACCESS_ERR */
+	case QL_MLX5_CQE_SYNDROME_REMOTE_OP_ERR:
+		return 11; /* IBV_WC_REM_OP_ERR */
+	case QL_MLX5_CQE_SYNDROME_TRANSPORT_RETRY_EXC_ERR:
+		return 12; /* IBV_WC_RETRY_EXC_ERR */
+	case QL_MLX5_CQE_SYNDROME_RNR_RETRY_EXC_ERR:
+		return 13; /* IBV_WC_RNR_RETRY_EXC_ERR */
+	case QL_MLX5_CQE_SYNDROME_REMOTE_ABORTED_ERR:
+		return 16; /* IBV_WC_REM_ABORT_ERR */
+	default:
+		return 21; /* IBV_WC_GENERAL_ERR */
+	}
 }
 
 #ifdef __cplusplus

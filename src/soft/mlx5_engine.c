@@ -94,9 +94,12 @@ enum {
 #define SMX_DB_RQ 0
 #define SMX_DB_SQ 1
 #define SMX_DB_CQ_CI 0
-/* In a QP's doorbell page: the doorbell record at 0, the soft NIC's
- * "doorbell register" (bf_reg, 8 bytes written, 64-byte aligned) at 64. */
-#define SMX_BF_OFF 64
+/* In a QP's doorbell page: the soft NIC's "doorbell register" (bf_reg, 8
+ * bytes written, 64-byte aligned) at 0 and the doorbell record right after
+ * it, in the same cache line: a doorbell (record, then register) moves one
+ * line from the producer's core to the engine's, not two. */
+#define SMX_BF_OFF 0
+#define SMX_DB_OFF 8
 #define SMX_PAGE 4096
 
 /* What the engine does per QP and visit before it looks at the others. */
@@ -122,6 +125,7 @@ struct soft_mlx5_cq {
 	uint32_t *db; /* [0] consumer index (big endian, 24 bits), [1] arm */
 	uint32_t cnt;
 	uint32_t pi; /* CQEs written */
+	uint32_t quiet;
 	struct ibv_wc wc[SMX_BUDGET];
 };
 
@@ -245,6 +249,13 @@ int soft_mlx5_qp_caps(struct ibv_qp_cap *cap, uint32_t *sq_cnt, uint32_t *rq_cnt
 	return 0;
 }
 
+/* Whole pages: no two buffers share one, so that each can be registered
+ * with cudaHostRegister on its own. */
+static size_t pages(size_t len)
+{
+	return (len + SMX_PAGE - 1) & ~(size_t)(SMX_PAGE - 1);
+}
+
 static struct soft_engine *engine_get(struct soft_device *dev)
 {
 	struct soft_engine *eng;
@@ -327,8 +338,8 @@ int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt)
 	m->rq_stride = m->rq_max_sge * SMX_DS;
 	/* Page-aligned, in the soft heap (GPU code registers them with
 	 * cudaHostRegister) and zero-filled: empty doorbell records. */
-	m->sq = soft_heap_alloc((size_t)sq_cnt * SMX_BB, SMX_PAGE);
-	m->rq = soft_heap_alloc((size_t)rq_cnt * m->rq_stride, SMX_PAGE);
+	m->sq = soft_heap_alloc(pages((size_t)sq_cnt * SMX_BB), SMX_PAGE);
+	m->rq = soft_heap_alloc(pages((size_t)rq_cnt * m->rq_stride), SMX_PAGE);
 	m->page = soft_heap_alloc(SMX_PAGE, SMX_PAGE);
 	if (!m->sq || !m->rq || !m->page) {
 		ret = ql_error_set(-ENOMEM, "soft: shared heap exhausted (QLINK_SOFT_HEAP_SIZE)");
@@ -337,7 +348,7 @@ int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt)
 	memset(m->sq, 0, (size_t)sq_cnt * SMX_BB);
 	memset(m->rq, 0, (size_t)rq_cnt * m->rq_stride);
 	memset(m->page, 0, SMX_PAGE);
-	m->db = (uint32_t *)(void *)m->page;
+	m->db = (uint32_t *)(void *)(m->page + SMX_DB_OFF);
 	m->bf_reg = (uint64_t *)(void *)(m->page + SMX_BF_OFF);
 
 	pthread_mutex_lock(&eng->park_lock);
@@ -429,7 +440,7 @@ int soft_mlx5_cq_attach(struct soft_cq *cq, uint32_t cnt)
 	if (!x)
 		return -ENOMEM;
 	x->cnt = cnt;
-	x->buf = soft_heap_alloc((size_t)cnt * SMX_CQE, SMX_PAGE);
+	x->buf = soft_heap_alloc(pages((size_t)cnt * SMX_CQE), SMX_PAGE);
 	x->db = soft_heap_alloc(SMX_PAGE, SMX_PAGE);
 	if (!x->buf || !x->db) {
 		soft_heap_free(x->buf);
@@ -545,17 +556,40 @@ static inline bool cqe_write(struct soft_mlx5_cq *x, const struct ibv_wc *wc)
 	return true;
 }
 
+/* Nothing for the soft CQ's poll to report (checked without a call: the
+ * engine asks every pass, for every QP). */
+static inline bool cq_quiet(const struct soft_cq *cq)
+{
+	if (cq->head != cq->tail || cq->n_pending)
+		return false;
+	for (uint32_t i = 0; i < cq->n_rq_qps; i++) {
+		const struct soft_qp *q = cq->rq_qps[i];
+		const struct soft_rq_slot *sl;
+
+		if (q->rq_ci == q->rq_pi)
+			continue;
+		sl = soft_rq_slot(q->rq, q->rq_slot_size, q->rq_mask, q->rq_ci);
+		if (atomic_load_explicit(&sl->done, memory_order_relaxed) == q->rq_ci + 1)
+			return false;
+	}
+	return true;
+}
+
 /* Move what the soft CQ completed into the mlx5 ring, as far as the
  * consumer index leaves room (no overrun: the rest waits in the soft CQ,
  * and a QP whose CQ is full stops taking WQEs, see sq_consume). */
 static int cq_drain(struct soft_cq *cq)
 {
 	struct soft_mlx5_cq *x = cq->mx;
-	const uint32_t ci = db_load(&x->db[SMX_DB_CQ_CI]) & 0xffffff;
-	const uint32_t used = (x->pi - ci) & 0xffffff;
-	uint32_t room;
+	uint32_t ci, used, room;
 	int n;
 
+	/* quiet: the full poll (which also checks the peers' liveness) only
+	 * every 256th pass */
+	if (cq_quiet(cq) && (++x->quiet & 255))
+		return 0;
+	ci = db_load(&x->db[SMX_DB_CQ_CI]) & 0xffffff;
+	used = (x->pi - ci) & 0xffffff;
 	/* a consumer index ahead of what was written is the consumer's
 	 * mistake (or malice): the ring counts as full */
 	if (used >= x->cnt)
@@ -633,7 +667,14 @@ static int wqe_exec(struct soft_qp *qp, const uint8_t *w, uint32_t ds, uint32_t 
 	bool inl = false;
 	int ret;
 
-	memset(&wr, 0, sizeof(wr));
+	/* (field by field: a memset of the whole WR is a measurable part of
+	 * a WQE's cost) */
+	wr.next = NULL;
+	wr.imm_data = 0;
+	wr.wr.atomic.remote_addr = 0;
+	wr.wr.atomic.compare_add = 0;
+	wr.wr.atomic.swap = 0;
+	wr.wr.atomic.rkey = 0;
 	switch (op) {
 	case SMX_OP_NOP:
 		/* a zero-length WRITE (no rkey checked, IB spec): ordered
@@ -721,9 +762,12 @@ static int wqe_exec(struct soft_qp *qp, const uint8_t *w, uint32_t ds, uint32_t 
 	wr.wr_id = wr_id_make(idx, op, fm_ce_se & SMX_CTRL_CQ_UPDATE);
 	wr.sg_list = sg;
 	wr.num_sge = (int)nsg;
-	/* always signaled on the soft queue: it retires there, and an
-	 * unsignaled success simply writes no CQE (cqe_write) */
-	wr.send_flags = IBV_SEND_SIGNALED | (inl ? IBV_SEND_INLINE : 0);
+	/* Signaled on the soft queue as in the WQE. Unsignaled soft WRs
+	 * retire with the next signaled one's completion, as the WQEs do in
+	 * the ring: the soft queue (one WR per WQE, at least as many as the
+	 * ring has basic blocks) cannot fill before the ring does. */
+	wr.send_flags = ((fm_ce_se & SMX_CTRL_CQ_UPDATE) ? IBV_SEND_SIGNALED : 0) |
+			(inl ? IBV_SEND_INLINE : 0);
 	ret = soft_qp_ops.post_send(&qp->base, &wr, &bad);
 	if (soft_likely(!ret))
 		return WQE_OK;
@@ -741,10 +785,15 @@ bad_len:
 
 static int sq_consume(struct soft_qp *qp, struct soft_mlx5_qp *m)
 {
-	const uint32_t pi = db_load(&m->db[SMX_DB_SQ]) & 0xffff;
-	uint32_t pend = (pi - m->sq_ci) & 0xffff;
 	struct soft_cq *scq = qp->send_cq;
+	uint32_t pi, pend;
 	int n = 0;
+
+	/* The next WQE's line is where it will be: fetch it alongside the
+	 * doorbell record, not after (two line transfers overlap). */
+	__builtin_prefetch(m->sq + (size_t)(m->sq_ci & (m->sq_cnt - 1)) * SMX_BB);
+	pi = db_load(&m->db[SMX_DB_SQ]) & 0xffff;
+	pend = (pi - m->sq_ci) & 0xffff;
 
 	if (!pend)
 		return 0;

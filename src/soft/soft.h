@@ -2,7 +2,8 @@
 /*
  * soft: the software RDMA NIC (provider internals, hidden from users).
  *
- * Model: the requester's own post and poll calls play the NIC. Every object a
+ * Model: the requester's own post and poll calls play the NIC (for QPs in the
+ * mlx5 queue mode, the device's engine thread does: mlx5_engine.c). Every object a
  * peer must reach (the MR table, QP state, receive queues) lives in a shared
  * per-process heap (a memfd); a peer in another process maps that heap once,
  * when its QP is connected, and from then on executes WRITE, READ, atomics
