@@ -226,7 +226,8 @@ struct ql_mlx5_qp;
 struct ql_mlx5_cq;
 /* Fill the plain-data view of a QL_QP_INIT_MLX5 QP's queues (producer and
  * consumer counts 0 for a QP nothing was posted to) / of a QL_CQ_INIT_MLX5
- * CQ's CQE ring. The memory stays valid until the QP/CQ is destroyed.
+ * CQ's CQE ring. The memory stays valid until the QP/CQ is destroyed; a QP
+ * taken back to RESET starts its queues again at 0: take a new view then.
  * -EOPNOTSUPP for a QP/CQ created without the flag or a provider with no
  * mlx5 queues (soft+udp); docs/mlx5.md says what each provider hands out. */
 int ql_qp_mlx5(struct ql_qp *qp, struct ql_mlx5_qp *out);
