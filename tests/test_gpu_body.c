@@ -84,8 +84,8 @@ QL_HD static int32_t scale(float a, const float *v, int32_t k, float *sum, int32
 	for (int i = 0; i < 4; i++)
 		s += a * v[i];
 	*sum = s;
-	*kk = k * 3;
-	return k == 99 ? 42 : 0; /* a handler status on request */
+	*kk = (int32_t)((uint32_t)k * 3u); /* random input: no signed overflow */
+	return k == 99 ? 42 : 0;	   /* a handler status on request */
 }
 QL_RPC_FN(scale, QL_ARG_F32, QL_ARG_F32_ARRAY(4), QL_ARG_I32, QL_RES_F32, QL_RES_I32);
 QL_GPU_FN(scale, QL_ARG_F32, QL_ARG_F32_ARRAY(4), QL_ARG_I32, QL_RES_F32, QL_RES_I32);
