@@ -43,7 +43,14 @@
 #include <qlink/rpc.h>
 #include <qlink/vppu.h>
 
+#include "hotpath.h"
 #include "rendezvous.h" /* tools/: parameters over pipes, as qlink bench */
+
+/* internal (static library): the soft NIC's engine driven by hand, and one
+ * turn of the dispatch body on this thread */
+int ql__soft_mlx5_engine_manual(struct ql_device *d);
+int ql__soft_mlx5_engine_poll(struct ql_device *d);
+int ql__gpu_dispatcher_step(struct ql_gpu_dispatcher *d);
 
 /* a typed function of the test's own, host+device */
 QL_HD static int32_t axpy(float a, const float *x, int32_t n, float *y, int32_t *status)
@@ -470,6 +477,79 @@ static void test_server_killed(void **state)
 	close_peer(&p);
 }
 
+/* ---- the hot path ---------------------------------------------------------- */
+
+/* One process, soft://loop, the engine polled by hand: request by the ring
+ * client (its WRITEs execute inline), one body turn (checks, handler, the
+ * SEND WQE, the doorbell), engine polls until the SEND ran, the response
+ * polled and its buffer re-posted. 10 000 times, with no allocation, lock
+ * or system call: the emulation's request path on the real mlx5 queues. */
+struct hp {
+	struct ql_device *dev;
+	struct ql_gpu_dispatcher *d;
+	struct ql_ring_client *cl;
+	uint8_t msg[64];
+	uint32_t len;
+};
+
+static int hp_loop(void *arg)
+{
+	struct hp *h = arg;
+
+	for (int i = 0; i < 10000; i++) {
+		struct ql_ring_response r;
+		int n = 0, turns;
+
+		if (ql_ring_client_send(h->cl, h->msg, h->len))
+			return -1;
+		for (turns = 0; turns < 1000000; turns++) {
+			if (ql__gpu_dispatcher_step(h->d) < 0)
+				return -1;
+			ql__soft_mlx5_engine_poll(h->dev);
+			n = ql_ring_client_poll(h->cl, &r, 1);
+			if (n)
+				break;
+		}
+		if (n != 1 || r.len != QL_RPC_RESPONSE_SIZE + QL_DEMO_PARITY_RESULT_LEN ||
+		    ql_rpc_get_u32(r.msg + 4) != 0 || ql_ring_client_release(h->cl, &r))
+			return -1;
+	}
+	return 0;
+}
+
+static void test_hot_path(void **state)
+{
+	struct ql_gpu_config gc = { .mode = QL_GPU_MODE_EMULATE, .num_slots = 16, .cpu = -1 };
+	struct ql_conn_params sp, cp;
+	struct ql_gpu_stats st;
+	struct ql_rpc_out o;
+	struct hp h;
+	char why[256];
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	assert_int_equal(ql_device_open("soft://loop", &h.dev), 0);
+	assert_int_equal(ql__soft_mlx5_engine_manual(h.dev), 0);
+	assert_int_equal(ql_gpu_dispatcher_create(h.dev, &gc, &h.d), 0);
+	assert_int_equal(register_all(h.d), 0);
+	assert_int_equal(ql_gpu_dispatcher_local_params(h.d, &sp), 0);
+	assert_int_equal(ql_ring_client_create(h.dev, &sp, NULL, &h.cl), 0);
+	assert_int_equal(ql_ring_client_local_params(h.cl, &cp), 0);
+	assert_int_equal(ql_ring_client_connect(h.cl, &sp, NULL), 0);
+	assert_int_equal(ql_gpu_dispatcher_connect(h.d, &cp, NULL), 0);
+	ql_rpc_request_begin(&o, h.msg, sizeof(h.msg));
+	ql_demo_parity_syndrome(3, 0, ql_rpc_out_reserve(&o, QL_DEMO_PARITY_ARG_LEN));
+	h.len = (uint32_t)ql_rpc_request_finish(&o, ql_rpc_fnv1a("qlink_parity"), 1, 0);
+	if (hp_check(hp_loop, &h, why, sizeof(why)))
+		fail_msg("%s", why);
+	assert_int_equal(ql_gpu_dispatcher_stats(h.d, &st), 0);
+	assert_true(st.ok >= 10000);
+	assert_int_equal(st.ok, st.requests);
+	ql_ring_client_destroy(h.cl);
+	ql_gpu_dispatcher_destroy(h.d);
+	assert_int_equal(ql_device_close(h.dev), 0);
+}
+
 /* ---- on a GPU ------------------------------------------------------------------ */
 
 static void test_device(void **state)
@@ -503,6 +583,7 @@ int main(void)
 		cmocka_unit_test(test_calls_checked_and_counted),
 		cmocka_unit_test(test_hostile_requests),
 		cmocka_unit_test(test_server_killed),
+		cmocka_unit_test(test_hot_path),
 		cmocka_unit_test(test_device),
 	};
 

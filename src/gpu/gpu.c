@@ -556,3 +556,11 @@ int ql_gpu_dispatcher_error(const struct ql_gpu_dispatcher *d)
 		return -EINVAL;
 	return __atomic_load_n(&d->sh->error, __ATOMIC_ACQUIRE);
 }
+
+int ql__gpu_dispatcher_step(struct ql_gpu_dispatcher *d)
+{
+	if (!d || d->started || d->mode != QL_GPU_MODE_EMULATE)
+		return -EBUSY;
+	d->body.nfns = d->nfns;
+	return ql_gpu_body_step(&d->body);
+}

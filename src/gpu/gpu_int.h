@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "gpu/gpu_body.h"
+#include "qlink/gpu.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -39,6 +40,11 @@ int ql__gpu_cuda_launch(struct ql__gpu_cuda *c, const struct ql_gpu_body *b);
 int ql__gpu_cuda_wait(struct ql__gpu_cuda *c, uint64_t timeout_ns, struct ql_gpu_body *b);
 /* The device-address resolver of a built-in function, or NULL. */
 ql_gpu_resolve_fn ql__gpu_builtin_dsym(const char *name);
+
+/* Tests (the static library): one turn of the dispatch body on the calling
+ * thread, for a dispatcher connected and not started. 1, 0 or a negative
+ * errno as ql_gpu_body_step; -EBUSY while a run is on. */
+int ql__gpu_dispatcher_step(struct ql_gpu_dispatcher *d);
 
 #ifdef __cplusplus
 }
