@@ -543,7 +543,10 @@ static void test_hot_path(void **state)
 	if (hp_check(hp_loop, &h, why, sizeof(why)))
 		fail_msg("%s", why);
 	assert_int_equal(ql_gpu_dispatcher_stats(h.d, &st), 0);
-	assert_true(st.ok >= 10000);
+	/* the parent ran it too where the interposition works (not under
+	 * ASan: then only the seccomp child did) */
+	if (hp_available())
+		assert_true(st.ok >= 10000);
 	assert_int_equal(st.ok, st.requests);
 	ql_ring_client_destroy(h.cl);
 	ql_gpu_dispatcher_destroy(h.d);
