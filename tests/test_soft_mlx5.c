@@ -14,10 +14,16 @@
  *    ordinary peer with the right data, and its CQE carries the right
  *    opcode, WQE counter, byte count and QP number;
  *  - the ordinary peer's SEND, SEND_IMM and WRITE_IMM land in the mlx5
- *    receive queue with responder CQEs;
+ *    receive queue with responder CQEs; a receive rung just before the
+ *    peer's SEND is waited for, never RNR-NAKed; a responder whose record
+ *    lies stalls the peer's requester once (50 ms), then never again;
+ *  - a SEND before the peer's receive is RNR-NAKed and retried by the
+ *    engine by itself; a WRITE rung after it waits its turn;
  *  - SQ, RQ and CQ wrap around over thousands of WQEs on small rings;
  *  - each kind of bad WQE gets an error CQE with its syndrome, the QP is in
- *    ERR after, and what follows is flushed; garbage WQEs (random ds,
+ *    ERR after, and what follows is flushed; a receive WQE with a bad
+ *    lkey gives a RESP_ERR CQE (local protection) and the peer REM_OP_ERR,
+ *    a garbage one after it is flushed; garbage WQEs (random ds,
  *    opcodes, inline lengths up to 2^31) do not crash the engine;
  *  - across processes (fork, soft+shm), with the mlx5-mode QP in the parent
  *    and in the child, data flows both ways;
@@ -171,18 +177,10 @@ static void end_close(struct end *e)
 
 static int end_connect(struct end *x, const struct end *y)
 {
-	struct ql_qp_connect_opts o;
-	int ret;
-
-	/* A receive WQE reaches the peer once the engine has taken it from
-	 * the ring (well under a microsecond while it spins); a SEND that
-	 * comes sooner is RNR-NAKed as on hardware with no receive posted.
-	 * The tests post and send back to back: a short RNR timer (10 us)
-	 * keeps that retry cheap. */
-	ql_qp_connect_opts_default(&o);
-	if (x->mlx5)
-		o.min_rnr_timer = 1;
-	ret = ql_qp_connect(x->qp, &y->params, &o);
+	/* default options (min_rnr_timer 0.64 ms): a receive rung in the
+	 * mlx5 RQ just before the peer's SEND is waited for, not RNR-NAKed
+	 * (test_receive checks it) */
+	int ret = ql_qp_connect(x->qp, &y->params, NULL);
 
 	/* a reset mlx5 QP starts its queues at 0 again: a fresh view */
 	if (!ret && x->mlx5)
@@ -634,6 +632,108 @@ static void test_receive(void **state)
 	b_send(&p, IBV_WR_RDMA_WRITE_WITH_IMM, 300, 64, 7, (uintptr_t)p.a.buf + 9000);
 	expect_resp(&p, QL_MLX5_CQE_RESP_WR_IMM, 64, 7);
 	assert_memory_equal(p.a.buf + 9000, p.b.buf + 300, 64);
+
+	/* A receive rung just before the peer's SEND: on a ConnectX it is
+	 * there at once; here the engine must take it first, and the peer's
+	 * requester waits for that instead of an RNR (which the peer, not
+	 * polling its send CQ here, would never retry). 200 times, no RNR. */
+	for (int i = 0; i < 200; i++) {
+		struct ibv_sge sge = { (uintptr_t)p.b.buf + 16, 32, ql_mr_lkey(p.b.mr) };
+		struct ibv_send_wr wr = { .sg_list = &sge,
+					  .num_sge = 1,
+					  .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+		struct ql_device_counters c;
+		struct ibv_wc wc;
+
+		a_rq_post(&p, 4096, 64);
+		assert_int_equal(ql_qp_post_send(p.b.qp, &wr, &bad), 0);
+		expect_resp(&p, QL_MLX5_CQE_RESP_SEND, 32, 0);
+		/* (only now: polling it would retry an RNR'd SEND) */
+		assert_int_equal(vb_wait(&p, p.b.scq, &wc), 1);
+		assert_int_equal(wc.status, IBV_WC_SUCCESS);
+		assert_int_equal(ql_device_counters(p.a.dev, &c), 0);
+		assert_int_equal(c.rc_nak_rnr, 0);
+	}
+	pair_close(&p);
+}
+
+/* A SEND from the mlx5 side before the peer posted its receive: RNR, and
+ * the engine retries it by itself (the application only polls its CQ, as
+ * with a NIC) until the receive is there; a WRITE rung after it waits its
+ * turn (in order). */
+static void test_rnr(void **state)
+{
+	struct pair p;
+	struct ql_mlx5_cqe_info ci;
+	struct ql_mlx5_sge sge;
+	struct ql_mlx5_wr wr;
+	struct ql_device_counters c;
+	uint64_t v = 0xabcdef;
+
+	pair_open(&p, *state, &opts_default);
+	memset(p.a.buf, 0x3c, 64);
+	sge = (struct ql_mlx5_sge){ (uintptr_t)p.a.buf, 64, ql_mr_lkey(p.a.mr) };
+	wr = (struct ql_mlx5_wr){
+		.opcode = QL_MLX5_OPCODE_SEND, .fm_ce_se = CE, .sge = &sge, .num_sge = 1
+	};
+	assert_int_equal(mx_post(&p.a, &wr), 0);
+	wr = (struct ql_mlx5_wr){ .opcode = QL_MLX5_OPCODE_RDMA_WRITE,
+				  .fm_ce_se = CE,
+				  .inline_data = &v,
+				  .inline_len = 8,
+				  .raddr = (uintptr_t)p.b.buf + 512,
+				  .rkey = ql_mr_rkey(p.b.mr) };
+	assert_int_equal(mx_post(&p.a, &wr), 0);
+	/* the responder NAKs (counted on its device) while nothing is posted */
+	for (int i = 0; i < 5000; i++) {
+		assert_int_equal(ql_device_counters(p.b.dev, &c), 0);
+		if (c.rc_nak_rnr)
+			break;
+		usleep(100);
+	}
+	assert_true(c.rc_nak_rnr > 0);
+	assert_int_equal(ql_mlx5_cq_poll(&p.a.mcq, &ci), 0);
+	assert_int_equal(*(uint64_t *)(void *)(p.b.buf + 512), 0);
+	b_post_recv(&p, 1024, 256);
+	expect_req(&p, QL_MLX5_OPCODE_SEND, 0, false);
+	expect_req(&p, QL_MLX5_OPCODE_RDMA_WRITE, 0, false);
+	b_expect_recv(&p, IBV_WC_RECV, 64, false, 0);
+	assert_memory_equal(p.b.buf + 1024, p.a.buf, 64);
+	assert_int_equal(*(uint64_t *)(void *)(p.b.buf + 512), v);
+	pair_close(&p);
+}
+
+/* The attack on that wait: an mlx5-mode responder whose receive doorbell
+ * record promises receives that never come (here: no engine pass takes
+ * them). The peer's requester waits once, 50 ms, then never again on this
+ * connection: the next SEND is dropped (UC) at once. */
+static void test_lying_doorbell(void **state)
+{
+	struct opts o = opts_default;
+	struct pair p;
+	struct ql_device_counters c;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .num_sge = 1, .opcode = IBV_WR_SEND }, *bad;
+	uint64_t t0, t1, t2;
+
+	o.type = IBV_QPT_UC;
+	o.manual = true; /* nobody takes what the record says */
+	pair_open(&p, *state, &o);
+	sge = (struct ibv_sge){ (uintptr_t)p.b.buf, 8, ql_mr_lkey(p.b.mr) };
+	wr.sg_list = &sge;
+	*p.a.mq.rq.dbrec = htobe32(5);
+	t0 = now_ns();
+	assert_int_equal(ql_qp_post_send(p.b.qp, &wr, &bad), 0);
+	t1 = now_ns();
+	assert_int_equal(ql_qp_post_send(p.b.qp, &wr, &bad), 0);
+	t2 = now_ns();
+	assert_int_equal(ql_device_counters(p.a.dev, &c), 0);
+	assert_int_equal(c.uc_drop_no_recv, 2);
+	assert_true(t1 - t0 >= 45000000ull);
+	assert_true(t1 - t0 < 2000000000ull);
+	assert_true(t2 - t1 < 20000000ull);
 	pair_close(&p);
 }
 
@@ -867,6 +967,48 @@ static void test_bad_wqes(void **state)
 		assert_int_equal(ci.syndrome, QL_MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
 		pair_close(&p);
 	}
+}
+
+/* A receive WQE with a bad lkey, then one whose list is garbage: the
+ * peer's SEND completes REM_OP_ERR, the receive a RESP_ERR CQE with the
+ * local protection syndrome, the QP goes to ERR and the next receive is
+ * flushed. */
+static void test_bad_recv(void **state)
+{
+	struct pair p;
+	struct ql_mlx5_sge bad = { 0, 64, 0 };
+	struct ql_mlx5_cqe_info ci;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED },
+			   *wbad;
+	struct ibv_wc wc;
+
+	pair_open(&p, *state, &opts_default);
+	bad.addr = (uintptr_t)p.a.buf;
+	bad.lkey = ql_mr_lkey(p.a.mr) ^ 0x7000;
+	assert_int_equal(ql_mlx5_rq_post(&p.a.mq, &bad, 1), 0);
+	/* garbage, for the flush: the list is read from the ring once */
+	memset((uint8_t *)p.a.mq.rq.buf + p.a.mq.rq.stride, 0xa5, p.a.mq.rq.stride);
+	p.a.mq.rq.head++;
+	*p.a.mq.rq.dbrec = htobe32(p.a.mq.rq.head);
+	sge = (struct ibv_sge){ (uintptr_t)p.b.buf, 32, ql_mr_lkey(p.b.mr) };
+	wr.sg_list = &sge;
+	assert_int_equal(ql_qp_post_send(p.b.qp, &wr, &wbad), 0);
+	assert_int_equal(vb_wait(&p, p.b.scq, &wc), 1);
+	assert_int_equal(wc.status, IBV_WC_REM_OP_ERR);
+	assert_int_equal(mx_wait(&p, &ci), 1);
+	assert_int_equal(ci.opcode, QL_MLX5_CQE_RESP_ERR);
+	assert_int_equal(ci.syndrome, QL_MLX5_CQE_SYNDROME_LOCAL_PROT_ERR);
+	assert_int_equal(ci.wqe_counter, 0);
+	assert_int_equal(ci.qpn, ql_qp_num(p.a.qp));
+	assert_int_equal(mx_wait(&p, &ci), 1);
+	assert_int_equal(ci.opcode, QL_MLX5_CQE_RESP_ERR);
+	assert_int_equal(ci.syndrome, QL_MLX5_CQE_SYNDROME_WR_FLUSH_ERR);
+	assert_int_equal(ci.wqe_counter, 1);
+	assert_int_equal(ql_qp_state(p.a.qp), IBV_QPS_ERR);
+	pair_close(&p);
 }
 
 /* Garbage in the ring: random control segments (opcode, ds), random
@@ -1191,8 +1333,11 @@ int main(void)
 			cmocka_unit_test_prestate(test_lifecycle, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_opcodes, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_receive, (void *)uris[u]),
+			cmocka_unit_test_prestate(test_lying_doorbell, (void *)uris[u]),
+			cmocka_unit_test_prestate(test_rnr, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_wrap, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_bad_wqes, (void *)uris[u]),
+			cmocka_unit_test_prestate(test_bad_recv, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_hostile, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_hotpath, (void *)uris[u]),
 		};

@@ -276,6 +276,58 @@ static int stall(struct soft_qp *qp, bool rnr, enum ibv_wc_status *st)
 	return EXEC_STALL;
 }
 
+/* How long a requester waits for a receive an mlx5-mode responder's
+ * application has rung and its engine not yet taken, before it is an RNR.
+ * The engine takes it within a microsecond while it spins and within its
+ * idle sleep (50 us) otherwise, but on a loaded host its thread can be off
+ * its core for milliseconds; an RNR instead would cost the responder's RNR
+ * timer and, on the soft NIC, a later post or poll by the requester. */
+#define SOFT_MX_RECV_WAIT_NS 50000000ull
+
+/* The responder is in the mlx5 queue mode and found with no receive: if
+ * its receive doorbell record counts receives beyond those its engine has
+ * taken (the soft queue's tail), wait (bounded) for the engine to take
+ * them, as a ConnectX would see them at once. True when one is there. */
+static __attribute__((noinline)) bool mx_recv_wait(struct soft_qp *qp)
+{
+	const struct soft_qp_shared *p = qp->peer_qp;
+	uint64_t deadline = 0;
+
+	for (unsigned i = 1;; i++) {
+		const uint32_t rung = be32toh(__atomic_load_n(qp->peer_mx_db, __ATOMIC_RELAXED)) &
+				      0xffff;
+		const uint64_t t = atomic_load_explicit(&p->rq_tail, memory_order_acquire);
+
+		if (atomic_load_explicit(&p->rq_head, memory_order_relaxed) < t)
+			return true;
+		if (((rung - (uint32_t)t) & 0xffff) == 0)
+			return false; /* nothing rung that the engine has not taken */
+		if ((i & 255) == 0) {
+			uint64_t now = stall_now_ns();
+			uint32_t s;
+
+			if (!deadline) {
+				deadline = now + SOFT_MX_RECV_WAIT_NS;
+			} else if (now > deadline) {
+				/* once: a responder whose record promises what
+				 * never comes is not waited for again on this
+				 * connection (RNRs from now on) */
+				qp->peer_mx_db = NULL;
+				return false;
+			}
+			/* nobody left to take it */
+			s = atomic_load_explicit(&p->state, memory_order_relaxed);
+			if (!soft_peer_alive(qp->peer_heap) ||
+			    (s != IBV_QPS_RTR && s != IBV_QPS_RTS && s != IBV_QPS_SQD &&
+			     s != IBV_QPS_SQE))
+				return false;
+		}
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_pause();
+#endif
+	}
+}
+
 /* Claim the next receive WQE of the peer, in the receive queue geometry we
  * validated at connect time (soft_qp_latch_peer_rq): head and tail are the
  * peer's numbers, but any value of them selects a slot inside that queue. */
@@ -291,8 +343,14 @@ static inline int claim_recv(struct soft_qp *qp, struct soft_rq_slot **slot, uin
 
 	if (soft_unlikely(!rq))
 		return CLAIM_BAD;
-	if (h >= t)
-		return CLAIM_RNR;
+	if (h >= t) {
+		if (soft_likely(!qp->peer_mx_db) || !mx_recv_wait(qp))
+			return CLAIM_RNR;
+		h = atomic_load_explicit(&p->rq_head, memory_order_relaxed);
+		t = atomic_load_explicit(&p->rq_tail, memory_order_acquire);
+		if (h >= t)
+			return CLAIM_RNR;
+	}
 	if (soft_unlikely(!atomic_compare_exchange_strong_explicit(
 		    &p->rq_head, &h, h + 1, memory_order_acquire, memory_order_relaxed)))
 		return CLAIM_BUSY;
@@ -524,7 +582,8 @@ static int execute_write(struct soft_qp *qp, const struct ibv_send_wr *wr, uint6
 
 		/* the responder needs a receive WQE before anything */
 		if (atomic_load_explicit(&pq->rq_head, memory_order_relaxed) >=
-		    atomic_load_explicit(&pq->rq_tail, memory_order_acquire))
+			    atomic_load_explicit(&pq->rq_tail, memory_order_acquire) &&
+		    (!qp->peer_mx_db || !mx_recv_wait(qp)))
 			return resp_no_recv(qp, CLAIM_RNR, r);
 	}
 	if (len) {

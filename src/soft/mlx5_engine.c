@@ -355,6 +355,13 @@ int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt)
 	park_locked(eng);
 	qp->mx = m;
 	qp->atomic_be = true;
+	{
+		struct soft_heap *heap;
+
+		if (!soft_heap_get(&heap))
+			qp->sh->mx_rq_db_off =
+				(uint64_t)((uint8_t *)&m->db[SMX_DB_RQ] - heap->base);
+	}
 	eng->qps[eng->nqps++] = qp;
 	if (eng->running || eng->manual) {
 		unpark_locked(eng);
@@ -389,6 +396,7 @@ void soft_mlx5_qp_detach(struct soft_qp *qp)
 
 	if (!m)
 		return;
+	qp->sh->mx_rq_db_off = 0;
 	pthread_mutex_lock(&eng->park_lock);
 	park_locked(eng);
 	for (uint32_t i = 0; i < eng->nqps; i++) {

@@ -107,6 +107,7 @@ static void release_peer(struct soft_qp *qp)
 	qp->peer_span = 0;
 	qp->peer_self = false;
 	qp->peer_rq = NULL;
+	qp->peer_mx_db = NULL;
 }
 
 /*
@@ -128,8 +129,14 @@ void soft_qp_latch_peer_rq(struct soft_qp *qp)
 	qp->peer_rq_mask = 0;
 	qp->peer_rq_slot_size = 0;
 	qp->peer_rq_max_sge = 0;
+	qp->peer_mx_db = NULL;
 	if (!p || SOFT_PEEK(p->qpn) != qp->dest_qpn)
 		return;
+	/* an mlx5-mode peer's receive doorbell record: only a hint to wait
+	 * for a receive its engine is about to take, but read from our map */
+	off = SOFT_PEEK(p->mx_rq_db_off);
+	if (off && off % 4 == 0 && off <= qp->peer_heap->size - 4)
+		qp->peer_mx_db = (const uint32_t *)(const void *)(qp->peer_heap->map + off);
 	off = SOFT_PEEK(p->rq_off);
 	mask = SOFT_PEEK(p->rq_mask);
 	size = SOFT_PEEK(p->rq_slot_size);
@@ -427,6 +434,7 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	sh->rq_slot_size = slot_size;
 	sh->max_recv_sge = cap->max_recv_sge;
 	sh->rq_off = (uint64_t)((uint8_t *)qp->rq - heap->base);
+	sh->mx_rq_db_off = 0;
 	memset(sh->dest_gid, 0, sizeof(sh->dest_gid));
 	atomic_store(&sh->rq_head, 0);
 	atomic_store(&sh->rq_tail, 0);
@@ -605,7 +613,13 @@ int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 		soft_quiesce();
 		pthread_mutex_lock(&dev->lock);
 		reset_queues(qp);
-		soft_mlx5_qp_reset(qp);
+		if (qp->mx) {
+			/* as rdma-core's mlx5 does on RESET: nothing of the
+			 * old queues is reported after (CQEs already written
+			 * to the ring stay the consumer's) */
+			cq_clean(qp->send_cq, qp);
+			soft_mlx5_qp_reset(qp);
+		}
 		memset(&qp->attr, 0, sizeof(qp->attr));
 		qp->dest_qpn = 0;
 		qp->sh->dest_qpn = 0;

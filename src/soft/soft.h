@@ -140,6 +140,11 @@ struct soft_qp_shared {
 	_Atomic uint64_t op_epoch __attribute__((aligned(SOFT_CACHELINE)));
 	/* Line 4: cold. */
 	uint8_t dest_gid[16] __attribute__((aligned(SOFT_CACHELINE)));
+	/* mlx5 queue mode: heap offset of the receive doorbell record word,
+	 * which the QP's application rings before its engine has taken the
+	 * receive into this queue (0: not in that mode). A requester that
+	 * finds no receive waits a bounded while for one rung (exec.c). */
+	uint64_t mx_rq_db_off;
 } __attribute__((aligned(SOFT_CACHELINE)));
 
 /* What a responder's dest_tag must equal for a requester to pass: the
@@ -271,6 +276,9 @@ struct soft_qp {
 	uint32_t peer_rq_mask;
 	uint32_t peer_rq_slot_size;
 	uint32_t peer_rq_max_sge;
+	/* the peer's mlx5 receive doorbell record (mx_rq_db_off, checked
+	 * against the mapping when connecting), NULL if none */
+	const uint32_t *peer_mx_db;
 	uint32_t dest_qpn;
 	uint64_t my_tag; /* soft_conn_tag() of this QP */
 	uint8_t my_gid[16];
