@@ -116,7 +116,15 @@ extern "C" int ql__gpu_cuda_map(struct ql__gpu_cuda *c, void *addr, size_t len, 
 	cudaError_t e;
 	void *d = NULL;
 
-	e = cudaHostRegister((void *)lo, hi - lo, cudaHostRegisterMapped | cudaHostRegisterPortable);
+	e = cudaHostRegister((void *)lo, hi - lo,
+			     cudaHostRegisterMapped | cudaHostRegisterPortable);
+	if (e != cudaSuccess && e != cudaErrorHostMemoryAlreadyRegistered) {
+		/* a ConnectX's doorbell register is device memory (its UAR page,
+		 * mapped by the driver): that takes IoMemory */
+		cudaGetLastError();
+		e = cudaHostRegister((void *)lo, hi - lo,
+				     cudaHostRegisterMapped | cudaHostRegisterIoMemory);
+	}
 	if (e == cudaSuccess) {
 		if (c->nmaps < GPU_MAX_MAPS)
 			c->maps[c->nmaps++] = (void *)lo;
@@ -153,8 +161,7 @@ extern "C" int ql__gpu_cuda_alloc_mapped(struct ql__gpu_cuda *c, size_t len, voi
 	return 0;
 }
 
-extern "C" int ql__gpu_cuda_upload(struct ql__gpu_cuda *c, const void *src, size_t len,
-				   void **dev)
+extern "C" int ql__gpu_cuda_upload(struct ql__gpu_cuda *c, const void *src, size_t len, void **dev)
 {
 	void *d = NULL;
 	int ret;
@@ -195,8 +202,7 @@ extern "C" int ql__gpu_cuda_launch(struct ql__gpu_cuda *c, const struct ql_gpu_b
 	return cuda_err(cudaGetLastError(), "launch");
 }
 
-extern "C" int ql__gpu_cuda_wait(struct ql__gpu_cuda *c, uint64_t timeout_ns,
-				 struct ql_gpu_body *b)
+extern "C" int ql__gpu_cuda_wait(struct ql__gpu_cuda *c, uint64_t timeout_ns, struct ql_gpu_body *b)
 {
 	struct timespec t0, t;
 	cudaError_t e;
