@@ -378,12 +378,14 @@ static int server(const struct bench_opts *o, int rfd, int wfd)
 	char line[512];
 	int ret;
 
+	/* --gpu: only the body's thread is pinned (to --server-cpu); the soft
+	 * NIC's engine thread, the "hardware", is left to the scheduler */
+	if (o->gpu)
+		return server_gpu(o, rfd, wfd);
 	if (o->server_cpu >= 0)
 		ql_cpu_pin(o->server_cpu);
 	if (o->udp)
 		return server_udp(o, &dc, rfd, wfd);
-	if (o->gpu)
-		return server_gpu(o, rfd, wfd);
 	ret = o->hsb ?
 		      tool_server_open_hsb(&srv, o->server_uri ? o->server_uri : o->uri, &hc, &dc) :
 		      tool_server_open(&srv, o->server_uri ? o->server_uri : o->uri, &vc, &dc);
