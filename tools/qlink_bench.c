@@ -24,6 +24,7 @@
 #include "qlink/control.h"
 #include "qlink/daemon.h"
 #include "qlink/error.h"
+#include "qlink/gpu.h"
 #include "qlink/udp.h"
 #include "qlink/vppu.h"
 #include "tools.h"
@@ -47,6 +48,8 @@ struct bench_opts {
 	bool json;
 	bool hsb; /* --transport hsb */
 	bool udp; /* --transport udp: CUDA-Q's UDP transport on 127.0.0.1 */
+	bool gpu; /* --gpu: the GPU dispatcher (docs/gpu.md) serves */
+	enum ql_gpu_mode gpu_mode;
 };
 
 static void bench_usage(FILE *f)
@@ -88,6 +91,10 @@ static void bench_usage(FILE *f)
 		   "  --rate HZ          paced phase rate (default 1000000)\n"
 		   "  --paced-seconds S  length of the paced phase (default 1; 0 skips it;\n"
 		   "                     scripts/bench.sh runs 10: the sustained-load verdict)\n"
+		   "  --gpu[=MODE]       the GPU dispatcher serves instead of the CPU daemon\n"
+		   "                     (ring over RC; MODE auto, device or emulate, default\n"
+		   "                     auto: the persistent kernel on a GPU, else its host\n"
+		   "                     emulation on --server-cpu; docs/gpu.md)\n"
 		   "  --json             one JSON object instead of the table\n"
 		   "  -h, --help         this text\n");
 }
@@ -112,6 +119,7 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		{ "rate", required_argument, NULL, 'r' },
 		{ "paced-seconds", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "gpu", optional_argument, NULL, 'G' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -195,6 +203,11 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		case 'j':
 			o->json = true;
 			break;
+		case 'G':
+			o->gpu = true;
+			if (optarg && ql_gpu_mode_parse(optarg, &o->gpu_mode))
+				return tool_bad("bench", "--gpu", optarg);
+			break;
 		case 'h':
 			bench_usage(stdout);
 			exit(0);
@@ -226,6 +239,11 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		}
 	} else if (ql_ring_check_geometry(o->slots, o->slot_size)) {
 		fprintf(stderr, "qlink bench: %s\n", ql_error_detail());
+		return 2;
+	}
+	if (o->gpu && (o->udp || o->hsb || o->connect || o->qp == IBV_QPT_UC)) {
+		fprintf(stderr, "qlink bench: --gpu serves the ring over RC from a forked "
+				"process (no --transport udp/hsb, --connect or --qp uc)\n");
 		return 2;
 	}
 	if (o->server_uri && o->connect) {
@@ -291,6 +309,61 @@ static int server_udp(const struct bench_opts *o, const struct ql_daemon_config 
 	return ret ? 1 : 0;
 }
 
+/* --gpu: the GPU dispatcher (or its emulation) serves qlink_parity. */
+static int server_gpu(const struct bench_opts *o, int rfd, int wfd)
+{
+	struct ql_gpu_config gc = { .mode = o->gpu_mode,
+				    .num_slots = o->slots,
+				    .slot_size = o->slot_size,
+				    .cpu = o->server_cpu };
+	struct ql_device *dev = NULL;
+	struct ql_gpu_dispatcher *d = NULL;
+	struct ql_conn_params sp, cp;
+	struct ql_gpu_stats st;
+	char line[512];
+	int ret;
+
+	ret = ql_device_open(o->server_uri ? o->server_uri : o->uri, &dev);
+	if (!ret)
+		ret = ql_gpu_dispatcher_create(dev, &gc, &d);
+	if (!ret)
+		ret = ql_gpu_dispatcher_register(d, ql_gpu_builtin_function("qlink_parity"));
+	if (!ret)
+		ret = ql_gpu_dispatcher_local_params(d, &sp);
+	if (ret) {
+		tool_fail("bench server", "gpu setup", ret);
+		goto out;
+	}
+	if (tool_send_params(wfd, &sp) || tool_recv_params(rfd, &cp)) {
+		ret = -EIO;
+		goto out;
+	}
+	ret = ql_gpu_dispatcher_connect(d, &cp, NULL);
+	if (!ret)
+		ret = ql_gpu_dispatcher_start(d);
+	if (ret) {
+		tool_fail("bench server", "gpu start", ret);
+		goto out;
+	}
+	if (tool_read_line(rfd, line, sizeof(line)) < 0)
+		line[0] = '\0';
+	ql_gpu_dispatcher_stop(d);
+	ql_gpu_dispatcher_stats(d, &st);
+	snprintf(line, sizeof(line),
+		 "gpu %s: requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64 " errors=%" PRIu64
+		 " handler_cycles_avg=%.0f handler_cycles_max=%" PRIu64 "\n",
+		 ql_gpu_mode_str(ql_gpu_dispatcher_mode(d)), st.requests, st.completed, st.ok,
+		 st.requests - st.ok,
+		 st.handled ? (double)st.handler_cycles_sum / (double)st.handled : 0.0,
+		 st.handler_cycles_max);
+	tool_write_all(wfd, line, strlen(line));
+out:
+	ql_gpu_dispatcher_destroy(d);
+	if (dev)
+		ql_device_close(dev);
+	return ret ? 1 : 0;
+}
+
 static int server(const struct bench_opts *o, int rfd, int wfd)
 {
 	struct ql_verbs_channel_config vc = { .num_slots = o->slots,
@@ -305,6 +378,10 @@ static int server(const struct bench_opts *o, int rfd, int wfd)
 	char line[512];
 	int ret;
 
+	/* --gpu: only the body's thread is pinned (to --server-cpu); the soft
+	 * NIC's engine thread, the "hardware", is left to the scheduler */
+	if (o->gpu)
+		return server_gpu(o, rfd, wfd);
 	if (o->server_cpu >= 0)
 		ql_cpu_pin(o->server_cpu);
 	if (o->udp)

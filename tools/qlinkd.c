@@ -59,6 +59,7 @@
 #include "qlink/daemon.h"
 #include "qlink/dispatcher.h"
 #include "qlink/error.h"
+#include "qlink/gpu.h"
 #include "qlink/hololink.h"
 #include "qlink/hsb.h"
 #include "qlink/log.h"
@@ -200,6 +201,7 @@ struct qlinkd_session {
 	struct qlinkd *q;
 	struct ql_channel *ch;
 	struct ql_daemon *d;
+	struct ql_gpu_dispatcher *gpu;	   /* datapath: gpu: serves it instead of ch and d */
 	int core;			   /* index in q->disp serving it, -1 while stopped */
 	bool hsb;			   /* an hsb channel (transport: hsb), not a ring */
 	const struct ql_config_udp *udp;   /* its udp: entry (SESSION_UDP), or NULL */
@@ -275,6 +277,30 @@ static enum session_kind qcs_kind(const struct qlinkd *q)
 	return q->cfg->transport == QL_CONFIG_TRANSPORT_HSB ? SESSION_HSB : SESSION_RING;
 }
 
+/* datapath: gpu: the session's GPU dispatcher (its own ring channel) with
+ * the built-ins that have a GPU build; its emulation, where it runs, on
+ * the first dispatcher core (docs/gpu.md). */
+static int gpu_session_open(struct qlinkd *q, struct qlinkd_session *s)
+{
+	struct ql_gpu_config gc = {
+		.mode = (enum ql_gpu_mode)q->cfg->gpu.mode,
+		.num_slots = q->cfg->ring.slots,
+		.slot_size = q->cfg->ring.slot_size,
+		.cuda_device = q->cfg->gpu.device,
+		.cpu = q->cfg->dispatcher.cpus[0],
+	};
+	int ret = ql_gpu_dispatcher_create(q->dev, &gc, &s->gpu);
+
+	if (!ret && (q->cfg->builtins & QL_CONFIG_BUILTIN_PARITY))
+		ret = ql_gpu_dispatcher_register(s->gpu, ql_gpu_builtin_function("qlink_parity"));
+	if (!ret)
+		ret = ql_gpu_dispatcher_local_params(s->gpu, &s->local);
+	if (!ret)
+		qlog(QL_LOG_INFO, "session", "gpu dispatcher", "session=%u mode=%s", s->id,
+		     ql_gpu_mode_str(ql_gpu_dispatcher_mode(s->gpu)));
+	return ret;
+}
+
 /*
  * A new session: its channel on the device and a daemon with every function
  * registered, not yet connected. *params are what the QCS needs (QP, GID,
@@ -332,6 +358,10 @@ static int session_create(struct qlinkd *q, enum session_kind kind, const struct
 	s->pin = -1;
 	s->hsb = hsb;
 	s->udp = kind == SESSION_UDP ? udp : NULL;
+	if (kind == SESSION_RING && q->cfg->datapath == QL_CONFIG_DATAPATH_GPU) {
+		ret = gpu_session_open(q, s);
+		goto made;
+	}
 	/* hsb: pages registered at iova 0, its own PD (no shared context) */
 	ret = kind == SESSION_UDP ? ql_udp_channel_create(&uc, &s->ch) :
 	      hsb		  ? ql_hsb_channel_create(q->dev, &hc, &s->ch) :
@@ -349,6 +379,7 @@ static int session_create(struct qlinkd *q, enum session_kind kind, const struct
 	} else if (!ret && kind == SESSION_RING) {
 		ret = ql_verbs_channel_local_params(s->ch, &s->local);
 	}
+made:
 	if (ret) {
 		session_destroy(s);
 		return ret;
@@ -372,6 +403,8 @@ static int session_run(struct qlinkd_session *s)
 	uint32_t best = 0;
 	int ret;
 
+	if (s->gpu)
+		return ql_gpu_dispatcher_is_running(s->gpu) ? 0 : ql_gpu_dispatcher_start(s->gpu);
 	if (s->core >= 0)
 		return 0;
 	for (uint32_t i = 1; i < q->cfg->dispatcher.cpus_count; i++)
@@ -392,6 +425,10 @@ static int session_run(struct qlinkd_session *s)
 /* Take the session off its dispatcher (every request taken is answered). */
 static void session_pause(struct qlinkd_session *s)
 {
+	if (s->gpu) {
+		ql_gpu_dispatcher_stop(s->gpu);
+		return;
+	}
 	if (s->core < 0)
 		return;
 	ql_dispatcher_detach(s->q->disp[s->core], s->d);
@@ -402,7 +439,8 @@ static void session_pause(struct qlinkd_session *s)
 /* Connect the session's QP to the QCS's and start serving it. */
 static int session_connect(struct qlinkd_session *s, const struct ql_conn_params *client)
 {
-	int ret = s->hsb ? ql_hsb_channel_connect(s->ch, client, NULL) :
+	int ret = s->gpu ? ql_gpu_dispatcher_connect(s->gpu, client, NULL) :
+		  s->hsb ? ql_hsb_channel_connect(s->ch, client, NULL) :
 			   ql_verbs_channel_connect(s->ch, client, NULL);
 
 	if (!ret)
@@ -410,9 +448,32 @@ static int session_connect(struct qlinkd_session *s, const struct ql_conn_params
 	if (ret)
 		return ret;
 	s->connected = true;
+	if (s->gpu) {
+		qlog(QL_LOG_INFO, "session", "connected", "session=%u peer_qpn=%u datapath=gpu",
+		     s->id, client->qpn);
+		return 0;
+	}
 	qlog(QL_LOG_INFO, "session", "connected", "session=%u peer_qpn=%u cpu=%d", s->id,
 	     client->qpn, s->q->cfg->dispatcher.cpus[s->core]);
 	return 0;
+}
+
+static void gpu_session_counters(const struct qlinkd_session *s, FILE *out)
+{
+	struct ql_gpu_stats st;
+
+	ql_gpu_dispatcher_stats(s->gpu, &st);
+	qlog_to(out, true, QL_LOG_INFO, "counters", "session",
+		"session=%u datapath=gpu mode=%s running=%d requests=%" PRIu64 " responses=%" PRIu64
+		" ok=%" PRIu64 " handler_errors=%" PRIu64 " protocol_errors=%" PRIu64
+		" result_overruns=%" PRIu64 " sent=%" PRIu64 " send_errors=%" PRIu64
+		" error=%d handler_cycles_avg=%.0f handler_cycles_max=%" PRIu64,
+		s->id, ql_gpu_mode_str(ql_gpu_dispatcher_mode(s->gpu)),
+		ql_gpu_dispatcher_is_running(s->gpu), st.requests, st.completed, st.ok,
+		st.handler_error, st.requests - st.ok - st.handler_error - st.err_result_overrun,
+		st.err_result_overrun, st.posted, st.send_errors, ql_gpu_dispatcher_error(s->gpu),
+		st.handled ? (double)st.handler_cycles_sum / (double)st.handled : 0.0,
+		st.handler_cycles_max);
 }
 
 static void session_counters(const struct qlinkd_session *s, FILE *out)
@@ -421,6 +482,10 @@ static void session_counters(const struct qlinkd_session *s, FILE *out)
 	struct ql_daemon_function_stats fs;
 	struct ql_hist h;
 
+	if (s->gpu) {
+		gpu_session_counters(s, out);
+		return;
+	}
 	ql_daemon_stats(s->d, &st);
 	ql_daemon_handler_hist(s->d, &h);
 	qlog_to(out, true, QL_LOG_INFO, "counters", "session",
@@ -472,6 +537,11 @@ static void session_destroy(struct qlinkd_session *s)
 	if (!s)
 		return;
 	q = s->q;
+	if (s->gpu) {
+		ql_gpu_dispatcher_stop(s->gpu);
+		session_counters(s, stdout);
+		ql_gpu_dispatcher_destroy(s->gpu);
+	}
 	if (s->d) {
 		session_pause(s);
 		session_counters(s, stdout);
@@ -488,7 +558,7 @@ static void session_destroy(struct qlinkd_session *s)
 		/* else: leaked, unreachable, but never freed under the thread */
 		qlog(QL_LOG_WARN, "session", "channel kept: its handler may still run",
 		     "session=%u", s->id);
-	} else {
+	} else if (s->ch) {
 		ql_channel_destroy(s->ch);
 	}
 	for (uint32_t i = 0; q && i < q->cfg->max_sessions; i++)
@@ -538,6 +608,12 @@ static int dispatch_open(struct qlinkd *q)
 	uint64_t pool = ql_pool_region_size(c->ring.slots, c->ring.slot_size);
 	int ret = 0;
 
+	if (c->datapath == QL_CONFIG_DATAPATH_GPU) {
+		/* each session's GPU dispatcher serves it: no CPU dispatchers */
+		qlog(QL_LOG_INFO, "dispatcher", "datapath gpu", "mode=%s device=%d",
+		     ql_gpu_mode_str((enum ql_gpu_mode)c->gpu.mode), c->gpu.device);
+		return 0;
+	}
 	/* every session's response buffers in one registration, unless that
 	 * would be more than the context holds (1 GiB): then each its own */
 	if (c->transport == QL_CONFIG_TRANSPORT_HSB) {
@@ -787,6 +863,20 @@ static int ctl_status(void *ctx, struct ql_ctl_session *cs, char *json, size_t l
 	for (uint32_t i = 0; l && i < l->n; i++) {
 		struct ql_daemon_stats st;
 
+		if (l->s[i]->gpu) {
+			struct ql_gpu_stats g;
+
+			ql_gpu_dispatcher_stats(l->s[i]->gpu, &g);
+			req += g.requests;
+			resp += g.completed;
+			ok += g.ok;
+			herr += g.handler_error;
+			sends_dropped += g.send_errors;
+			overrun += g.err_result_overrun;
+			if (ql_gpu_dispatcher_error(l->s[i]->gpu))
+				chan_err = ql_gpu_dispatcher_error(l->s[i]->gpu);
+			continue;
+		}
 		ql_daemon_stats(l->s[i]->d, &st);
 		req += st.requests;
 		resp += st.responses;
@@ -1082,6 +1172,16 @@ static void check_sessions(struct qlinkd *q)
 
 		if (!s || !s->connected)
 			continue;
+		if (s->gpu) {
+			int err = ql_gpu_dispatcher_error(s->gpu);
+
+			if (err && !s->reported_error) {
+				s->reported_error = err;
+				qlog(QL_LOG_WARN, "session", "gpu dispatcher stopped (peer gone?)",
+				     "session=%u error=\"%s\"", s->id, ql_strerror(err));
+			}
+			continue;
+		}
 		ql_daemon_stats(s->d, &st);
 		if (st.failed && !s->reported_failure) {
 			if (report_failure(q, s))

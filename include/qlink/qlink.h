@@ -12,6 +12,7 @@
  *   rpc        qlink/rpc.h = qlink/rpc_wire.h (the message bytes, CUDA-Q
  *              Realtime compatible) + rpc_stream.h + rpc_table.h + rpc_fn.h
  *   service    qlink/daemon.h qlink/vppu.h qlink/plugin.h (the plugin ABI)
+ *              qlink/gpu.h (GPU dispatcher) + qlink/gpu_rpc.h (its handlers)
  *   control    qlink/control.h qlink/qcs.h qlink/hololink.h (Hololink
  *              register protocol)
  */
@@ -42,6 +43,8 @@
 
 #include "qlink/daemon.h"
 #include "qlink/dispatcher.h"
+#include "qlink/gpu.h"
+#include "qlink/gpu_rpc.h"
 #include "qlink/plugin.h"
 #include "qlink/qec.h"
 #include "qlink/qec_wire.h"

@@ -24,6 +24,7 @@
 #include "qlink/clock.h"
 #include "qlink/dispatcher.h"
 #include "qlink/error.h"
+#include "qlink/gpu.h"
 #include "qlink/hsb.h"
 #include "qlink/ring.h"
 #include "qlink/udp.h"
@@ -91,8 +92,15 @@ struct raw_log {
 	char *format;
 };
 
+struct raw_gpu {
+	char *mode;
+	int64_t *device;
+};
+
 struct raw_config {
 	char *device;
+	char *datapath;
+	struct raw_gpu *gpu;
 	struct raw_control *control;
 	struct raw_dispatcher *dispatcher;
 	struct raw_ring *ring;
@@ -207,8 +215,16 @@ static const cyaml_schema_field_t log_fields[] = {
 	CYAML_FIELD_END,
 };
 
+static const cyaml_schema_field_t gpu_fields[] = {
+	STR("mode", struct raw_gpu, mode),
+	CYAML_FIELD_INT_PTR("device", OPT, struct raw_gpu, device),
+	CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t top_fields[] = {
 	STR("device", struct raw_config, device),
+	STR("datapath", struct raw_config, datapath),
+	CYAML_FIELD_MAPPING_PTR("gpu", OPT, struct raw_config, gpu, gpu_fields),
 	CYAML_FIELD_MAPPING_PTR("control", OPT, struct raw_config, control, control_fields),
 	CYAML_FIELD_MAPPING_PTR("dispatcher", OPT, struct raw_config, dispatcher,
 				dispatcher_fields),
@@ -856,6 +872,56 @@ static void convert_transport(struct ql_yaml_file *f, const struct raw_config *r
 			     ql_error_detail());
 }
 
+/* datapath: cpu|gpu, gpu: mode and device. The GPU dispatcher serves the
+ * ring over RC with its own handlers: no hsb, UC, plugins, boards or UDP
+ * listeners, and of the built-ins only qlink_parity. */
+static void convert_datapath(struct ql_yaml_file *f, const struct raw_config *r,
+			     struct ql_config *c)
+{
+	static const char *const datapaths[] = { "cpu", "gpu" };
+	static const char *const modes[] = { "auto", "device", "emulate" };
+	unsigned line = ql__yaml_line(f, "datapath");
+	int i;
+
+	c->datapath = QL_CONFIG_DATAPATH_CPU;
+	c->gpu.mode = QL_GPU_MODE_AUTO;
+	if (r->datapath) {
+		i = name_index(r->datapath, datapaths, 2);
+		if (i < 0)
+			ql__diag_add(f, line, "datapath: '%s' is not one of cpu, gpu", r->datapath);
+		else
+			c->datapath = (enum ql_config_datapath)i;
+	}
+	if (r->gpu && r->gpu->mode) {
+		i = name_index(r->gpu->mode, modes, 3);
+		if (i < 0)
+			ql__diag_add(f, ql__yaml_line(f, "gpu.mode"),
+				     "gpu.mode: '%s' is not one of auto, device, emulate",
+				     r->gpu->mode);
+		else
+			c->gpu.mode = (uint32_t)i;
+	}
+	c->gpu.device =
+		(int)int_key(f, r->gpu ? r->gpu->device : NULL, "gpu.device", 0, 1023, 0, NULL);
+	if (c->datapath != QL_CONFIG_DATAPATH_GPU)
+		return;
+	if (c->transport != QL_CONFIG_TRANSPORT_RING)
+		ql__diag_add(f, line, "datapath: gpu serves the ring transport only");
+	if (c->ring.qp != IBV_QPT_RC)
+		ql__diag_add(f, line, "datapath: gpu serves the ring over RC only (ring.qp: rc)");
+	if (c->plugins_count)
+		ql__diag_add(f, line,
+			     "datapath: gpu takes no plugins (CPU handlers); its "
+			     "handlers are built for the GPU (docs/gpu.md)");
+	if (c->qcs_count || c->udp_count)
+		ql__diag_add(f, line, "datapath: gpu serves ring sessions only (no qcs: or udp:)");
+	if (top_key_present(f, "builtins") && (c->builtins & QL_CONFIG_BUILTIN_INCREMENT))
+		ql__diag_add(f, ql__yaml_line(f, "builtins"),
+			     "builtins: %s has no GPU build (datapath: gpu)",
+			     QL_DEMO_INCREMENT_NAME);
+	c->builtins &= QL_CONFIG_BUILTIN_PARITY;
+}
+
 static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql_config *c)
 {
 	const struct raw_control *rc = r->control;
@@ -951,6 +1017,7 @@ static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql
 	if (convert_udp(f, r, c))
 		return -ENOMEM;
 	convert_builtins(f, r, c);
+	convert_datapath(f, r, c);
 	/* sessions made at start take their places among max_sessions */
 	if (c->qcs_count + c->udp_count > c->max_sessions)
 		ql__diag_add(f,

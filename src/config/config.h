@@ -72,6 +72,10 @@ enum ql_config_log_format { QL_LOG_FORMAT_TEXT = 0, QL_LOG_FORMAT_JSON = 1 };
 /* The data plane every session gets (docs/wire-protocol.md). */
 enum ql_config_transport { QL_CONFIG_TRANSPORT_RING = 0, QL_CONFIG_TRANSPORT_HSB = 1 };
 
+/* Who serves the sessions (`datapath:`): the CPU dispatchers, or a GPU
+ * dispatcher per session (qlink/gpu.h, docs/gpu.md). */
+enum ql_config_datapath { QL_CONFIG_DATAPATH_CPU = 0, QL_CONFIG_DATAPATH_GPU = 1 };
+
 struct ql_config_plugin {
 	char *path;   /* as resolved: relative paths are taken from the config
 			 file's directory */
@@ -147,7 +151,13 @@ struct ql_config {
 		uint32_t resp_size; /* the QCS's receive buffers */
 	} hsb;
 	uint32_t max_sessions;
-	uint32_t builtins; /* QL_CONFIG_BUILTIN_* bits; default both */
+	enum ql_config_datapath datapath; /* cpu (default) or gpu */
+	struct {
+		uint32_t mode; /* enum ql_gpu_mode: auto (default), device, emulate */
+		int device;    /* the CUDA device ordinal (default 0) */
+	} gpu;
+	uint32_t builtins; /* QL_CONFIG_BUILTIN_* bits; default both (datapath
+			      gpu: qlink_parity, the one with a GPU build) */
 	struct ql_config_plugin *plugins;
 	uint32_t plugins_count;
 	struct ql_config_qcs *qcs;
