@@ -54,24 +54,24 @@ static void expect_error(const char *text, unsigned line, const char *substr)
 	assert_null(s);
 }
 
-#define SEED                                                                                      \
-	"version: 1\n"                                                                            \
-	"endpoints:\n"                                                                            \
-	"  - path: /rdma/ep0\n"                                                                   \
-	"    type: receive\n"                                                                     \
-	"    buffer:\n"                                                                           \
-	"      size: 4096 # bytes - 4KB\n"                                                        \
-	"  - path: /rdma/ep1\n"                                                                   \
-	"    type: write\n"                                                                       \
-	"    buffer:\n"                                                                           \
-	"      size: 4194304\n"                                                                   \
-	"  - path: /rdma/ep0\n"                                                                   \
-	"    type: send\n"                                                                        \
-	"    buffer:\n"                                                                           \
-	"      size: 4096\n"                                                                      \
-	"  - path: /rdma/ep1\n"                                                                   \
-	"    type: read\n"                                                                        \
-	"    buffer:\n"                                                                           \
+#define SEED                               \
+	"version: 1\n"                     \
+	"endpoints:\n"                     \
+	"  - path: /rdma/ep0\n"            \
+	"    type: receive\n"              \
+	"    buffer:\n"                    \
+	"      size: 4096 # bytes - 4KB\n" \
+	"  - path: /rdma/ep1\n"            \
+	"    type: write\n"                \
+	"    buffer:\n"                    \
+	"      size: 4194304\n"            \
+	"  - path: /rdma/ep0\n"            \
+	"    type: send\n"                 \
+	"    buffer:\n"                    \
+	"      size: 4096\n"               \
+	"  - path: /rdma/ep1\n"            \
+	"    type: read\n"                 \
+	"    buffer:\n"                    \
 	"      size: 4194304\n"
 
 static void test_seed_example(void **state)
@@ -99,7 +99,7 @@ static void test_seed_example(void **state)
 	ql_ep_spec_free(s);
 }
 
-#define EP(path, type, size)                                                                      \
+#define EP(path, type, size) \
 	"  - path: " path "\n    type: " type "\n    buffer:\n      size: " size "\n"
 
 static void test_refusals(void **state)
@@ -111,8 +111,7 @@ static void test_refusals(void **state)
 	/* the same path with another type is fine: see seed test */
 	expect_error("version: 1\nendpoints:\n" EP("/a", "write", "0"), 6, "out of range");
 	expect_error("version: 1\nendpoints:\n" EP("/a", "write", "-5"), 6, "out of range");
-	expect_error("version: 1\nendpoints:\n" EP("/a", "write", "268435457"), 6,
-		     "out of range");
+	expect_error("version: 1\nendpoints:\n" EP("/a", "write", "268435457"), 6, "out of range");
 	expect_error("version: 1\nendpoints:\n" EP("/a", "write", "big"), 6, "");
 	expect_error("version: 1\nendpoints:\n" EP("/a", "write", "1.5"), 6, "");
 	expect_error("version: 1\nendpoints:\n" EP("/a", "wrte", "8"), 4,

@@ -101,6 +101,10 @@ struct ql_ep_server_opts {
 	const char *listen; /* "HOST:PORT" (TCP) or "unix:PATH"; NULL: "127.0.0.1:7471" */
 	int max_conns;	    /* 0: QL_EP_DEFAULT_MAX_CONNS */
 	int handshake_ms;   /* a client must finish its hello in this; 0: 5000 */
+	/* after this long without an event, ql_ep_server_poll sleeps in
+	 * poll(2) on the sockets for 1 ms at a time (a request then waits up to
+	 * that); 0: 1000 us; < 0: never sleep (busy-poll, for benchmarks) */
+	int idle_us;
 };
 
 /* Open the device, allocate and register every endpoint's buffer (zeroed)
@@ -121,7 +125,8 @@ int ql_ep_server_address(const struct ql_ep_server *srv, char *buf, size_t len);
  * accept and set up connections, dispatch requests and acknowledgements,
  * close what died. Busy-polls the completion queues; the sockets are
  * looked at about every millisecond. Returns the number of events handled
- * (0 on timeout) or a negative errno on a failure of the server itself. */
+ * (0 on timeout) or a negative errno on a failure of the server itself.
+ * Idle, it sleeps as ql_ep_server_opts.idle_us says. */
 int ql_ep_server_poll(struct ql_ep_server *srv, int timeout_ms);
 /* ql_ep_server_poll until *stop becomes non-zero. */
 int ql_ep_server_run(struct ql_ep_server *srv, const volatile int *stop);
@@ -133,6 +138,7 @@ struct ql_ep_server_stats {
 	uint64_t conns_open;
 	uint64_t requests;	   /* requests answered (including refusals) */
 	uint64_t requests_refused; /* answered with an error status */
+	uint64_t requests_busy;	   /* send requests told to retry (buffer taken) */
 	uint64_t acks;		   /* write/read acknowledgements taken */
 	uint64_t data;		   /* send payloads received */
 	uint64_t violations;	   /* protocol violations (each closed its connection) */

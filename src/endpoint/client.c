@@ -34,6 +34,8 @@ struct cache_ent {
 	enum ql_ep_type type;
 	uint32_t ep_id, rkey;
 	uint64_t addr, size;
+	int needs_ready; /* read with a handler: wait for READY between reads */
+	int ready;
 };
 
 struct ubuf {
@@ -99,11 +101,19 @@ static int broke(struct ql_ep_client *c, int err, const char *fmt, const char *w
 	return ql_error_set(err, fmt, what);
 }
 
+static void on_ready(struct ql_ep_client *c, const struct ql_epw_msg *m)
+{
+	for (int i = 0; i < c->ncache; i++)
+		if (c->cache[i].type == QL_EP_READ && c->cache[i].ep_id == m->ep_id)
+			c->cache[i].ready = 1;
+}
+
 /* Poll until *flag (or sends_out == 0 when flag is NULL). */
 static int wait_for(struct ql_ep_client *c, const int *flag)
 {
 	uint64_t start = ql_clock_ns(), now;
 	struct ibv_wc wc[8];
+	struct ql_epw_msg m;
 
 	for (;;) {
 		int n = ql_cq_poll(c->cq, 8, wc);
@@ -119,11 +129,16 @@ static int wait_for(struct ql_ep_client *c, const int *flag)
 			switch (kind) {
 			case W_CTL_RECV:
 				if (ql_epw_decode(c->mem + (size_t)idx * QL_EPW_SLOT,
-						  wc[k].byte_len, &c->reply) ||
-				    c->reply.kind != QL_EPW_REPLY)
+						  wc[k].byte_len, &m) ||
+				    (m.kind != QL_EPW_REPLY && m.kind != QL_EPW_READY))
 					return broke(c, -EPROTO, "endpoint server: %s",
 						     "malformed reply");
-				c->got_reply = 1;
+				if (m.kind == QL_EPW_READY) {
+					on_ready(c, &m);
+				} else {
+					c->reply = m;
+					c->got_reply = 1;
+				}
 				if (post_ctl_recv(c, idx))
 					return broke(c, -EIO, "endpoint client: %s",
 						     "receive refused");
@@ -311,6 +326,8 @@ static struct cache_ent *lookup(struct ql_ep_client *c, const char *path, size_t
 	e->rkey = c->reply.rkey;
 	e->addr = c->reply.addr;
 	e->size = c->reply.length;
+	e->needs_ready = !!(c->reply.flags & QL_EPW_F_READY);
+	e->ready = 1; /* the handler ran before the reply */
 	return e;
 }
 
@@ -355,6 +372,10 @@ static int rdma(struct ql_ep_client *c, enum ql_ep_type type, const char *path, 
 	ret = local_sge(c, buf, len, &sge, &bounced);
 	if (ret)
 		return ret;
+	/* the read handler of the previous read has run (READY) */
+	if (e->needs_ready && !e->ready && (ret = wait_for(c, &e->ready)))
+		return ret;
+	e->ready = 0;
 	if (bounced && type == QL_EP_WRITE)
 		memcpy(c->bounce.addr, buf, len);
 	wr.wr_id = W_ID(W_RDMA, 0);
@@ -400,7 +421,16 @@ int ql_ep_send(struct ql_ep_client *c, const char *path, const void *buf, size_t
 		return ql_error_set(-EINVAL, "endpoint call: NULL buffer");
 	if (len > QL_EP_SIZE_MAX)
 		return status_error(-EMSGSIZE, path, QL_EP_SEND, len);
-	ret = request(c, QL_EP_SEND, path, plen, len);
+	/* -EBUSY: another client's data is due in the buffer; ask again */
+	for (uint64_t end = ql_clock_ns() + (uint64_t)c->timeout_ms * 1000000ull;;) {
+		ret = request(c, QL_EP_SEND, path, plen, len);
+		if (ret != -EBUSY || c->broken)
+			break;
+		if (ql_clock_ns() > end)
+			return ql_error_set(-ETIMEDOUT,
+					    "endpoint %s stayed busy with other senders", path);
+		sched_yield();
+	}
 	if (ret)
 		return c->broken ? ret : status_error(ret, path, QL_EP_SEND, len);
 	/* the server has posted its receive: from here the data must go */
@@ -591,9 +621,6 @@ int ql_ep_client_connect(const char *device, const char *address, struct ql_ep_c
 	a.cap.max_recv_wr = 2;
 	if ((ret = ql_qp_create(c->pd, &a, &c->data)))
 		goto fail;
-	for (unsigned i = 0; i < C_RECVS; i++)
-		if ((ret = post_ctl_recv(c, i)))
-			goto fail;
 	if ((ret = ql__ep_connect(address, c->timeout_ms, &c->fd)))
 		goto fail;
 	n = ql__ep_hello_format(c->ctl, c->data, hello, sizeof(hello));
@@ -613,6 +640,10 @@ int ql_ep_client_connect(const char *device, const char *address, struct ql_ep_c
 	}
 	if ((ret = ql_qp_connect(c->ctl, &pc, NULL)) || (ret = ql_qp_connect(c->data, &pd, NULL)))
 		goto fail;
+	/* the server speaks only when spoken to: posting now is in time */
+	for (unsigned i = 0; i < C_RECVS; i++)
+		if ((ret = post_ctl_recv(c, i)))
+			goto fail;
 	*out = c;
 	return 0;
 fail:

@@ -23,10 +23,16 @@
 #define QL_EPW_MSG_MAX (QL_EPW_HDR + QL_EP_PATH_MAX) /* largest message */
 #define QL_EPW_SLOT 256				     /* control receive slot (>= MSG_MAX) */
 
-enum ql_epw_kind { QL_EPW_REQUEST = 1, QL_EPW_REPLY = 2, QL_EPW_ACK = 3 };
+enum ql_epw_kind { QL_EPW_REQUEST = 1, QL_EPW_REPLY = 2, QL_EPW_ACK = 3, QL_EPW_READY = 4 };
+
+/* byte 7 of a REPLY (byte 7 of a REQUEST is the path's length; of an ACK
+ * and a READY, 0): the read endpoint has a handler, so the server sends a
+ * READY after running it for each acknowledged read, and the client reads
+ * again only after that READY (the handler runs before the data leaves). */
+#define QL_EPW_F_READY 0x01
 
 struct ql_epw_msg {
-	uint8_t kind, op, path_len;
+	uint8_t kind, op, path_len, flags;
 	uint32_t seq;
 	int32_t status;
 	uint64_t length;
@@ -67,7 +73,7 @@ static inline size_t ql_epw_encode(const struct ql_epw_msg *m, uint8_t *buf)
 	buf[4] = QL_EPW_VERSION;
 	buf[5] = m->kind;
 	buf[6] = m->op;
-	buf[7] = m->kind == QL_EPW_REQUEST ? m->path_len : 0;
+	buf[7] = m->kind == QL_EPW_REQUEST ? m->path_len : m->kind == QL_EPW_REPLY ? m->flags : 0;
 	ql_epw_put32(buf + 8, m->seq);
 	ql_epw_put32(buf + 12, (uint32_t)m->status);
 	ql_epw_put64(buf + 16, m->length);
@@ -90,12 +96,15 @@ static inline int ql_epw_decode(const uint8_t *buf, size_t len, struct ql_epw_ms
 		return -EBADMSG;
 	m->kind = buf[5];
 	m->op = buf[6];
-	m->path_len = buf[7];
-	if (m->kind < QL_EPW_REQUEST || m->kind > QL_EPW_ACK || m->op < QL_EP_SEND ||
+	m->path_len = m->kind == QL_EPW_REQUEST ? buf[7] : 0;
+	m->flags = m->kind == QL_EPW_REPLY ? buf[7] : 0;
+	if (m->kind < QL_EPW_REQUEST || m->kind > QL_EPW_READY || m->op < QL_EP_SEND ||
 	    m->op > QL_EP_READ)
 		return -EBADMSG;
-	if (m->kind == QL_EPW_REQUEST ? len != (size_t)QL_EPW_HDR + m->path_len :
-					(len != QL_EPW_HDR || m->path_len))
+	if (m->kind == QL_EPW_REQUEST ?
+		    len != (size_t)QL_EPW_HDR + buf[7] :
+		    (len != QL_EPW_HDR ||
+		     (buf[7] & ~(m->kind == QL_EPW_REPLY ? QL_EPW_F_READY : 0))))
 		return -EBADMSG;
 	m->seq = ql_epw_get32(buf + 8);
 	m->status = (int32_t)ql_epw_get32(buf + 12);

@@ -26,6 +26,7 @@
 #define CONN_MEM ((CTL_RECVS + CTL_SENDS) * QL_EPW_SLOT)
 #define SOCK_CHECK_NS 1000000ull
 #define DATA_SEND_WAIT_NS 2000000000ull
+#define DATA_ORDER_WAIT_NS 100000000ull
 
 enum { WR_CTL_RECV = 1, WR_CTL_SEND, WR_DATA_RECV, WR_DATA_SEND };
 #define WR_ID(kind, idx) (((uint64_t)(kind) << 32) | (uint32_t)(idx))
@@ -36,6 +37,7 @@ struct ep_endpoint {
 	struct ql_mr *mr;
 	ql_ep_handler_fn fn;
 	void *arg;
+	uint64_t busy_conn; /* send: the connection whose data receive is posted */
 };
 
 enum conn_state { CONN_FREE = 0, CONN_HELLO, CONN_LIVE };
@@ -66,6 +68,8 @@ struct ql_ep_server {
 	char addr[128];
 	int max_conns;
 	int handshake_ms;
+	int64_t idle_ns; /* < 0: never sleep */
+	uint64_t last_event_ns;
 	struct ep_conn *conns;
 	struct pollfd *pfds;
 	uint64_t next_id;
@@ -163,6 +167,8 @@ static int run_handler(struct ql_ep_server *s, struct ep_endpoint *ep, struct ep
 
 static void conn_close(struct ql_ep_server *s, struct ep_conn *c, const char *why)
 {
+	if (c->pending_send >= 0 && c->pending_send < s->nep)
+		s->ep[c->pending_send].busy_conn = 0;
 	if (c->state == CONN_LIVE) {
 		ql_log_debug("endpoint", "connection %llu closed: %s", (unsigned long long)c->id,
 			     why);
@@ -252,10 +258,12 @@ static int send_data(struct ep_conn *c, struct ep_endpoint *ep, size_t len, int 
 
 	if (ql_qp_post_send(c->data, &wr, &bad))
 		return -EIO;
+	/* no data receive is posted now (data_before_control): the CQ holds
+	 * this send's completion alone */
 	while ((n = ql_cq_poll(c->dcq, 1, &wc)) == 0)
 		if (ql_clock_ns() > end)
 			return -ETIMEDOUT;
-	return n < 0 || wc.status != IBV_WC_SUCCESS ? -EIO : 0;
+	return n < 0 || wc.status != IBV_WC_SUCCESS || (wc.wr_id >> 32) != WR_DATA_SEND ? -EIO : 0;
 }
 
 static void on_request(struct ql_ep_server *s, struct ep_conn *c, const struct ql_epw_msg *m)
@@ -288,15 +296,18 @@ static void on_request(struct ql_ep_server *s, struct ep_conn *c, const struct q
 						  .num_sge = 1 };
 			struct ibv_recv_wr *bad;
 
-			if (c->pending_send >= 0) {
-				violation(s, c, "a second send request before the data");
-				return;
+			/* the buffer takes one sender at a time: the others are
+			 * told to come back (the client retries) */
+			if (ep->busy_conn) {
+				status = -EBUSY;
+				break;
 			}
 			if (ql_qp_post_recv(c->data, &wr, &bad)) {
 				conn_close(s, c, "data receive refused");
 				return;
 			}
 			c->pending_send = i;
+			ep->busy_conn = c->id;
 			break;
 		}
 		case QL_EP_RECEIVE:
@@ -314,6 +325,7 @@ static void on_request(struct ql_ep_server *s, struct ep_conn *c, const struct q
 			if (status)
 				break;
 			c->described[i] = 1;
+			r.flags = m->op == QL_EP_READ && ep->fn ? QL_EPW_F_READY : 0;
 			r.ep_id = (uint32_t)i;
 			r.rkey = ql_mr_rkey(ep->mr);
 			r.addr = (uintptr_t)ep->buf;
@@ -321,7 +333,9 @@ static void on_request(struct ql_ep_server *s, struct ep_conn *c, const struct q
 			break;
 		}
 	}
-	if (status)
+	if (status == -EBUSY)
+		s->st.requests_busy++;
+	else if (status)
 		s->st.requests_refused++;
 	r.status = status;
 	/* a receive request is answered on the data QP too, always: the
@@ -356,14 +370,76 @@ static void on_ack(struct ql_ep_server *s, struct ep_conn *c, const struct ql_ep
 	/* write: the data landed; read: it left, prepare the next read */
 	len = m->op == QL_EP_WRITE ? (size_t)m->length : ep->e.size;
 	run_handler(s, ep, c, &len);
+	if (m->op == QL_EP_READ && ep->fn) {
+		struct ql_epw_msg r = {
+			.kind = QL_EPW_READY, .op = QL_EP_READ, .seq = m->seq, .ep_id = m->ep_id
+		};
+
+		if (send_reply(c, &r))
+			conn_close(s, c, "ready refused");
+	}
 }
 
-/* Handle what one connection's CQ holds; returns events handled. */
+/* The data QP's completions (its own CQ): a send's data landed, or one of
+ * our receive answers left. Returns events handled. */
+static int conn_poll_data(struct ql_ep_server *s, struct ep_conn *c)
+{
+	struct ibv_wc wc;
+	int n = ql_cq_poll(c->dcq, 1, &wc);
+
+	if (n <= 0) {
+		if (n < 0)
+			conn_close(s, c, "completion queue failed");
+		return n < 0;
+	}
+	if (wc.status != IBV_WC_SUCCESS) {
+		if (wc.status == IBV_WC_LOC_LEN_ERR)
+			violation(s, c, "send data over the endpoint's size");
+		else
+			conn_close(s, c, ibv_wc_status_str(wc.status));
+		return 1;
+	}
+	if ((unsigned)(wc.wr_id >> 32) == WR_DATA_RECV) {
+		unsigned idx = (uint32_t)wc.wr_id;
+		size_t len = wc.byte_len;
+
+		if ((int)idx != c->pending_send) {
+			violation(s, c, "unexpected data");
+			return 1;
+		}
+		c->pending_send = -1;
+		s->ep[idx].busy_conn = 0;
+		s->st.data++;
+		run_handler(s, &s->ep[idx], c, &len);
+	}
+	return 1;
+}
+
+/* A client speaks again only after its send's data was delivered, but the
+ * data QP's completion may not have been polled yet: take it first, so
+ * that the send handler runs before whatever the client asks next. */
+static int data_before_control(struct ql_ep_server *s, struct ep_conn *c)
+{
+	uint64_t end = ql_clock_ns() + DATA_ORDER_WAIT_NS;
+
+	while (c->state == CONN_LIVE && c->pending_send >= 0) {
+		conn_poll_data(s, c);
+		if (c->pending_send >= 0 && ql_clock_ns() > end) {
+			violation(s, c, "a message before the send's data");
+			return -EPROTO;
+		}
+	}
+	return c->state == CONN_LIVE ? 0 : -ENOTCONN;
+}
+
+/* Handle what one connection's CQs hold; returns events handled. */
 static int conn_poll(struct ql_ep_server *s, struct ep_conn *c)
 {
 	struct ibv_wc wc[16];
-	int n, events = 0;
+	int n, events = conn_poll_data(s, c);
 
+	if (c->state != CONN_LIVE)
+		return events;
 	n = ql_cq_poll(c->cq, 16, wc);
 	if (n < 0) {
 		conn_close(s, c, "completion queue failed");
@@ -375,42 +451,25 @@ static int conn_poll(struct ql_ep_server *s, struct ep_conn *c)
 
 		events++;
 		if (wc[k].status != IBV_WC_SUCCESS) {
-			if (kind == WR_DATA_RECV && wc[k].status == IBV_WC_LOC_LEN_ERR)
-				violation(s, c, "send data over the endpoint's size");
-			else
-				conn_close(s, c, ibv_wc_status_str(wc[k].status));
+			conn_close(s, c, ibv_wc_status_str(wc[k].status));
 			break;
 		}
-		switch (kind) {
-		case WR_CTL_RECV:
-			if (ql_epw_decode(c->mem + (size_t)idx * QL_EPW_SLOT, wc[k].byte_len, &m)) {
-				violation(s, c, "malformed message");
-				break;
-			}
-			if (m.kind == QL_EPW_REQUEST)
-				on_request(s, c, &m);
-			else if (m.kind == QL_EPW_ACK)
-				on_ack(s, c, &m);
-			else
-				violation(s, c, "a reply from a client");
-			if (c->state == CONN_LIVE && post_ctl_recv(c, idx))
-				conn_close(s, c, "control receive refused");
+		if (kind != WR_CTL_RECV) /* our replies */
+			continue;
+		if (data_before_control(s, c))
 			break;
-		case WR_DATA_RECV: {
-			size_t len = wc[k].byte_len;
-
-			if ((int)idx != c->pending_send) {
-				violation(s, c, "unexpected data");
-				break;
-			}
-			c->pending_send = -1;
-			s->st.data++;
-			run_handler(s, &s->ep[idx], c, &len);
+		if (ql_epw_decode(c->mem + (size_t)idx * QL_EPW_SLOT, wc[k].byte_len, &m)) {
+			violation(s, c, "malformed message");
 			break;
 		}
-		default: /* our sends */
-			break;
-		}
+		if (m.kind == QL_EPW_REQUEST)
+			on_request(s, c, &m);
+		else if (m.kind == QL_EPW_ACK)
+			on_ack(s, c, &m);
+		else
+			violation(s, c, "a reply from a client");
+		if (c->state == CONN_LIVE && post_ctl_recv(c, idx))
+			conn_close(s, c, "control receive refused");
 	}
 	return events;
 }
@@ -448,6 +507,7 @@ static int conn_setup(struct ql_ep_server *s, struct ep_conn *c)
 	if (ret)
 		return ret;
 	a.send_cq = c->dcq;
+	a.recv_cq = c->dcq;
 	a.cap.max_send_wr = 2;
 	a.cap.max_recv_wr = 2;
 	ret = ql_qp_create(s->pd, &a, &c->data);
@@ -600,11 +660,19 @@ int ql_ep_server_poll(struct ql_ep_server *s, int timeout_ms)
 				events += conn_poll(s, &s->conns[i]);
 		now = ql_clock_ns();
 		if (now >= s->next_sock_check) {
-			events += check_sockets(s, 0);
+			int nap = s->idle_ns >= 0 &&
+				  now - s->last_event_ns > (uint64_t)s->idle_ns && timeout_ms != 0;
+
+			events += check_sockets(s, nap ? 1 : 0);
+			now = ql_clock_ns();
 			s->next_sock_check = now + SOCK_CHECK_NS;
 		}
-		if (events || timeout_ms == 0)
+		if (events) {
+			s->last_event_ns = now;
 			return events;
+		}
+		if (timeout_ms == 0)
+			return 0;
 		if (timeout_ms > 0 && now - start >= (uint64_t)timeout_ms * 1000000ull)
 			return 0;
 	}
@@ -646,12 +714,15 @@ int ql_ep_server_create(const struct ql_ep_spec *spec, const struct ql_ep_server
 		return ql_error_set(-EINVAL, "max_conns %d: at most 4096", d.max_conns);
 	if (d.handshake_ms <= 0)
 		d.handshake_ms = 5000;
+	if (d.idle_us == 0)
+		d.idle_us = 1000;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return ql_error_set(-ENOMEM, "out of memory");
 	s->lfd = -1;
 	s->max_conns = d.max_conns;
 	s->handshake_ms = d.handshake_ms;
+	s->idle_ns = d.idle_us < 0 ? -1 : (int64_t)d.idle_us * 1000;
 	s->ep = calloc((size_t)spec->count, sizeof(*s->ep));
 	s->conns = calloc((size_t)s->max_conns, sizeof(*s->conns));
 	s->pfds = calloc((size_t)s->max_conns + 1, sizeof(*s->pfds));
