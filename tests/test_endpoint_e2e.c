@@ -162,6 +162,43 @@ static void test_errors_keep_serving(void **state)
 	assert_true(st1.requests_refused >= st0.requests_refused + 7);
 }
 
+/* A client that writes, sends and is gone at once: what it delivered is
+ * still handled (the server drains a connection before closing it). */
+static void test_write_then_exit(void **state)
+{
+	uint8_t pat[1000];
+	uint64_t sum[2] = { 0, 0 };
+	struct ql_ep_client *c = connect_ok(server.addr);
+	int status;
+	pid_t pid;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(pat); i++)
+		pat[i] = (uint8_t)(i ^ 0x5a);
+	fflush(NULL);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct ql_ep_client *w;
+
+		if (ql_ep_client_connect(dev_cli, server.addr, &w) ||
+		    ql_ep_write(w, "/data", pat, sizeof(pat)))
+			_exit(1);
+		_exit(0); /* no close: the process just ends */
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	for (int i = 0; i < 200; i++) {
+		assert_int_equal(ql_ep_recv(c, "/sum", sum, sizeof(sum)), sizeof(sum));
+		if (sum[0] == sizeof(pat))
+			break;
+		usleep(10000);
+	}
+	assert_int_equal(sum[0], sizeof(pat));
+	assert_true(sum[1] == ept_fnv64(pat, sizeof(pat)));
+	ql_ep_client_close(c);
+}
+
 #define NCHILD 8
 #define ROUNDS 100
 
@@ -276,9 +313,9 @@ static void test_tcp(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_type),   cmocka_unit_test(test_errors_keep_serving),
-		cmocka_unit_test(test_many_clients), cmocka_unit_test(test_connection_limit),
-		cmocka_unit_test(test_tcp),
+		cmocka_unit_test(test_every_type),	 cmocka_unit_test(test_errors_keep_serving),
+		cmocka_unit_test(test_write_then_exit),	 cmocka_unit_test(test_many_clients),
+		cmocka_unit_test(test_connection_limit), cmocka_unit_test(test_tcp),
 	};
 	const char *d = getenv("QLINK_TEST_EP_DEVICE");
 

@@ -5,6 +5,7 @@
  *   serve / vppu    the two sides as separate programs (serve also as
  *                   CUDA-Q Realtime's test server over its UDP transport)
  *   hololink        Hololink register protocol: read, write, or be a board
+ *   ep              the endpoint service: serve a YAML file, call an endpoint
  *   info [URI...]   list RDMA devices of every provider with their limits
  */
 #include <arpa/inet.h>
@@ -32,6 +33,8 @@ static void usage(FILE *f)
 		"                  server over UDP (qlink vppu -h)\n"
 		"  hololink        read/write registers of a Hololink board, or be one\n"
 		"                  (qlink hololink -h)\n"
+		"  ep              the RDMA endpoint service: serve a YAML endpoints\n"
+		"                  file, or call an endpoint (qlink ep -h)\n"
 		"  info [URI...]   show RDMA devices and their limits (default: every\n"
 		"                  device every provider lists; a listed SCHEME://NAME,\n"
 		"                  any name, is shown as SCHEME://info)\n"
@@ -183,6 +186,8 @@ int main(int argc, char **argv)
 		return tool_vppu(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "hololink"))
 		return tool_hololink(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "ep"))
+		return tool_ep(argc - 1, argv + 1);
 	fprintf(stderr, "qlink: unknown command '%s'\n\n", argv[1]);
 	usage(stderr);
 	return 2;

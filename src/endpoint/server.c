@@ -605,7 +605,11 @@ static int conn_socket(struct ql_ep_server *s, struct ep_conn *c)
 	ssize_t r = recv(c->fd, b, sizeof(b), MSG_DONTWAIT);
 
 	if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
-		conn_close(s, c, "client went away");
+		/* what it sent before it went (an ack, send data) is served */
+		while (c->state == CONN_LIVE && conn_poll(s, c) > 0)
+			;
+		if (c->state == CONN_LIVE)
+			conn_close(s, c, "client went away");
 		return 1;
 	}
 	if (r > 0) {
