@@ -40,7 +40,7 @@ cmp "$dir/in" "$dir/back" || fail "read back differs"
 call /rdma/ep1 --out "$dir/full" || fail "read, default length"
 [ "$(stat -c %s "$dir/full")" = 4194304 ] || fail "default length"
 # repeated, timed
-call /rdma/ep1 --data x --repeat 1000 2>"$dir/rep" || fail "repeat"
+call /rdma/ep1 --data x --repeat 1000 2>"$dir/rep" || { cat "$dir/rep"; fail "repeat"; }
 grep -q "write /rdma/ep1 1 bytes x 1000: median" "$dir/rep" || fail "repeat output"
 
 # errors: exit 1 with the reason; the server goes on

@@ -45,10 +45,20 @@ struct raw {
 	uint8_t *mem;
 	struct ql_mr *mr;
 	int fd;
+	struct ql_conn_params srv; /* the server's ctl params: its ack ring */
 };
+
+static void raw_open_credit(struct raw *r, int credit);
 
 static void raw_open(struct raw *r)
 {
+	raw_open_credit(r, 1);
+}
+
+/* credit 0: a hello that names no credit word (refused) */
+static void raw_open_credit(struct raw *r, int credit)
+{
+	struct ql_conn_params mem = { 0 };
 	struct ql_qp_init_attr a = { 0 };
 	struct ql_conn_params pc, pd;
 	char hello[QL_EPC_HELLO_MAX + 1];
@@ -72,7 +82,10 @@ static void raw_open(struct raw *r)
 	assert_int_equal(ql_qp_create(r->pd, &a, &r->ctl), 0);
 	assert_int_equal(ql_qp_create(r->pd, &a, &r->data), 0);
 	assert_int_equal(ql__ep_connect(server.addr, 5000, &r->fd), 0);
-	n = ql__ep_hello_format(r->ctl, r->data, hello, sizeof(hello));
+	mem.vaddr = (uintptr_t)(r->mem + 12288);
+	mem.rkey = ql_mr_rkey(r->mr);
+	mem.length = credit ? 8 : 0;
+	n = ql__ep_hello_format(r->ctl, r->data, &mem, hello, sizeof(hello));
 	assert_true(n > 0);
 	assert_int_equal(send(r->fd, hello, (size_t)n, 0), n);
 	while (lines < 3) {
@@ -86,9 +99,19 @@ static void raw_open(struct raw *r)
 		lines = 0;
 		for (size_t i = 0; i < got; i++)
 			lines += hello[i] == '\n';
+		hello[got] = '\0';
+		if (strstr(hello, " ERR ") && lines)
+			break;
 	}
 	hello[got] = '\0';
+	if (!credit) {
+		assert_non_null(strstr(hello, "ERR"));
+		assert_non_null(strstr(hello, "credit"));
+		r->srv.qpn = 0;
+		return;
+	}
 	assert_int_equal(ql__ep_hello_parse(hello, &pc, &pd), 0);
+	r->srv = pc;
 	assert_int_equal(ql_qp_connect(r->ctl, &pc, NULL), 0);
 	assert_int_equal(ql_qp_connect(r->data, &pd, NULL), 0);
 	for (int i = 0; i < 4; i++) {
@@ -143,6 +166,32 @@ static int raw_send(struct raw *r, struct ql_qp *qp, size_t len)
 			usleep(10);
 	}
 	return -ETIMEDOUT;
+}
+
+/* WRITE one word into slot `slot` of the server's ack ring. */
+static size_t ring_write(struct raw *r, size_t slot, uint64_t word)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)(r->mem + 4096),
+			       .length = 8,
+			       .lkey = ql_mr_lkey(r->mr) };
+	struct ibv_send_wr wr = { .wr_id = 1,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+	int n = 0;
+
+	memcpy(r->mem + 4096, &word, 8);
+	wr.wr.rdma.remote_addr = r->srv.vaddr + slot * 8;
+	wr.wr.rdma.rkey = r->srv.rkey;
+	assert_int_equal(ql_qp_post_send(r->ctl, &wr, &bad), 0);
+	for (int i = 0; i < 5000000 && n == 0; i++)
+		n = ql_cq_poll(r->cq, 1, &wc);
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	return (size_t)-1;
 }
 
 static size_t msg(struct raw *r, uint8_t kind, uint8_t op, const char *path, uint64_t length,
@@ -254,14 +303,19 @@ static size_t b_bad_op(struct raw *r)
 	return n;
 }
 
+static size_t b_retired_ack(struct raw *r)
+{
+	return msg(r, 3, QL_EP_WRITE, NULL, 1, 0);
+}
+
 static size_t b_ack_undescribed(struct raw *r)
 {
-	return msg(r, QL_EPW_ACK, QL_EP_WRITE, NULL, 1, 0);
+	return ring_write(r, 0, ql_epa_word(1, 0, 0, 1));
 }
 
 static size_t b_ack_out_of_range(struct raw *r)
 {
-	return msg(r, QL_EPW_ACK, QL_EP_WRITE, NULL, 1, 99999);
+	return ring_write(r, 0, ql_epa_word(1, 200, 0, 1));
 }
 
 static size_t b_reply(struct raw *r)
@@ -293,14 +347,14 @@ static size_t b_ack_too_long(struct raw *r)
 {
 	uint32_t id = describe(r, QL_EP_WRITE, "/data");
 
-	return msg(r, QL_EPW_ACK, QL_EP_WRITE, NULL, EPT_DATA_SIZE + 1, id);
+	return ring_write(r, 0, ql_epa_word(1, id, 0, EPT_DATA_SIZE + 1));
 }
 
 static size_t b_ack_wrong_type(struct raw *r)
 {
 	uint32_t id = describe(r, QL_EP_WRITE, "/data");
 
-	return msg(r, QL_EPW_ACK, QL_EP_READ, NULL, 1, id);
+	return ring_write(r, 0, ql_epa_word(1, id, 1, 1));
 }
 
 static size_t b_send_then_request(struct raw *r)
@@ -335,6 +389,7 @@ static void test_malformed(void **state)
 	violation_case("ack undescribed", b_ack_undescribed);
 	violation_case("ack out of range", b_ack_out_of_range);
 	violation_case("reply from a client", b_reply);
+	violation_case("retired ack message", b_retired_ack);
 	violation_case("ack too long", b_ack_too_long);
 	violation_case("ack wrong type", b_ack_wrong_type);
 	violation_case("send then request", b_send_then_request);
@@ -350,6 +405,39 @@ static ssize_t recv_wait(int fd, char *b, size_t len)
 	if (poll(&p, 1, 5000) != 1)
 		return -1;
 	return recv(fd, b, len, 0);
+}
+
+/* Ring words that are not the expected seq are not acks: nothing happens
+ * (the client only stalls itself); the expected one is taken. A hello that
+ * names no credit word is refused. */
+static void test_ring_rules(void **state)
+{
+	struct ql_ep_server_stats st0, st1;
+	struct raw r;
+	uint32_t id;
+
+	(void)state;
+	stats(&st0);
+	raw_open(&r);
+	id = describe(&r, QL_EP_WRITE, "/data");
+	ring_write(&r, 0, ql_epa_word(5, id, 0, 1));		    /* ahead */
+	ring_write(&r, 1, ql_epa_word(2, id, 0, 1));		    /* next, not yet */
+	ring_write(&r, 0, ql_epa_word(1 + QL_EPA_SLOTS, id, 0, 1)); /* a lap ahead */
+	usleep(20000);
+	stats(&st1);
+	assert_int_equal(st1.acks, st0.acks);
+	ring_write(&r, 0, ql_epa_word(1, id, 0, 1)); /* now 1, then 2 is there */
+	for (int i = 0; i < 100 && st1.acks < st0.acks + 2; i++) {
+		usleep(10000);
+		stats(&st1);
+	}
+	assert_int_equal(st1.acks, st0.acks + 2);
+	assert_int_equal(st1.violations, st0.violations);
+	raw_close(&r);
+
+	raw_open_credit(&r, 0);
+	raw_close(&r);
+	expect_serving();
 }
 
 static void test_bad_hellos(void **state)
@@ -488,6 +576,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_malformed),
+		cmocka_unit_test(test_ring_rules),
 		cmocka_unit_test(test_bad_hellos),
 		cmocka_unit_test(test_killed_mid_transfer),
 	};

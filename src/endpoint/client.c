@@ -22,11 +22,12 @@
 
 #define C_RECVS 4
 #define C_SENDS 2
-#define C_MEM ((C_RECVS + C_SENDS) * QL_EPW_SLOT)
+#define C_MEM ((C_RECVS + C_SENDS + 1) * QL_EPW_SLOT) /* + the ack word */
+#define C_ACK_SLOT (C_RECVS + C_SENDS)
 #define C_UBUFS 16
 #define SPIN_NS 1000000ull /* busy-poll this long, then yield between polls */
 
-enum { W_CTL_RECV = 1, W_CTL_SEND, W_DATA_RECV, W_DATA_SEND, W_RDMA };
+enum { W_CTL_RECV = 1, W_CTL_SEND, W_DATA_RECV, W_DATA_SEND, W_RDMA, W_ACK };
 #define W_ID(kind, idx) (((uint64_t)(kind) << 32) | (uint32_t)(idx))
 
 struct cache_ent {
@@ -53,6 +54,13 @@ struct ql_ep_client {
 	struct ql_mr *mr;
 	int fd;
 	int broken;
+	/* the server's ack ring (ep_int.h) and our credit word in it */
+	uint64_t ring_addr;
+	uint32_t ring_rkey;
+	uint32_t ring_slots;
+	uint64_t ack_seq;	   /* the next ack's */
+	volatile uint64_t *credit; /* acks the server took, written by it */
+	struct ql_mr *credit_mr;
 	int timeout_ms;
 	uint32_t seq;
 	unsigned send_next;
@@ -348,6 +356,24 @@ int ql_ep_client_size(struct ql_ep_client *c, const char *path, enum ql_ep_type 
 	return 0;
 }
 
+/* Wait until the server took enough acks to free a ring slot. */
+static int wait_credit(struct ql_ep_client *c)
+{
+	uint64_t start = ql_clock_ns();
+
+	while (c->ack_seq - 1 - le64toh(__atomic_load_n(c->credit, __ATOMIC_ACQUIRE)) >=
+	       c->ring_slots) {
+		uint64_t now = ql_clock_ns();
+
+		if (now - start > (uint64_t)c->timeout_ms * 1000000ull)
+			return broke(c, -ETIMEDOUT, "endpoint server took no acks in %s",
+				     "the client's timeout");
+		if (now - start > SPIN_NS)
+			sched_yield();
+	}
+	return 0;
+}
+
 /* WRITE or READ through a cached descriptor, then the acknowledgement. */
 static int rdma(struct ql_ep_client *c, enum ql_ep_type type, const char *path, void *buf,
 		size_t len)
@@ -355,7 +381,8 @@ static int rdma(struct ql_ep_client *c, enum ql_ep_type type, const char *path, 
 	struct ibv_send_wr wr = { 0 };
 	struct ibv_sge sge;
 	struct cache_ent *e;
-	struct ql_epw_msg ack = { .kind = QL_EPW_ACK, .op = (uint8_t)type };
+	struct ibv_sge ack_sge;
+	struct ibv_send_wr ack = { 0 }, *bad;
 	size_t plen;
 	int bounced, ret = check(c, path, &plen);
 
@@ -384,13 +411,30 @@ static int rdma(struct ql_ep_client *c, enum ql_ep_type type, const char *path, 
 	wr.opcode = type == QL_EP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ;
 	wr.wr.rdma.remote_addr = e->addr;
 	wr.wr.rdma.rkey = e->rkey;
-	ack.seq = ++c->seq;
-	ack.ep_id = e->ep_id;
-	ack.length = len;
-	/* the fence: a READ's data is home before the server hears the ack */
-	ret = post_ctl_send(c, &ack, &wr, type == QL_EP_READ ? IBV_SEND_FENCE : 0);
-	if (!ret)
-		ret = wait_for(c, NULL);
+	/* a free slot in the server's ack ring: it took all but ring_slots - 1 */
+	if (c->ack_seq - 1 - le64toh(*c->credit) >= c->ring_slots && (ret = wait_credit(c)))
+		return ret;
+	ack_sge.addr = (uintptr_t)(c->mem + (size_t)C_ACK_SLOT * QL_EPW_SLOT);
+	ack_sge.length = 8;
+	ack_sge.lkey = ql_mr_lkey(c->mr);
+	*(uint64_t *)(uintptr_t)ack_sge.addr =
+		htole64(ql_epa_word(c->ack_seq, e->ep_id, type == QL_EP_READ, len));
+	ack.wr_id = W_ID(W_ACK, 0);
+	ack.sg_list = &ack_sge;
+	ack.num_sge = 1;
+	ack.opcode = IBV_WR_RDMA_WRITE;
+	/* the fence: a READ's data is home before the server sees the ack */
+	ack.send_flags = IBV_SEND_SIGNALED | (type == QL_EP_READ ? IBV_SEND_FENCE : 0);
+	ack.wr.rdma.remote_addr = c->ring_addr + ((c->ack_seq - 1) % c->ring_slots) * 8;
+	ack.wr.rdma.rkey = c->ring_rkey;
+	wr.next = &ack;
+	c->sends_out++;
+	if (ql_qp_post_send(c->ctl, &wr, &bad)) {
+		c->sends_out--;
+		return broke(c, -EIO, "endpoint client: %s", "send queue refused the write");
+	}
+	c->ack_seq++;
+	ret = wait_for(c, NULL);
 	if (ret)
 		return ret;
 	if (bounced && type == QL_EP_READ)
@@ -587,8 +631,9 @@ int ql_ep_client_connect(const char *device, const char *address, struct ql_ep_c
 {
 	struct ql_ep_client *c;
 	struct ql_qp_init_attr a;
-	struct ql_conn_params pc, pd;
+	struct ql_conn_params pc, pd, mem = { 0 };
 	char hello[QL_EPC_HELLO_MAX + 1];
+	void *credit;
 	int ret, n;
 
 	if (!device || !address || !out)
@@ -607,6 +652,18 @@ int ql_ep_client_connect(const char *device, const char *address, struct ql_ep_c
 	ret = ql_mr_reg(c->pd, c->mem, C_MEM, IBV_ACCESS_LOCAL_WRITE, &c->mr);
 	if (ret)
 		goto fail;
+	/* the credit word alone in its page and MR: all the server may write */
+	ret = ql_pd_mem_alloc(c->pd, 4096, &credit);
+	if (ret)
+		goto fail;
+	c->credit = credit;
+	ret = ql_mr_reg(c->pd, credit, 4096, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+			&c->credit_mr);
+	if (ret)
+		goto fail;
+	mem.vaddr = (uintptr_t)credit;
+	mem.rkey = ql_mr_rkey(c->credit_mr);
+	mem.length = 8;
 	memset(&a, 0, sizeof(a));
 	a.send_cq = c->cq;
 	a.recv_cq = c->cq;
@@ -623,7 +680,7 @@ int ql_ep_client_connect(const char *device, const char *address, struct ql_ep_c
 		goto fail;
 	if ((ret = ql__ep_connect(address, c->timeout_ms, &c->fd)))
 		goto fail;
-	n = ql__ep_hello_format(c->ctl, c->data, hello, sizeof(hello));
+	n = ql__ep_hello_format(c->ctl, c->data, &mem, hello, sizeof(hello));
 	if (n < 0) {
 		ret = n;
 		goto fail;
@@ -634,10 +691,15 @@ int ql_ep_client_connect(const char *device, const char *address, struct ql_ep_c
 	}
 	if ((ret = read_hello(c, hello, sizeof(hello))))
 		goto fail;
-	if (ql__ep_hello_parse(hello, &pc, &pd)) {
+	if (ql__ep_hello_parse(hello, &pc, &pd) || pc.slot_size != 8 || pc.num_slots == 0 ||
+	    pc.num_slots > 65536 || pc.length < (uint64_t)pc.num_slots * 8) {
 		ret = ql_error_set(-EPROTO, "%s is not an endpoint server (bad hello)", address);
 		goto fail;
 	}
+	c->ring_addr = pc.vaddr;
+	c->ring_rkey = pc.rkey;
+	c->ring_slots = pc.num_slots;
+	c->ack_seq = 1;
 	if ((ret = ql_qp_connect(c->ctl, &pc, NULL)) || (ret = ql_qp_connect(c->data, &pd, NULL)))
 		goto fail;
 	/* the server speaks only when spoken to: posting now is in time */
@@ -674,6 +736,10 @@ void ql_ep_client_close(struct ql_ep_client *c)
 		ql_mr_dereg(c->mr);
 	if (c->mem)
 		ql_pd_mem_free(c->pd, c->mem);
+	if (c->credit_mr)
+		ql_mr_dereg(c->credit_mr);
+	if (c->credit)
+		ql_pd_mem_free(c->pd, (void *)(uintptr_t)c->credit);
 	if (c->cq)
 		ql_cq_destroy(c->cq);
 	if (c->pd)

@@ -152,7 +152,8 @@ fail:
 	return ql_error_set(ret, "cannot connect to %s: %s", address, strerror(-ret));
 }
 
-int ql__ep_hello_format(struct ql_qp *ctl, struct ql_qp *data, char *buf, size_t len)
+int ql__ep_hello_format(struct ql_qp *ctl, struct ql_qp *data, const struct ql_conn_params *mem,
+			char *buf, size_t len)
 {
 	struct ql_conn_params pc, pd;
 	char a[512], b[512];
@@ -163,6 +164,13 @@ int ql__ep_hello_format(struct ql_qp *ctl, struct ql_qp *data, char *buf, size_t
 		ret = ql_qp_local_params(data, &pd);
 	if (ret)
 		return ret;
+	if (mem) {
+		pc.vaddr = mem->vaddr;
+		pc.rkey = mem->rkey;
+		pc.length = mem->length;
+		pc.num_slots = mem->num_slots;
+		pc.slot_size = mem->slot_size;
+	}
 	if (ql_conn_params_format(&pc, a, sizeof(a)) < 0 ||
 	    ql_conn_params_format(&pd, b, sizeof(b)) < 0)
 		return -EINVAL;

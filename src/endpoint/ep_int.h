@@ -23,7 +23,8 @@
 #define QL_EPW_MSG_MAX (QL_EPW_HDR + QL_EP_PATH_MAX) /* largest message */
 #define QL_EPW_SLOT 256				     /* control receive slot (>= MSG_MAX) */
 
-enum ql_epw_kind { QL_EPW_REQUEST = 1, QL_EPW_REPLY = 2, QL_EPW_ACK = 3, QL_EPW_READY = 4 };
+/* kind 3 is retired (acknowledgements go through the ack ring) */
+enum ql_epw_kind { QL_EPW_REQUEST = 1, QL_EPW_REPLY = 2, QL_EPW_READY = 4 };
 
 /* byte 7 of a REPLY (byte 7 of a REQUEST is the path's length; of an ACK
  * and a READY, 0): the read endpoint has a handler, so the server sends a
@@ -98,8 +99,8 @@ static inline int ql_epw_decode(const uint8_t *buf, size_t len, struct ql_epw_ms
 	m->op = buf[6];
 	m->path_len = m->kind == QL_EPW_REQUEST ? buf[7] : 0;
 	m->flags = m->kind == QL_EPW_REPLY ? buf[7] : 0;
-	if (m->kind < QL_EPW_REQUEST || m->kind > QL_EPW_READY || m->op < QL_EP_SEND ||
-	    m->op > QL_EP_READ)
+	if (m->kind < QL_EPW_REQUEST || m->kind > QL_EPW_READY || m->kind == 3 ||
+	    m->op < QL_EP_SEND || m->op > QL_EP_READ)
 		return -EBADMSG;
 	if (m->kind == QL_EPW_REQUEST ?
 		    len != (size_t)QL_EPW_HDR + buf[7] :
@@ -114,6 +115,28 @@ static inline int ql_epw_decode(const uint8_t *buf, size_t len, struct ql_epw_ms
 	m->addr = ql_epw_get64(buf + 32);
 	m->path = (const char *)buf + QL_EPW_HDR;
 	return 0;
+}
+
+/* ---- the ack ring --------------------------------------------------------
+ * Per connection, server memory the client RDMA-WRITEs its write/read
+ * acknowledgements into: QL_EPA_SLOTS aligned 8-byte words, the word of ack
+ * number seq (1, 2, ...) at slot (seq - 1) % QL_EPA_SLOTS. One word is one
+ * aligned 8-byte store on every NIC, so it is seen whole or not at all:
+ *   bits  0..28  length (bytes written or read)
+ *   bits 29..36  endpoint id (from the REPLY)
+ *   bit  37      0: write, 1: read
+ *   bits 38..63  seq mod 2^26
+ * The server takes the slot of the seq it expects when its seq bits match,
+ * and every QL_EPA_CREDIT acks it RDMA-WRITEs the count it has taken (u64)
+ * into the client's credit word; the client never runs QL_EPA_SLOTS ahead. */
+#define QL_EPA_SLOTS 64u
+#define QL_EPA_CREDIT 16u
+#define QL_EPA_SEQ_MASK 0x3ffffffu
+
+static inline uint64_t ql_epa_word(uint32_t seq, uint32_t ep_id, int read, uint64_t len)
+{
+	return (uint64_t)(seq & QL_EPA_SEQ_MASK) << 38 | (uint64_t)(read != 0) << 37 |
+	       (uint64_t)(ep_id & 0xff) << 29 | (len & 0x1fffffffu);
 }
 
 /* ---- the spec --------------------------------------------------------- */
@@ -144,8 +167,11 @@ const char *ql__ep_path_problem(const char *path, size_t len);
 int ql__ep_listen(const char *address, int *fd, char *bound, size_t bound_len);
 /* Connect (blocking, timeout_ms); -errno. */
 int ql__ep_connect(const char *address, int timeout_ms, int *fd);
-/* Format the two QPs' params as a hello; returns length or -errno. */
-int ql__ep_hello_format(struct ql_qp *ctl, struct ql_qp *data, char *buf, size_t len);
+/* Format the two QPs' params as a hello, the ctl line with the memory
+ * region `mem` describes (vaddr, rkey, length, slots, slot_size; NULL:
+ * none); returns length or -errno. */
+int ql__ep_hello_format(struct ql_qp *ctl, struct ql_qp *data, const struct ql_conn_params *mem,
+			char *buf, size_t len);
 /* Parse a complete hello; -EPROTO if malformed. */
 int ql__ep_hello_parse(const char *text, struct ql_conn_params *ctl, struct ql_conn_params *data);
 

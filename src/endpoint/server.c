@@ -22,13 +22,15 @@
 #include "qlink/log.h"
 
 #define CTL_RECVS 16 /* control receive slots per connection */
-#define CTL_SENDS 8  /* reply slots (a client has one request out) */
-#define CONN_MEM ((CTL_RECVS + CTL_SENDS) * QL_EPW_SLOT)
+#define CTL_SENDS 32 /* replies (one request out) and credit writes */
+#define CONN_MEM ((CTL_RECVS + CTL_SENDS + 1) * QL_EPW_SLOT) /* + the credit */
+#define CREDIT_SLOT (CTL_RECVS + CTL_SENDS)
+#define RING_BYTES 4096 /* one page: QL_EPA_SLOTS words, alone in its MR */
 #define SOCK_CHECK_NS 1000000ull
 #define DATA_SEND_WAIT_NS 2000000000ull
 #define DATA_ORDER_WAIT_NS 100000000ull
 
-enum { WR_CTL_RECV = 1, WR_CTL_SEND, WR_DATA_RECV, WR_DATA_SEND };
+enum { WR_CTL_RECV = 1, WR_CTL_SEND, WR_DATA_RECV, WR_DATA_SEND, WR_CREDIT };
 #define WR_ID(kind, idx) (((uint64_t)(kind) << 32) | (uint32_t)(idx))
 
 struct ep_endpoint {
@@ -57,6 +59,14 @@ struct ep_conn {
 	unsigned send_next;
 	int pending_send; /* endpoint a data receive is posted for, -1: none */
 	uint8_t described[QL_EP_MAX_ENDPOINTS];
+	/* the ack ring (ep_int.h): ours, written by the client */
+	volatile uint64_t *ring;
+	struct ql_mr *ring_mr;
+	uint32_t ack_seq; /* the next seq expected */
+	uint64_t acks_taken;
+	uint64_t credit_addr; /* the client's credit word */
+	uint32_t credit_rkey;
+	int closing; /* draining its ring before it goes: post nothing more */
 };
 
 struct ql_ep_server {
@@ -165,8 +175,18 @@ static int run_handler(struct ql_ep_server *s, struct ep_endpoint *ep, struct ep
 
 /* ---- connections -------------------------------------------------------- */
 
+static int ring_poll(struct ql_ep_server *s, struct ep_conn *c);
+
 static void conn_close(struct ql_ep_server *s, struct ep_conn *c, const char *why)
 {
+	if (c->state == CONN_LIVE && !c->closing) {
+		/* what it acknowledged before it went is served (a dead
+		 * client's connection fails on our next credit write) */
+		c->closing = 1;
+		ring_poll(s, c);
+		if (c->state != CONN_LIVE)
+			return; /* closed in there, by a violation */
+	}
 	if (c->pending_send >= 0 && c->pending_send < s->nep)
 		s->ep[c->pending_send].busy_conn = 0;
 	if (c->state == CONN_LIVE) {
@@ -187,6 +207,10 @@ static void conn_close(struct ql_ep_server *s, struct ep_conn *c, const char *wh
 		ql_mr_dereg(c->mr);
 	if (c->mem)
 		ql_pd_mem_free(s->pd, c->mem);
+	if (c->ring_mr)
+		ql_mr_dereg(c->ring_mr);
+	if (c->ring)
+		ql_pd_mem_free(s->pd, (void *)(uintptr_t)c->ring);
 	if (c->fd >= 0)
 		close(c->fd);
 	memset(c, 0, sizeof(*c));
@@ -197,6 +221,7 @@ static void conn_close(struct ql_ep_server *s, struct ep_conn *c, const char *wh
 static void violation(struct ql_ep_server *s, struct ep_conn *c, const char *what)
 {
 	s->st.violations++;
+	c->closing = 1; /* nothing more from it is taken */
 	ql_log_warn("endpoint", "connection %llu: protocol violation (%s): closed",
 		    (unsigned long long)c->id, what);
 	conn_close(s, c, what);
@@ -348,36 +373,84 @@ static void on_request(struct ql_ep_server *s, struct ep_conn *c, const struct q
 		conn_close(s, c, "reply refused");
 }
 
-static void on_ack(struct ql_ep_server *s, struct ep_conn *c, const struct ql_epw_msg *m)
+/* Tell the client how many acks we took, so it may reuse their slots. */
+static int post_credit(struct ep_conn *c)
 {
-	struct ep_endpoint *ep;
-	size_t len;
+	uint8_t *p = c->mem + (size_t)CREDIT_SLOT * QL_EPW_SLOT;
+	struct ibv_sge sge = { .addr = (uintptr_t)p, .length = 8, .lkey = ql_mr_lkey(c->mr) };
+	struct ibv_send_wr wr = {
+		.wr_id = WR_ID(WR_CREDIT, 0),
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+	struct ibv_send_wr *bad;
 
-	if (m->ep_id >= (uint32_t)s->nep || !c->described[m->ep_id]) {
+	ql_epw_put64(p, c->acks_taken);
+	wr.wr.rdma.remote_addr = c->credit_addr;
+	wr.wr.rdma.rkey = c->credit_rkey;
+	return ql_qp_post_send(c->ctl, &wr, &bad);
+}
+
+/* One ack from the ring. */
+static void on_ack(struct ql_ep_server *s, struct ep_conn *c, uint64_t w)
+{
+	uint32_t id = (uint32_t)(w >> 29) & 0xff;
+	int op = (w >> 37) & 1 ? QL_EP_READ : QL_EP_WRITE;
+	size_t len = (size_t)(w & 0x1fffffffu);
+	struct ep_endpoint *ep;
+
+	if (id >= (uint32_t)s->nep || !c->described[id]) {
 		violation(s, c, "acknowledgement for an endpoint never described");
 		return;
 	}
-	ep = &s->ep[m->ep_id];
-	if ((int)ep->e.type != m->op || (m->op != QL_EP_WRITE && m->op != QL_EP_READ)) {
+	ep = &s->ep[id];
+	if ((int)ep->e.type != op) {
 		violation(s, c, "acknowledgement of the wrong type");
 		return;
 	}
-	if (m->length > ep->e.size) {
+	if (len > ep->e.size) {
 		violation(s, c, "acknowledged length over the endpoint's size");
 		return;
 	}
 	s->st.acks++;
 	/* write: the data landed; read: it left, prepare the next read */
-	len = m->op == QL_EP_WRITE ? (size_t)m->length : ep->e.size;
+	if (op == QL_EP_READ)
+		len = ep->e.size;
 	run_handler(s, ep, c, &len);
-	if (m->op == QL_EP_READ && ep->fn) {
+	if (op == QL_EP_READ && ep->fn && !c->closing) {
 		struct ql_epw_msg r = {
-			.kind = QL_EPW_READY, .op = QL_EP_READ, .seq = m->seq, .ep_id = m->ep_id
+			.kind = QL_EPW_READY, .op = QL_EP_READ, .seq = c->ack_seq, .ep_id = id
 		};
 
 		if (send_reply(c, &r))
 			conn_close(s, c, "ready refused");
 	}
+}
+
+/* Take the acks the ring holds, in order, at most one lap (our credit
+ * writes complete on the CQ, which the caller reaps between laps).
+ * Returns how many. */
+static int ring_poll(struct ql_ep_server *s, struct ep_conn *c)
+{
+	int n = 0;
+
+	while (c->state == CONN_LIVE && (c->closing || n < (int)QL_EPA_SLOTS)) {
+		uint64_t w = __atomic_load_n(&c->ring[(c->ack_seq - 1) % QL_EPA_SLOTS],
+					     __ATOMIC_ACQUIRE);
+
+		if ((uint32_t)(w >> 38) != (c->ack_seq & QL_EPA_SEQ_MASK))
+			break;
+		c->ack_seq++;
+		c->acks_taken++;
+		n++;
+		on_ack(s, c, w);
+		if (c->state == CONN_LIVE && !c->closing && c->acks_taken % QL_EPA_CREDIT == 0 &&
+		    post_credit(c))
+			conn_close(s, c, "credit refused");
+	}
+	return n;
 }
 
 /* The data QP's completions (its own CQ): a send's data landed, or one of
@@ -440,6 +513,9 @@ static int conn_poll(struct ql_ep_server *s, struct ep_conn *c)
 
 	if (c->state != CONN_LIVE)
 		return events;
+	events += ring_poll(s, c);
+	if (c->state != CONN_LIVE)
+		return events;
 	n = ql_cq_poll(c->cq, 16, wc);
 	if (n < 0) {
 		conn_close(s, c, "completion queue failed");
@@ -456,7 +532,9 @@ static int conn_poll(struct ql_ep_server *s, struct ep_conn *c)
 		}
 		if (kind != WR_CTL_RECV) /* our replies */
 			continue;
-		if (data_before_control(s, c))
+		/* acks written before this message are taken before it */
+		ring_poll(s, c);
+		if (c->state != CONN_LIVE || data_before_control(s, c))
 			break;
 		if (ql_epw_decode(c->mem + (size_t)idx * QL_EPW_SLOT, wc[k].byte_len, &m)) {
 			violation(s, c, "malformed message");
@@ -464,8 +542,6 @@ static int conn_poll(struct ql_ep_server *s, struct ep_conn *c)
 		}
 		if (m.kind == QL_EPW_REQUEST)
 			on_request(s, c, &m);
-		else if (m.kind == QL_EPW_ACK)
-			on_ack(s, c, &m);
 		else
 			violation(s, c, "a reply from a client");
 		if (c->state == CONN_LIVE && post_ctl_recv(c, idx))
@@ -476,10 +552,11 @@ static int conn_poll(struct ql_ep_server *s, struct ep_conn *c)
 
 static int conn_setup(struct ql_ep_server *s, struct ep_conn *c)
 {
-	struct ql_conn_params pc, pd;
+	struct ql_conn_params pc, pd, mem = { 0 };
 	struct ql_qp_init_attr a;
 	struct ql_qp_connect_opts o;
 	char out[QL_EPC_HELLO_MAX];
+	void *ring;
 	int ret, n;
 
 	c->hello[c->hello_len] = '\0';
@@ -495,6 +572,24 @@ static int conn_setup(struct ql_ep_server *s, struct ep_conn *c)
 	ret = ql_mr_reg(s->pd, c->mem, CONN_MEM, IBV_ACCESS_LOCAL_WRITE, &c->mr);
 	if (ret)
 		return ret;
+	if (pc.length < 8 || !pc.rkey)
+		return ql_error_set(-EPROTO, "the hello names no credit word");
+	c->credit_addr = pc.vaddr;
+	c->credit_rkey = pc.rkey;
+	ret = ql_pd_mem_alloc(s->pd, RING_BYTES, &ring);
+	if (ret)
+		return ret;
+	c->ring = ring;
+	c->ack_seq = 1;
+	ret = ql_mr_reg(s->pd, ring, RING_BYTES, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+			&c->ring_mr);
+	if (ret)
+		return ret;
+	mem.vaddr = (uintptr_t)ring;
+	mem.rkey = ql_mr_rkey(c->ring_mr);
+	mem.length = QL_EPA_SLOTS * 8;
+	mem.num_slots = QL_EPA_SLOTS;
+	mem.slot_size = 8;
 	memset(&a, 0, sizeof(a));
 	a.send_cq = c->cq;
 	a.recv_cq = c->cq;
@@ -520,7 +615,7 @@ static int conn_setup(struct ql_ep_server *s, struct ep_conn *c)
 	for (unsigned i = 0; i < CTL_RECVS; i++)
 		if ((ret = post_ctl_recv(c, i)))
 			return ret;
-	n = ql__ep_hello_format(c->ctl, c->data, out, sizeof(out));
+	n = ql__ep_hello_format(c->ctl, c->data, &mem, out, sizeof(out));
 	if (n < 0)
 		return n;
 	if (send(c->fd, out, (size_t)n, MSG_NOSIGNAL) != n)
