@@ -17,6 +17,9 @@
  *   send   ql_ep_send  (request, reply, SEND)  vs  SEND into a posted receive
  *   recv   ql_ep_recv  (request, reply + data) vs  8-byte SEND, SEND of size back
  *
+ * and for write/read, raw+ack: the raw operation with an 8-byte WRITE
+ * chained after it (what the service's acknowledgement costs at least).
+ *
  * Each figure is the median of per-call times (clock_gettime), in ns.
  */
 #define _GNU_SOURCE
@@ -280,6 +283,35 @@ static void ep_once(struct ql_ep_client *c, enum op op, void *buf, size_t sz)
 		die(op_name[op], (int)r);
 }
 
+/* The raw operation and an 8-byte WRITE after it, posted together, the
+ * second signaled: what the service's ack adds, at its least. */
+static void raw2_once(struct raw *r, enum op op, size_t sz, const struct ql_conn_params *peer)
+{
+	struct ibv_sge sge = { (uintptr_t)r->buf, (uint32_t)sz, ql_mr_lkey(r->mr) };
+	struct ibv_sge sge2 = { (uintptr_t)r->buf + MAXSZ - 8, 8, ql_mr_lkey(r->mr) };
+	struct ibv_send_wr w2 = { .wr_id = 1,
+				  .sg_list = &sge2,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr w1 = { .wr_id = 2,
+				  .next = &w2,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = op == OP_WRITE ? IBV_WR_RDMA_WRITE : IBV_WR_RDMA_READ },
+			   *bad;
+
+	w1.wr.rdma.remote_addr = peer->vaddr;
+	w1.wr.rdma.rkey = peer->rkey;
+	w2.wr.rdma.remote_addr = peer->vaddr + MAXSZ - 8;
+	w2.wr.rdma.rkey = peer->rkey;
+	if (op == OP_READ)
+		w2.send_flags |= IBV_SEND_FENCE;
+	if (ql_qp_post_send(r->qp, &w1, &bad))
+		die("post send", -EIO);
+	raw_wait(r, 0);
+}
+
 static void raw_once(struct raw *r, enum op op, size_t sz, const struct ql_conn_params *peer)
 {
 	switch (op) {
@@ -426,7 +458,8 @@ int main(int argc, char **argv)
 	traw = calloc((size_t)iters, sizeof(*traw));
 	if (!buf || !tep || !traw)
 		return 1;
-	printf("%-6s %9s %7s %12s %12s %7s\n", "op", "size", "iters", "ep_ns", "raw_ns", "ratio");
+	printf("%-6s %9s %7s %10s %10s %7s %12s\n", "op", "size", "iters", "ep_ns", "raw_ns",
+	       "ratio", "raw+ack_ns");
 	for (int s = 0; s < nsizes; s++) {
 		size_t sz = sizes[s];
 		int it = (int)(((uint64_t)iters * 4096) / (sz < 4096 ? 4096 : sz));
@@ -437,7 +470,7 @@ int main(int argc, char **argv)
 			it = iters;
 		for (int op = 0; op < OP_N; op++) {
 			int ne = 0, nr = 0, block = it / 5 ? it / 5 : 1;
-			uint64_t me_, mr_;
+			uint64_t me_, mr_, m2;
 
 			if (!(ops & (1 << op)))
 				continue;
@@ -459,9 +492,19 @@ int main(int argc, char **argv)
 			}
 			me_ = median(tep, ne);
 			mr_ = median(traw, nr);
-			printf("%-6s %9zu %7d %12llu %12llu %7.2f\n", op_name[op], sz, it,
+			m2 = 0;
+			if (op == OP_WRITE || op == OP_READ) {
+				for (int k = 0; k < it; k++) {
+					uint64_t t0 = ql_clock_ns();
+
+					raw2_once(&r, (enum op)op, sz, &peer);
+					traw[k] = ql_clock_ns() - t0;
+				}
+				m2 = median(traw, it);
+			}
+			printf("%-6s %9zu %7d %10llu %10llu %7.2f %12llu\n", op_name[op], sz, it,
 			       (unsigned long long)me_, (unsigned long long)mr_,
-			       mr_ ? (double)me_ / (double)mr_ : 0.0);
+			       mr_ ? (double)me_ / (double)mr_ : 0.0, (unsigned long long)m2);
 			fflush(stdout);
 		}
 	}
