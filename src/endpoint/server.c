@@ -421,7 +421,7 @@ static void on_ack(struct ql_ep_server *s, struct ep_conn *c, uint64_t w)
 	run_handler(s, ep, c, &len);
 	if (op == QL_EP_READ && ep->fn && !c->closing) {
 		struct ql_epw_msg r = {
-			.kind = QL_EPW_READY, .op = QL_EP_READ, .seq = c->ack_seq, .ep_id = id
+			.kind = QL_EPW_READY, .op = QL_EP_READ, .seq = c->ack_seq - 1, .ep_id = id
 		};
 
 		if (send_reply(c, &r))
