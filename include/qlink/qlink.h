@@ -13,7 +13,8 @@
  *              Realtime compatible) + rpc_stream.h + rpc_table.h + rpc_fn.h
  *   service    qlink/daemon.h qlink/vppu.h qlink/plugin.h (the plugin ABI)
  *   control    qlink/control.h qlink/qcs.h qlink/hololink.h (Hololink
- *              register protocol)
+ *              register protocol); qlink/endpoint.h (the endpoint
+ *              service, also in libqlink-control)
  */
 #ifndef QLINK_QLINK_H
 #define QLINK_QLINK_H
@@ -44,6 +45,7 @@
 #include "qlink/vppu.h"
 
 #include "qlink/control.h"
+#include "qlink/endpoint.h"
 #include "qlink/hololink.h"
 #include "qlink/qcs.h"
 
