@@ -9,8 +9,10 @@
  * concurrent client processes, the connection limit, and TCP as well as
  * UNIX sockets.
  *
- * QLINK_TEST_EP_DEVICE=URI runs the clients on another device kind (the
- * server uses the same URI; e.g. an ibv:// device under rxe).
+ * QLINK_TEST_EP_DEVICE=URI runs server and clients on another device kind
+ * (each process opens its own device of that URI); with QLINK_TEST_IBV_A
+ * (and _B) set, as the rxe stage does (tests/rxe/run.sh --extra), the
+ * server runs on A and the clients on B (or A).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -318,8 +320,13 @@ int main(void)
 		cmocka_unit_test(test_connection_limit), cmocka_unit_test(test_tcp),
 	};
 	const char *d = getenv("QLINK_TEST_EP_DEVICE");
+	const char *a = getenv("QLINK_TEST_IBV_A"), *b = getenv("QLINK_TEST_IBV_B");
 
 	if (d && *d)
 		dev_srv = dev_cli = d;
+	if (a && *a) {
+		dev_srv = a;
+		dev_cli = b && *b ? b : a;
+	}
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
