@@ -7,11 +7,20 @@
 # with a non-zero exit while the server keeps serving, a bad endpoints file
 # refused with its line, and a clean exit with counters on SIGTERM.
 #
-#   tests/endpoint_cli.sh QLINK [DEVICE] [SOURCE-DIR]
+#   tests/endpoint_cli.sh QLINK [DEVICE | udp] [SOURCE-DIR]
+#
+# udp: the server on soft+udp://127.0.0.1:PORT and the calls on
+# soft+udp://127.0.0.2:PORT (RoCEv2 over loopback, a random PORT).
 set -u
 qlink=$1
 dev=${2:-soft+shm://epcli}
 src=${3:-$(dirname "$0")/..}
+cdev=$dev
+if [ "$dev" = udp ]; then
+	port=$((20000 + RANDOM % 20000))
+	dev=soft+udp://127.0.0.1:$port
+	cdev=soft+udp://127.0.0.2:$port
+fi
 dir=$(mktemp -d)
 sp=
 cleanup() {
@@ -26,7 +35,7 @@ fail() { echo "FAIL: $*"; echo "== server"; cat "$dir/serve.out"; exit 1; }
 sp=$!
 for _ in $(seq 100); do grep -q "listening on" "$dir/serve.out" && break; sleep 0.05; done
 grep -q "4 endpoints on $dev, listening on unix:$dir/s" "$dir/serve.out" || fail "server start"
-call() { timeout 20 "$qlink" ep call --device "$dev" --connect "unix:$dir/s" "$@"; }
+call() { timeout 20 "$qlink" ep call --device "$cdev" --connect "unix:$dir/s" "$@"; }
 
 # send, then receive what was sent (the mailbox)
 call --type send /rdma/ep0 --data "hello endpoint" || fail "send"
