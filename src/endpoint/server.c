@@ -727,9 +727,13 @@ static int check_sockets(struct ql_ep_server *s, int timeout_ms)
 		struct ep_conn *c = &s->conns[i];
 
 		if (c->state == CONN_HELLO && now > c->deadline_ns) {
-			refuse(s, c->fd, -ETIMEDOUT, "hello not finished in time");
-			conn_close(s, c, "hello timeout");
-			events++;
+			/* a hello that came while we were busy still counts */
+			events += conn_socket(s, c);
+			if (c->state == CONN_HELLO) {
+				refuse(s, c->fd, -ETIMEDOUT, "hello not finished in time");
+				conn_close(s, c, "hello timeout");
+				events++;
+			}
 		}
 		s->pfds[i + 1].fd = c->state == CONN_FREE ? -1 : c->fd;
 		s->pfds[i + 1].events = POLLIN;
