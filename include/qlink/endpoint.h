@@ -89,7 +89,7 @@ struct ql_ep_call {
 	 * client's capacity (at most size); out, how many bytes to send.
 	 * read: size (the handler prepares the whole buffer). */
 	size_t len;
-	uint64_t conn; /* the connection (1, 2, ...; 0: none, see read) */
+	uint64_t conn; /* the connection it is for (1, 2, ... in accept order) */
 };
 /* Return 0, or a negative errno: for receive and for the first read of a
  * connection the client's call fails with it; for send and write, which
