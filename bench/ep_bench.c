@@ -44,6 +44,7 @@
 static const char *srv_dev = "soft+shm://qlbench-eps";
 static const char *raw_dev = "soft+shm://qlbench-epr";
 static const char *cli_dev = "soft+shm://qlbench-epc";
+static const char *raw_cli_dev; /* the client's raw device; NULL: cli_dev */
 static int srv_cpu = 1, cli_cpu = 0;
 
 static void die(const char *what, int err)
@@ -345,9 +346,14 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: qlink-bench-ep [--sizes N,N,...] [--iters N] [--ops write,read,...]\n"
 		   "                      [--server-cpu N] [--client-cpu N]\n"
-		   "Endpoint operations vs raw verbs on soft+shm, per buffer size\n"
-		   "(default sizes 64 B .. 4 MiB in steps of 4x; iters: the most per size,\n"
-		   "default 20000, fewer for large sizes).\n");
+		   "                      [--server-device URI] [--peer-device URI]\n"
+		   "                      [--client-device URI] [--raw-client-device URI]\n"
+		   "Endpoint operations vs raw verbs, per buffer size (default sizes\n"
+		   "64 B .. 4 MiB in steps of 4x; iters: the most per size, default 20000,\n"
+		   "fewer for large sizes). Devices: the endpoint server's, the raw peer's\n"
+		   "and the client's (default soft+shm://qlbench-eps, -epr, -epc; e.g.\n"
+		   "ibv://rxe0, ibv://rxe0, ibv://rxe1); the client's raw QP opens\n"
+		   "--raw-client-device (default: the client's; soft+udp needs another IP).\n");
 }
 
 int main(int argc, char **argv)
@@ -357,6 +363,10 @@ int main(int argc, char **argv)
 		{ "iters", required_argument, NULL, 'i' },
 		{ "ops", required_argument, NULL, 'o' },
 		{ "server-cpu", required_argument, NULL, 'S' },
+		{ "server-device", required_argument, NULL, 'A' },
+		{ "peer-device", required_argument, NULL, 'P' },
+		{ "client-device", required_argument, NULL, 'B' },
+		{ "raw-client-device", required_argument, NULL, 'R' },
 		{ "client-cpu", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -408,6 +418,18 @@ int main(int argc, char **argv)
 		case 'S':
 			srv_cpu = atoi(optarg);
 			break;
+		case 'A':
+			srv_dev = optarg;
+			break;
+		case 'P':
+			raw_dev = optarg;
+			break;
+		case 'B':
+			cli_dev = optarg;
+			break;
+		case 'R':
+			raw_cli_dev = optarg;
+			break;
 		case 'C':
 			cli_cpu = atoi(optarg);
 			break;
@@ -441,7 +463,7 @@ int main(int argc, char **argv)
 	if (ret)
 		die("connect", ret);
 	buf = ql_ep_client_alloc(cl, MAXSZ);
-	raw_open(&r, cli_dev);
+	raw_open(&r, raw_cli_dev ? raw_cli_dev : cli_dev);
 	n = read(p2c[0], line, sizeof(line) - 1);
 	if (n <= 0)
 		return 1;
