@@ -7,9 +7,9 @@
 # (src/config/config.c) appears in qlinkd.yaml(5); each as the tag of a
 # described item, not merely mentioned.
 #
-#   tests/check_man.sh SOURCE-DIR QLINK QLINKD
+#   tests/check_man.sh SOURCE-DIR QLINK QLINKD [QLINK-EPGEN]
 set -uo pipefail
-src=$1 qlink=$2 qlinkd=$3
+src=$1 qlink=$2 qlinkd=$3 epgen=${4:-}
 man=$src/man
 fail=0
 tmp=$(mktemp -d)
@@ -18,7 +18,7 @@ trap 'rm -rf "$tmp"' EXIT
 render() { # page: plain ASCII text, no hyphenation, long lines
 	groff -man -Tascii -rHY=0 -rLL=300n -P-cbou "$1" 2>/dev/null
 }
-for page in qlink.1 qlinkd.8 qlinkd.yaml.5; do
+for page in qlink.1 qlinkd.8 qlinkd.yaml.5 qlink-epgen.1; do
 	[ -s "$man/$page" ] || { echo "FAIL: $page missing or empty"; fail=1; continue; }
 	w=$(groff -man -Tutf8 -ww -z "$man/$page" 2>&1)
 	if [ -n "$w" ]; then
@@ -49,12 +49,13 @@ check_opts() { # page what help-text
 	[ "$n" -gt 0 ] || { echo "FAIL: $what printed no long options"; fail=1; }
 }
 check_opts qlink.1 "qlink --help" "$("$qlink" --help 2>&1)"
-for cmd in bench serve vppu hololink qec sdr; do
+for cmd in bench serve vppu hololink qec sdr ep; do
 	check_opts qlink.1 "qlink $cmd --help" "$("$qlink" "$cmd" --help 2>&1)"
 	grep -qE "^ *$cmd( |$)" "$tmp/qlink.1.txt" || { echo "FAIL: command $cmd not described in qlink.1"; fail=1; }
 done
 grep -qE '^ *info( |$)' "$tmp/qlink.1.txt" || { echo "FAIL: command info not described in qlink.1"; fail=1; }
 check_opts qlinkd.8 "qlinkd --help" "$("$qlinkd" --help 2>&1)"
+[ -z "$epgen" ] || check_opts qlink-epgen.1 "qlink-epgen --help" "$("$epgen" --help 2>&1)"
 for s in SIGINT SIGTERM SIGUSR1 'EXIT STATUS' FILES; do
 	grep -q "$s" "$tmp/qlinkd.8.txt" || { echo "FAIL: qlinkd.8 does not mention $s"; fail=1; }
 done
@@ -66,5 +67,5 @@ for k in $keys; do
 	grep -qE -- "^ +$k( |\$)" "$tmp/qlinkd.yaml.5.txt" ||
 		{ echo "FAIL: config key '$k' is not described in qlinkd.yaml.5"; fail=1; }
 done
-[ $fail -eq 0 ] && echo "PASS: 3 pages render cleanly; options of qlink, qlink bench/serve/vppu/hololink/qec/sdr, qlinkd and $(echo "$keys" | wc -w) config keys documented"
+[ $fail -eq 0 ] && echo "PASS: 4 pages render cleanly; options of qlink, qlink bench/serve/vppu/hololink/qec/sdr/ep, qlinkd, qlink-epgen and $(echo "$keys" | wc -w) config keys documented"
 exit $fail

@@ -5,6 +5,7 @@
  *   serve / vppu    the two sides as separate programs (serve also as
  *                   CUDA-Q Realtime's test server over its UDP transport)
  *   hololink        Hololink register protocol: read, write, or be a board
+ *   ep              the endpoint service: serve a YAML file, call an endpoint
  *   info [URI...]   list RDMA devices of every provider with their limits
  *   sdr             one SDR-RDMA transfer between two processes (qlink_sdr.c)
  */
@@ -37,6 +38,8 @@ static void usage(FILE *f)
 		"                  end to end through the decoder plugin (qlink qec -h)\n"
 		"  sdr             one SDR-RDMA transfer (UC + software reliability, or RC)\n"
 		"                  between two processes or hosts (qlink sdr -h)\n"
+		"  ep              the RDMA endpoint service: serve a YAML endpoints\n"
+		"                  file, or call an endpoint (qlink ep -h)\n"
 		"  info [URI...]   show RDMA devices and their limits (default: every\n"
 		"                  device every provider lists; a listed SCHEME://NAME,\n"
 		"                  any name, is shown as SCHEME://info)\n"
@@ -192,6 +195,8 @@ int main(int argc, char **argv)
 		return tool_qec(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "sdr"))
 		return tool_sdr(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "ep"))
+		return tool_ep(argc - 1, argv + 1);
 	fprintf(stderr, "qlink: unknown command '%s'\n\n", argv[1]);
 	usage(stderr);
 	return 2;

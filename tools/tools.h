@@ -58,6 +58,7 @@ int tool_transport(const char *s, bool *hsb);
 void tool_server_close(struct tool_server *s);
 
 int tool_bench(int argc, char **argv);
+int tool_ep(int argc, char **argv); /* qlink_ep.c */
 int tool_serve(int argc, char **argv);
 int tool_vppu(int argc, char **argv);
 int tool_hololink(int argc, char **argv);

@@ -14,7 +14,8 @@
  *   service    qlink/daemon.h qlink/vppu.h qlink/plugin.h (the plugin ABI)
  *              qlink/gpu.h (GPU dispatcher) + qlink/gpu_rpc.h (its handlers)
  *   control    qlink/control.h qlink/qcs.h qlink/hololink.h (Hololink
- *              register protocol)
+ *              register protocol); qlink/endpoint.h (the endpoint
+ *              service, also in libqlink-control)
  */
 #ifndef QLINK_QLINK_H
 #define QLINK_QLINK_H
@@ -52,6 +53,7 @@
 #include "qlink/vppu.h"
 
 #include "qlink/control.h"
+#include "qlink/endpoint.h"
 #include "qlink/hololink.h"
 #include "qlink/qcs.h"
 

@@ -355,6 +355,38 @@ netem_loss() {
 	/usr/sbin/tc qdisc del dev veth1 root
 	return $crc
 }
+# The endpoint service (docs/endpoint.md): `qlink ep serve` on ibv://rxe0
+# and `qlink ep call` on ibv://rxe1, every type, answers compared, then a
+# timed write and read (--repeat); ep_check prints their medians.
+ep_session() {
+	printf 'version: 1\nendpoints:\n' >/tmp/ep.yaml
+	for t in send receive write read; do
+		printf '  - path: /e\n    type: %s\n    buffer:\n      size: 65536\n' "$t" >>/tmp/ep.yaml
+	done
+	bin/qlink ep serve /tmp/ep.yaml --device ibv://rxe0 --listen 198.18.0.1:7471 &
+	es=$!
+	sleep 1
+	c="timeout 60 bin/qlink ep call --device ibv://rxe1 --connect 198.18.0.1:7471"
+	erc=0
+	$c --type send /e --data "over rxe" || erc=1
+	[ "$($c --type receive /e)" = "over rxe" ] || { echo "receive: wrong answer"; erc=1; }
+	head -c 65536 /dev/urandom >/tmp/ep.in
+	$c /e --file /tmp/ep.in || erc=1
+	$c /e --out /tmp/ep.out || erc=1
+	cmp /tmp/ep.in /tmp/ep.out || { echo "read: wrong bytes"; erc=1; }
+	$c /e --data x --repeat 2000 || erc=1
+	$c /e --len 64 --repeat 2000 >/dev/null || erc=1
+	kill -TERM $es
+	wait $es || erc=1
+	[ $erc -eq 0 ] && echo "ep: every type over rxe OK"
+	return $erc
+}
+ep_check() { # LOG: the timed medians; fails without the OK line
+	grep -q '^ep: every type over rxe OK' "$1" || return 1
+	w=$(sed -n 's/.*write \/e 1 bytes x 2000: median \([0-9.]*\) us.*/\1/p' "$1")
+	r=$(sed -n 's/.*read \/e 64 bytes x 2000: median \([0-9.]*\) us.*/\1/p' "$1")
+	echo "write_median_us=$w read64_median_us=$r"
+}
 if [ "$QL_RPC" -eq 1 ]; then
 	T=$QL_RPC_TIMEOUT
 	B="bin/qlink bench --uri ibv://rxe1 --server-uri ibv://rxe0 --client-cpu -1 --server-cpu -1
@@ -368,6 +400,7 @@ if [ "$QL_RPC" -eq 1 ]; then
 	rpc_case qlinkd-ring-rc qlinkd_check qlinkd_session rc
 	rpc_case qlinkd-ring-uc qlinkd_check qlinkd_session uc
 	rpc_case qlinkd-hsb-board hsb_board_check hsb_board_session
+	rpc_case ep-cli ep_check ep_session
 fi
 
 # ---- latency: perftest and qlink-bench-verbs, alternately --------------
