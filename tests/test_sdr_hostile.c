@@ -30,6 +30,8 @@ struct hx {
 	uint8_t *cbuf[2];
 	struct ql_mr *cmr[2];
 	uint32_t cnext;
+	/* raw packets posted: each consumes one of r's receives (settle) */
+	uint64_t raw_sent, raw_base;
 };
 
 static struct hx *hx_cur;
@@ -58,6 +60,8 @@ static void hx_open(const struct vt_param *p, struct hx *h)
 	assert_int_equal(ql_sdr_buf_alloc(h->pp.s, 64 * QL_SDR_CTRL_MAX, (void **)&h->cbuf[1],
 					  &h->cmr[1]),
 			 0);
+	h->raw_sent = 0;
+	h->raw_base = h->pp.r->consumed;
 	hx_cur = h;
 }
 
@@ -82,6 +86,7 @@ static void raw_packet(struct hx *h, uint64_t off, uint32_t len, uint32_t id, ui
 			   *bad;
 
 	assert_int_equal(ql_qp_post_send(ql_sdr_conn_data_qp(h->pp.s), &wr, &bad), 0);
+	h->raw_sent++;
 }
 
 /* A raw control message from conn `from`'s control QP (unsignaled). */
@@ -105,8 +110,15 @@ static void raw_ctrl_msg(struct ql_sdr_conn *from, struct ql_sdr_ctrl *m)
 	raw_ctrl(from, buf, (uint32_t)ql_sdr__ctrl_pack(m, buf));
 }
 
+/* Until every raw packet posted has consumed a receive at r (the NIC
+ * threads of a loaded host can take a while), then a little more for
+ * anything that should not come. */
 static void settle(struct hx *h)
 {
+	uint64_t end = ql_clock_ns() + 20000000000ull;
+
+	while (h->pp.r->consumed < h->raw_base + h->raw_sent && ql_clock_ns() < end)
+		sp_idle(&h->pp, 1);
 	sp_idle(&h->pp, h->udp ? 50 : 10);
 }
 
@@ -242,6 +254,14 @@ static void test_hostile_control(void **state)
 		m = (struct ql_sdr_ctrl){ .type = QL_SDR_C_CREDIT, .credit = ~0ull };
 		raw_ctrl_msg(h.pp.s, &m);
 	}
+	{
+		uint64_t end = ql_clock_ns() + 20000000000ull;
+
+		do {
+			sp_idle(&h.pp, 1);
+			ql_sdr_conn_stats(h.pp.r, &st);
+		} while (st.drop_bad_ctrl - st0.drop_bad_ctrl < 13 && ql_clock_ns() < end);
+	}
 	settle(&h);
 	ql_sdr_conn_stats(h.pp.r, &st);
 	assert_int_equal(st.drop_bad_ctrl - st0.drop_bad_ctrl, 13);
@@ -275,7 +295,11 @@ static void test_hostile_control(void **state)
 	assert_int_equal(rst, 0);
 	assert_int_equal(sst, 0);
 	ql_sdr_conn_stats(h.pp.s, &st);
-	assert_int_equal(st.drop_bad_ctrl - st0.drop_bad_ctrl, 2);
+	/* the two malformed NACKs; on a loaded host also what the sender's
+	 * timer brought back after the end (an ACK or NACK per ACK_REQ, now
+	 * stale: counted and dropped the same way) */
+	assert_true(st.drop_bad_ctrl - st0.drop_bad_ctrl >= 2);
+	assert_true(st.drop_bad_ctrl - st0.drop_bad_ctrl <= 2 + st.timeouts - st0.timeouts);
 	assert_true(st.pkts_retransmitted - st0.pkts_retransmitted <= 5);
 	ql_sdr_recv_release(rx);
 	ql_sdr_send_release(tx);
@@ -356,10 +380,6 @@ static void test_hostile_confined(void **state)
 	memset(slot2, 0, len);
 	ql_sdr_conn_stats(p2.r, &st2);
 
-	/* A's packet 0 claimed, B's packet 0 written */
-	memset(h.src, 0x5a, 1024);
-	raw_packet(&h, (uint64_t)ql_sdr_recv_msg_id(rb) * h.stride, 1024, ql_sdr_recv_msg_id(ra),
-		   0);
 	/* into r2's root with r2's rkey, naming r2's posted message: refused */
 	{
 		struct ibv_sge sge = { (uintptr_t)h.src, 1024, ql_mr_lkey(h.mr) };
@@ -375,6 +395,19 @@ static void test_hostile_confined(void **state)
 			*bad;
 
 		assert_int_equal(ql_qp_post_send(ql_sdr_conn_data_qp(h.pp.s), &wr, &bad), 0);
+	}
+	/* then A's packet 0 claimed, B's packet 0 written: one QP, in order, so
+	 * once this one is seen the refused one was judged */
+	memset(h.src, 0x5a, 1024);
+	raw_packet(&h, (uint64_t)ql_sdr_recv_msg_id(rb) * h.stride, 1024, ql_sdr_recv_msg_id(ra),
+		   0);
+	{
+		uint64_t end = ql_clock_ns() + 20000000000ull;
+
+		do {
+			idle4(&h.pp, &p2, 1);
+			ql_sdr_conn_stats(h.pp.r, &st);
+		} while (st.pkts_received == 0 && ql_clock_ns() < end);
 	}
 	idle4(&h.pp, &p2, h.udp ? 50 : 10);
 
