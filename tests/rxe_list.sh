@@ -4,7 +4,9 @@
 # build folder whose paths contain dots and spaces (issue 8: a clone at
 # ~/src/qlink-1.0 found none). Runs `run.sh --list` from a copy of the
 # script under "qlink 1.0" against a build folder "build dir.1" holding
-# links to the real test programs plus decoys; no packages, no qemu.
+# links to the real test programs (test_verbs_*, the SDR programs of the
+# default list) plus decoys (files that are not programs, SDR programs that
+# are not in the list); no packages, no qemu.
 #
 #   tests/rxe_list.sh SOURCE-DIR BUILD-DIR
 set -euo pipefail
@@ -25,6 +27,16 @@ for f in "$build"/tests/test_verbs_*; do
 	want+=("$n")
 done
 [ ${#want[@]} -ge 3 ] || { echo "FAIL: only ${#want[@]} test_verbs_* programs in $build/tests"; exit 1; }
+# the SDR programs that run on ibv are in the default list; the soft+udp
+# fault ones (test_sdr_loss, test_sdr_ec) are not
+for n in test_sdr_core test_sdr_loop test_sdr_hostile test_sdr_mp; do
+	[ -x "$build/tests/$n" ] || { echo "FAIL: $build/tests/$n missing (build first)"; exit 1; }
+	ln -s "$build/tests/$n" "$root/build dir.1/tests/$n"
+	want+=("$n")
+done
+for n in test_sdr_loss test_sdr_ec; do
+	[ -x "$build/tests/$n" ] && ln -s "$build/tests/$n" "$root/build dir.1/tests/$n"
+done
 # decoys: a source file, a log and a non-executable file are not programs
 touch "$root/build dir.1/tests/test_verbs_decoy.c" "$root/build dir.1/tests/test_verbs_decoy.log" \
 	"$root/build dir.1/tests/test_verbs_noexec"

@@ -264,7 +264,7 @@ static void set_fault(struct pair *p, const char *spec)
  * parity to come). */
 static void test_within_m(void **state)
 {
-	static const size_t sz[] = { 40000, 1u << 20, 8u << 20 };
+	static const size_t sz[] = { 40000, 1u << 20, 8u << 20, 64u << 20 };
 	struct ql_sdr_config c;
 	struct pair p;
 	struct result r;

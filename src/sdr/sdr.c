@@ -1268,6 +1268,16 @@ static uint64_t credits(struct ql_sdr_conn *c)
 	return out >= c->peer.recv_depth ? 0 : c->peer.recv_depth - out;
 }
 
+/* A write-off is being confirmed (docs/sdr.md "Credits"): the first answer
+ * for S came back short and a second must agree with it. Nothing is posted
+ * until it does: packets posted in between (with the few credits the first
+ * answer itself returned) would move C and S again, the answers would never
+ * agree, and the window would stay short of the lost packets for good. */
+static bool reclaim_hold(const struct ql_sdr_conn *c)
+{
+	return c->reclaim_c != UINT64_MAX && c->pkts_posted > c->peer_consumed + c->lost;
+}
+
 /* The next wanted packet at or after the cursor, wrapping (want_count > 0). */
 static uint32_t next_want(const struct ql_sdr_send *tx)
 {
@@ -1293,7 +1303,7 @@ static int tx_pump(struct ql_sdr_conn *c, uint64_t now)
 	int events = 0;
 
 	for (;;) {
-		uint64_t cr = credits(c);
+		uint64_t cr = reclaim_hold(c) ? 0 : credits(c);
 		uint64_t sq = c->sq_depth - (c->sq_posted - c->sq_done);
 		uint32_t n = 0, lim = QL_SDR_POST_BATCH;
 		struct ibv_send_wr *bad = NULL;
@@ -1597,6 +1607,7 @@ static void tick(struct ql_sdr_conn *c, uint64_t now)
 				    (uint32_t)(c->pkts_posted >> 32), NULL, 0) == 0) {
 			c->credit_req_pending = true;
 			c->credit_req_ns = now;
+			c->credit_reqs++;
 		}
 	}
 	if (c->credit_req_pending && now - c->credit_req_ns > 100 * c->cfg.credit_grace_ns)

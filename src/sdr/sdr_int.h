@@ -278,6 +278,7 @@ struct ql_sdr_conn {
 	uint64_t lost;		/* L: reclaimed as lost */
 	uint64_t credit_req_ns; /* when the last CREDIT_REQ went */
 	uint64_t reclaim_c;	/* C of the last answer for the same S (else ~0) */
+	uint64_t credit_reqs;	/* CREDIT_REQs sent (the tests count them) */
 	bool credit_req_pending;
 	bool credit_stalled;
 	uint64_t last_data_ns;

@@ -15,7 +15,9 @@
 #   --workdir DIR      kernel cache, initramfs, logs (default:
 #                      $QLINK_RXE_WORKDIR, else BUILD-DIR/rxe)
 #   --timeout SEC      the whole guest run, boot to power-off (default 600)
-#   --tests "A B"      test programs to run (default: every test_verbs_*)
+#   --tests "A B"      test programs to run (default: every test_verbs_*, then
+#                      the SDR programs that run on ibv: test_sdr_core,
+#                      test_sdr_loop, test_sdr_hostile, test_sdr_mp)
 #   --bench-rounds N   rounds of the perftest / qlink latency pairs (default 1;
 #                      0: none)
 #   --bench-iters N    iterations per latency run (default 1000)
@@ -88,15 +90,22 @@ case "$build" in /*) ;; *) build=$(pwd)/$build ;; esac
 [ -n "$workdir" ] || workdir=$build/rxe
 case "$workdir" in /*) ;; *) workdir=$(pwd)/$workdir ;; esac
 
-# The test programs: every executable test_verbs_* in BUILD/tests. Only the
-# file *name* is looked at, so a build folder under a path with dots or
+# The test programs: every executable test_verbs_* in BUILD/tests, then the
+# SDR programs that make sense on ibv (docs/sdr.md; the fault-injection ones,
+# test_sdr_loss and test_sdr_ec, need soft+udp and would only skip). Only
+# the file *name* is looked at, so a build folder under a path with dots or
 # spaces (~/src/qlink-1.0, "qlink 1.0") works; names with a dot (test_x.c,
 # test_x.log) are not programs.
+rxe_sdr_tests=(test_sdr_core test_sdr_loop test_sdr_hostile test_sdr_mp)
 list_tests() {
 	local f name
 	for f in "$build"/tests/test_verbs_*; do
 		name=${f##*/}
 		case "$name" in *.*) continue ;; esac
+		[ -f "$f" ] && [ -x "$f" ] && printf '%s\n' "$name"
+	done
+	for name in "${rxe_sdr_tests[@]}"; do
+		f=$build/tests/$name
 		[ -f "$f" ] && [ -x "$f" ] && printf '%s\n' "$name"
 	done
 }
