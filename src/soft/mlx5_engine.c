@@ -934,8 +934,10 @@ static int qp_poll(struct soft_qp *qp)
 	else
 		__builtin_prefetch(m->sq + (size_t)(m->sq_ci & (m->sq_cnt - 1)) * SMX_BB);
 	soft_qp_sync_err(qp); /* put in ERR by its peer? */
-	work = rq_refill(qp, m);
-	work += sq_consume(qp, m);
+	/* the send queue first: a doorbell's WQE is on the way to its peer
+	 * before the rest of the pass */
+	work = sq_consume(qp, m);
+	work += rq_refill(qp, m);
 	work += cq_drain(qp->send_cq);
 	if (qp->recv_cq != qp->send_cq)
 		work += cq_drain(qp->recv_cq);
