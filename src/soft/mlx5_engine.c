@@ -857,6 +857,7 @@ static int sq_consume(struct soft_qp *qp, struct soft_mlx5_qp *m)
 {
 	struct soft_cq *scq = qp->send_cq;
 	uint32_t pi, pend;
+	bool try_bf;
 	int n = 0;
 
 	pi = db_load(&m->db[SMX_DB_SQ]) & 0xffff;
@@ -864,6 +865,7 @@ static int sq_consume(struct soft_qp *qp, struct soft_mlx5_qp *m)
 
 	if (!pend)
 		return 0;
+	try_bf = m->bf_size && pend <= 2;
 	/* doorbells of a QP not yet in RTS wait, as on a ConnectX */
 	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR)
 		return 0;
@@ -885,8 +887,11 @@ static int sq_consume(struct soft_qp *qp, struct soft_mlx5_qp *m)
 			break;
 		}
 		/* the last WQE rung (pend 1 or 2: see bf_take) may be in a
-		 * BlueFlame buffer; the others are read from the ring */
-		if (m->bf_size && pend <= 2 && (bf = bf_take(m, idx, w)) >= 0) {
+		 * BlueFlame buffer; the others are read from the ring, and so
+		 * is all of a batch found rung at once (its producer is
+		 * rewriting the buffers meanwhile: reading them would only
+		 * take their lines away from it) */
+		if (try_bf && pend <= 2 && (bf = bf_take(m, idx, w)) >= 0) {
 			if (wqe_exec(qp, w, ld_be32(w + 4) & 0x3f, idx) == WQE_WAIT)
 				break;
 			m->bf_next = (uint32_t)bf ^ 1;
