@@ -22,6 +22,12 @@
  *
  * usage: qlink-bench-mlx5 [-u URI] [-n ITERS] [-r ROUNDS] [-b BURST]
  *                         [-a CPU_APP] [-c CPU_NIC] [-w pingpong|rate|both]
+ *                         [-f 64|0|both]
+ *
+ * -f: the mlx5 QPs' bf_size: 64 (BlueFlame, the soft NIC's default), 0
+ * (QL_QP_INIT_MLX5_NO_BF: doorbell record + 8-byte doorbell, the WQE read
+ * from the ring) or both (default), each round measuring verbs next to
+ * each mode.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -68,7 +74,7 @@ static int cpu_app, cpu_nic = 1;
 		}                                                                       \
 	} while (0)
 
-static void side_make(struct side *s, bool mlx5)
+static void side_make(struct side *s, bool mlx5, bool bf)
 {
 	struct ql_qp_init_attr ia;
 
@@ -86,7 +92,7 @@ static void side_make(struct side *s, bool mlx5)
 	ia.recv_cq = s->rcq;
 	ia.qp_type = IBV_QPT_RC;
 	ia.cap = (struct ibv_qp_cap){ 256, 16, 1, 1, 64 };
-	ia.flags = mlx5 ? QL_QP_INIT_MLX5 : 0;
+	ia.flags = mlx5 ? QL_QP_INIT_MLX5 | (bf ? 0 : QL_QP_INIT_MLX5_NO_BF) : 0;
 	CHECK(ql_qp_create(pd, &ia, &s->qp));
 }
 
@@ -307,10 +313,11 @@ int main(int argc, char **argv)
 	const char *uri = "soft://loop", *what = "both";
 	long iters = 100000;
 	int rounds = 5, burst = 16, opt;
-	double vp50[64], vp99[64], mp50[64], mp99[64], vr[64], mr[64];
+	double vp50[2][64], vp99[2][64], mp50[2][64], mp99[2][64], vr[2][64], mr[2][64];
+	int modes[2] = { 1, 0 }; /* BlueFlame (bf_size 64), then bf_size 0 */
 	uint64_t *t;
 
-	while ((opt = getopt(argc, argv, "u:n:r:b:a:c:w:h")) != -1) {
+	while ((opt = getopt(argc, argv, "u:n:r:b:a:c:w:f:h")) != -1) {
 		switch (opt) {
 		case 'u':
 			uri = optarg;
@@ -333,10 +340,21 @@ int main(int argc, char **argv)
 		case 'w':
 			what = optarg;
 			break;
+		case 'f':
+			if (!strcmp(optarg, "64")) {
+				modes[1] = -1;
+			} else if (!strcmp(optarg, "0")) {
+				modes[0] = 0;
+				modes[1] = -1;
+			} else if (strcmp(optarg, "both")) {
+				fprintf(stderr, "%s: -f 64|0|both\n", argv[0]);
+				return 2;
+			}
+			break;
 		default:
 			fprintf(stderr,
 				"usage: %s [-u URI] [-n ITERS] [-r ROUNDS] [-b BURST] [-a CPU_APP] "
-				"[-c CPU_NIC] [-w pingpong|rate|both]\n",
+				"[-c CPU_NIC] [-w pingpong|rate|both] [-f 64|0|both]\n",
 				argv[0]);
 			return opt == 'h' ? 0 : 2;
 		}
@@ -357,49 +375,69 @@ int main(int argc, char **argv)
 	CHECK(ql_pd_mem_alloc(pd, BUF, (void **)&buf_b));
 	CHECK(ql_mr_reg(pd, buf_a, BUF, ACCESS, &mr_a));
 	CHECK(ql_mr_reg(pd, buf_b, BUF, ACCESS, &mr_b));
-	side_make(&ma, true);
-	side_make(&mb, true);
-	side_make(&va, false);
-	side_make(&vb, false);
+	side_make(&va, false, false);
+	side_make(&vb, false, false);
 	ql_cpu_pin(cpu_app);
-	side_connect(&ma, &mb);
-	side_connect(&mb, &ma);
 	side_connect(&va, &vb);
 	side_connect(&vb, &va);
 
 	printf("# %s, app CPU %d, NIC/peer CPU %d, %ld iterations x %d rounds\n", uri, cpu_app,
 	       cpu_nic, iters, rounds);
 	for (int r = 0; r < rounds; r++) {
-		if (strcmp(what, "rate")) {
-			pingpong_verbs(iters, t);
-			stats(t, iters, &vp50[r], &vp99[r]);
-			pingpong_mlx5(iters, t);
-			stats(t, iters, &mp50[r], &mp99[r]);
-			printf("round %d: pingpong RTT p50/p99 us: verbs %.3f/%.3f mlx5 %.3f/%.3f "
-			       "(x%.2f)\n",
-			       r, vp50[r], vp99[r], mp50[r], mp99[r], mp50[r] / vp50[r]);
-		}
-		if (strcmp(what, "pingpong")) {
-			vr[r] = rate_verbs(iters * 10);
-			mr[r] = rate_mlx5(iters * 10, burst);
-			printf("round %d: rate 8-byte inline WRITEs, M/s: verbs %.2f mlx5 %.2f "
-			       "(burst %d)\n",
-			       r, vr[r], mr[r], burst);
-		}
-		fflush(stdout);
-	}
-	if (strcmp(what, "rate")) {
-		double v = median(vp50, rounds), m = median(mp50, rounds);
+		/* the mlx5 pair is made anew for each mode (BlueFlame or not) and
+		 * freed after: the engine visits only the pair measured */
+		for (int b = 0; b < 2; b++) {
+			const int mode = modes[b];
 
-		printf("pingpong RTT median of round p50s: verbs %.3f us, mlx5 %.3f us, ratio "
-		       "%.2f; p99 verbs %.3f mlx5 %.3f\n",
-		       v, m, m / v, median(vp99, rounds), median(mp99, rounds));
+			if (mode < 0)
+				continue;
+			ql_cpu_pin(cpu_nic); /* the engine thread inherits it */
+			side_make(&ma, true, mode);
+			side_make(&mb, true, mode);
+			ql_cpu_pin(cpu_app);
+			side_connect(&ma, &mb);
+			side_connect(&mb, &ma);
+			if (strcmp(what, "rate")) {
+				pingpong_verbs(iters, t);
+				stats(t, iters, &vp50[b][r], &vp99[b][r]);
+				pingpong_mlx5(iters, t);
+				stats(t, iters, &mp50[b][r], &mp99[b][r]);
+				printf("round %d: pingpong RTT p50/p99 us: verbs %.3f/%.3f mlx5 "
+				       "bf_size %d %.3f/%.3f (x%.2f)\n",
+				       r, vp50[b][r], vp99[b][r], mode ? 64 : 0, mp50[b][r],
+				       mp99[b][r], mp50[b][r] / vp50[b][r]);
+			}
+			if (strcmp(what, "pingpong")) {
+				vr[b][r] = rate_verbs(iters * 10);
+				mr[b][r] = rate_mlx5(iters * 10, burst);
+				printf("round %d: rate 8-byte inline WRITEs, M/s: verbs %.2f mlx5 "
+				       "bf_size %d %.2f (burst %d)\n",
+				       r, vr[b][r], mode ? 64 : 0, mr[b][r], burst);
+			}
+			fflush(stdout);
+			side_free(&ma);
+			side_free(&mb);
+		}
 	}
-	if (strcmp(what, "pingpong"))
-		printf("rate median: verbs %.2f M/s, mlx5 %.2f M/s\n", median(vr, rounds),
-		       median(mr, rounds));
-	side_free(&ma);
-	side_free(&mb);
+	for (int b = 0; b < 2; b++) {
+		if (modes[b] < 0)
+			continue;
+		if (strcmp(what, "rate")) {
+			double ratio[64];
+
+			for (int r = 0; r < rounds; r++)
+				ratio[r] = mp50[b][r] / vp50[b][r];
+			printf("pingpong bf_size %d: RTT median of round p50s: verbs %.3f us, mlx5 "
+			       "%.3f us; median of the rounds' ratios %.2f; p99 verbs %.3f mlx5 "
+			       "%.3f\n",
+			       modes[b] ? 64 : 0, median(vp50[b], rounds), median(mp50[b], rounds),
+			       median(ratio, rounds), median(vp99[b], rounds),
+			       median(mp99[b], rounds));
+		}
+		if (strcmp(what, "pingpong"))
+			printf("rate bf_size %d median: verbs %.2f M/s, mlx5 %.2f M/s\n",
+			       modes[b] ? 64 : 0, median(vr[b], rounds), median(mr[b], rounds));
+	}
 	side_free(&va);
 	side_free(&vb);
 	CHECK(ql_mr_dereg(mr_a));

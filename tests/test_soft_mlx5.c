@@ -62,6 +62,7 @@
 int ql__soft_mlx5_engine_manual(struct ql_device *d);
 int ql__soft_mlx5_engine_poll(struct ql_device *d);
 bool ql__soft_mlx5_engine_running(struct ql_device *d);
+uint64_t ql__soft_mlx5_bf_hits(struct ql_qp *q);
 
 #define BUF_LEN (64 * 1024)
 #define ACCESS_ALL                                                                   \
@@ -99,9 +100,10 @@ struct opts {
 	enum ibv_qp_type type;
 	uint32_t send_wr, recv_wr, cqe, inline_max, sge;
 	bool manual; /* no engine thread: the test polls the engine */
+	bool no_bf;  /* QL_QP_INIT_MLX5_NO_BF: bf_size 0 */
 };
 
-static const struct opts opts_default = { IBV_QPT_RC, 64, 64, 256, 64, 2, false };
+static const struct opts opts_default = { IBV_QPT_RC, 64, 64, 256, 64, 2, false, false };
 
 static int end_open(struct end *e, const char *uri, bool mlx5, const struct opts *o)
 {
@@ -136,7 +138,7 @@ static int end_open(struct end *e, const char *uri, bool mlx5, const struct opts
 	ia.cap.max_send_sge = o->sge;
 	ia.cap.max_recv_sge = o->sge;
 	ia.cap.max_inline_data = o->inline_max;
-	ia.flags = mlx5 ? QL_QP_INIT_MLX5 : 0;
+	ia.flags = mlx5 ? QL_QP_INIT_MLX5 | (o->no_bf ? QL_QP_INIT_MLX5_NO_BF : 0) : 0;
 	if ((ret = ql_qp_create(e->pd, &ia, &e->qp)))
 		return ret;
 	e->buf = ql_mem_alloc(BUF_LEN);
@@ -345,7 +347,8 @@ static void test_lifecycle(void **state)
 	assert_non_null(p.a.mq.rq.dbrec);
 	assert_non_null(p.a.mcq.dbrec);
 	assert_int_equal((uintptr_t)p.a.mq.bf_reg % 64, 0);
-	assert_int_equal(p.a.mq.bf_size, 0);
+	assert_int_equal(p.a.mq.bf_size, 64); /* BlueFlame, the default */
+	assert_int_equal(p.a.mq.bf_offset, 0);
 	assert_int_equal(p.a.mq.qpn, ql_qp_num(p.a.qp));
 	assert_int_equal(p.a.mq.sq.head, 0);
 	/* a CQ that is not empty-looking would be a bug: nothing to poll */
@@ -745,16 +748,19 @@ static void test_lying_doorbell(void **state)
 }
 
 /* Small rings, thousands of WQEs both ways: SQ, RQ and CQ wrap. */
-static void test_wrap(void **state)
+static void wrap_run(const char *uri, bool no_bf)
 {
 	/* WQEs of one and two basic blocks (inline 8 and 60 bytes) in a ring
-	 * of 8: two-block WQEs straddle the ring's end now and then */
-	const struct opts o = { IBV_QPT_RC, 4, 4, 4, 64, 1, false };
+	 * of 8: two-block WQEs straddle the ring's end now and then; with
+	 * BlueFlame the one-block WQEs come from its buffers, the others from
+	 * the ring */
+	const struct opts o = { IBV_QPT_RC, 4, 4, 4, 64, 1, false, no_bf };
 	struct pair p;
 	const long n = 3000;
 	long straddled = 0;
 
-	pair_open(&p, *state, &o);
+	pair_open(&p, uri, &o);
+	assert_int_equal(p.a.mq.bf_size, no_bf ? 0 : 64);
 	assert_true(p.a.mq.sq.wqe_cnt <= 8);
 	assert_int_equal(p.a.mcq.cqe_cnt, 4);
 	for (long i = 0; i < n; i++) {
@@ -805,7 +811,317 @@ static void test_wrap(void **state)
 	assert_true(straddled > 100);
 	assert_true(p.a.mcq.cons_index > 16 * p.a.mcq.cqe_cnt);
 	assert_int_equal(ql_qp_state(p.a.qp), IBV_QPS_RTS);
+	/* BlueFlame: every one-block WQE (4 in 5) could come from a buffer;
+	 * without it none does */
+	if (no_bf)
+		assert_int_equal(ql__soft_mlx5_bf_hits(p.a.qp), 0);
+	else
+		assert_true(ql__soft_mlx5_bf_hits(p.a.qp) > (uint64_t)n / 2);
 	pair_close(&p);
+}
+
+static void test_wrap(void **state)
+{
+	wrap_run(*state, false);
+	wrap_run(*state, true);
+}
+
+/* ---- BlueFlame ------------------------------------------------------------ */
+
+/* Post wr (one basic block) and ring with BlueFlame, then turn the ring's
+ * copy to garbage, so that only the BlueFlame buffer holds the WQE, and
+ * run one pass of the (manual) engine; the ring's copy is put back after
+ * (ql_mlx5_sq_complete reads its control segment). Returns the WQEs the
+ * engine took from a BlueFlame buffer meanwhile. */
+static uint64_t bf_only(struct pair *p, const struct ql_mlx5_wr *wr)
+{
+	const uint64_t h0 = ql__soft_mlx5_bf_hits(p->a.qp);
+	uint8_t save[64];
+	void *ctrl;
+
+	assert_int_equal(ql_mlx5_sq_post(&p->a.mq, wr, &ctrl), 0);
+	assert_int_equal(ql_mlx5_wqe_nbb(ctrl), 1);
+	ql_mlx5_sq_doorbell(&p->a.mq, ctrl);
+	memcpy(save, ctrl, 64);
+	memset(ctrl, 0xee, 64);
+	assert_true(ql__soft_mlx5_engine_poll(p->a.dev) > 0);
+	memcpy(ctrl, save, 64);
+	return ql__soft_mlx5_bf_hits(p->a.qp) - h0;
+}
+
+/* The BlueFlame buffer the last doorbell wrote. */
+static uint8_t *bf_last(struct end *e)
+{
+	return (uint8_t *)e->mq.bf_reg + (e->mq.bf_offset ^ e->mq.bf_size);
+}
+
+static struct ql_mlx5_wr inl_write(const void *v, uint32_t len, uint64_t raddr, uint32_t rkey)
+{
+	return (struct ql_mlx5_wr){ .opcode = QL_MLX5_OPCODE_RDMA_WRITE,
+				    .fm_ce_se = CE,
+				    .inline_data = v,
+				    .inline_len = len,
+				    .raddr = raddr,
+				    .rkey = rkey };
+}
+
+/* Every opcode whose WQE fits in 64 bytes, executed from the BlueFlame
+ * buffer alone; then the lines the engine must not take from there. */
+static void test_blueflame(void **state)
+{
+	struct opts o = opts_default;
+	struct pair p;
+	struct ql_mlx5_sge sge;
+	struct ql_mlx5_wr wr;
+	struct ql_mlx5_cqe_info ci;
+
+	o.manual = true;
+	pair_open(&p, *state, &o);
+	assert_int_equal(p.a.mq.bf_size, 64);
+	for (int i = 0; i < 256; i++)
+		p.a.buf[i] = (uint8_t)(i * 5 + 3);
+	{
+		const uint32_t lkey = ql_mr_lkey(p.a.mr), rkey = ql_mr_rkey(p.b.mr);
+		const uint64_t la0 = (uintptr_t)p.a.buf, rb = (uintptr_t)p.b.buf;
+		uint8_t in28[28];
+		uint64_t w64, old;
+
+		for (int i = 0; i < 28; i++)
+			in28[i] = (uint8_t)(0x40 + i);
+		/* WRITE, one data segment (ds 3) */
+		sge = (struct ql_mlx5_sge){ la0, 100, lkey };
+		wr = (struct ql_mlx5_wr){ .opcode = QL_MLX5_OPCODE_RDMA_WRITE,
+					  .fm_ce_se = CE,
+					  .sge = &sge,
+					  .num_sge = 1,
+					  .raddr = rb + 1000,
+					  .rkey = rkey };
+		assert_int_equal(bf_only(&p, &wr), 1);
+		expect_req(&p, QL_MLX5_OPCODE_RDMA_WRITE, 0, false);
+		assert_memory_equal(p.b.buf + 1000, p.a.buf, 100);
+		/* WRITE, 28 bytes inline: the largest that fits (ds 4) */
+		wr = inl_write(in28, 28, rb + 1200, rkey);
+		assert_int_equal(bf_only(&p, &wr), 1);
+		expect_req(&p, QL_MLX5_OPCODE_RDMA_WRITE, 0, false);
+		assert_memory_equal(p.b.buf + 1200, in28, 28);
+		/* WRITE_IMM */
+		b_post_recv(&p, 0, 64);
+		sge = (struct ql_mlx5_sge){ la0 + 10, 50, lkey };
+		wr = (struct ql_mlx5_wr){ .opcode = QL_MLX5_OPCODE_RDMA_WRITE_IMM,
+					  .fm_ce_se = CE,
+					  .imm = 0x5eed0001,
+					  .sge = &sge,
+					  .num_sge = 1,
+					  .raddr = rb + 3000,
+					  .rkey = rkey };
+		assert_int_equal(bf_only(&p, &wr), 1);
+		expect_req(&p, QL_MLX5_OPCODE_RDMA_WRITE_IMM, 0, false);
+		b_expect_recv(&p, IBV_WC_RECV_RDMA_WITH_IMM, 50, true, 0x5eed0001);
+		assert_memory_equal(p.b.buf + 3000, p.a.buf + 10, 50);
+		/* SEND, one data segment (ds 2) */
+		b_post_recv(&p, 4000, 64);
+		sge = (struct ql_mlx5_sge){ la0 + 20, 40, lkey };
+		wr = (struct ql_mlx5_wr){
+			.opcode = QL_MLX5_OPCODE_SEND, .fm_ce_se = CE, .sge = &sge, .num_sge = 1
+		};
+		assert_int_equal(bf_only(&p, &wr), 1);
+		expect_req(&p, QL_MLX5_OPCODE_SEND, 0, false);
+		b_expect_recv(&p, IBV_WC_RECV, 40, false, 0);
+		assert_memory_equal(p.b.buf + 4000, p.a.buf + 20, 40);
+		/* SEND_IMM, 28 bytes inline (ds 3) */
+		b_post_recv(&p, 4100, 64);
+		wr = (struct ql_mlx5_wr){ .opcode = QL_MLX5_OPCODE_SEND_IMM,
+					  .fm_ce_se = CE,
+					  .imm = 0x5eed0002,
+					  .inline_data = in28,
+					  .inline_len = 28 };
+		assert_int_equal(bf_only(&p, &wr), 1);
+		expect_req(&p, QL_MLX5_OPCODE_SEND_IMM, 0, false);
+		b_expect_recv(&p, IBV_WC_RECV, 28, true, 0x5eed0002);
+		assert_memory_equal(p.b.buf + 4100, in28, 28);
+		/* READ (ds 3) */
+		memset(p.a.buf + 512, 0, 64);
+		sge = (struct ql_mlx5_sge){ la0 + 512, 64, lkey };
+		wr = (struct ql_mlx5_wr){ .opcode = QL_MLX5_OPCODE_RDMA_READ,
+					  .fm_ce_se = CE,
+					  .sge = &sge,
+					  .num_sge = 1,
+					  .raddr = rb + 1000,
+					  .rkey = rkey };
+		assert_int_equal(bf_only(&p, &wr), 1);
+		expect_req(&p, QL_MLX5_OPCODE_RDMA_READ, 64, true);
+		assert_memory_equal(p.a.buf + 512, p.b.buf + 1000, 64);
+		/* CAS and FA (ds 4: control, address, atomic, data) */
+		w64 = 100;
+		memcpy(p.b.buf + 2048, &w64, 8);
+		sge = (struct ql_mlx5_sge){ la0 + 600, 8, lkey };
+		wr = (struct ql_mlx5_wr){ .opcode = QL_MLX5_OPCODE_ATOMIC_CS,
+					  .fm_ce_se = CE,
+					  .sge = &sge,
+					  .num_sge = 1,
+					  .raddr = rb + 2048,
+					  .rkey = rkey,
+					  .swap_add = 7,
+					  .compare = 100 };
+		assert_int_equal(bf_only(&p, &wr), 1);
+		expect_req(&p, QL_MLX5_OPCODE_ATOMIC_CS, 8, true);
+		memcpy(&old, p.a.buf + 600, 8);
+		assert_int_equal(be64toh(old), 100);
+		memcpy(&w64, p.b.buf + 2048, 8);
+		assert_int_equal(w64, 7);
+		wr.opcode = QL_MLX5_OPCODE_ATOMIC_FA;
+		wr.swap_add = 5;
+		assert_int_equal(bf_only(&p, &wr), 1);
+		expect_req(&p, QL_MLX5_OPCODE_ATOMIC_FA, 8, true);
+		memcpy(&old, p.a.buf + 600, 8);
+		assert_int_equal(be64toh(old), 7);
+		memcpy(&w64, p.b.buf + 2048, 8);
+		assert_int_equal(w64, 12);
+
+		/* The lines the engine reads from the ring instead (the
+		 * BlueFlame buffer's payload is changed: the value written
+		 * says where the WQE came from). */
+		for (int k = 0; k < 4; k++) {
+			const uint64_t h0 = ql__soft_mlx5_bf_hits(p.a.qp);
+			uint64_t v = 0xa000 + (uint64_t)k, got;
+			uint8_t *bf;
+			void *ctrl;
+
+			wr = inl_write(&v, 8, rb + 5000, rkey);
+			assert_int_equal(ql_mlx5_sq_post(&p.a.mq, &wr, &ctrl), 0);
+			ql_mlx5_sq_doorbell(&p.a.mq, ctrl);
+			bf = bf_last(&p.a);
+			bf[32 + 4] ^= 0xff; /* the inline payload's first byte */
+			if (k == 0)
+				bf[1] ^= 0x80; /* a WQE index that is not the next */
+			else if (k == 1)
+				bf[7] = (bf[7] & 0xc0) | 5; /* ds 5: a longer WQE's doorbell */
+			else if (k == 2)
+				bf[7] &= 0xc0; /* ds 0 */
+			if (k == 3) {
+				/* the record moved on by two more WQEs after it:
+				 * its buffer may be rewritten, the ring is read */
+				uint64_t v2 = 0xb000;
+
+				wr = inl_write(&v2, 8, rb + 5008, rkey);
+				assert_int_equal(ql_mlx5_sq_post(&p.a.mq, &wr, NULL), 0);
+				assert_int_equal(ql_mlx5_sq_post(&p.a.mq, &wr, &ctrl), 0);
+				ql_mlx5_sq_doorbell(&p.a.mq, ctrl);
+			}
+			expect_req(&p, QL_MLX5_OPCODE_RDMA_WRITE, 0, false);
+			memcpy(&got, p.b.buf + 5000, 8);
+			assert_int_equal(got, v); /* the ring's, not the buffer's */
+			if (k == 3) {
+				/* three found rung at once: a batch, all of it
+				 * from the ring */
+				expect_req(&p, QL_MLX5_OPCODE_RDMA_WRITE, 0, false);
+				expect_req(&p, QL_MLX5_OPCODE_RDMA_WRITE, 0, false);
+			}
+			assert_int_equal(ql__soft_mlx5_bf_hits(p.a.qp), h0);
+		}
+		/* a line that names the next WQE is the device's to execute,
+		 * as a ConnectX would: with a different payload, that payload
+		 * lands */
+		{
+			uint64_t v = 0xc000, got;
+			void *ctrl;
+
+			wr = inl_write(&v, 8, rb + 5000, rkey);
+			assert_int_equal(ql_mlx5_sq_post(&p.a.mq, &wr, &ctrl), 0);
+			ql_mlx5_sq_doorbell(&p.a.mq, ctrl);
+			bf_last(&p.a)[32 + 4] ^= 0xff;
+			expect_req(&p, QL_MLX5_OPCODE_RDMA_WRITE, 0, false);
+			memcpy(&got, p.b.buf + 5000, 8);
+			assert_int_equal(got, v ^ 0xff);
+		}
+		/* garbage in a matching line: checked as any WQE, an error
+		 * like a NIC's (an inline length beyond the 64 bytes; an
+		 * unknown opcode), the QP in ERR */
+		for (int k = 0; k < 2; k++) {
+			uint64_t v = 1;
+			void *ctrl;
+
+			wr = inl_write(&v, 8, rb + 5000, rkey);
+			assert_int_equal(ql_mlx5_sq_post(&p.a.mq, &wr, &ctrl), 0);
+			ql_mlx5_sq_doorbell(&p.a.mq, ctrl);
+			if (k == 0)
+				ql_mlx5_st32(bf_last(&p.a) + 32, 200 | QL_MLX5_INLINE_SEG);
+			else
+				bf_last(&p.a)[3] = 0x3f; /* opcode */
+			assert_int_equal(mx_wait(&p, &ci), 1);
+			assert_int_equal(ci.opcode, QL_MLX5_CQE_REQ_ERR);
+			assert_int_equal(ci.syndrome, k == 0 ? 0x01 : 0x02);
+			assert_int_equal(ci.wqe_counter, (uint16_t)p.a.mq.sq.tail);
+			assert_int_equal(ql_qp_state(p.a.qp), IBV_QPS_ERR);
+			{
+				struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+
+				assert_int_equal(ql_qp_modify(p.a.qp, &a, IBV_QP_STATE), 0);
+				assert_int_equal(ql_qp_modify(p.b.qp, &a, IBV_QP_STATE), 0);
+				assert_int_equal(end_connect(&p.a, &p.b), 0);
+				assert_int_equal(end_connect(&p.b, &p.a), 0);
+				while (ql_mlx5_cq_poll(&p.a.mcq, &ci) == 1)
+					;
+			}
+			/* after the reset, the buffers name no WQE: index 0
+			 * is taken from where the next doorbell puts it */
+			assert_int_equal(p.a.mq.bf_offset, 0);
+			wr = inl_write(in28, 8, rb + 5100, rkey);
+			assert_int_equal(bf_only(&p, &wr), 1);
+			expect_req(&p, QL_MLX5_OPCODE_RDMA_WRITE, 0, false);
+			assert_memory_equal(p.b.buf + 5100, in28, 8);
+		}
+	}
+	pair_close(&p);
+}
+
+/* QL_QP_INIT_MLX5_NO_BF: bf_size 0, the 8-byte doorbell, WQEs from the
+ * ring only. */
+static void test_no_blueflame(void **state)
+{
+	struct opts o = opts_default;
+	struct pair p;
+	uint64_t v = 0x600d, got;
+	struct ql_mlx5_wr wr;
+
+	o.no_bf = true;
+	pair_open(&p, *state, &o);
+	assert_int_equal(p.a.mq.bf_size, 0);
+	assert_int_equal(p.a.mq.bf_offset, 0);
+	assert_int_equal((uintptr_t)p.a.mq.bf_reg % 64, 0);
+	wr = inl_write(&v, 8, (uintptr_t)p.b.buf + 64, ql_mr_rkey(p.b.mr));
+	for (int i = 0; i < 100; i++) {
+		v++;
+		assert_int_equal(mx_post(&p.a, &wr), 0);
+		expect_req(&p, QL_MLX5_OPCODE_RDMA_WRITE, 0, false);
+		memcpy(&got, p.b.buf + 64, 8);
+		assert_int_equal(got, v);
+	}
+	assert_int_equal(ql__soft_mlx5_bf_hits(p.a.qp), 0);
+	pair_close(&p);
+	/* NO_BF alone (without QL_QP_INIT_MLX5) is refused */
+	{
+		struct end e;
+		struct opts bad = opts_default;
+
+		bad.no_bf = true;
+		memset(&e, 0, sizeof(e));
+		assert_int_equal(ql_device_open(*state, &e.dev), 0);
+		assert_int_equal(ql_pd_alloc(e.dev, &e.pd), 0);
+		assert_int_equal(ql_cq_create(e.dev, 8, &e.scq), 0);
+		{
+			struct ql_qp_init_attr ia = { .send_cq = e.scq,
+						      .recv_cq = e.scq,
+						      .qp_type = IBV_QPT_RC,
+						      .cap = { 4, 4, 1, 1, 0 },
+						      .flags = QL_QP_INIT_MLX5_NO_BF };
+
+			assert_int_equal(ql_qp_create(e.pd, &ia, &e.qp), -EINVAL);
+			e.qp = NULL;
+		}
+		(void)bad;
+		end_close(&e);
+	}
 }
 
 /* ---- bad WQEs ------------------------------------------------------------- */
@@ -1027,6 +1343,7 @@ static void test_hostile(void **state)
 	struct opts o = opts_default;
 	struct pair p;
 	uint64_t x = 0x9e3779b97f4a7c15ull;
+	uint32_t first;
 
 	o.send_wr = 2; /* a small ring: wrap-around in every WQE */
 	o.inline_max = 0;
@@ -1057,8 +1374,24 @@ static void test_hostile(void **state)
 					 (uint8_t)(x >> 20) % 5, CE, 0);
 		}
 		nbb = 1 + (uint32_t)(x >> 40) % q->sq.wqe_cnt;
+		first = q->sq.head;
 		q->sq.head += nbb;
 		ql_mlx5_sq_doorbell(q, ring);
+		/* every other round, the BlueFlame buffer just written turns
+		 * to garbage that names the next WQE (any ds), while the
+		 * engine may be reading it */
+		if (q->bf_size && it % 2) {
+			uint8_t *bfl = (uint8_t *)q->bf_reg + (q->bf_offset ^ q->bf_size);
+
+			for (uint32_t i = 0; i < 64; i += 8) {
+				x ^= x << 13;
+				x ^= x >> 7;
+				x ^= x << 17;
+				memcpy(bfl + i, &x, 8);
+			}
+			bfl[1] = (uint8_t)(first >> 8);
+			bfl[2] = (uint8_t)first;
+		}
 		/* drain whatever comes for a moment: the engine takes the
 		 * span, errors put the QP in ERR and the rest is flushed (a
 		 * WQE that waits, RNR, is left to the reset below) */
@@ -1318,6 +1651,8 @@ static void test_hotpath(void **state)
 		hp_begin();
 		assert_int_equal(hp_loop(&h), 0);
 		hp_end(&allocs, &locks);
+		/* the WRITEs went the BlueFlame way */
+		assert_true(ql__soft_mlx5_bf_hits(h.p.a.qp) > HP_OPS / 2);
 		pair_close(&h.p);
 		assert_int_equal(allocs, 0);
 		assert_int_equal(locks, 0);
@@ -1343,6 +1678,8 @@ int main(void)
 			cmocka_unit_test_prestate(test_lying_doorbell, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_rnr, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_wrap, (void *)uris[u]),
+			cmocka_unit_test_prestate(test_blueflame, (void *)uris[u]),
+			cmocka_unit_test_prestate(test_no_blueflame, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_bad_wqes, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_bad_recv, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_hostile, (void *)uris[u]),

@@ -675,7 +675,8 @@ static inline QL_HD uint32_t ql_mlx5_wqe_nbb(const void *ctrl)
  *   3. ql_mlx5_mmio_fence: the record before the register write;
  *   4. the register write at bf_reg + bf_offset: with BlueFlame (bf_size
  *      != 0) and a last WQE that fits in bf_size, that whole WQE in 8-byte
- *      stores (the device then need not fetch it); otherwise the first 8
+ *      stores, its first 8 bytes last (the device then need not fetch it;
+ *      the soft NIC relies on that order, docs/mlx5.md); otherwise the first 8
  *      bytes of the control segment (opcode, WQE index, QP number, ds) as
  *      one 8-byte store;
  *   5. ql_mlx5_mmio_fence: out of the write-combining buffer before the
@@ -700,9 +701,14 @@ static inline QL_HD void ql_mlx5_sq_doorbell(struct ql_mlx5_qp *qp, const void *
 			const volatile uint64_t *src =
 				(const volatile uint64_t *)ql_mlx5_sq_wqe(&qp->sq, idx + b);
 
-			for (w = 0; w < QL_MLX5_SEND_WQE_BB / 8; w++)
+			for (w = b ? 0 : 1; w < QL_MLX5_SEND_WQE_BB / 8; w++)
 				reg[b * (QL_MLX5_SEND_WQE_BB / 8) + w] = src[w];
 		}
+		/* the control segment's first 8 bytes last: a device that
+		 * reads the buffer as memory (the soft NIC) and sees them sees
+		 * the rest; a ConnectX takes the write-combined burst whole */
+		ql_mlx5_wmb();
+		reg[0] = *(const volatile uint64_t *)ctrl;
 	} else {
 		*reg = *(const volatile uint64_t *)ctrl;
 	}

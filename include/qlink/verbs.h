@@ -202,6 +202,9 @@ struct ql_qp_init_attr {
  * QL_CQ_INIT_MLX5 CQs, and an mlx5 CQ serves mlx5 QPs only (-EINVAL
  * otherwise). -EOPNOTSUPP where the provider has no mlx5 queues. */
 #define QL_QP_INIT_MLX5 0x1u
+/* With QL_QP_INIT_MLX5: no BlueFlame on the soft NIC (bf_size 0 in the
+ * view, 8-byte doorbell writes; docs/soft-provider.md). Ignored by ibv. */
+#define QL_QP_INIT_MLX5_NO_BF 0x2u
 
 int ql_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp);
 int ql_qp_destroy(struct ql_qp *qp);

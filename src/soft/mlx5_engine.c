@@ -100,6 +100,13 @@ enum {
  * line from the producer's core to the engine's, not two. */
 #define SMX_BF_OFF 0
 #define SMX_DB_OFF 8
+/* BlueFlame (bf_size 64, the default): two 64-byte buffers, each a cache
+ * line of its own after the record's, written alternately by
+ * ql_mlx5_sq_doorbell with the whole of a one-basic-block WQE, its first
+ * 8 bytes last. The engine takes such a WQE from there (one line moved from
+ * the producer's core) instead of from the ring. */
+#define SMX_BF_BUF 64
+#define SMX_BF_SIZE 64
 #define SMX_PAGE 4096
 
 /* What the engine does per QP and visit before it looks at the others. */
@@ -109,8 +116,12 @@ struct soft_mlx5_qp {
 	uint8_t *sq;	  /* sq_cnt basic blocks */
 	uint8_t *rq;	  /* rq_cnt entries of rq_stride bytes */
 	uint32_t *db;	  /* doorbell record: [0] RQ, [1] SQ counters, big endian */
-	uint64_t *bf_reg; /* written by the doorbell: a hint to look now */
-	uint8_t *page;	  /* db and bf_reg */
+	uint64_t *bf_reg; /* bf_size 0: written by the doorbell, a hint to look now */
+	uint8_t *bf_buf;  /* bf_size 64: the two BlueFlame buffers */
+	uint8_t *page;	  /* db, bf_reg, bf_buf */
+	uint32_t bf_size; /* 0 or SMX_BF_SIZE (per QP) */
+	uint32_t bf_next; /* the buffer (0, 1) the next BlueFlame write goes to */
+	uint64_t bf_hits; /* WQEs taken from a BlueFlame buffer (tests) */
 	uint32_t sq_cnt;
 	uint32_t rq_cnt;
 	uint32_t rq_stride;
@@ -321,7 +332,7 @@ void soft_engine_unpark(struct soft_device *dev)
 
 static void *engine_main(void *arg);
 
-int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt)
+int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt, bool bf)
 {
 	struct soft_engine *eng = engine_get(qp->dev);
 	struct soft_mlx5_qp *m;
@@ -350,6 +361,8 @@ int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt)
 	memset(m->page, 0, SMX_PAGE);
 	m->db = (uint32_t *)(void *)(m->page + SMX_DB_OFF);
 	m->bf_reg = (uint64_t *)(void *)(m->page + SMX_BF_OFF);
+	m->bf_buf = m->page + SMX_BF_BUF;
+	m->bf_size = bf ? SMX_BF_SIZE : 0;
 
 	pthread_mutex_lock(&eng->park_lock);
 	park_locked(eng);
@@ -436,6 +449,10 @@ void soft_mlx5_qp_reset(struct soft_qp *qp)
 	m->sq_ci = 0;
 	m->rq_seen = 0;
 	m->bf_last = 0;
+	m->bf_next = 0;
+	/* a BlueFlame line of before the reset would name WQE indices the
+	 * ring uses again: ds 0 in both, so neither matches until rewritten */
+	memset(m->bf_buf, 0, 2 * SMX_BF_SIZE);
 	__atomic_store_n(&m->db[SMX_DB_RQ], 0, __ATOMIC_RELEASE);
 	__atomic_store_n(&m->db[SMX_DB_SQ], 0, __ATOMIC_RELEASE);
 }
@@ -793,20 +810,62 @@ bad_len:
 	return WQE_OK;
 }
 
+/*
+ * The WQE with index idx from a BlueFlame buffer, into w (64 bytes); the
+ * buffer's number, or -1 when neither holds it whole (the caller reads the
+ * ring). The
+ * buffers are producer memory like the ring: what is read is copied once
+ * and only the copy is parsed (wqe_exec bounds everything by its ds).
+ *
+ * Why a copy is whole: ql_mlx5_sq_doorbell writes the doorbell record,
+ * then the buffer, the first 8 bytes (opcode, index, QP number, ds) last.
+ * Those 8 bytes are read first (acquire): seeing idx there, the rest of
+ * this WQE is visible. The copy of the rest could only be mixed with a
+ * later WQE if the producer had begun to write this buffer again, which it
+ * does two doorbells later, after a record covering idx + 3 or more: the
+ * record is read again after the copy and must cover idx and at most
+ * idx + 2 (the next WQE and no more). Anything else (an index that is not
+ * the next, ds 0 or beyond one basic block, a record that moved on) falls
+ * back to the ring, which an honest producer wrote before the buffer.
+ */
+static int bf_take(struct soft_mlx5_qp *m, uint32_t idx, uint8_t *w)
+{
+	for (uint32_t k = 0; k < 2; k++) {
+		const uint32_t b = m->bf_next ^ k;
+		const uint8_t *line = m->bf_buf + (size_t)b * SMX_BF_SIZE;
+		uint64_t head =
+			__atomic_load_n((const uint64_t *)(const void *)line, __ATOMIC_ACQUIRE);
+		uint32_t ds, pi;
+
+		memcpy(w, &head, 8);
+		if (((ld_be32(w) >> 8) & 0xffff) != idx)
+			continue;
+		ds = ld_be32(w + 4) & 0x3f;
+		if (!ds || ds * SMX_DS > SMX_BF_SIZE)
+			return -1; /* an 8-byte doorbell of a longer WQE */
+		memcpy(w + 8, line + 8, SMX_BF_SIZE - 8);
+		__atomic_thread_fence(__ATOMIC_ACQUIRE);
+		pi = db_load(&m->db[SMX_DB_SQ]);
+		if (((pi - idx) & 0xffff) - 1 > 1)
+			return -1;
+		return (int)b;
+	}
+	return -1;
+}
+
 static int sq_consume(struct soft_qp *qp, struct soft_mlx5_qp *m)
 {
 	struct soft_cq *scq = qp->send_cq;
 	uint32_t pi, pend;
+	bool try_bf;
 	int n = 0;
 
-	/* The next WQE's line is where it will be: fetch it alongside the
-	 * doorbell record, not after (two line transfers overlap). */
-	__builtin_prefetch(m->sq + (size_t)(m->sq_ci & (m->sq_cnt - 1)) * SMX_BB);
 	pi = db_load(&m->db[SMX_DB_SQ]) & 0xffff;
 	pend = (pi - m->sq_ci) & 0xffff;
 
 	if (!pend)
 		return 0;
+	try_bf = m->bf_size && pend <= 2;
 	/* doorbells of a QP not yet in RTS wait, as on a ConnectX */
 	if (qp->state == IBV_QPS_RESET || qp->state == IBV_QPS_INIT || qp->state == IBV_QPS_RTR)
 		return 0;
@@ -814,6 +873,7 @@ static int sq_consume(struct soft_qp *qp, struct soft_mlx5_qp *m)
 		_Alignas(64) uint8_t w[SMX_MAX_WQE_BB * SMX_BB];
 		const uint32_t mask = m->sq_cnt - 1;
 		uint32_t ds, nbb, idx = m->sq_ci & 0xffff;
+		int bf;
 
 		/* in order: nothing new while a WQE waits (RNR, peer not
 		 * ready), and only with room for its completion */
@@ -825,6 +885,21 @@ static int sq_consume(struct soft_qp *qp, struct soft_mlx5_qp *m)
 			m->sq_ci = pi;
 			n++;
 			break;
+		}
+		/* the last WQE rung (pend 1 or 2: see bf_take) may be in a
+		 * BlueFlame buffer; the others are read from the ring, and so
+		 * is all of a batch found rung at once (its producer is
+		 * rewriting the buffers meanwhile: reading them would only
+		 * take their lines away from it) */
+		if (try_bf && pend <= 2 && (bf = bf_take(m, idx, w)) >= 0) {
+			if (wqe_exec(qp, w, ld_be32(w + 4) & 0x3f, idx) == WQE_WAIT)
+				break;
+			m->bf_next = (uint32_t)bf ^ 1;
+			m->bf_hits++;
+			m->sq_ci += 1;
+			pend -= 1;
+			n++;
+			continue;
 		}
 		memcpy(w, m->sq + (size_t)(m->sq_ci & mask) * SMX_BB, SMX_BB);
 		ds = ld_be32(w + 4) & 0x3f;
@@ -856,16 +931,32 @@ static int qp_poll(struct soft_qp *qp)
 	struct soft_mlx5_qp *m = qp->mx;
 	int work;
 
+	/* The next WQE's line is where it will be (a BlueFlame buffer, or the
+	 * ring): fetch it alongside the doorbell record (first read by
+	 * rq_refill), not after: the two line transfers overlap. */
+	if (m->bf_size)
+		__builtin_prefetch(m->bf_buf + (size_t)m->bf_next * SMX_BF_SIZE);
+	else
+		__builtin_prefetch(m->sq + (size_t)(m->sq_ci & (m->sq_cnt - 1)) * SMX_BB);
 	soft_qp_sync_err(qp); /* put in ERR by its peer? */
-	work = rq_refill(qp, m);
-	work += sq_consume(qp, m);
+	/* the send queue first: a doorbell's WQE is on the way to its peer
+	 * before the rest of the pass */
+	work = sq_consume(qp, m);
+	work += rq_refill(qp, m);
 	work += cq_drain(qp->send_cq);
 	if (qp->recv_cq != qp->send_cq)
 		work += cq_drain(qp->recv_cq);
 	if (!work) {
 		/* a doorbell register write with nothing new in the record is
 		 * still activity: stay awake for what follows */
-		uint64_t bf = __atomic_load_n(m->bf_reg, __ATOMIC_RELAXED);
+		uint64_t bf =
+			__atomic_load_n(m->bf_reg, __ATOMIC_RELAXED) ^
+			(m->bf_size ?
+				 __atomic_load_n((uint64_t *)(void *)m->bf_buf, __ATOMIC_RELAXED) ^
+					 __atomic_load_n(
+						 (uint64_t *)(void *)(m->bf_buf + SMX_BF_SIZE),
+						 __ATOMIC_RELAXED) :
+				 0);
 
 		if (bf != m->bf_last) {
 			m->bf_last = bf;
@@ -964,6 +1055,15 @@ int ql__soft_mlx5_engine_poll(struct ql_device *d)
 	return eng ? engine_poll(eng) : 0;
 }
 
+/* WQEs the engine took from a QP's BlueFlame buffers (not the ring). */
+SOFT_HIDDEN uint64_t ql__soft_mlx5_bf_hits(struct ql_qp *q);
+uint64_t ql__soft_mlx5_bf_hits(struct ql_qp *q)
+{
+	struct soft_mlx5_qp *m = ((struct soft_qp *)q)->mx;
+
+	return m ? m->bf_hits : 0;
+}
+
 /* Whether the device's engine thread runs (started with the first
  * mlx5-mode QP, stopped with the last). */
 SOFT_HIDDEN bool ql__soft_mlx5_engine_running(struct ql_device *d);
@@ -997,9 +1097,17 @@ int soft_mlx5_qp_view(struct ql_qp *q, struct ql_mlx5_qp *out)
 	 * their low 16 bits, which is all the queues need */
 	out->sq.head = out->sq.tail = db_load(&m->db[SMX_DB_SQ]) & 0xffff;
 	out->rq.head = out->rq.tail = db_load(&m->db[SMX_DB_RQ]) & 0xffff;
-	out->bf_reg = m->bf_reg;
-	out->bf_size = 0;
-	out->bf_offset = 0;
+	if (m->bf_size) {
+		/* BlueFlame: the producer's next write goes to buffer bf_next
+		 * (0 after creation or a reset) */
+		out->bf_reg = m->bf_buf;
+		out->bf_size = m->bf_size;
+		out->bf_offset = m->bf_next * m->bf_size;
+	} else {
+		out->bf_reg = m->bf_reg;
+		out->bf_size = 0;
+		out->bf_offset = 0;
+	}
 	return 0;
 }
 

@@ -463,7 +463,7 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	soft_cq_list_add(&rcq->rq_qps, &rcq->n_rq_qps, qp);
 	pthread_mutex_unlock(&dev->lock);
 	if (mlx5) {
-		ret = soft_mlx5_qp_attach(qp, mx_sq, mx_rq);
+		ret = soft_mlx5_qp_attach(qp, mx_sq, mx_rq, !(ia->flags & QL_QP_INIT_MLX5_NO_BF));
 		if (ret) {
 			soft_qp_destroy(&qp->base);
 			return ret;

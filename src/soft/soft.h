@@ -441,7 +441,7 @@ struct ql_mlx5_cq;
 /* Setup of the mlx5 queues of a QP (after soft_qp_create made the QP, whose
  * caps it first adjusts with soft_mlx5_qp_caps) and of a CQ; teardown. */
 SOFT_HIDDEN int soft_mlx5_qp_caps(struct ibv_qp_cap *cap, uint32_t *sq_cnt, uint32_t *rq_cnt);
-SOFT_HIDDEN int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt);
+SOFT_HIDDEN int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt, bool bf);
 SOFT_HIDDEN void soft_mlx5_qp_detach(struct soft_qp *qp);
 SOFT_HIDDEN void soft_mlx5_qp_reset(struct soft_qp *qp);
 SOFT_HIDDEN int soft_mlx5_cq_attach(struct soft_cq *cq, uint32_t cnt);

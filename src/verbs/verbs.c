@@ -474,7 +474,8 @@ int ql_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **
 
 	if (!pd || !attr || !qp)
 		return -EINVAL;
-	if (attr->flags & ~QL_QP_INIT_MLX5)
+	if (attr->flags & ~(QL_QP_INIT_MLX5 | QL_QP_INIT_MLX5_NO_BF) ||
+	    (attr->flags & QL_QP_INIT_MLX5_NO_BF && !(attr->flags & QL_QP_INIT_MLX5)))
 		return ql_error_set(-EINVAL, "ql_qp_create: unknown flags 0x%x",
 				    attr->flags & ~QL_QP_INIT_MLX5);
 	/* an mlx5 QP's completions are mlx5 CQEs, an mlx5 CQ holds nothing
