@@ -100,6 +100,31 @@ static void wilson(unsigned long k, unsigned long n, double *lo, double *hi)
 	*hi = c + h > 1 ? 1 : c + h;
 }
 
+/* The code, its noise simulator and its decoder, as both measurements make
+ * them; an error is said on stderr. */
+static int chain_create(const struct ql_qec_params *pa, const struct ql_qec_decoder_opts *dopts,
+			struct ql_qec_code **c, struct ql_qec_sim **sim,
+			struct ql_qec_decoder **dec)
+{
+	int rc = ql_qec_code_create(pa->distance, c);
+
+	if (!rc)
+		rc = ql_qec_sim_create(*c, pa, sim);
+	if (!rc)
+		rc = ql_qec_decoder_create(*c, pa, dopts, dec);
+	if (rc)
+		fprintf(stderr, "qlink-bench-qec: d=%u p=%g: %s (%s)\n", pa->distance, pa->p,
+			strerror(-rc), ql_error_detail());
+	return rc;
+}
+
+static void chain_destroy(struct ql_qec_code *c, struct ql_qec_sim *sim, struct ql_qec_decoder *dec)
+{
+	ql_qec_decoder_destroy(dec);
+	ql_qec_sim_destroy(sim);
+	ql_qec_code_destroy(c);
+}
+
 static int latency_point(const struct opts *o, unsigned d, double p, uint64_t seed, double ghz)
 {
 	struct ql_qec_params pa = { d, o->rounds,	    QL_QEC_PHENOMENOLOGICAL,
@@ -121,16 +146,9 @@ static int latency_point(const struct opts *o, unsigned d, double p, uint64_t se
 		return -ENOMEM;
 	}
 	ql_hist_init(h);
-	rc = ql_qec_code_create(d, &c);
-	if (!rc)
-		rc = ql_qec_sim_create(c, &pa, &sim);
-	if (!rc)
-		rc = ql_qec_decoder_create(c, &pa, &dopts, &dec);
-	if (rc) {
-		fprintf(stderr, "qlink-bench-qec: d=%u p=%g: %s (%s)\n", d, p, strerror(-rc),
-			ql_error_detail());
+	rc = chain_create(&pa, &dopts, &c, &sim, &dec);
+	if (rc)
 		goto out;
-	}
 	fb = ql_qec_frame_bytes(c);
 	n = (size_t)(o->rounds + 1) * fb;
 	frames = malloc(o->shots * n);
@@ -195,9 +213,7 @@ out:
 	free(obs);
 	free(h);
 	free(per_shot);
-	ql_qec_decoder_destroy(dec);
-	ql_qec_sim_destroy(sim);
-	ql_qec_code_destroy(c);
+	chain_destroy(c, sim, dec);
 	return rc;
 }
 
@@ -215,16 +231,9 @@ static int threshold_point(const struct opts *o, unsigned d, double p, uint64_t 
 	double lo, hi;
 	int rc;
 
-	rc = ql_qec_code_create(d, &c);
-	if (!rc)
-		rc = ql_qec_sim_create(c, &pa, &sim);
-	if (!rc)
-		rc = ql_qec_decoder_create(c, &pa, &dopts, &dec);
-	if (rc) {
-		fprintf(stderr, "qlink-bench-qec: d=%u p=%g: %s (%s)\n", d, p, strerror(-rc),
-			ql_error_detail());
+	rc = chain_create(&pa, &dopts, &c, &sim, &dec);
+	if (rc)
 		goto out;
-	}
 	fb = ql_qec_frame_bytes(c);
 	rc = -ENOMEM;
 	fr = malloc((rounds + 1) * fb);
@@ -257,9 +266,7 @@ static int threshold_point(const struct opts *o, unsigned d, double p, uint64_t 
 	rc = 0;
 out:
 	free(fr);
-	ql_qec_decoder_destroy(dec);
-	ql_qec_sim_destroy(sim);
-	ql_qec_code_destroy(c);
+	chain_destroy(c, sim, dec);
 	return rc;
 }
 

@@ -14,55 +14,15 @@
  * reliability scheme repairs what the wire lost (sr: the NACKed packets;
  * ec: parity packets after the data, then the NACKed ones).
  */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <qlink/error.h>
 #include <qlink/sdr.h>
 #include <qlink/sdr_ec.h>
 
-#define CHECK(call)                                                                \
-	do {                                                                       \
-		int ret_ = (call);                                                 \
-		if (ret_ < 0) {                                                    \
-			fprintf(stderr, "%s: %s (%s)\n", #call, ql_strerror(ret_), \
-				ql_error_detail());                                \
-			return 1;                                                  \
-		}                                                                  \
-	} while (0)
-
-static int put_line(const char *dir, const char *name, const char *line)
-{
-	char path[4096], tmp[4200];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f || fprintf(f, "%s\n", line) < 0 || fclose(f) || rename(tmp, path))
-		return -errno;
-	return 0;
-}
-
-static int get_line(const char *dir, const char *name, char *line, size_t len)
-{
-	char path[4096];
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	for (int i = 0; i < 2000; i++, usleep(10000)) {
-		FILE *f = fopen(path, "r");
-		if (!f)
-			continue;
-		char *ok = fgets(line, (int)len, f);
-		fclose(f);
-		if (ok)
-			return 0;
-	}
-	return -ETIMEDOUT;
-}
+#include "example_util.h"
 
 int main(int argc, char **argv)
 {

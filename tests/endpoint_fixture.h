@@ -16,7 +16,8 @@
  *                         client's way to wait for the write handler)
  *
  * ept_server_start forks it (devices are opened after the fork, as the soft
- * provider requires) and returns its address; ept_server_stop ends it with
+ * provider requires) and returns its address (ept_server_start_unix: on a
+ * socket named after the test and its pid); ept_server_stop ends it with
  * SIGTERM and checks it left cleanly.
  */
 #ifndef QL_TEST_ENDPOINT_FIXTURE_H
@@ -216,6 +217,17 @@ static inline void ept_server_start(struct ept_server *s, const char *device, co
 		abort();
 	}
 	s->addr[n] = '\0';
+}
+
+/* The same on a unix socket of this test process's own,
+ * /tmp/qlink-NAME-PID.sock, so that tests running at once do not meet. */
+static inline void ept_server_start_unix(struct ept_server *s, const char *device, const char *name,
+					 int max_conns)
+{
+	char addr[128];
+
+	snprintf(addr, sizeof(addr), "unix:/tmp/qlink-%s-%d.sock", name, (int)getpid());
+	ept_server_start(s, device, addr, max_conns);
 }
 
 /* 0 if the server left with status 0 */

@@ -29,6 +29,8 @@
 
 #include <cmocka.h>
 
+#include "expect_detail.h"
+
 #include "qlink/control.h"
 #include "qlink/error.h"
 
@@ -211,12 +213,6 @@ static struct ql_ctl_client *client(uint32_t retries)
 	snprintf(hp, sizeof(hp), "127.0.0.1:%u", srv.port);
 	assert_int_equal(ql_ctl_client_create(hp, secret, SECRET_LEN, &cfg, &cl), 0);
 	return cl;
-}
-
-static void expect_detail(const char *part)
-{
-	if (!strstr(ql_error_detail(), part))
-		fail_msg("error detail '%s' lacks '%s'", ql_error_detail(), part);
 }
 
 static void test_create_refuses(void **state)

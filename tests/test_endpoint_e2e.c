@@ -32,14 +32,12 @@
 
 static const char *dev_srv = "soft+shm://ept-srv";
 static const char *dev_cli = "soft+shm://ept-cli";
-static char sock_path[128];
 static struct ept_server server;
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(sock_path, sizeof(sock_path), "unix:/tmp/qlink-ept-%d.sock", (int)getpid());
-	ept_server_start(&server, dev_srv, sock_path, 0);
+	ept_server_start_unix(&server, dev_srv, "ept", 0);
 	return 0;
 }
 
@@ -284,11 +282,9 @@ static void test_connection_limit(void **state)
 {
 	struct ept_server small;
 	struct ql_ep_client *a, *b, *c;
-	char addr[128];
 
 	(void)state;
-	snprintf(addr, sizeof(addr), "unix:/tmp/qlink-ept-%d-small.sock", (int)getpid());
-	ept_server_start(&small, dev_srv, addr, 2);
+	ept_server_start_unix(&small, dev_srv, "ept-small", 2);
 	a = connect_ok(small.addr);
 	b = connect_ok(small.addr);
 	assert_int_equal(ql_ep_client_connect(dev_cli, small.addr, &c), -EUSERS);

@@ -558,11 +558,8 @@ static void test_killed_mid_transfer(void **state)
 
 static int setup(void **state)
 {
-	char addr[128];
-
 	(void)state;
-	snprintf(addr, sizeof(addr), "unix:/tmp/qlink-epth-%d.sock", (int)getpid());
-	ept_server_start(&server, dev_srv, addr, 0);
+	ept_server_start_unix(&server, dev_srv, "epth", 0);
 	return 0;
 }
 

@@ -92,11 +92,8 @@ static void test_cached_calls(void **state)
 
 static int setup(void **state)
 {
-	char addr[128];
-
 	(void)state;
-	snprintf(addr, sizeof(addr), "unix:/tmp/qlink-ephp-%d.sock", (int)getpid());
-	ept_server_start(&server, dev_srv, addr, 0);
+	ept_server_start_unix(&server, dev_srv, "ephp", 0);
 	return 0;
 }
 

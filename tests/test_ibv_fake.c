@@ -25,6 +25,8 @@
 
 #include <cmocka.h>
 
+#include "expect_detail.h"
+
 #include "qlink/error.h"
 #include "qlink/verbs.h"
 
@@ -403,14 +405,6 @@ static int teardown(void **state)
 	assert_int_equal(fk.live_mr, 0);
 	assert_int_equal(fk.open_ctx, 0);
 	return 0;
-}
-
-static void expect_detail(const char *part)
-{
-	const char *d = ql_error_detail();
-
-	if (!d || !strstr(d, part))
-		fail_msg("error detail '%s' lacks '%s'", d ? d : "(null)", part);
 }
 
 static struct ql_device *open_ok(const char *uri)

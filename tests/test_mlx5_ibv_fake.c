@@ -28,6 +28,8 @@
 #include <endian.h>
 #include <infiniband/mlx5dv.h>
 
+#include "expect_detail.h"
+
 #include "qlink/error.h"
 #include "qlink/mlx5.h"
 #include "qlink/verbs.h"
@@ -305,14 +307,6 @@ static int teardown(void **state)
 	assert_int_equal(fk.live_qp, 0);
 	assert_int_equal(fk.open_ctx, 0);
 	return 0;
-}
-
-static void expect_detail(const char *part)
-{
-	const char *d = ql_error_detail();
-
-	if (!d || !strstr(d, part))
-		fail_msg("error detail '%s' lacks '%s'", d ? d : "(null)", part);
 }
 
 struct objs {

@@ -21,17 +21,11 @@
 
 #include <cmocka.h>
 
+#include "expect_detail.h"
+
 #include "qlink/error.h"
 #include "qlink/mlx5.h"
 #include "qlink/verbs.h"
-
-static void expect_detail(const char *part)
-{
-	const char *d = ql_error_detail();
-
-	if (!d || !strstr(d, part))
-		fail_msg("error detail '%s' lacks '%s'", d ? d : "(null)", part);
-}
 
 static struct ql_qp_init_attr qp_attr(struct ql_cq *scq, struct ql_cq *rcq, unsigned int flags)
 {

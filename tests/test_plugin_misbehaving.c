@@ -22,6 +22,8 @@
 
 #include <cmocka.h>
 
+#include "expect_detail.h"
+
 #include "qlink/error.h"
 #if __has_include("plugin/loader.h")
 #include "plugin/loader.h" /* the loader is qlinkd's own since the library split */
@@ -29,12 +31,6 @@
 #include "qlink/plugin.h"
 #endif
 #include "qlink/rpc.h"
-
-static void expect_detail(const char *part)
-{
-	if (!strstr(ql_error_detail(), part))
-		fail_msg("error detail '%s' lacks '%s'", ql_error_detail(), part);
-}
 
 static int load(const char *mode, const char *config, struct ql_plugin **p)
 {

@@ -267,6 +267,19 @@ static int check(struct ql_ep_client *c, const char *path, size_t *plen)
 	return 0;
 }
 
+/* check(), and a buffer for the len bytes of a data call. */
+static int check_buf(struct ql_ep_client *c, const char *path, size_t *plen, const void *buf,
+		     size_t len)
+{
+	int ret = check(c, path, plen);
+
+	if (ret)
+		return ret;
+	if (!buf && len)
+		return ql_error_set(-EINVAL, "endpoint call: NULL buffer");
+	return 0;
+}
+
 /* Where len bytes at buf go on the wire: a registered buffer of ours, or
  * the bounce buffer (grown as needed). */
 static int local_sge(struct ql_ep_client *c, const void *buf, size_t len, struct ibv_sge *sge,
@@ -393,12 +406,10 @@ static int rdma(struct ql_ep_client *c, enum ql_ep_type type, const char *path, 
 	struct ibv_sge ack_sge;
 	struct ibv_send_wr ack = { 0 }, *bad;
 	size_t plen;
-	int bounced, ret = check(c, path, &plen);
+	int bounced, ret = check_buf(c, path, &plen, buf, len);
 
 	if (ret)
 		return ret;
-	if (!buf && len)
-		return ql_error_set(-EINVAL, "endpoint call: NULL buffer");
 	e = lookup(c, path, plen, type, len, &ret);
 	if (!e)
 		return ret;
@@ -466,12 +477,10 @@ int ql_ep_send(struct ql_ep_client *c, const char *path, const void *buf, size_t
 	struct ibv_sge sge;
 	struct ibv_send_wr wr = { 0 }, *bad;
 	size_t plen;
-	int bounced, ret = check(c, path, &plen);
+	int bounced, ret = check_buf(c, path, &plen, buf, len);
 
 	if (ret)
 		return ret;
-	if (!buf && len)
-		return ql_error_set(-EINVAL, "endpoint call: NULL buffer");
 	if (len > QL_EP_SIZE_MAX)
 		return status_error(-EMSGSIZE, path, QL_EP_SEND, len);
 	/* -EBUSY: another client's data is due in the buffer; ask again */
@@ -512,12 +521,10 @@ long ql_ep_recv(struct ql_ep_client *c, const char *path, void *buf, size_t cap)
 	struct ibv_sge sge;
 	struct ibv_recv_wr wr = { 0 }, *bad;
 	size_t plen;
-	int bounced, ret = check(c, path, &plen), status;
+	int bounced, ret = check_buf(c, path, &plen, buf, cap), status;
 
 	if (ret)
 		return ret;
-	if (!buf && cap)
-		return ql_error_set(-EINVAL, "endpoint call: NULL buffer");
 	if (cap > QL_EP_SIZE_MAX)
 		cap = QL_EP_SIZE_MAX;
 	ret = local_sge(c, buf, cap, &sge, &bounced);

@@ -75,18 +75,28 @@ static int parse_address(const char *address, union ep_sockaddr *sa, socklen_t *
 	return 0;
 }
 
+/* The address parsed, and a non-blocking stream socket of its family. */
+static int open_socket(const char *address, union ep_sockaddr *sa, socklen_t *salen)
+{
+	int fd, ret = parse_address(address, sa, salen);
+
+	if (ret)
+		return ret;
+	fd = socket(sa->sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return ql_error_set(-errno, "socket: %s", strerror(errno));
+	return fd;
+}
+
 int ql__ep_listen(const char *address, int *fdp, char *bound, size_t bound_len)
 {
 	union ep_sockaddr sa;
 	socklen_t salen;
 	int fd, one = 1, ret;
 
-	ret = parse_address(address, &sa, &salen);
-	if (ret)
-		return ret;
-	fd = socket(sa.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = open_socket(address, &sa, &salen);
 	if (fd < 0)
-		return ql_error_set(-errno, "socket: %s", strerror(errno));
+		return fd;
 	if (sa.sa.sa_family == AF_INET)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	else
@@ -118,12 +128,9 @@ int ql__ep_connect(const char *address, int timeout_ms, int *fdp)
 	int fd, ret, soerr = 0, one = 1;
 	socklen_t sl = sizeof(soerr);
 
-	ret = parse_address(address, &sa, &salen);
-	if (ret)
-		return ret;
-	fd = socket(sa.sa.sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	fd = open_socket(address, &sa, &salen);
 	if (fd < 0)
-		return ql_error_set(-errno, "socket: %s", strerror(errno));
+		return fd;
 	if (sa.sa.sa_family == AF_INET)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(fd, &sa.sa, salen) && errno != EINPROGRESS) {
