@@ -43,6 +43,8 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail=0
+# (no reader of a pipe here may stop early, as `awk '... exit'` would: under
+# pipefail the writer's SIGPIPE then fails the script, silently, at random)
 
 map_syms() { # the global names of a version script
 	sed -e 's|/\*.*\*/||g' "$1" | awk '/global:/ { g = 1; next } /local:/ { g = 0 } g' |
@@ -62,7 +64,7 @@ check_exports() {
 		sed -n '3,$p' "$tmp/diff" | grep '^[-+]'
 		fail=1
 	fi
-	node=$(sed -e 's|/\*.*\*/||g' "$map" | awk '/\{/ { print $1; exit }')
+	node=$(sed -e 's|/\*.*\*/||g' "$map" | awk '/\{/ && !n { print $1; n = 1 }')
 	if nm -D --defined-only "$lib" | awk '$2 != "A"' | grep -v "@@$node\$" | grep -q .; then
 		echo "FAIL: ${lib##*/}: symbols without version $node"
 		fail=1
@@ -86,7 +88,7 @@ for i in "${!libs[@]}"; do
 		fail=1
 	fi
 	# and every exported symbol carries the map's version node
-	node=$(sed -e 's|/\*.*\*/||g' "$map" | awk '/\{/ { print $1; exit }')
+	node=$(sed -e 's|/\*.*\*/||g' "$map" | awk '/\{/ && !n { print $1; n = 1 }')
 	if nm -D --defined-only "$lib" | awk '$2 != "A"' | grep -v "@@$node\$" | grep -q .; then
 		echo "FAIL: ${lib##*/}: symbols without version $node"
 		fail=1
