@@ -12,7 +12,8 @@
  *   not fit resp_size, and random garbage) sent to the CPU hsb channel
  *   under the daemon and to the GPU dispatcher: the responses are equal
  *   byte for byte, and both drop the same frames unanswered (an immediate
- *   past the pages, a frame longer than a page) and count them;
+ *   past the pages, a frame longer than a page) and count them; with
+ *   bad_requests DROP both leave the same refused requests unanswered;
  * - start/stop/restart keeps the receive queue's progress;
  * - the hot path: a frame's turn (receive CQE, checks, handler, SEND WQE,
  *   doorbell, receive WQE re-posted) neither allocates nor locks nor
@@ -168,7 +169,8 @@ static void test_vppu_across_processes(void **state)
 	ql_demo_parity_call(&call, &seed);
 	assert_int_equal(ql_vppu_run_client(&vc, &call, &vcfg, &rep), 0);
 	if (rep.ok != 20000)
-		fprintf(stderr, "vppu: sent %" PRIu64 " ok %" PRIu64 " wrong %" PRIu64 " lost %" PRIu64
+		fprintf(stderr,
+			"vppu: sent %" PRIu64 " ok %" PRIu64 " wrong %" PRIu64 " lost %" PRIu64
 			" unexpected %" PRIu64 " proto %" PRIu64 " terr %d\n",
 			rep.sent, rep.ok, rep.wrong, rep.lost, rep.unexpected, rep.protocol_errors,
 			rep.transport_error);
@@ -233,12 +235,15 @@ static void connect_client(struct ql_device *dev, const struct ql_hsb_params *hp
 	assert_int_equal(ql_hsb_client_connect(*cl, hp, NULL), 0);
 }
 
-static void pair_open(struct pair *p)
+static void pair_open(struct pair *p, int drop)
 {
 	struct ql_hsb_channel_config cc = { .num_pages = PAGES,
 					    .page_size = PAGE_SIZE,
 					    .resp_size = RESP_SIZE };
-	struct ql_daemon_config dc = { .cpu = -1 };
+	struct ql_daemon_config dc = { .cpu = -1,
+				       .bad_requests = drop ? QL_BAD_REQUEST_DROP :
+							      QL_BAD_REQUEST_ANSWER };
+	struct ql_gpu_config gc = gpu_cfg;
 	struct ql_rpc_function echo = QL_RPC_RAW_FUNCTION("echo", cpu_echo, NULL);
 	struct ql_hsb_params hp;
 	struct ql_conn_params cp;
@@ -253,7 +258,8 @@ static void pair_open(struct pair *p)
 	connect_client(p->dev, &hp, &p->ccl, &cp);
 	assert_int_equal(ql_hsb_channel_connect(p->ch, &cp, NULL), 0);
 
-	assert_int_equal(ql_gpu_dispatcher_create(p->dev, &gpu_cfg, &p->g), 0);
+	gc.bad_requests = drop ? QL_BAD_REQUEST_DROP : QL_BAD_REQUEST_ANSWER;
+	assert_int_equal(ql_gpu_dispatcher_create(p->dev, &gc, &p->g), 0);
 	assert_int_equal(register_gpu(p->g), 0);
 	assert_int_equal(ql_gpu_dispatcher_hsb_params(p->g, &hp), 0);
 	assert_int_equal(hp.num_pages, PAGES);
@@ -302,19 +308,29 @@ static int wait_one(struct ql_hsb_client *cl, struct ql_daemon *dm, uint8_t *out
 
 /* msg to both: the responses must be equal byte for byte (or both
  * missing: the frame was dropped). Returns the length (-ETIMEDOUT). */
-static int both(struct pair *p, const uint8_t *msg, uint32_t len)
+static int both_wait(struct pair *p, const uint8_t *msg, uint32_t len, uint64_t ms)
 {
 	uint8_t rc[RESP_SIZE], rg[RESP_SIZE];
 	int nc, ng;
 
 	assert_int_equal(ql_hsb_client_send(p->ccl, msg, len), 0);
 	assert_int_equal(ql_hsb_client_send(p->gcl, msg, len), 0);
-	nc = wait_one(p->ccl, p->dm, rc, 2000);
-	ng = wait_one(p->gcl, NULL, rg, 2000);
+	nc = wait_one(p->ccl, p->dm, rc, ms);
+	ng = wait_one(p->gcl, NULL, rg, ms);
 	assert_int_equal(nc, ng);
 	if (nc > 0)
 		assert_memory_equal(rc, rg, (size_t)nc);
+	if (nc < 0) {
+		/* a frame sent and never answered */
+		ql_hsb_client_forget(p->ccl, 1);
+		ql_hsb_client_forget(p->gcl, 1);
+	}
 	return nc;
+}
+
+static int both(struct pair *p, const uint8_t *msg, uint32_t len)
+{
+	return both_wait(p, msg, len, 2000);
 }
 
 static uint32_t build(uint8_t *m, uint32_t magic, uint32_t fid, uint32_t arg_len, uint32_t id,
@@ -347,7 +363,7 @@ static void test_same_as_cpu(void **state)
 	uint32_t n;
 
 	(void)state;
-	pair_open(&p);
+	pair_open(&p, 0);
 	for (uint32_t i = 0; i < sizeof(a); i++)
 		a[i] = (uint8_t)(i * 13 + 1);
 	/* valid calls */
@@ -442,6 +458,48 @@ static void test_same_as_cpu(void **state)
 	pair_close(&p);
 }
 
+/* bad_requests DROP, as qlinkd serves hsb: the refused kinds are left
+ * unanswered by both, a handler's own error and a valid call answered
+ * alike, and the channel keeps serving after many drops. */
+static void test_drop_same_as_cpu(void **state)
+{
+	const uint32_t req = QL_RPC_MAGIC_REQUEST, par = ql_rpc_fnv1a("qlink_parity"),
+		       echo = ql_rpc_fnv1a("echo");
+	uint8_t m[PAGE_SIZE], a[PAGE_SIZE];
+	struct ql_daemon_stats ds;
+	struct ql_gpu_stats gs;
+	struct pair p;
+	uint32_t n;
+
+	(void)state;
+	pair_open(&p, 1);
+	memset(a, 0x5a, sizeof(a));
+	n = build(m, 0xdeadbeefu, par, 32, 1, a, 32); /* bad magic */
+	assert_int_equal(both_wait(&p, m, n, 50), -ETIMEDOUT);
+	n = build(m, req, par, 200, 2, a, 32); /* arg_len past the frame */
+	assert_int_equal(both_wait(&p, m, n, 50), -ETIMEDOUT);
+	n = build(m, req, 0x12345678u, 0, 3, a, 0); /* unknown */
+	assert_int_equal(both_wait(&p, m, n, 50), -ETIMEDOUT);
+	n = build(m, req, par, 31, 4, a, 31); /* wrong size */
+	assert_int_equal(both_wait(&p, m, n, 50), -ETIMEDOUT);
+	assert_int_equal(both_wait(&p, m, 10, 50), -ETIMEDOUT); /* short */
+	/* a result past resp_size is the handler's: answered */
+	n = build(m, req, echo, RESP_SIZE, 5, a, RESP_SIZE);
+	assert_int_equal(both(&p, m, n), QL_RPC_RESPONSE_SIZE);
+	for (uint32_t i = 0; i < 2 * PAGES; i++) {
+		n = build(m, req, i % 2 ? 0x1u : par, 32, 10 + i, a, 32);
+		assert_int_equal(both_wait(&p, m, n, i % 2 ? 50 : 2000),
+				 i % 2 ? -ETIMEDOUT :
+					 (int)(QL_RPC_RESPONSE_SIZE + QL_DEMO_PARITY_RESULT_LEN));
+	}
+	assert_int_equal(ql_gpu_dispatcher_stats(p.g, &gs), 0);
+	ql_daemon_stats(p.dm, &ds);
+	assert_int_equal(gs.dropped, 5 + PAGES);
+	assert_int_equal(gs.dropped, ds.dropped);
+	assert_int_equal(gs.ok, PAGES);
+	pair_close(&p);
+}
+
 static void test_bad_config(void **state)
 {
 	struct ql_gpu_config c = gpu_cfg;
@@ -458,6 +516,9 @@ static void test_bad_config(void **state)
 	assert_int_equal(ql_gpu_dispatcher_create(dev, &c, &d), -EINVAL);
 	c = gpu_cfg;
 	c.transport = (enum ql_gpu_transport)7;
+	assert_int_equal(ql_gpu_dispatcher_create(dev, &c, &d), -EINVAL);
+	c = gpu_cfg;
+	c.bad_requests = 2;
 	assert_int_equal(ql_gpu_dispatcher_create(dev, &c, &d), -EINVAL);
 	/* a ring dispatcher has no hsb parameters */
 	c = gpu_cfg;
@@ -546,6 +607,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_same_as_cpu),
+		cmocka_unit_test(test_drop_same_as_cpu),
 		cmocka_unit_test(test_vppu_across_processes),
 		cmocka_unit_test(test_hot_path),
 	};

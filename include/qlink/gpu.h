@@ -58,6 +58,11 @@ struct ql_gpu_config {
 	int cuda_device;	/* GPU ordinal (QL_GPU_MODE_DEVICE / AUTO) */
 	int cpu;		/* emulation: pin the thread to this core; -1: unpinned */
 	enum ql_gpu_transport transport;
+	/* enum ql_bad_request_policy (qlink/daemon.h), as the daemon's:
+	 * 0 (ANSWER) answers a request refused before its handler ran with
+	 * the error status; 1 (DROP) sends nothing (counted in dropped), as
+	 * CUDA-Q Realtime does and as qlinkd serves hsb. */
+	int bad_requests;
 	/* QL_GPU_TRANSPORT_HSB: the page geometry and the QCS's receive
 	 * buffer size as the CPU hsb channel takes them (0s: its defaults);
 	 * tx_buffers: response buffers (0: num_pages, rounded down to a power
@@ -95,6 +100,7 @@ struct ql_gpu_stats {
 	uint64_t hsb_bad_imm;	  /* not a WRITE WITH IMMEDIATE, or page >= num_pages */
 	uint64_t hsb_bad_len;	  /* byte count > page_size */
 	uint64_t hsb_recv_errors; /* receive completions in error */
+	uint64_t dropped;	  /* refused requests not answered (bad_requests DROP) */
 };
 
 /* 1 when this build can run the kernel on a GPU now (CUDA compiled in and a

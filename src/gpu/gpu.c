@@ -338,6 +338,12 @@ int ql_gpu_dispatcher_create(struct ql_device *dev, const struct ql_gpu_config *
 	d->slot_size = cfg && cfg->slot_size ? cfg->slot_size : GPU_DEF_SLOT_SIZE;
 	d->max_functions = cfg && cfg->max_functions ? cfg->max_functions : GPU_DEF_FUNCTIONS;
 	d->transport = cfg ? cfg->transport : QL_GPU_TRANSPORT_RING;
+	if (cfg && cfg->bad_requests != 0 && cfg->bad_requests != 1) {
+		ret = ql_error_set(-EINVAL,
+				   "gpu: bad_requests %d is neither answer (0) nor drop (1)",
+				   cfg->bad_requests);
+		goto err;
+	}
 	if (d->transport == QL_GPU_TRANSPORT_HSB) {
 		const struct ql_hsb_channel_config *h = &cfg->hsb;
 		uint32_t ntx;
@@ -408,6 +414,7 @@ int ql_gpu_dispatcher_create(struct ql_device *dev, const struct ql_gpu_config *
 	d->body.fns = d->fns;
 	d->body.sh = d->sh;
 	d->body.idle_yield = GPU_EMU_IDLE_YIELD;
+	d->body.drop_refused = cfg && cfg->bad_requests == 1 ? 1 : 0;
 	d->body.tx.buf = d->tx;
 	d->body.tx.iova = (uint64_t)(uintptr_t)d->tx;
 	d->body.tx.count = d->tx_count;

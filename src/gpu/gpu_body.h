@@ -83,8 +83,10 @@ struct ql_gpu_body {
 	uint8_t *scratch; /* slot_size bytes, 8-aligned: the request's copy */
 	const struct ql_gpu_entry *fns;
 	uint32_t nfns;
-	uint32_t idle_yield; /* emulation: yield the CPU after this many
+	uint32_t idle_yield;   /* emulation: yield the CPU after this many
 				empty polls in a row (0: never) */
+	uint32_t drop_refused; /* QL_BAD_REQUEST_DROP: no response to a request
+				  refused before its handler ran */
 	struct ql_gpu_shared *sh;
 	struct ql_gpu_tx tx;
 	struct ql_gpu_hsb hsb;
@@ -361,6 +363,23 @@ QL_HD static inline void ql_gpu_count_tx(struct ql_gpu_body *b)
 	QL_GPU_PUB(b, send_errors);
 }
 
+/* QL_BAD_REQUEST_DROP leaves these unanswered, as the daemon does
+ * (daemon.c's refused(): a handler's own error status is always answered). */
+QL_HD static inline int ql_gpu_drop(const struct ql_gpu_body *b, const struct ql_gpu_result *r)
+{
+	if (!b->drop_refused)
+		return 0;
+	return r->kind == QL_RPC_ERR_SHORT || r->kind == QL_RPC_ERR_BAD_MAGIC ||
+	       r->kind == QL_RPC_ERR_BAD_LENGTH || r->kind == QL_RPC_ERR_UNKNOWN_FUNCTION ||
+	       r->kind == QL_RPC_ERR_ARGS_MISMATCH;
+}
+
+QL_HD static inline void ql_gpu_count_drop(struct ql_gpu_body *b)
+{
+	b->st.dropped++;
+	QL_GPU_PUB(b, dropped);
+}
+
 /* ---- one turn, and the loop ---------------------------------------------- */
 
 /*
@@ -420,10 +439,14 @@ QL_HD static inline int ql_gpu_ring_step(struct ql_gpu_body *b)
 	}
 	ql_gpu_dispatch(b, b->scratch, len, resp, b->slot_size, &r);
 	ql_gpu_count(b, &r);
+	b->next = k + 1;
+	if (ql_gpu_drop(b, &r)) {
+		ql_gpu_count_drop(b);
+		return 1;
+	}
 	if (ql_gpu_tx_post(&b->tx, QL_RPC_RESPONSE_SIZE + r.result_len))
 		return -EIO;
 	ql_gpu_count_tx(b);
-	b->next = k + 1;
 	return 1;
 }
 
@@ -519,10 +542,14 @@ QL_HD static inline int ql_gpu_hsb_step(struct ql_gpu_body *b)
 		return -EIO;
 	ql_gpu_dispatch(b, b->scratch, len, resp, h->resp_size, &r);
 	ql_gpu_count(b, &r);
+	b->next++;
+	if (ql_gpu_drop(b, &r)) {
+		ql_gpu_count_drop(b);
+		return 1;
+	}
 	if (ql_gpu_tx_post(&b->tx, QL_RPC_RESPONSE_SIZE + r.result_len))
 		return -EIO;
 	ql_gpu_count_tx(b);
-	b->next++;
 	return 1;
 }
 
