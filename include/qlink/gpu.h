@@ -15,7 +15,9 @@
  *
  * The dispatcher owns its channel: a ring registered REMOTE_WRITE, an RC QP
  * driven through its mlx5 queues (QL_QP_INIT_MLX5) and its send CQ
- * (QL_CQ_INIT_MLX5), and the response buffers. The host starts and stops
+ * (QL_CQ_INIT_MLX5), and the response buffers; or, on the hsb transport
+ * (hsb.h), pages registered at iova 0 and a UC QP whose receive queue and
+ * receive CQ the body drives through qlink/mlx5.h too. The host starts and stops
  * the kernel (a stop word in mapped memory) and reads its counters while
  * it runs. Setup allocates; the dispatch loop never allocates, locks,
  * logs or enters the kernel.

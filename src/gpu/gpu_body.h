@@ -15,6 +15,11 @@
  * ql_rpc_dispatch (rpc_table.h) and the daemon's canary: the QCS is
  * untrusted (DESIGN.md "Trust"), nothing it writes is taken on faith.
  *
+ * On the hsb transport (hsb.pages set) the turn takes a receive CQE
+ * instead of a ring slot: a frame the QCS wrote with WRITE WITH IMMEDIATE
+ * into a page, checked, copied and re-posted as the CPU hsb channel does
+ * (ql_gpu_hsb_step), then dispatched and answered the same way.
+ *
  * No allocation, lock, system call or logging anywhere here.
  */
 #ifndef QL_GPU_BODY_H
