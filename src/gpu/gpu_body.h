@@ -444,14 +444,15 @@ QL_HD static inline int ql_gpu_ring_step(struct ql_gpu_body *b)
 	}
 	ql_gpu_dispatch(b, b->scratch, len, resp, b->slot_size, &r);
 	ql_gpu_count(b, &r);
-	b->next = k + 1;
 	if (ql_gpu_drop(b, &r)) {
 		ql_gpu_count_drop(b);
+		b->next = k + 1;
 		return 1;
 	}
 	if (ql_gpu_tx_post(&b->tx, QL_RPC_RESPONSE_SIZE + r.result_len))
 		return -EIO;
 	ql_gpu_count_tx(b);
+	b->next = k + 1;
 	return 1;
 }
 
