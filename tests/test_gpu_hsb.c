@@ -15,6 +15,8 @@
  *   past the pages, a frame longer than a page) and count them; with
  *   bad_requests DROP both leave the same refused requests unanswered;
  * - start/stop/restart keeps the receive queue's progress;
+ * - on a GPU (CUDA build and a device): the same calls through the
+ *   persistent kernel, byte for byte; skipped, with the reason, elsewhere;
  * - the hot path: a frame's turn (receive CQE, checks, handler, SEND WQE,
  *   doorbell, receive WQE re-posted) neither allocates nor locks nor
  *   enters the kernel (tests/hotpath.h, both proofs).
@@ -235,7 +237,7 @@ static void connect_client(struct ql_device *dev, const struct ql_hsb_params *hp
 	assert_int_equal(ql_hsb_client_connect(*cl, hp, NULL), 0);
 }
 
-static void pair_open(struct pair *p, int drop)
+static void pair_open_mode(struct pair *p, int drop, enum ql_gpu_mode mode)
 {
 	struct ql_hsb_channel_config cc = { .num_pages = PAGES,
 					    .page_size = PAGE_SIZE,
@@ -259,6 +261,7 @@ static void pair_open(struct pair *p, int drop)
 	assert_int_equal(ql_hsb_channel_connect(p->ch, &cp, NULL), 0);
 
 	gc.bad_requests = drop ? QL_BAD_REQUEST_DROP : QL_BAD_REQUEST_ANSWER;
+	gc.mode = mode;
 	assert_int_equal(ql_gpu_dispatcher_create(p->dev, &gc, &p->g), 0);
 	assert_int_equal(register_gpu(p->g), 0);
 	assert_int_equal(ql_gpu_dispatcher_hsb_params(p->g, &hp), 0);
@@ -268,6 +271,11 @@ static void pair_open(struct pair *p, int drop)
 	assert_int_equal(ql_gpu_dispatcher_connect(p->g, &cp, NULL), 0);
 	assert_int_equal(ql_gpu_dispatcher_start(p->g), 0);
 	assert_true(ql_gpu_dispatcher_is_running(p->g));
+}
+
+static void pair_open(struct pair *p, int drop)
+{
+	pair_open_mode(p, drop, QL_GPU_MODE_EMULATE);
 }
 
 static void pair_close(struct pair *p)
@@ -500,6 +508,34 @@ static void test_drop_same_as_cpu(void **state)
 	pair_close(&p);
 }
 
+/* On a GPU (CUDA build and a device): the persistent kernel serves the
+ * pages, answering as the CPU hsb channel; skipped, with the reason,
+ * where there is none. */
+static void test_device(void **state)
+{
+	uint8_t m[PAGE_SIZE], a[32] = { 1, 2, 3 };
+	char why[256];
+	struct pair p;
+	uint32_t n;
+
+	(void)state;
+	if (!ql_gpu_available(why, sizeof(why))) {
+		fprintf(stderr, "test_device: skipped: %s\n", why);
+		skip();
+	}
+	pair_open_mode(&p, 0, QL_GPU_MODE_DEVICE);
+	assert_int_equal(ql_gpu_dispatcher_mode(p.g), QL_GPU_MODE_DEVICE);
+	for (uint32_t i = 0; i < 4 * PAGES; i++) {
+		n = build(m, QL_RPC_MAGIC_REQUEST, ql_rpc_fnv1a("qlink_parity"), 32, i, a, 32);
+		a[i % 32] ^= (uint8_t)i;
+		assert_int_equal(both(&p, m, n),
+				 (int)(QL_RPC_RESPONSE_SIZE + QL_DEMO_PARITY_RESULT_LEN));
+	}
+	n = build(m, 0xdeadbeefu, 1, 0, 99, a, 0);
+	assert_int_equal(both(&p, m, n), QL_RPC_RESPONSE_SIZE);
+	pair_close(&p);
+}
+
 static void test_bad_config(void **state)
 {
 	struct ql_gpu_config c = gpu_cfg;
@@ -610,6 +646,7 @@ int main(void)
 		cmocka_unit_test(test_drop_same_as_cpu),
 		cmocka_unit_test(test_vppu_across_processes),
 		cmocka_unit_test(test_hot_path),
+		cmocka_unit_test(test_device),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
