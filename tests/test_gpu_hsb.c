@@ -363,7 +363,7 @@ static void test_same_as_cpu(void **state)
 {
 	const uint32_t req = QL_RPC_MAGIC_REQUEST, par = ql_rpc_fnv1a("qlink_parity"),
 		       echo = ql_rpc_fnv1a("echo");
-	uint8_t m[PAGE_SIZE], a[PAGE_SIZE], r[RESP_SIZE];
+	uint8_t m[2 * PAGE_SIZE], a[PAGE_SIZE], r[RESP_SIZE]; /* m: a frame past a page too */
 	struct ql_hsb_channel_stats cs;
 	struct ql_gpu_stats gs;
 	uint64_t x = 0x9e3779b97f4a7c15ull, end;
