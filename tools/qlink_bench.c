@@ -92,7 +92,8 @@ static void bench_usage(FILE *f)
 		   "  --paced-seconds S  length of the paced phase (default 1; 0 skips it;\n"
 		   "                     scripts/bench.sh runs 10: the sustained-load verdict)\n"
 		   "  --gpu[=MODE]       the GPU dispatcher serves instead of the CPU daemon\n"
-		   "                     (ring over RC; MODE auto, device or emulate, default\n"
+		   "                     (ring over RC, or --transport hsb; MODE auto, device\n"
+		   "                     or emulate, default\n"
 		   "                     auto: the persistent kernel on a GPU, else its host\n"
 		   "                     emulation on --server-cpu; docs/gpu.md)\n"
 		   "  --json             one JSON object instead of the table\n"
@@ -241,9 +242,9 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		fprintf(stderr, "qlink bench: %s\n", ql_error_detail());
 		return 2;
 	}
-	if (o->gpu && (o->udp || o->hsb || o->connect || o->qp == IBV_QPT_UC)) {
-		fprintf(stderr, "qlink bench: --gpu serves the ring over RC from a forked "
-				"process (no --transport udp/hsb, --connect or --qp uc)\n");
+	if (o->gpu && (o->udp || o->connect || o->qp == IBV_QPT_UC)) {
+		fprintf(stderr, "qlink bench: --gpu serves the ring over RC or hsb from a forked "
+				"process (no --transport udp, --connect or --qp uc)\n");
 		return 2;
 	}
 	if (o->server_uri && o->connect) {
@@ -316,6 +317,7 @@ static int server_gpu(const struct bench_opts *o, int rfd, int wfd)
 				    .num_slots = o->slots,
 				    .slot_size = o->slot_size,
 				    .cpu = o->server_cpu };
+	struct ql_hsb_params hp;
 	struct ql_device *dev = NULL;
 	struct ql_gpu_dispatcher *d = NULL;
 	struct ql_conn_params sp, cp;
@@ -323,18 +325,43 @@ static int server_gpu(const struct bench_opts *o, int rfd, int wfd)
 	char line[512];
 	int ret;
 
+	if (o->hsb) {
+		/* as the CPU hsb server: pages of slot_size, refused requests
+		 * dropped (CUDA-Q's behaviour) */
+		gc.transport = QL_GPU_TRANSPORT_HSB;
+		gc.hsb.num_pages = o->slots;
+		gc.hsb.page_size = o->slot_size;
+		gc.bad_requests = QL_BAD_REQUEST_DROP;
+	}
 	ret = ql_device_open(o->server_uri ? o->server_uri : o->uri, &dev);
 	if (!ret)
 		ret = ql_gpu_dispatcher_create(dev, &gc, &d);
 	if (!ret)
 		ret = ql_gpu_dispatcher_register(d, ql_gpu_builtin_function("qlink_parity"));
 	if (!ret)
-		ret = ql_gpu_dispatcher_local_params(d, &sp);
+		ret = o->hsb ? ql_gpu_dispatcher_hsb_params(d, &hp) :
+			       ql_gpu_dispatcher_local_params(d, &sp);
 	if (ret) {
 		tool_fail("bench server", "gpu setup", ret);
 		goto out;
 	}
-	if (tool_send_params(wfd, &sp) || tool_recv_params(rfd, &cp)) {
+	if (o->hsb) {
+		int n = ql_hsb_params_format(&hp, line, sizeof(line) - 1);
+
+		if (n < 0 || (size_t)n >= sizeof(line) - 1) {
+			ret = -EINVAL;
+			goto out;
+		}
+		line[n++] = '\n';
+		if (tool_write_all(wfd, line, (size_t)n)) {
+			ret = -EIO;
+			goto out;
+		}
+	} else if (tool_send_params(wfd, &sp)) {
+		ret = -EIO;
+		goto out;
+	}
+	if (tool_recv_params(rfd, &cp)) {
 		ret = -EIO;
 		goto out;
 	}

@@ -15,7 +15,9 @@
  *
  * The dispatcher owns its channel: a ring registered REMOTE_WRITE, an RC QP
  * driven through its mlx5 queues (QL_QP_INIT_MLX5) and its send CQ
- * (QL_CQ_INIT_MLX5), and the response buffers. The host starts and stops
+ * (QL_CQ_INIT_MLX5), and the response buffers; or, on the hsb transport
+ * (hsb.h), pages registered at iova 0 and a UC QP whose receive queue and
+ * receive CQ the body drives through qlink/mlx5.h too. The host starts and stops
  * the kernel (a stop word in mapped memory) and reads its counters while
  * it runs. Setup allocates; the dispatch loop never allocates, locks,
  * logs or enters the kernel.
@@ -28,6 +30,7 @@
 #include <stdint.h>
 
 #include "qlink/gpu_rpc.h"
+#include "qlink/hsb.h"
 #include "qlink/verbs.h"
 
 #ifdef __cplusplus
@@ -43,6 +46,12 @@ enum ql_gpu_mode {
 	QL_GPU_MODE_EMULATE,  /* a host thread runs the body */
 };
 
+/* How requests reach the dispatch body. */
+enum ql_gpu_transport {
+	QL_GPU_TRANSPORT_RING = 0, /* the request ring (ring.h), an RC QP */
+	QL_GPU_TRANSPORT_HSB,	   /* hsb (hsb.h): WRITE WITH IMMEDIATE into pages, UC QP */
+};
+
 struct ql_gpu_config {
 	enum ql_gpu_mode mode;
 	uint32_t num_slots;	/* ring geometry: power of two, 1..65536 (0: 64) */
@@ -50,6 +59,18 @@ struct ql_gpu_config {
 	uint32_t max_functions; /* device function table (0: 64, at most 1024) */
 	int cuda_device;	/* GPU ordinal (QL_GPU_MODE_DEVICE / AUTO) */
 	int cpu;		/* emulation: pin the thread to this core; -1: unpinned */
+	enum ql_gpu_transport transport;
+	/* enum ql_bad_request_policy (qlink/daemon.h), as the daemon's:
+	 * 0 (ANSWER) answers a request refused before its handler ran with
+	 * the error status; 1 (DROP) sends nothing (counted in dropped), as
+	 * CUDA-Q Realtime does and as qlinkd serves hsb. */
+	int bad_requests;
+	/* QL_GPU_TRANSPORT_HSB: the page geometry and the QCS's receive
+	 * buffer size as the CPU hsb channel takes them (0s: its defaults);
+	 * tx_buffers: response buffers (0: num_pages, rounded down to a power
+	 * of two); signal_every is ignored (every SEND is signaled). The
+	 * ring geometry above is then unused. */
+	struct ql_hsb_channel_config hsb;
 };
 
 /* Counters, written by the dispatch body into mapped memory and readable
@@ -76,6 +97,12 @@ struct ql_gpu_stats {
 	uint64_t handler_cycles_sum; /* GPU: clock64() cycles; emulation: TSC */
 	uint64_t handler_cycles_max;
 	uint64_t polls; /* empty polls of the ring (liveness) */
+	/* hsb: frames dropped unanswered, as the CPU hsb channel drops them
+	 * (its struct ql_hsb_channel_stats; requests counts the frames taken) */
+	uint64_t hsb_bad_imm;	  /* not a WRITE WITH IMMEDIATE, or page >= num_pages */
+	uint64_t hsb_bad_len;	  /* byte count > page_size */
+	uint64_t hsb_recv_errors; /* receive completions in error */
+	uint64_t dropped;	  /* refused requests not answered (bad_requests DROP) */
 };
 
 /* 1 when this build can run the kernel on a GPU now (CUDA compiled in and a
@@ -96,10 +123,17 @@ void ql_gpu_dispatcher_destroy(struct ql_gpu_dispatcher *d);
 int ql_gpu_dispatcher_register(struct ql_gpu_dispatcher *d, const struct ql_gpu_function *f);
 
 /* The parameters the QCS needs (QP, GID, ring vaddr/rkey/length/geometry),
- * and the connection to it (RESET -> RTS), as ql_verbs_channel_*. */
+ * and the connection to it (RESET -> RTS), as ql_verbs_channel_*. With
+ * QL_GPU_TRANSPORT_HSB: local_params gives the hsb parameters as
+ * ql_hsb_params_to_conn does, and connect connects the UC QP as
+ * ql_hsb_channel_connect (PSN 0, REMOTE_WRITE only) and posts a receive
+ * WQE per page. */
 int ql_gpu_dispatcher_local_params(struct ql_gpu_dispatcher *d, struct ql_conn_params *p);
 int ql_gpu_dispatcher_connect(struct ql_gpu_dispatcher *d, const struct ql_conn_params *client,
 			      const struct ql_qp_connect_opts *opts);
+/* QL_GPU_TRANSPORT_HSB: what the QCS is programmed with (as
+ * ql_hsb_channel_local_params); -EINVAL for a ring dispatcher. */
+int ql_gpu_dispatcher_hsb_params(struct ql_gpu_dispatcher *d, struct ql_hsb_params *p);
 
 /* Launch the persistent kernel (or the emulation thread). -EBUSY if it
  * runs, -ENOTCONN before connect. */

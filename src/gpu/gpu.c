@@ -37,6 +37,11 @@ struct ql_gpu_dispatcher {
 	enum ql_gpu_mode mode; /* DEVICE or EMULATE */
 	int cpu;
 	uint32_t num_slots, slot_size;
+	enum ql_gpu_transport transport;
+	struct ql_hsb_params hsb; /* hsb: the geometry (qpn, gid, rkey at local_params) */
+	uint8_t *pages;		  /* hsb: the pages, registered at iova 0 */
+	size_t pages_len;
+	struct ql_mr *pages_mr;
 	struct ql_pd *pd;
 	uint8_t *ring;
 	size_t ring_len;
@@ -127,6 +132,8 @@ void ql_gpu_dispatcher_destroy(struct ql_gpu_dispatcher *d)
 		ql_mr_dereg(d->ring_mr);
 	if (d->tx_mr)
 		ql_mr_dereg(d->tx_mr);
+	if (d->pages_mr)
+		ql_mr_dereg(d->pages_mr);
 #ifdef QLINK_HAVE_CUDA
 	/* unregisters the host memory before it is freed below */
 	if (d->cuda)
@@ -136,6 +143,8 @@ void ql_gpu_dispatcher_destroy(struct ql_gpu_dispatcher *d)
 		ql_pd_mem_free(d->pd, d->ring);
 	if (d->tx)
 		ql_pd_mem_free(d->pd, d->tx);
+	if (d->pages)
+		ql_pd_mem_free(d->pd, d->pages);
 	if (d->pd)
 		ql_pd_free(d->pd);
 	if (d->names)
@@ -174,6 +183,78 @@ static int resolve_mode(struct ql_gpu_dispatcher *d, const struct ql_gpu_config 
 	return 0;
 }
 
+/* The hsb transport's channel (as hsb_channel.c's, on mlx5 queues): the
+ * pages registered at iova 0 for REMOTE_WRITE, a UC QP with a receive WQE
+ * per page and a receive CQE per WQE, response buffers of resp_size (and
+ * the canary) each. The body re-posts a frame's WQE as soon as it copied
+ * the frame, so num_pages WQEs keep one posted per page the QCS may
+ * write. */
+static int make_hsb_channel(struct ql_gpu_dispatcher *d)
+{
+	struct ql_qp_init_attr ia;
+	void *mem;
+	int ret;
+
+	d->pages_len = (size_t)d->hsb.num_pages * d->hsb.page_size;
+	ret = ql_pd_mem_alloc(d->pd, d->pages_len, &mem);
+	if (ret)
+		return ret;
+	d->pages = mem;
+	memset(d->pages, 0, d->pages_len);
+	ret = ql_mr_reg_iova(d->pd, d->pages, d->pages_len, 0,
+			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &d->pages_mr);
+	if (ret)
+		return ret;
+	d->tx_stride = (d->hsb.resp_size + QL_GPU_CANARY + 63u) & ~63u;
+	d->tx_len = (size_t)d->tx_count * d->tx_stride;
+	ret = ql_pd_mem_alloc(d->pd, d->tx_len, &mem);
+	if (ret)
+		return ret;
+	d->tx = mem;
+	ret = ql_mr_reg(d->pd, d->tx, d->tx_len, IBV_ACCESS_LOCAL_WRITE, &d->tx_mr);
+	if (ret)
+		return ret;
+	ret = ql_cq_create_flags(d->dev, (int)d->tx_count, QL_CQ_INIT_MLX5, &d->scq);
+	if (ret)
+		return ret;
+	ret = ql_cq_create_flags(d->dev, (int)d->hsb.num_pages, QL_CQ_INIT_MLX5, &d->rcq);
+	if (ret)
+		return ret;
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = d->scq;
+	ia.recv_cq = d->rcq;
+	ia.qp_type = IBV_QPT_UC;
+	ia.cap.max_send_wr = d->tx_count;
+	ia.cap.max_recv_wr = d->hsb.num_pages;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.flags = QL_QP_INIT_MLX5;
+	ret = ql_qp_create(d->pd, &ia, &d->qp);
+	if (ret)
+		return ret;
+	ret = ql_qp_mlx5(d->qp, &d->body.tx.qp);
+	if (!ret)
+		ret = ql_cq_mlx5(d->scq, &d->body.tx.cq);
+	if (!ret)
+		ret = ql_cq_mlx5(d->rcq, &d->body.hsb.rcq);
+	if (ret == -EOPNOTSUPP)
+		return ql_error_set(ret, "gpu: the device's provider gives no mlx5 queues "
+					 "(soft:// and soft+shm:// do, ibv:// on mlx5)");
+	if (ret)
+		return ret;
+	if (d->body.tx.qp.sq.wqe_cnt < d->tx_count || d->body.tx.qp.rq.wqe_cnt < d->hsb.num_pages ||
+	    d->body.hsb.rcq.cqe_cnt < d->hsb.num_pages)
+		return ql_error_set(-ENOSPC,
+				    "gpu: queues of %u/%u/%u entries for %u responses and %u pages",
+				    d->body.tx.qp.sq.wqe_cnt, d->body.tx.qp.rq.wqe_cnt,
+				    d->body.hsb.rcq.cqe_cnt, d->tx_count, d->hsb.num_pages);
+	d->body.hsb.pages = d->pages;
+	d->body.hsb.num_pages = d->hsb.num_pages;
+	d->body.hsb.page_size = d->hsb.page_size;
+	d->body.hsb.resp_size = d->hsb.resp_size;
+	return 0;
+}
+
 static int make_channel(struct ql_gpu_dispatcher *d)
 {
 	struct ql_qp_init_attr ia;
@@ -183,6 +264,8 @@ static int make_channel(struct ql_gpu_dispatcher *d)
 	ret = ql_pd_alloc(d->dev, &d->pd);
 	if (ret)
 		return ret;
+	if (d->transport == QL_GPU_TRANSPORT_HSB)
+		return make_hsb_channel(d);
 	d->ring_len = ql_ring_bytes(d->num_slots, d->slot_size);
 	ret = ql_pd_mem_alloc(d->pd, d->ring_len, &mem);
 	if (ret)
@@ -254,9 +337,37 @@ int ql_gpu_dispatcher_create(struct ql_device *dev, const struct ql_gpu_config *
 	d->num_slots = cfg && cfg->num_slots ? cfg->num_slots : GPU_DEF_SLOTS;
 	d->slot_size = cfg && cfg->slot_size ? cfg->slot_size : GPU_DEF_SLOT_SIZE;
 	d->max_functions = cfg && cfg->max_functions ? cfg->max_functions : GPU_DEF_FUNCTIONS;
-	ret = ql_ring_check_geometry(d->num_slots, d->slot_size);
-	if (ret)
+	d->transport = cfg ? cfg->transport : QL_GPU_TRANSPORT_RING;
+	if (cfg && cfg->bad_requests != 0 && cfg->bad_requests != 1) {
+		ret = ql_error_set(-EINVAL,
+				   "gpu: bad_requests %d is neither answer (0) nor drop (1)",
+				   cfg->bad_requests);
 		goto err;
+	}
+	if (d->transport == QL_GPU_TRANSPORT_HSB) {
+		const struct ql_hsb_channel_config *h = &cfg->hsb;
+		uint32_t ntx;
+
+		d->hsb.num_pages = h->num_pages ? h->num_pages : QL_HSB_DEFAULT_PAGES;
+		d->hsb.page_size = h->page_size ? h->page_size : QL_HSB_DEFAULT_PAGE_SIZE;
+		d->hsb.frame_len = h->frame_len ? h->frame_len : d->hsb.page_size;
+		d->hsb.resp_size = h->resp_size ? h->resp_size : QL_HSB_DEFAULT_RESP_SIZE;
+		ret = ql_hsb_params_check(&d->hsb);
+		if (ret)
+			goto err;
+		ntx = h->tx_buffers ? h->tx_buffers : d->hsb.num_pages;
+		d->tx_count = pow2_floor(ntx < GPU_MAX_TX ? ntx : GPU_MAX_TX);
+		/* the request's copy: a whole page */
+		d->slot_size = d->hsb.page_size;
+		d->num_slots = 0;
+	} else if (d->transport != QL_GPU_TRANSPORT_RING) {
+		ret = ql_error_set(-EINVAL, "gpu: unknown transport %d", (int)d->transport);
+		goto err;
+	} else {
+		ret = ql_ring_check_geometry(d->num_slots, d->slot_size);
+		if (ret)
+			goto err;
+	}
 	if (d->max_functions > GPU_MAX_FUNCTIONS) {
 		ret = ql_error_set(-EINVAL, "gpu: max_functions %u is over %u", d->max_functions,
 				   GPU_MAX_FUNCTIONS);
@@ -303,6 +414,7 @@ int ql_gpu_dispatcher_create(struct ql_device *dev, const struct ql_gpu_config *
 	d->body.fns = d->fns;
 	d->body.sh = d->sh;
 	d->body.idle_yield = GPU_EMU_IDLE_YIELD;
+	d->body.drop_refused = cfg && cfg->bad_requests == 1 ? 1 : 0;
 	d->body.tx.buf = d->tx;
 	d->body.tx.iova = (uint64_t)(uintptr_t)d->tx;
 	d->body.tx.count = d->tx_count;
@@ -378,6 +490,15 @@ int ql_gpu_dispatcher_local_params(struct ql_gpu_dispatcher *d, struct ql_conn_p
 	ret = ql_qp_local_params(d->qp, p);
 	if (ret)
 		return ret;
+	if (d->transport == QL_GPU_TRANSPORT_HSB) {
+		struct ql_hsb_params h;
+
+		ret = ql_gpu_dispatcher_hsb_params(d, &h);
+		if (ret)
+			return ret;
+		ql_hsb_params_to_conn(&h, p);
+		return 0;
+	}
 	p->vaddr = (uint64_t)(uintptr_t)d->ring;
 	p->rkey = ql_mr_rkey(d->ring_mr);
 	p->length = d->ring_len;
@@ -386,6 +507,9 @@ int ql_gpu_dispatcher_local_params(struct ql_gpu_dispatcher *d, struct ql_conn_p
 	p->qp_type = IBV_QPT_RC;
 	return 0;
 }
+
+static int connect_hsb(struct ql_gpu_dispatcher *d, const struct ql_conn_params *qcs,
+		       const struct ql_qp_connect_opts *opts);
 
 int ql_gpu_dispatcher_connect(struct ql_gpu_dispatcher *d, const struct ql_conn_params *client,
 			      const struct ql_qp_connect_opts *opts)
@@ -396,9 +520,61 @@ int ql_gpu_dispatcher_connect(struct ql_gpu_dispatcher *d, const struct ql_conn_
 		return -EINVAL;
 	if (d->started)
 		return ql_error_set(-EBUSY, "gpu: connect while stopped");
+	if (d->transport == QL_GPU_TRANSPORT_HSB)
+		return connect_hsb(d, client, opts);
 	ret = ql_qp_connect(d->qp, client, opts);
 	if (ret)
 		return ret;
+	d->connected = true;
+	return 0;
+}
+
+int ql_gpu_dispatcher_hsb_params(struct ql_gpu_dispatcher *d, struct ql_hsb_params *p)
+{
+	struct ql_conn_params q;
+	struct ql_hsb_params h;
+	int ret;
+
+	if (!d || !p || d->transport != QL_GPU_TRANSPORT_HSB)
+		return ql_error_set(-EINVAL, "gpu: not an hsb dispatcher");
+	ret = ql_qp_local_params(d->qp, &q);
+	if (ret)
+		return ret;
+	h = d->hsb;
+	h.qpn = q.qpn;
+	h.gid = q.gid;
+	h.mtu = q.mtu;
+	h.rkey = ql_mr_rkey(d->pages_mr);
+	h.page_addr = 0;
+	*p = h;
+	return 0;
+}
+
+/* As ql_hsb_channel_connect: UC, PSN 0 both ways, REMOTE_WRITE only; then
+ * a receive WQE per page, through the mlx5 receive queue. */
+static int connect_hsb(struct ql_gpu_dispatcher *d, const struct ql_conn_params *qcs,
+		       const struct ql_qp_connect_opts *opts)
+{
+	struct ql_mlx5_qp *qp = &d->body.tx.qp;
+	struct ql_qp_connect_opts o;
+	struct ql_conn_params peer;
+	int ret;
+
+	if (opts)
+		o = *opts;
+	else
+		ql_qp_connect_opts_default(&o);
+	o.access = IBV_ACCESS_REMOTE_WRITE;
+	peer = *qcs;
+	peer.psn = 0;
+	ret = ql_qp_connect(d->qp, &peer, &o);
+	if (ret)
+		return ret;
+	if (!d->connected)
+		while (qp->rq.head - qp->rq.tail < d->hsb.num_pages)
+			if (ql_mlx5_rq_post(qp, NULL, 0))
+				return ql_error_set(-EIO, "gpu: posting %u receives failed",
+						    d->hsb.num_pages);
 	d->connected = true;
 	return 0;
 }
@@ -430,7 +606,13 @@ static int device_body(struct ql_gpu_dispatcher *d, struct ql_gpu_body *b)
 			return ret;                                          \
 		(field) = (__typeof__(field))p;                              \
 	} while (0)
-	MAP(b->ring, d->ring_len);
+	if (b->ring)
+		MAP(b->ring, d->ring_len);
+	if (b->hsb.pages) {
+		MAP(b->hsb.pages, d->pages_len);
+		MAP(b->hsb.rcq.buf, (size_t)b->hsb.rcq.cqe_cnt * b->hsb.rcq.cqe_size);
+		MAP(b->hsb.rcq.dbrec, 8);
+	}
 	MAP(b->tx.buf, d->tx_len);
 	MAP(qp->sq.buf, (size_t)qp->sq.wqe_cnt * qp->sq.stride);
 	MAP(qp->sq.dbrec, 8);
@@ -526,6 +708,9 @@ int ql_gpu_dispatcher_stop(struct ql_gpu_dispatcher *d)
 			d->body.tx.qp.sq.tail = b.tx.qp.sq.tail;
 			d->body.tx.qp.bf_offset = b.tx.qp.bf_offset;
 			d->body.tx.cq.cons_index = b.tx.cq.cons_index;
+			d->body.tx.qp.rq.head = b.tx.qp.rq.head;
+			d->body.tx.qp.rq.tail = b.tx.qp.rq.tail;
+			d->body.hsb.rcq.cons_index = b.hsb.rcq.cons_index;
 			d->body.st = b.st;
 		}
 #endif

@@ -15,6 +15,11 @@
  * ql_rpc_dispatch (rpc_table.h) and the daemon's canary: the QCS is
  * untrusted (DESIGN.md "Trust"), nothing it writes is taken on faith.
  *
+ * On the hsb transport (hsb.pages set) the turn takes a receive CQE
+ * instead of a ring slot: a frame the QCS wrote with WRITE WITH IMMEDIATE
+ * into a page, checked, copied and re-posted as the CPU hsb channel does
+ * (ql_gpu_hsb_step), then dispatched and answered the same way.
+ *
  * No allocation, lock, system call or logging anywhere here.
  */
 #ifndef QL_GPU_BODY_H
@@ -25,6 +30,7 @@
 
 #include "qlink/gpu.h"
 #include "qlink/gpu_rpc.h"
+#include "qlink/mlx5.h"
 #include "qlink/ring.h"
 #include "qlink/rpc_wire.h"
 
@@ -63,6 +69,17 @@ struct ql_gpu_shared {
  * round trip to host memory). */
 #define QL_GPU_STOP_EVERY 64u
 
+/* The hsb transport's side of the body (pages NULL: the ring). The
+ * receive queue is the channel QP's (tx.qp.rq). */
+struct ql_gpu_hsb {
+	uint8_t *pages; /* num_pages x page_size, the region at iova 0 */
+	uint32_t num_pages;
+	uint32_t page_size;
+	uint32_t resp_size; /* the QCS's receive buffers: no response is larger */
+	uint32_t pad;
+	struct ql_mlx5_cq rcq; /* the receive CQ: one CQE per frame */
+};
+
 struct ql_gpu_body {
 	uint8_t *ring; /* the ring (header, then slots) */
 	uint32_t num_slots;
@@ -71,10 +88,13 @@ struct ql_gpu_body {
 	uint8_t *scratch; /* slot_size bytes, 8-aligned: the request's copy */
 	const struct ql_gpu_entry *fns;
 	uint32_t nfns;
-	uint32_t idle_yield; /* emulation: yield the CPU after this many
+	uint32_t idle_yield;   /* emulation: yield the CPU after this many
 				empty polls in a row (0: never) */
+	uint32_t drop_refused; /* QL_BAD_REQUEST_DROP: no response to a request
+				  refused before its handler ran */
 	struct ql_gpu_shared *sh;
 	struct ql_gpu_tx tx;
+	struct ql_gpu_hsb hsb;
 	struct ql_gpu_stats st; /* the body's own counts, published to sh */
 };
 
@@ -348,6 +368,23 @@ QL_HD static inline void ql_gpu_count_tx(struct ql_gpu_body *b)
 	QL_GPU_PUB(b, send_errors);
 }
 
+/* QL_BAD_REQUEST_DROP leaves these unanswered, as the daemon does
+ * (daemon.c's refused(): a handler's own error status is always answered). */
+QL_HD static inline int ql_gpu_drop(const struct ql_gpu_body *b, const struct ql_gpu_result *r)
+{
+	if (!b->drop_refused)
+		return 0;
+	return r->kind == QL_RPC_ERR_SHORT || r->kind == QL_RPC_ERR_BAD_MAGIC ||
+	       r->kind == QL_RPC_ERR_BAD_LENGTH || r->kind == QL_RPC_ERR_UNKNOWN_FUNCTION ||
+	       r->kind == QL_RPC_ERR_ARGS_MISMATCH;
+}
+
+QL_HD static inline void ql_gpu_count_drop(struct ql_gpu_body *b)
+{
+	b->st.dropped++;
+	QL_GPU_PUB(b, dropped);
+}
+
 /* ---- one turn, and the loop ---------------------------------------------- */
 
 /*
@@ -356,7 +393,7 @@ QL_HD static inline void ql_gpu_count_tx(struct ql_gpu_body *b)
  * queue or its CQ failed, or a SEND completed in error: the RC QP is then
  * in error and nothing more can be answered).
  */
-QL_HD static inline int ql_gpu_body_step(struct ql_gpu_body *b)
+QL_HD static inline int ql_gpu_ring_step(struct ql_gpu_body *b)
 {
 	const uint32_t cap = b->slot_size - QL_RING_SLOT_HDR;
 	uint64_t k = b->next;
@@ -407,11 +444,131 @@ QL_HD static inline int ql_gpu_body_step(struct ql_gpu_body *b)
 	}
 	ql_gpu_dispatch(b, b->scratch, len, resp, b->slot_size, &r);
 	ql_gpu_count(b, &r);
+	if (ql_gpu_drop(b, &r)) {
+		ql_gpu_count_drop(b);
+		b->next = k + 1;
+		return 1;
+	}
 	if (ql_gpu_tx_post(&b->tx, QL_RPC_RESPONSE_SIZE + r.result_len))
 		return -EIO;
 	ql_gpu_count_tx(b);
 	b->next = k + 1;
 	return 1;
+}
+
+/* ---- the hsb transport ----------------------------------------------------- */
+
+/* (Not with a custom send side, tests/test_gpu_body.c's: the hsb turn
+ * drives the QP's mlx5 receive queue, which only gpu_tx.h's side has.) */
+#ifndef QL_GPU_TX_CUSTOM
+
+/* Give the receive queue its WQE back: no scatter list (a WRITE WITH
+ * IMMEDIATE places nothing through it, the page is the immediate's).
+ * -EIO if the queue refused it (it holds one per page: a bug). */
+QL_HD static inline int ql_gpu_hsb_repost(struct ql_gpu_body *b)
+{
+	return ql_mlx5_rq_post(&b->tx.qp, (const struct ql_mlx5_sge *)0, 0) ? -EIO : 0;
+}
+
+/* Take the send completions while idle or out of response buffers, as the
+ * ring's turn does. 0, or the errno to stop with. */
+QL_HD static inline int ql_gpu_tx_idle(struct ql_gpu_body *b)
+{
+	int n;
+
+	if (b->tx.posted == b->tx.done)
+		return 0;
+	n = ql_gpu_tx_reap(&b->tx);
+	if (n < 0)
+		return n;
+	if (n)
+		ql_gpu_count_tx(b);
+	return b->tx.failed ? -EIO : 0;
+}
+
+/*
+ * One frame, as the CPU hsb channel takes it (hsb_channel.c) and the daemon
+ * answers it: the receive CQE says which page (the immediate, the QCS's
+ * word: checked against num_pages) and how long (checked against
+ * page_size); a refused frame or a receive error costs the QCS that frame
+ * (counted, its WQE re-posted, nothing answered); a receive flushed means
+ * the QP failed (-ECONNRESET). A good frame is copied out of its page
+ * (volatile loads: a QCS rewriting the page cannot change what was
+ * checked), its WQE re-posted at once (the page is free once copied, so
+ * a page can never be busy), dispatched with the response capped at
+ * resp_size, and answered by a SEND. 1: a frame was taken, 0: none.
+ */
+QL_HD static inline int ql_gpu_hsb_step(struct ql_gpu_body *b)
+{
+	struct ql_gpu_hsb *h = &b->hsb;
+	struct ql_mlx5_cqe_info ci;
+	struct ql_gpu_result r;
+	uint8_t *resp;
+	uint32_t page, len;
+	int n;
+
+	/* a response buffer first: without one the frame waits in its CQE */
+	resp = ql_gpu_tx_next(&b->tx);
+	if (!resp) {
+		n = ql_gpu_tx_idle(b);
+		if (n < 0)
+			return n;
+		resp = ql_gpu_tx_next(&b->tx);
+		if (!resp)
+			return 0;
+	}
+	n = ql_mlx5_cq_poll(&h->rcq, &ci);
+	if (n < 0)
+		return -EIO;
+	if (n == 0)
+		return ql_gpu_tx_idle(b);
+	ql_mlx5_rq_complete(&b->tx.qp);
+	if (ci.opcode == QL_MLX5_CQE_RESP_ERR) {
+		b->st.hsb_recv_errors++;
+		QL_GPU_PUB(b, hsb_recv_errors);
+		if (ci.syndrome == QL_MLX5_CQE_SYNDROME_WR_FLUSH_ERR)
+			return -ECONNRESET;
+		return ql_gpu_hsb_repost(b) ? -EIO : 1;
+	}
+	page = ci.imm; /* host order: ql_mlx5_cq_poll read it big-endian */
+	if (ci.opcode != QL_MLX5_CQE_RESP_WR_IMM || page >= h->num_pages) {
+		b->st.hsb_bad_imm++;
+		QL_GPU_PUB(b, hsb_bad_imm);
+		return ql_gpu_hsb_repost(b) ? -EIO : 1;
+	}
+	len = ci.byte_cnt;
+	if (len > h->page_size) {
+		b->st.hsb_bad_len++;
+		QL_GPU_PUB(b, hsb_bad_len);
+		return ql_gpu_hsb_repost(b) ? -EIO : 1;
+	}
+	/* page_size is a multiple of 128: the 8-byte rounding stays in it */
+	ql_gpu_copy_in(b->scratch, h->pages + (uint64_t)page * h->page_size, len);
+	if (ql_gpu_hsb_repost(b))
+		return -EIO;
+	ql_gpu_dispatch(b, b->scratch, len, resp, h->resp_size, &r);
+	ql_gpu_count(b, &r);
+	b->next++;
+	if (ql_gpu_drop(b, &r)) {
+		ql_gpu_count_drop(b);
+		return 1;
+	}
+	if (ql_gpu_tx_post(&b->tx, QL_RPC_RESPONSE_SIZE + r.result_len))
+		return -EIO;
+	ql_gpu_count_tx(b);
+	return 1;
+}
+
+#endif /* !QL_GPU_TX_CUSTOM */
+
+/* One turn of whichever transport the body serves. */
+QL_HD static inline int ql_gpu_body_step(struct ql_gpu_body *b)
+{
+#ifndef QL_GPU_TX_CUSTOM
+	if (b->hsb.pages)
+		return ql_gpu_hsb_step(b);
+#endif
+	return ql_gpu_ring_step(b);
 }
 
 /* Serve until the host sets the stop word (or the body fails); then take
