@@ -449,46 +449,13 @@ static void ec_rx_on_packet(struct ql_sdr_recv *rx, uint32_t pkt, uint64_t now)
 static void ec_nack(struct ql_sdr_recv *rx, uint64_t now)
 {
 	struct ec_rx *r = rx->priv;
-	struct ql_sdr_range rg[QL_SDR_NACK_RANGES];
-	uint8_t pl[QL_SDR_NACK_RANGES * 8];
 	uint32_t limit = r->sent < rx->ndata ? r->sent : rx->ndata;
 	uint32_t missing = ql_sdr__rx_missing_count(rx, limit);
 	uint32_t from = r->nack_from < limit ? r->nack_from : 0;
 
 	if (!missing)
 		return;
-	for (int round = 0; round < 32; round++) {
-		uint32_t n = ql_sdr__rx_missing(rx, from, limit, rg, QL_SDR_NACK_RANGES);
-
-		if (!n) {
-			if (from == 0)
-				break;
-			from = 0;
-			continue;
-		}
-		for (uint32_t i = 0; i < n; i++) {
-			uint8_t *p = pl + 8 * i;
-
-			p[0] = (uint8_t)(rg[i].first >> 24);
-			p[1] = (uint8_t)(rg[i].first >> 16);
-			p[2] = (uint8_t)(rg[i].first >> 8);
-			p[3] = (uint8_t)rg[i].first;
-			p[4] = (uint8_t)(rg[i].count >> 24);
-			p[5] = (uint8_t)(rg[i].count >> 16);
-			p[6] = (uint8_t)(rg[i].count >> 8);
-			p[7] = (uint8_t)rg[i].count;
-		}
-		if (ql_sdr__rx_ctrl(rx, QL_SDR_C_NACK, missing, n, pl, n * 8))
-			break;
-		rx->conn->st.nacks_sent++;
-		from = rg[n - 1].first + rg[n - 1].count;
-		if (n < QL_SDR_NACK_RANGES) {
-			from = 0;
-			break;
-		}
-	}
-	r->nack_from = from;
-	rx->last_nack_ns = now;
+	r->nack_from = ql_sdr__rx_nack(rx, from, limit, missing, now);
 }
 
 static void ec_rx_on_ctrl(struct ql_sdr_recv *rx, const struct ql_sdr_ctrl *m, uint64_t now)

@@ -143,16 +143,17 @@ static void sr_tx_tick(struct ql_sdr_send *tx, uint64_t now)
 /* NACK the missing packets below limit, in as many control messages as it
  * takes (at most 32 per round; the next round resumes). a = missing in
  * all, which the sender watches for progress. */
-static void sr_nack(struct ql_sdr_recv *rx, uint32_t limit, uint64_t now)
+/* NACK the packets below `limit` still missing, as ranges, from `from` on
+ * and wrapping to 0 once (at most 32 messages of QL_SDR_NACK_RANGES
+ * ranges); `missing` is what the message lacks in all. Returns where the
+ * next NACK starts. Shared by the schemes that repair by retransmission
+ * (selective repeat, and erasure coding's fallback). */
+uint32_t ql_sdr__rx_nack(struct ql_sdr_recv *rx, uint32_t from, uint32_t limit, uint32_t missing,
+			 uint64_t now)
 {
-	struct sr_rx *s = rx->priv;
 	struct ql_sdr_range r[QL_SDR_NACK_RANGES];
 	uint8_t pl[QL_SDR_NACK_RANGES * 8];
-	uint32_t missing = ql_sdr__rx_missing_count(rx, rx->npkts);
-	uint32_t from = s->nack_from < limit ? s->nack_from : 0;
 
-	if (!missing || !limit)
-		return;
 	for (int k = 0; k < 32; k++) {
 		uint32_t n = ql_sdr__rx_missing(rx, from, limit, r, QL_SDR_NACK_RANGES);
 
@@ -183,8 +184,19 @@ static void sr_nack(struct ql_sdr_recv *rx, uint32_t limit, uint64_t now)
 			break;
 		}
 	}
-	s->nack_from = from;
 	rx->last_nack_ns = now;
+	return from;
+}
+
+static void sr_nack(struct ql_sdr_recv *rx, uint32_t limit, uint64_t now)
+{
+	struct sr_rx *s = rx->priv;
+	uint32_t missing = ql_sdr__rx_missing_count(rx, rx->npkts);
+	uint32_t from = s->nack_from < limit ? s->nack_from : 0;
+
+	if (!missing || !limit)
+		return;
+	s->nack_from = ql_sdr__rx_nack(rx, from, limit, missing, now);
 }
 
 static void sr_rx_on_complete(struct ql_sdr_recv *rx, uint64_t now)

@@ -353,6 +353,11 @@ uint32_t ql_sdr__rx_missing(const struct ql_sdr_recv *rx, uint32_t from, uint32_
 			    struct ql_sdr_range *r, uint32_t max);
 /* How many packets of rx within [0, limit) are missing. */
 uint32_t ql_sdr__rx_missing_count(const struct ql_sdr_recv *rx, uint32_t limit);
+/* NACK what rx lacks below limit, as ranges from `from` on (wrapping to 0
+ * once); `missing` is the message's total lack, sent along. Sets
+ * rx->last_nack_ns; returns where the next NACK starts (rel.c). */
+uint32_t ql_sdr__rx_nack(struct ql_sdr_recv *rx, uint32_t from, uint32_t limit, uint32_t missing,
+			 uint64_t now);
 /* Mark packets [first, first+count) present without a packet on the wire
  * (rebuilt by the scheme: counted as recovered); chunk and completion
  * accounting run as for a received packet (rx_on_chunk, rx_on_complete),
