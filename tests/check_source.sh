@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # check_source.sh SRC_DIR: every tracked source file carries an SPDX line in
-# its first three lines, and every tracked C file is clang-formatted (when
+# its first three lines, and every tracked C and CUDA file is clang-formatted (when
 # clang-format is installed; .clang-format is the style).
 set -u
 src=$1
@@ -15,7 +15,7 @@ while IFS= read -r -d '' f; do
 	head -n 3 "$f" | grep -q 'SPDX-License-Identifier:' && continue
 	echo "FAIL: $f has no SPDX-License-Identifier line"
 	status=1
-done < <(git ls-files -z -- '*.c' '*.h' '*.in' '*.sh' '*.py' '*CMakeLists.txt' '*.cmake' '.ci/run' \
+done < <(git ls-files -z -- '*.c' '*.h' '*.cu' '*.in' '*.sh' '*.py' '*CMakeLists.txt' '*.cmake' '.ci/run' \
 	'examples/*.yaml' 'man/*.[1-8]')
 if command -v clang-format >/dev/null 2>&1; then
 	while IFS= read -r -d '' f; do
@@ -23,7 +23,7 @@ if command -v clang-format >/dev/null 2>&1; then
 			echo "FAIL: $f is not clang-formatted (clang-format -i $f)"
 			status=1
 		fi
-	done < <(git ls-files -z -- '*.c' '*.h')
+	done < <(git ls-files -z -- '*.c' '*.h' '*.cu')
 else
 	echo "check_source: clang-format not installed, formatting not checked"
 fi

@@ -24,7 +24,7 @@ __global__ void post_and_poll(struct ql_mlx5_qp qp, struct ql_mlx5_cq cq, uint64
 {
 	struct ql_mlx5_cqe_info ci;
 	void *ctrl = 0;
-	uint8_t msg[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+	uint8_t msg[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
 	int r;
 
 	out->post_ret = ql_mlx5_sq_post_write_inline(&qp, msg, 8, raddr, 0x42,
@@ -46,7 +46,7 @@ int host_post_and_poll(struct ql_mlx5_qp *qp, struct ql_mlx5_cq *cq);
 int host_post_and_poll(struct ql_mlx5_qp *qp, struct ql_mlx5_cq *cq)
 {
 	struct ql_mlx5_cqe_info ci;
-	struct ql_mlx5_sge sge = {0x1000, 8, 1};
+	struct ql_mlx5_sge sge = { 0x1000, 8, 1 };
 	void *ctrl = 0;
 	int r = ql_mlx5_sq_post_send(qp, 0x1000, 8, 1, QL_MLX5_WQE_CTRL_CQ_UPDATE, &ctrl);
 
@@ -59,13 +59,13 @@ int host_post_and_poll(struct ql_mlx5_qp *qp, struct ql_mlx5_cq *cq)
 	return ql_mlx5_cq_poll(cq, &ci);
 }
 
-#define CK(x)                                                                              \
-	do {                                                                               \
-		cudaError_t e_ = (x);                                                      \
-		if (e_ != cudaSuccess) {                                                   \
-			printf("%s: %s\n", #x, cudaGetErrorString(e_));                    \
-			return 1;                                                          \
-		}                                                                          \
+#define CK(x)                                                           \
+	do {                                                            \
+		cudaError_t e_ = (x);                                   \
+		if (e_ != cudaSuccess) {                                \
+			printf("%s: %s\n", #x, cudaGetErrorString(e_)); \
+			return 1;                                       \
+		}                                                       \
 	} while (0)
 
 int main(void)
@@ -117,8 +117,8 @@ int main(void)
 			return 1;
 		}
 	__sync_synchronize();
-	int ok = sq[3] == QL_MLX5_OPCODE_RDMA_WRITE && sq[7] == 3 && sq[32] == 0x80 && sq[35] == 8 &&
-		 sq[36] == 1 && sq[43] == 8 && uar[3] == QL_MLX5_OPCODE_RDMA_WRITE;
+	int ok = sq[3] == QL_MLX5_OPCODE_RDMA_WRITE && sq[7] == 3 && sq[32] == 0x80 &&
+		 sq[35] == 8 && sq[36] == 1 && sq[43] == 8 && uar[3] == QL_MLX5_OPCODE_RDMA_WRITE;
 	cqb[56] = QL_MLX5_OPCODE_RDMA_WRITE;
 	cqb[59] = 0xbc;
 	cqb[58] = 0x0a;
@@ -127,10 +127,9 @@ int main(void)
 	((volatile uint8_t *)cqb)[63] = QL_MLX5_CQE_REQ << 4;
 	CK(cudaDeviceSynchronize());
 	printf("gpu: post %d, dbrec 0x%08x, wqe %s, poll %d, qpn 0x%x, cq dbrec 0x%08x\n",
-	       pr->post_ret, vdbr[1], ok ? "as expected" : "WRONG", pr->poll_ret, pr->qpn,
-	       vdbr[8]);
+	       pr->post_ret, vdbr[1], ok ? "as expected" : "WRONG", pr->poll_ret, pr->qpn, vdbr[8]);
 	return pr->post_ret == 0 && ok && pr->poll_ret == 1 && pr->qpn == 0xabc &&
-			       vdbr[8] == 0x01000000u
-		       ? 0
-		       : 1;
+			       vdbr[8] == 0x01000000u ?
+		       0 :
+		       1;
 }
