@@ -183,6 +183,58 @@ static int resolve_mode(struct ql_gpu_dispatcher *d, const struct ql_gpu_config 
 	return 0;
 }
 
+/* What both transports' channels have: tx_count response buffers of
+ * resp_size (and the canary) each, 64-aligned and registered; a send CQ of
+ * tx_count entries, a receive CQ of recv_wr, and a QP of qp_type, all in
+ * mlx5 mode, with the body's views of the send queue and its CQ. */
+static int make_tx_qp(struct ql_gpu_dispatcher *d, uint32_t resp_size, enum ibv_qp_type qp_type,
+		      uint32_t recv_wr)
+{
+	struct ql_qp_init_attr ia;
+	void *mem;
+	int ret;
+
+	d->tx_stride = (resp_size + QL_GPU_CANARY + 63u) & ~63u;
+	d->tx_len = (size_t)d->tx_count * d->tx_stride;
+	ret = ql_pd_mem_alloc(d->pd, d->tx_len, &mem);
+	if (ret)
+		return ret;
+	d->tx = mem;
+	ret = ql_mr_reg(d->pd, d->tx, d->tx_len, IBV_ACCESS_LOCAL_WRITE, &d->tx_mr);
+	if (ret)
+		return ret;
+	ret = ql_cq_create_flags(d->dev, (int)d->tx_count, QL_CQ_INIT_MLX5, &d->scq);
+	if (ret)
+		return ret;
+	ret = ql_cq_create_flags(d->dev, (int)recv_wr, QL_CQ_INIT_MLX5, &d->rcq);
+	if (ret)
+		return ret;
+	memset(&ia, 0, sizeof(ia));
+	ia.send_cq = d->scq;
+	ia.recv_cq = d->rcq;
+	ia.qp_type = qp_type;
+	ia.cap.max_send_wr = d->tx_count;
+	ia.cap.max_recv_wr = recv_wr;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.flags = QL_QP_INIT_MLX5;
+	ret = ql_qp_create(d->pd, &ia, &d->qp);
+	if (ret)
+		return ret;
+	ret = ql_qp_mlx5(d->qp, &d->body.tx.qp);
+	if (!ret)
+		ret = ql_cq_mlx5(d->scq, &d->body.tx.cq);
+	if (ret == -EOPNOTSUPP)
+		return ql_error_set(ret, "gpu: the device's provider gives no mlx5 queues "
+					 "(soft:// and soft+shm:// do, ibv:// on mlx5)");
+	if (ret)
+		return ret;
+	if (d->body.tx.qp.sq.wqe_cnt < d->tx_count)
+		return ql_error_set(-ENOSPC, "gpu: send queue of %u entries for %u responses",
+				    d->body.tx.qp.sq.wqe_cnt, d->tx_count);
+	return 0;
+}
+
 /* The hsb transport's channel (as hsb_channel.c's, on mlx5 queues): the
  * pages registered at iova 0 for REMOTE_WRITE, a UC QP with a receive WQE
  * per page and a receive CQE per WQE, response buffers of resp_size (and
@@ -191,7 +243,6 @@ static int resolve_mode(struct ql_gpu_dispatcher *d, const struct ql_gpu_config 
  * write. */
 static int make_hsb_channel(struct ql_gpu_dispatcher *d)
 {
-	struct ql_qp_init_attr ia;
 	void *mem;
 	int ret;
 
@@ -205,49 +256,17 @@ static int make_hsb_channel(struct ql_gpu_dispatcher *d)
 			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &d->pages_mr);
 	if (ret)
 		return ret;
-	d->tx_stride = (d->hsb.resp_size + QL_GPU_CANARY + 63u) & ~63u;
-	d->tx_len = (size_t)d->tx_count * d->tx_stride;
-	ret = ql_pd_mem_alloc(d->pd, d->tx_len, &mem);
+	ret = make_tx_qp(d, d->hsb.resp_size, IBV_QPT_UC, d->hsb.num_pages);
 	if (ret)
 		return ret;
-	d->tx = mem;
-	ret = ql_mr_reg(d->pd, d->tx, d->tx_len, IBV_ACCESS_LOCAL_WRITE, &d->tx_mr);
+	ret = ql_cq_mlx5(d->rcq, &d->body.hsb.rcq);
 	if (ret)
 		return ret;
-	ret = ql_cq_create_flags(d->dev, (int)d->tx_count, QL_CQ_INIT_MLX5, &d->scq);
-	if (ret)
-		return ret;
-	ret = ql_cq_create_flags(d->dev, (int)d->hsb.num_pages, QL_CQ_INIT_MLX5, &d->rcq);
-	if (ret)
-		return ret;
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = d->scq;
-	ia.recv_cq = d->rcq;
-	ia.qp_type = IBV_QPT_UC;
-	ia.cap.max_send_wr = d->tx_count;
-	ia.cap.max_recv_wr = d->hsb.num_pages;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.flags = QL_QP_INIT_MLX5;
-	ret = ql_qp_create(d->pd, &ia, &d->qp);
-	if (ret)
-		return ret;
-	ret = ql_qp_mlx5(d->qp, &d->body.tx.qp);
-	if (!ret)
-		ret = ql_cq_mlx5(d->scq, &d->body.tx.cq);
-	if (!ret)
-		ret = ql_cq_mlx5(d->rcq, &d->body.hsb.rcq);
-	if (ret == -EOPNOTSUPP)
-		return ql_error_set(ret, "gpu: the device's provider gives no mlx5 queues "
-					 "(soft:// and soft+shm:// do, ibv:// on mlx5)");
-	if (ret)
-		return ret;
-	if (d->body.tx.qp.sq.wqe_cnt < d->tx_count || d->body.tx.qp.rq.wqe_cnt < d->hsb.num_pages ||
+	if (d->body.tx.qp.rq.wqe_cnt < d->hsb.num_pages ||
 	    d->body.hsb.rcq.cqe_cnt < d->hsb.num_pages)
-		return ql_error_set(-ENOSPC,
-				    "gpu: queues of %u/%u/%u entries for %u responses and %u pages",
-				    d->body.tx.qp.sq.wqe_cnt, d->body.tx.qp.rq.wqe_cnt,
-				    d->body.hsb.rcq.cqe_cnt, d->tx_count, d->hsb.num_pages);
+		return ql_error_set(-ENOSPC, "gpu: receive queues of %u/%u entries for %u pages",
+				    d->body.tx.qp.rq.wqe_cnt, d->body.hsb.rcq.cqe_cnt,
+				    d->hsb.num_pages);
 	d->body.hsb.pages = d->pages;
 	d->body.hsb.num_pages = d->hsb.num_pages;
 	d->body.hsb.page_size = d->hsb.page_size;
@@ -257,7 +276,6 @@ static int make_hsb_channel(struct ql_gpu_dispatcher *d)
 
 static int make_channel(struct ql_gpu_dispatcher *d)
 {
-	struct ql_qp_init_attr ia;
 	void *mem;
 	int ret;
 
@@ -280,45 +298,7 @@ static int make_channel(struct ql_gpu_dispatcher *d)
 	/* a response buffer per send queue entry: the response (slot_size at
 	 * most, the client's receive buffers) and the canary, 64-aligned */
 	d->tx_count = pow2_floor(d->num_slots < GPU_MAX_TX ? d->num_slots : GPU_MAX_TX);
-	d->tx_stride = (d->slot_size + QL_GPU_CANARY + 63u) & ~63u;
-	d->tx_len = (size_t)d->tx_count * d->tx_stride;
-	ret = ql_pd_mem_alloc(d->pd, d->tx_len, &mem);
-	if (ret)
-		return ret;
-	d->tx = mem;
-	ret = ql_mr_reg(d->pd, d->tx, d->tx_len, IBV_ACCESS_LOCAL_WRITE, &d->tx_mr);
-	if (ret)
-		return ret;
-	ret = ql_cq_create_flags(d->dev, (int)d->tx_count, QL_CQ_INIT_MLX5, &d->scq);
-	if (ret)
-		return ret;
-	ret = ql_cq_create_flags(d->dev, 1, QL_CQ_INIT_MLX5, &d->rcq);
-	if (ret)
-		return ret;
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = d->scq;
-	ia.recv_cq = d->rcq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = d->tx_count;
-	ia.cap.max_recv_wr = 1;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.flags = QL_QP_INIT_MLX5;
-	ret = ql_qp_create(d->pd, &ia, &d->qp);
-	if (ret)
-		return ret;
-	ret = ql_qp_mlx5(d->qp, &d->body.tx.qp);
-	if (!ret)
-		ret = ql_cq_mlx5(d->scq, &d->body.tx.cq);
-	if (ret == -EOPNOTSUPP)
-		return ql_error_set(ret, "gpu: the device's provider gives no mlx5 queues "
-					 "(soft:// and soft+shm:// do, ibv:// on mlx5)");
-	if (ret)
-		return ret;
-	if (d->body.tx.qp.sq.wqe_cnt < d->tx_count)
-		return ql_error_set(-ENOSPC, "gpu: send queue of %u entries for %u responses",
-				    d->body.tx.qp.sq.wqe_cnt, d->tx_count);
-	return 0;
+	return make_tx_qp(d, d->slot_size, IBV_QPT_RC, 1);
 }
 
 int ql_gpu_dispatcher_create(struct ql_device *dev, const struct ql_gpu_config *cfg,
