@@ -23,7 +23,9 @@
  *
  * Progress is driven by the caller's own post and poll calls, except on
  * soft+udp, whose devices each run a NIC thread (the "hardware": it sends
- * and receives the packets). Post and poll never allocate, lock, log or
+ * and receives the packets), and for QPs in the soft NIC's mlx5 queue mode
+ * (QL_QP_INIT_MLX5), whose WQEs a device engine thread executes after the
+ * doorbell (docs/soft-provider.md). Post and poll never allocate, lock, log or
  * enter the kernel (soft+udp: a post writes an eventfd only to wake a NIC
  * thread that went to sleep after idling, docs/soft-udp.md).
  */
