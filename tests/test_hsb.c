@@ -466,13 +466,16 @@ static void test_client_release_twice(void **state)
 		one_call(x, 4);
 }
 
-/* Bad magic, unknown function, short frame and bad length under drop: no
- * response, counted by kind and in dropped, page released; then fine. */
+/* Bad magic, unknown function and bad length (a header claiming more
+ * argument bytes than the frame holds) under drop: no response, counted by
+ * kind and in dropped, page released; then fine. A short frame cannot
+ * happen: the frame is always frame_len bytes (the client pads it), what
+ * the board was told to write, whatever the bytes say. */
 static void test_bad_requests_drop(void **state)
 {
 	struct hx *x = *state;
 	struct ql_daemon_stats st;
-	uint8_t req[PAGE_SIZE];
+	uint8_t req[PAGE_SIZE], resp[RESP_SIZE];
 	uint32_t len;
 
 	for (int i = 0; i < PAGES + 1; i++) {
@@ -485,21 +488,24 @@ static void test_bad_requests_drop(void **state)
 		assert_int_equal(ql_hsb_client_send(x->cl, req, len), 0);
 		expect_silence(x);
 		ql_hsb_client_forget(x->cl, 1);
-		assert_int_equal(ql_hsb_client_send(x->cl, req, 10), 0); /* short */
-		expect_silence(x);
-		ql_hsb_client_forget(x->cl, 1);
+		/* 10 bytes, padded: a zero arg_len, served as a call */
+		len = make_req(req, "rpc_increment", 93, 0, 0);
+		assert_int_equal(ql_hsb_client_send(x->cl, req, 10), 0);
+		assert_true(wait_resp(x, resp, sizeof(resp), TIMEOUT_MS) > 0);
+		/* arg_len one past the frame (frame_len - 24 is the most) */
 		len = make_req(req, "rpc_increment", 92, 0, 8);
-		assert_int_equal(ql_hsb_client_send(x->cl, req, len - 4), 0); /* bad length */
+		req[8] = (uint8_t)(x->hp.frame_len - QL_RPC_HEADER_SIZE + 1);
+		req[9] = (uint8_t)((x->hp.frame_len - QL_RPC_HEADER_SIZE + 1) >> 8);
+		assert_int_equal(ql_hsb_client_send(x->cl, req, len), 0); /* bad length */
 		expect_silence(x);
 		ql_hsb_client_forget(x->cl, 1);
 	}
 	ql_daemon_stats(x->d, &st);
 	assert_int_equal(st.err_bad_magic, PAGES + 1);
 	assert_int_equal(st.err_unknown_function, PAGES + 1);
-	assert_int_equal(st.err_short, PAGES + 1);
+	assert_int_equal(st.err_short, 0);
 	assert_int_equal(st.err_bad_length, PAGES + 1);
-	assert_int_equal(st.dropped, 4 * (PAGES + 1));
-	assert_int_equal(st.responses, 0);
+	assert_int_equal(st.dropped, 3 * (PAGES + 1));
 	for (int i = 0; i < PAGES + 1; i++)
 		one_call(x, 8);
 }
@@ -576,7 +582,7 @@ static void test_params(void **state)
 				   .page_addr = 0,
 				   .page_size = 384,
 				   .num_pages = 64,
-				   .frame_len = 320,
+				   .frame_len = 256,
 				   .resp_size = 256 };
 	struct ql_hsb_params q;
 	char buf[512];
@@ -594,7 +600,7 @@ static void test_params(void **state)
 	assert_true(q.page_addr == 0);
 	assert_int_equal(q.page_size, 384);
 	assert_int_equal(q.num_pages, 64);
-	assert_int_equal(q.frame_len, 320);
+	assert_int_equal(q.frame_len, 256);
 	assert_int_equal(q.resp_size, 256);
 	assert_int_equal(q.mtu, IBV_MTU_4096);
 
@@ -614,19 +620,38 @@ static void test_params(void **state)
 	assert_int_equal(ql_hsb_params_check(&q), 0);
 	q = p, q.frame_len = 385;
 	assert_int_equal(ql_hsb_params_check(&q), -EINVAL);
+	/* the geometry rule: round_up(frame, 128) + 128 of metadata in a page
+	 * (a 384-byte page holds a frame of up to 256, not 257 or 384) */
+	q = p, q.frame_len = 257;
+	assert_int_equal(ql_hsb_params_check(&q), -EINVAL);
+	assert_non_null(strstr(ql_error_detail(), "frame length 257 needs pages of at least 512"));
+	q = p, q.frame_len = 384;
+	assert_int_equal(ql_hsb_params_check(&q), -EINVAL);
+	q = p, q.frame_len = 24;
+	assert_int_equal(ql_hsb_params_check(&q), 0);
+	q = p, q.frame_len = 23;
+	assert_int_equal(ql_hsb_params_check(&q), -EINVAL);
+	q = p, q.page_size = 128, q.frame_len = 24; /* no room for the metadata */
+	assert_int_equal(ql_hsb_params_check(&q), -EINVAL);
+	q = p, q.page_size = 256, q.frame_len = 128;
+	assert_int_equal(ql_hsb_params_check(&q), 0);
 	q = p, q.resp_size = 23;
 	assert_int_equal(ql_hsb_params_check(&q), -EINVAL);
 	/* text without frame_len/resp_size, or inconsistent length */
 	assert_int_equal(ql_hsb_params_parse("qpn=1 gid=::1 slots=4 slot_size=128 length=512", &q),
 			 -EINVAL);
-	assert_int_equal(ql_hsb_params_parse("qpn=1 gid=::1 slots=4 slot_size=128 length=500 "
+	assert_int_equal(ql_hsb_params_parse("qpn=1 gid=::1 slots=4 slot_size=256 length=1000 "
 					     "frame_len=128 resp_size=64",
 					     &q),
 			 -EINVAL);
-	assert_int_equal(ql_hsb_params_parse("qpn=1 gid=::1 slots=4 slot_size=128 length=512 "
+	assert_int_equal(ql_hsb_params_parse("qpn=1 gid=::1 slots=4 slot_size=256 length=1024 "
 					     "frame_len=128 resp_size=64",
 					     &q),
 			 0);
+	assert_int_equal(ql_hsb_params_parse("qpn=1 gid=::1 slots=4 slot_size=256 length=1024 "
+					     "frame_len=256 resp_size=64",
+					     &q),
+			 -EINVAL);
 }
 
 /* The data path on both sides: no allocation, lock or system call. */
