@@ -34,8 +34,8 @@
 #include "hotpath.h"
 
 #define PAGES 8
-#define PAGE_SIZE 256
-#define RESP_SIZE 128
+#define PAGE_SIZE 384
+#define RESP_SIZE 256
 #define TIMEOUT_MS 5000
 
 struct kind {
@@ -70,7 +70,7 @@ static int32_t h_increment(struct ql_rpc_in *in, struct ql_rpc_out *out, void *c
 	return 0;
 }
 
-/* writes 512 result bytes: more than a 128-byte receive buffer holds */
+/* writes 512 result bytes: more than a 256-byte receive buffer holds */
 static int32_t h_flood(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
 {
 	uint8_t junk[512] = { 0 };
@@ -437,6 +437,171 @@ static void test_page_busy(void **state)
 	assert_int_equal(ds.uc_drop_no_recv + dc.uc_drop_no_recv, 0);
 }
 
+/* ---- board frames, built by hand from the facts ------------------------
+ * /work/shared/notes/hololink-facts.md and docs/wire-protocol.md section 8:
+ * per frame, WRITE ONLY packets of the frame into the page, then 128 bytes
+ * of metadata by WRITE WITH IMMEDIATE at page + round_up(frame, 128),
+ * immediate = page | (PSN & 0xFFFFF) << 12; the metadata big-endian: flags
+ * 0-3, psn 4-7, crc 8-11, timestamp_s 12-19, timestamp_ns 20-23,
+ * bytes_written 24-31, reserved 32-33, frame_number 34-35, metadata_s
+ * 36-43, metadata_ns 44-47. Nothing here comes from qlink's encoder. */
+
+static const uint8_t golden_md[48] = {
+	0x00, 0x00, 0x00, 0x01,				/* flags 1 */
+	0x00, 0x0a, 0xbc, 0xde,				/* psn 0xabcde */
+	0xde, 0xad, 0xbe, 0xef,				/* crc */
+	0x00, 0x00, 0x00, 0x00, 0x65, 0x43, 0x21, 0x00, /* timestamp_s */
+	0x07, 0x5b, 0xcd, 0x15,				/* timestamp_ns 123456789 */
+	0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x80, /* bytes_written 128 */
+	0x00, 0x00,					/* reserved */
+	0x12, 0x34,					/* frame_number */
+	0x00, 0x00, 0x00, 0x00, 0x65, 0x43, 0x21, 0x01, /* metadata_s */
+	0x3b, 0x9a, 0xc9, 0xff,				/* metadata_ns 999999999 */
+};
+
+static void test_golden_constants(void **state)
+{
+	struct ql_hsb_metadata m;
+	uint8_t enc[QL_HSB_METADATA_SIZE], want[QL_HSB_METADATA_SIZE] = { 0 };
+
+	(void)state;
+	assert_int_equal(ql_hsb_imm(1, 2), 0x00002001u);
+	assert_int_equal(ql_hsb_imm(5, 0xabcde), 0xabcde005u);
+	assert_int_equal(ql_hsb_imm(0xfff, 0xffffff), 0xffffffffu); /* PSN & 0xFFFFF */
+	assert_int_equal(0xabcde005u & QL_HSB_IMM_PAGE_MASK, 5);
+	assert_int_equal(ql_hsb_metadata_offset(24), 128);
+	assert_int_equal(ql_hsb_metadata_offset(128), 128);
+	assert_int_equal(ql_hsb_metadata_offset(129), 256);
+	assert_int_equal(ql_hsb_metadata_offset(280), 384);
+	ql_hsb_metadata_decode(golden_md, &m);
+	assert_int_equal(m.flags, 1);
+	assert_int_equal(m.psn, 0xabcde);
+	assert_int_equal(m.crc, 0xdeadbeef);
+	assert_true(m.timestamp_s == 0x65432100ull);
+	assert_int_equal(m.timestamp_ns, 123456789);
+	assert_true(m.bytes_written == 128);
+	assert_int_equal(m.frame_number, 0x1234);
+	assert_true(m.metadata_s == 0x65432101ull);
+	assert_int_equal(m.metadata_ns, 999999999);
+	memcpy(want, golden_md, sizeof(golden_md));
+	memset(enc, 0xee, sizeof(enc));
+	ql_hsb_metadata_encode(enc, &m);
+	assert_memory_equal(enc, want, sizeof(want));
+}
+
+/* One frame as a board writes it: WRITE ONLY of `pkt` bytes each into the
+ * page, then golden_md (its psn and frame number replaced) by WRITE WITH
+ * IMMEDIATE `imm` at page + round_up(frame_len, 128). */
+static void board_frame(struct hx *x, uint32_t page, uint32_t imm, uint16_t fn,
+			const uint8_t *frame, uint32_t pkt)
+{
+	uint32_t flen = x->hp.frame_len, moff = (flen + 127) / 128 * 128;
+	uint8_t md[QL_HSB_METADATA_SIZE] = { 0 };
+
+	for (uint32_t off = 0; off < flen; off += pkt)
+		assert_int_equal(ql_hsb_client_write_raw(x->cl, (uint64_t)page * PAGE_SIZE + off,
+							 frame + off,
+							 flen - off < pkt ? flen - off : pkt),
+				 0);
+	memcpy(md, golden_md, sizeof(golden_md));
+	md[4] = 0; /* the PSN, imm >> 12, big-endian */
+	md[5] = (uint8_t)(imm >> 28);
+	md[6] = (uint8_t)(imm >> 20);
+	md[7] = (uint8_t)(imm >> 12);
+	md[34] = (uint8_t)(fn >> 8);
+	md[35] = (uint8_t)fn;
+	assert_int_equal(ql_hsb_client_send_raw(x->cl, (uint64_t)page * PAGE_SIZE + moff, imm, md,
+						sizeof(md)),
+			 0);
+}
+
+/* A board's frames, PSN in the immediate's upper bits, first frame on
+ * page 1 as NVIDIA's emulator sends it: handed on as page = imm & 0xFFF,
+ * frame_len bytes (not the 128 of the metadata write), the metadata and
+ * PSN readable; answered through the daemon, every one. A page past the
+ * pages with PSN bits set: refused (bad_imm). */
+static void test_board_frames(void **state)
+{
+	struct hx *x = *state;
+	struct ql_hsb_channel_stats cs;
+	struct ql_hsb_frame_info fi;
+	struct ql_buffer *b[4];
+	uint8_t req[PAGE_SIZE], resp[RESP_SIZE];
+	uint32_t flen = x->hp.frame_len, arg = flen - QL_RPC_HEADER_SIZE;
+	uint64_t end = now_ms() + TIMEOUT_MS;
+	int n = 0;
+
+	assert_int_equal(flen, PAGE_SIZE - 128); /* the default: the largest */
+	memset(req, 0, sizeof(req));
+	make_req(req, "rpc_increment", 600, 0x600, arg);
+	/* page 1, data PSNs 0 and 1 (64-byte packets), metadata PSN 2 */
+	board_frame(x, 1, 0x00002001u, 1, req, 64);
+	while (n == 0 && now_ms() < end)
+		n = ql_channel_receive_burst(x->ch, b, 4);
+	assert_int_equal(n, 1);
+	assert_int_equal(b[0]->index, 1);
+	assert_int_equal(b[0]->len, flen);
+	assert_memory_equal(b[0]->base, req, flen);
+	assert_int_equal(ql_hsb_channel_frame_info(x->ch, b[0], &fi), 0);
+	assert_int_equal(fi.page, 1);
+	assert_int_equal(fi.psn, 2);
+	assert_int_equal(fi.md.psn, 2);
+	assert_int_equal(fi.md.frame_number, 1);
+	assert_true(fi.md.bytes_written == 128);
+	assert_true(fi.md.timestamp_s == 0x65432100ull);
+	assert_int_equal(fi.md.timestamp_ns, 123456789);
+	assert_int_equal(fi.md.crc, 0xdeadbeef);
+	ql_channel_release_buffer(x->ch, b[0]);
+	assert_int_equal(ql_hsb_channel_frame_info(x->ch, b[0], &fi), -EINVAL); /* given back */
+	/* answered: page 2 (PSNs 3..5), and page 3 with the PSN at its top */
+	make_req(req, "rpc_increment", 601, 0x601, arg);
+	board_frame(x, 2, 0x00005002u, 2, req, 64);
+	check_inc(resp, wait_resp(x, resp, sizeof(resp), TIMEOUT_MS), 601, 0x601, arg);
+	make_req(req, "rpc_increment", 602, 0x602, 8);
+	board_frame(x, 3, 0xfffff003u, 3, req, 128);
+	check_inc(resp, wait_resp(x, resp, sizeof(resp), TIMEOUT_MS), 602, 0x602, 8);
+	/* page 8 of 8 pages, PSN 7: refused, nothing answered */
+	board_frame(x, 0, 0x00007000u | PAGES, 4, req, 128);
+	expect_silence(x);
+	assert_int_equal(ql_hsb_channel_stats(x->ch, &cs), 0);
+	assert_int_equal(cs.frames, 3);
+	assert_int_equal(cs.bad_imm, 1);
+	assert_int_equal(cs.bad_len + cs.not_imm + cs.page_busy + cs.recv_errors, 0);
+	one_call(x, 8);
+}
+
+/* Frames as long as the geometry allows (frame_len = page - 128, the
+ * metadata right after): with the window full for two laps, every frame
+ * answered and checked (16 of 16; with frame_len = page size a board's
+ * metadata lands on the next page's frame). */
+static void test_full_frames(void **state)
+{
+	struct hx *x = *state;
+	struct ql_hsb_channel_stats cs;
+	uint8_t req[PAGE_SIZE], resp[RESP_SIZE];
+	const uint32_t arg = x->hp.frame_len - QL_RPC_HEADER_SIZE, total = 2 * PAGES;
+	uint32_t sent = 0, got = 0;
+
+	assert_int_equal(ql_hsb_client_max_msg(x->cl), x->hp.frame_len);
+	assert_int_equal(ql_hsb_client_send(x->cl, req, x->hp.frame_len + 1), -EMSGSIZE);
+	while (got < total) {
+		while (sent < total) {
+			uint32_t len = make_req(req, "rpc_increment", 3000 + sent, sent, arg);
+			int r = ql_hsb_client_send(x->cl, req, len);
+
+			if (r == -EAGAIN)
+				break;
+			assert_int_equal(r, 0);
+			sent++;
+		}
+		check_inc(resp, wait_resp(x, resp, sizeof(resp), TIMEOUT_MS), 3000 + got, got, arg);
+		got++;
+	}
+	assert_int_equal(ql_hsb_channel_stats(x->ch, &cs), 0);
+	assert_int_equal(cs.frames, total);
+	assert_int_equal(cs.bad_imm + cs.bad_len + cs.not_imm + cs.page_busy + cs.recv_errors, 0);
+}
+
 /* The client takes back only buffers it handed out, once each. */
 static void test_client_release_twice(void **state)
 {
@@ -558,7 +723,7 @@ static void test_response_too_large(void **state)
 	ql_rpc_response_decode(resp, &r);
 	assert_int_equal(r.status, QL_RPC_E_RESULT_OVERFLOW);
 	assert_int_equal(r.request_id, 95);
-	/* 104 result bytes fill the 128-byte buffer exactly */
+	/* 232 result bytes fill the 256-byte buffer exactly */
 	one_call(x, RESP_SIZE - QL_RPC_RESPONSE_SIZE);
 }
 
@@ -811,6 +976,11 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_params),
+		cmocka_unit_test(test_golden_constants),
+		T(test_board_frames, setup_loop_drop),
+		T(test_board_frames, setup_shm_drop),
+		T(test_full_frames, setup_loop_drop),
+		T(test_full_frames, setup_shm_drop),
 		T(test_roundtrip, setup_loop_drop),
 		T(test_roundtrip, setup_shm_drop),
 		T(test_bad_imm, setup_loop_drop),
