@@ -970,6 +970,142 @@ static void test_mp_shm(void **state)
 	close(c2p[0]);
 }
 
+/* ---- on the wire: soft+udp, the client's packets captured ---------------
+ * The client's frames as RoCEv2 packets (the pcap= option of soft+udp
+ * records each packet), checked against what the facts say a board sends,
+ * field by field: UC RDMA WRITE ONLY (opcode 0x2A) per packet_size bytes,
+ * each with its RETH (address page x page_size + offset, the host's rkey,
+ * its length), then UC RDMA WRITE ONLY WITH IMMEDIATE (0x2B) of 128 bytes at
+ * page + round_up(frame, 128), ImmDt = page | PSN << 12 big-endian, PSNs
+ * 0, 1, 2, ... with no gap. */
+
+#define W_PAGE 2048u
+#define W_FRAME 1200u /* three packets of 512: 512, 512, 176; metadata at 1280 */
+#define W_PKT 512u
+
+static uint32_t rd32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void test_wire_golden(void **state)
+{
+	struct ql_hsb_channel_config cc = {
+		.num_pages = 4, .page_size = W_PAGE, .frame_len = W_FRAME, .resp_size = RESP_SIZE
+	};
+	struct ql_hsb_client_config ccfg = { .recv_buffers = 16,
+					     .recv_size = RESP_SIZE,
+					     .packet_size = W_PKT };
+	struct ql_daemon_config dc = { .cpu = -1 };
+	struct ql_rpc_function inc = { .name = "rpc_increment",
+				       .id = ql_rpc_fnv1a("rpc_increment"),
+				       .fn = h_increment };
+	unsigned int pid = (unsigned int)getpid(), port = 23000 + pid % 20000;
+	char suri[128], curi[256], pcap[64], cip[32];
+	struct hx x = { 0 };
+	struct ql_conn_params cp;
+	uint8_t req[W_PAGE], resp[RESP_SIZE];
+	static uint8_t file[1 << 20];
+	size_t flen, off;
+	uint32_t npkt = 0, ids[3] = { 11, 12, 13 };
+	FILE *f;
+
+	(void)state;
+	snprintf(cip, sizeof(cip), "127.%u.%u.2", (pid >> 8) & 0xff, pid & 0xff);
+	snprintf(suri, sizeof(suri), "soft+udp://127.%u.%u.1:%u", (pid >> 8) & 0xff, pid & 0xff,
+		 port);
+	snprintf(pcap, sizeof(pcap), "/tmp/test_hsb_wire_%u.pcap", pid);
+	snprintf(curi, sizeof(curi), "soft+udp://%s:%u?pcap=%s", cip, port, pcap);
+	x.next_id = 1;
+	assert_int_equal(ql_device_open(suri, &x.ds), 0);
+	assert_int_equal(ql_hsb_channel_create(x.ds, &cc, &x.ch), 0);
+	assert_int_equal(ql_daemon_create(&dc, x.ch, &x.d), 0);
+	assert_int_equal(ql_daemon_register(x.d, &inc), 0);
+	assert_int_equal(ql_hsb_channel_local_params(x.ch, &x.hp), 0);
+	assert_int_equal(ql_device_open(curi, &x.dc), 0);
+	assert_int_equal(ql_hsb_client_create(x.dc, &ccfg, &x.cl), 0);
+	assert_int_equal(ql_hsb_client_local_params(x.cl, &cp), 0);
+	assert_int_equal(ql_hsb_channel_connect(x.ch, &cp, NULL), 0);
+	assert_int_equal(ql_hsb_client_connect(x.cl, &x.hp, NULL), 0);
+	assert_int_equal(ql_hsb_client_next_psn(x.cl), 0);
+	for (int i = 0; i < 3; i++) {
+		uint32_t len = make_req(req, "rpc_increment", ids[i], ids[i], 40);
+
+		assert_int_equal(ql_hsb_client_send(x.cl, req, len), 0);
+		check_inc(resp, wait_resp(&x, resp, sizeof(resp), TIMEOUT_MS), ids[i], ids[i], 40);
+	}
+	assert_int_equal(ql_hsb_client_next_psn(x.cl), 12);
+	client_close(&x); /* flushes the capture */
+	server_close(&x);
+
+	f = fopen(pcap, "rb");
+	assert_non_null(f);
+	flen = fread(file, 1, sizeof(file), f);
+	fclose(f);
+	unlink(pcap);
+	assert_true(flen > 24);
+	for (off = 24; off + 16 <= flen;) {
+		uint32_t incl;
+		const uint8_t *e, *ip, *udp, *bth, *reth;
+		uint32_t frame, k, psn, want_len, want_va;
+		uint8_t op;
+
+		memcpy(&incl, file + off + 8, 4); /* record header: host order */
+		e = file + off + 16;
+		off += 16 + incl;
+		assert_true(off <= flen);
+		ip = e + 14;
+		udp = ip + 20;
+		bth = udp + 8;
+		{
+			char src[32];
+
+			snprintf(src, sizeof(src), "%u.%u.%u.%u", ip[12], ip[13], ip[14], ip[15]);
+			if (strcmp(src, cip))
+				continue; /* the host's responses */
+		}
+		op = bth[0];
+		assert_true(op == 0x2a || op == 0x2b); /* UC WRITE ONLY [WITH IMMEDIATE] */
+		psn = rd32(bth + 8) & 0xffffff;
+		assert_int_equal(psn, npkt);			      /* from 0, no gap */
+		assert_int_equal(rd32(bth + 4) & 0xffffff, x.hp.qpn); /* the host's QP */
+		assert_int_equal(bth[2] << 8 | bth[3], 0xffff);	      /* P_Key */
+		frame = npkt / 4;
+		k = npkt % 4;
+		reth = bth + 12;
+		/* RETH: VA 8, R_Key 4, DMA length 4, big-endian */
+		want_va = frame * W_PAGE + (k < 3 ? k * W_PKT : 1280);
+		want_len = k < 2 ? W_PKT : k == 2 ? W_FRAME - 2 * W_PKT : 128;
+		assert_int_equal(rd32(reth), 0);
+		assert_int_equal(rd32(reth + 4), want_va);
+		assert_int_equal(rd32(reth + 8), x.hp.rkey);
+		assert_int_equal(rd32(reth + 12), want_len);
+		assert_int_equal(udp[4] << 8 | udp[5],
+				 8 + 12 + 16 + (k == 3 ? 4 : 0) + want_len + 4); /* + ICRC */
+		if (k < 3) {
+			/* the frame: the request, then zeros up to 1200 bytes */
+			uint8_t want[W_FRAME] = { 0 };
+
+			assert_int_equal(op, 0x2a);
+			make_req(want, "rpc_increment", ids[frame], ids[frame], 40);
+			assert_memory_equal(reth + 16, want + k * W_PKT, want_len);
+		} else {
+			const uint8_t *md = reth + 16 + 4;
+
+			assert_int_equal(op, 0x2b);
+			/* ImmDt: page | PSN << 12; the client starts at page 0 */
+			assert_int_equal(rd32(reth + 16), frame | (4 * frame + 3) << 12);
+			assert_int_equal(rd32(md + 4), 4 * frame + 3);	      /* psn */
+			assert_int_equal(rd32(md + 24), 0);		      /* bytes_written */
+			assert_int_equal(rd32(md + 28), W_FRAME);	      /* (low word) */
+			assert_int_equal(md[34] << 8 | md[35], frame);	      /* frame_number */
+			assert_true(rd32(md + 12) == 0 && rd32(md + 16) > 0); /* timestamp_s */
+		}
+		npkt++;
+	}
+	assert_int_equal(npkt, 12);
+}
+
 #define T(f, s) cmocka_unit_test_setup_teardown(f, s, teardown)
 
 int main(void)
@@ -981,6 +1117,7 @@ int main(void)
 		T(test_board_frames, setup_shm_drop),
 		T(test_full_frames, setup_loop_drop),
 		T(test_full_frames, setup_shm_drop),
+		cmocka_unit_test(test_wire_golden),
 		T(test_roundtrip, setup_loop_drop),
 		T(test_roundtrip, setup_shm_drop),
 		T(test_bad_imm, setup_loop_drop),
