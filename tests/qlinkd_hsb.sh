@@ -56,6 +56,9 @@ grep -q "offers the hsb transport: use --transport hsb" "$dir/ring.out" ||
 	fail "ring vppu: no transport message"
 kill -TERM $srv
 wait $srv || fail "qlinkd exited $?"
+# why frames were refused, per session: none here
+grep -q "counters hsb session=0 frames=10000 refused=0 bad_imm=0 bad_len=0 not_imm=0 page_busy=0 recv_errors=0 resp_too_big=0" \
+	"$dir/qlinkd.out" "$dir/qlinkd.err" || fail "qlinkd logged no hsb refusal counters"
 srv=
 
 # params-file rendezvous with transport: hsb
@@ -76,6 +79,14 @@ grep -q "transport: 'udp' is not one of ring, hsb" "$dir/bad1.out" || fail "bad1
 printf 'transport: hsb\nhsb:\n  page_size: 200\n' >"$dir/bad2.yaml"
 "$qlinkd" --check-config "$dir/bad2.yaml" >"$dir/bad2.out" 2>&1 && fail "page_size 200 accepted"
 grep -q "multiple of 128" "$dir/bad2.out" || fail "bad2 message"
+# the page geometry: a frame and the board's 128 bytes of metadata at
+# page + round_up(frame, 128) must fit a page
+printf 'transport: hsb\nhsb:\n  page_size: 256\n  frame_len: 256\n' >"$dir/bad5.yaml"
+"$qlinkd" --check-config "$dir/bad5.yaml" >"$dir/bad5.out" 2>&1 && fail "frame_len = page_size accepted"
+grep -q "bad5.yaml:4: hsb: frame length 256 needs pages of at least 384 bytes (round_up(frame, 128) + 128 of metadata), not 256: frame_len at most 128 for this page size" \
+	"$dir/bad5.out" || { cat "$dir/bad5.out"; fail "bad5 message"; }
+printf 'transport: hsb\nhsb:\n  page_size: 384\n  frame_len: 256\n' >"$dir/ok5.yaml"
+"$qlinkd" --check-config "$dir/ok5.yaml" >"$dir/ok5.out" 2>&1 || fail "frame_len 256 in 384-byte pages refused"
 printf 'bad_requests: ignore\n' >"$dir/bad3.yaml"
 "$qlinkd" --check-config "$dir/bad3.yaml" >"$dir/bad3.out" 2>&1 && fail "bad_requests: ignore accepted"
 # a UC ring answers every request (its resend cache pairs them): no drop

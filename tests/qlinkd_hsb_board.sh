@@ -73,7 +73,7 @@ hqpn=$(sed -n 's/.*board programmed session=[0-9]* .* qpn=\([0-9]*\) rkey=\(0x[0
 rkey=$(sed -n 's/.*board programmed session=[0-9]* .* rkey=\(0x[0-9a-f]*\) .*/\1/p' "$dir/qlinkd.err")
 [ -n "$hqpn" ] || fail "qlinkd logged no programmed board"
 grep -q "board_qpn=$qpn " "$dir/qlinkd.err" || fail "qlinkd did not connect to the board's QP"
-grep -q "^hsb: VP 0 configured: qpn $(printf '0x%x' "$hqpn") rkey $rkey page_addr 0x0 stride 256 pages 32 frame 256 host gid " \
+grep -q "^hsb: VP 0 configured: qpn $(printf '0x%x' "$hqpn") rkey $rkey page_addr 0x0 stride 256 pages 32 frame 128 host gid " \
 	"$dir/vppu.out" || fail "the board's parameters are not qlinkd's"
 # the same qlinkd serves a ring QCS through its control plane: each
 # session's transport is its own

@@ -56,7 +56,9 @@
 
 #define SLOTS 4
 #define STRIDE 256
-#define MAX_ARG (STRIDE - 24)
+/* the frame: the slot less the board's 128 bytes of metadata */
+#define FRAME (STRIDE - 128)
+#define MAX_ARG (FRAME - 24)
 #define MAGIC_REQ 0x43555152u
 #define MAGIC_RESP 0x43555153u
 #define WAIT_MS 5000
@@ -538,8 +540,9 @@ static int qcs_run(struct qcs *q, bool unified)
 	make_req(req, ql_rpc_fnv1a("device_only"), 9997, 8);
 	if (dropped(q, req, 32, "device call") || call(q, 3) || call(q, 4) || call(q, 5))
 		return 15;
-	/* shorter than its header says (arg_len 100, 10 bytes sent) */
-	make_req(req, ql_rpc_fnv1a("rpc_increment"), 9996, 100);
+	/* the header claims more than the frame holds (arg_len one past it;
+	 * 10 bytes sent, the frame padded to its length) */
+	make_req(req, ql_rpc_fnv1a("rpc_increment"), 9996, MAX_ARG + 1);
 	if (dropped(q, req, 34, "truncated frame") || call(q, 1) || call(q, MAX_ARG))
 		return 16;
 	/* the TX flags: a graph in flight, a reply too big to send, and (ring)
@@ -821,7 +824,7 @@ static void lifecycle(bool unified, enum qcs_kind kind)
 	assert_non_null(strstr(ep, want));
 	assert_non_null(strstr(ep, unified ? "shape=unified" : "shape=ring"));
 	assert_non_null(strstr(ep, " rkey=0x"));
-	assert_non_null(strstr(ep, " page_addr=0x0 page_size=256 pages=4 frame_len=256 "));
+	assert_non_null(strstr(ep, " page_addr=0x0 page_size=256 pages=4 frame_len=128 "));
 	assert_null(strstr(ep, "slots="));
 	assert_null(strchr(ep, '\n'));
 	/* the dispatcher, wired for the shape */

@@ -54,7 +54,8 @@ int ql__soft_mlx5_engine_poll(struct ql_device *d);
 int ql__gpu_dispatcher_step(struct ql_gpu_dispatcher *d);
 
 #define PAGES 16u
-#define PAGE_SIZE 256u
+#define PAGE_SIZE 384u
+#define FRAME (PAGE_SIZE - QL_HSB_METADATA_SIZE) /* the default frame_len */
 #define RESP_SIZE 128u
 #define TIMEOUT_NS 5000000000ull
 
@@ -396,18 +397,23 @@ static void test_same_as_cpu(void **state)
 		assert_int_equal(both(&p, m, n), QL_RPC_RESPONSE_SIZE);
 		n = build(m, req, par, 31, 303, a, 31); /* wrong size */
 		assert_int_equal(both(&p, m, n), QL_RPC_RESPONSE_SIZE);
+		/* 10 bytes: the frame is frame_len whatever was sent (the
+		 * client pads it with zeros): arg_len 32 of zeros, served */
 		n = build(m, req, par, 32, 304, a, 32);
-		assert_int_equal(both(&p, m, 10), QL_RPC_RESPONSE_SIZE); /* short */
-		assert_int_equal(ql_hsb_client_send(p.gcl, m, 10), 0);
+		assert_int_equal(both(&p, m, 10), QL_RPC_RESPONSE_SIZE + QL_DEMO_PARITY_RESULT_LEN);
+		/* arg_len one past the frame: BAD_LENGTH from both */
+		n = build(m, req, par, FRAME - QL_RPC_HEADER_SIZE + 1, 305, a, 32);
+		assert_int_equal(ql_hsb_client_send(p.gcl, m, n), 0);
 		assert_int_equal(wait_one(p.gcl, NULL, rr, 2000), QL_RPC_RESPONSE_SIZE);
-		assert_int_equal(status_of(rr), QL_RPC_E_SHORT);
+		assert_int_equal(status_of(rr), QL_RPC_E_BAD_LENGTH);
+		assert_int_equal(both(&p, m, n), QL_RPC_RESPONSE_SIZE);
 	}
 	/* garbage: random lengths, random bytes, sometimes a valid header */
 	for (int i = 0; i < 400; i++) {
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
-		n = 1 + (uint32_t)(x % PAGE_SIZE);
+		n = 1 + (uint32_t)(x % FRAME);
 		for (uint32_t k = 0; k < n; k++) {
 			x ^= x << 13;
 			x ^= x >> 7;
@@ -460,7 +466,9 @@ static void test_same_as_cpu(void **state)
 					      gs.err_bad_length + gs.err_unknown_function +
 					      gs.err_args + gs.err_result_overflow +
 					      gs.err_internal + gs.err_result_overrun);
-	assert_true(gs.err_short >= 2);
+	/* a frame is frame_len bytes, never short */
+	assert_int_equal(gs.err_short, 0);
+	assert_true(gs.err_bad_length >= 2);
 	assert_true(gs.err_bad_magic >= 1);
 	assert_true(gs.err_result_overflow >= 1);
 	pair_close(&p);
@@ -550,6 +558,11 @@ static void test_bad_config(void **state)
 	c = gpu_cfg;
 	c.hsb.resp_size = 8;
 	assert_int_equal(ql_gpu_dispatcher_create(dev, &c, &d), -EINVAL);
+	/* no room for the board's metadata at page + round_up(frame, 128) */
+	c = gpu_cfg;
+	c.hsb.frame_len = PAGE_SIZE;
+	assert_int_equal(ql_gpu_dispatcher_create(dev, &c, &d), -EINVAL);
+	assert_non_null(strstr(ql_error_detail(), "round_up(frame, 128) + 128"));
 	c = gpu_cfg;
 	c.transport = (enum ql_gpu_transport)7;
 	assert_int_equal(ql_gpu_dispatcher_create(dev, &c, &d), -EINVAL);

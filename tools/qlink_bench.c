@@ -231,7 +231,11 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 	} else if (o->hsb) {
 		struct ql_hsb_params g = { .num_pages = o->slots,
 					   .page_size = o->slot_size,
-					   .frame_len = o->slot_size,
+					   /* the channel's default frame */
+					   .frame_len =
+						   o->slot_size > QL_HSB_METADATA_SIZE ?
+							   o->slot_size - QL_HSB_METADATA_SIZE :
+							   o->slot_size,
 					   .resp_size = QL_HSB_DEFAULT_RESP_SIZE };
 
 		if (ql_hsb_params_check(&g)) {

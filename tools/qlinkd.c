@@ -512,6 +512,21 @@ static void session_counters(const struct qlinkd_session *s, FILE *out)
 				s->id, s->listen, us.datagrams, us.oversize, us.undersize, us.sent,
 				us.send_errors, us.recv_errors, us.kernel_drops, us.busy_poll);
 	}
+	if (s->hsb) {
+		struct ql_hsb_channel_stats hs;
+
+		/* why frames were refused before the RPC layer saw them */
+		if (!ql_hsb_channel_stats(s->ch, &hs))
+			qlog_to(out, true, QL_LOG_INFO, "counters", "hsb",
+				"session=%u frames=%" PRIu64 " refused=%" PRIu64 " bad_imm=%" PRIu64
+				" bad_len=%" PRIu64 " not_imm=%" PRIu64 " page_busy=%" PRIu64
+				" recv_errors=%" PRIu64 " resp_too_big=%" PRIu64,
+				s->id, hs.frames,
+				hs.bad_imm + hs.bad_len + hs.not_imm + hs.page_busy +
+					hs.recv_errors,
+				hs.bad_imm, hs.bad_len, hs.not_imm, hs.page_busy, hs.recv_errors,
+				hs.resp_too_big);
+	}
 	for (uint32_t i = 0; i < ql_daemon_function_count(s->d); i++) {
 		if (ql_daemon_function_stats(s->d, i, &fs))
 			continue;

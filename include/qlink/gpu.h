@@ -99,10 +99,11 @@ struct ql_gpu_stats {
 	uint64_t polls; /* empty polls of the ring (liveness) */
 	/* hsb: frames dropped unanswered, as the CPU hsb channel drops them
 	 * (its struct ql_hsb_channel_stats; requests counts the frames taken) */
-	uint64_t hsb_bad_imm;	  /* not a WRITE WITH IMMEDIATE, or page >= num_pages */
-	uint64_t hsb_bad_len;	  /* byte count > page_size */
+	uint64_t hsb_bad_imm;	  /* page (imm & 0xFFF) >= num_pages */
+	uint64_t hsb_bad_len;	  /* the immediate write's byte count > page_size */
 	uint64_t hsb_recv_errors; /* receive completions in error */
 	uint64_t dropped;	  /* refused requests not answered (bad_requests DROP) */
+	uint64_t hsb_not_imm;	  /* a completion without an immediate (a SEND) */
 };
 
 /* 1 when this build can run the kernel on a GPU now (CUDA compiled in and a

@@ -6,13 +6,16 @@
  * laptop, the VPPU as the QCS), ibv (a ConnectX or rxe). docs/cudaq-bridge.md
  * is the specification.
  *
- * Why the hsb channel: a QCS writes each request with one RDMA WRITE WITH
- * IMMEDIATE into page = slot x stride of a region registered at iova 0,
- * immediate = slot, which is exactly CUDA-Q's RX ring (rx_data + slot x
+ * Why the hsb channel: a QCS writes each request into page = slot x stride
+ * of a region registered at iova 0 (a board: WRITEs of the frame, then its
+ * metadata by WRITE WITH IMMEDIATE at slot x stride + round_up(frame, 128),
+ * immediate = slot | PSN << 12; CUDA-Q's emulator: the frame itself with
+ * immediate = slot), which is exactly CUDA-Q's RX ring (rx_data + slot x
  * stride). So the channel's pages are handed to CUDA-Q as rx_data and
- * nothing is copied on the way in; the channel keeps its checks (immediate
- * in range, length within a page, a page written again before it was given
- * back) and its receive-WQE credits. Replies are written by CUDA-Q into our
+ * nothing is copied on the way in; the channel keeps its checks (page =
+ * imm & 0xFFF in range, a page written again before it was given back),
+ * hands on frame_len bytes (stride - 128: the frame and its metadata fill
+ * the slot) and keeps its receive-WQE credits. Replies are written by CUDA-Q into our
  * own TX slots and copied (header + result, at most resp_size bytes) into a
  * response buffer of the channel, which SENDs it: the channel's SEND pool is
  * registered memory and its completions return the buffers.
@@ -213,10 +216,11 @@ static ql_cudaq_status_t parse_args(struct qb *b, int argc, char **argv)
 			if (parse_u32(v, 1, QL_HSB_MAX_PAGES, &b->num_slots))
 				return bad_arg(a, "slots: 1..4096");
 		} else if (arg_is(a, "--slot-size=", &v)) {
-			if (parse_u32(v, QL_HSB_PAGE_UNIT, QL_HSB_MAX_PAGE_SIZE, &b->stride) ||
+			if (parse_u32(v, 2 * QL_HSB_PAGE_UNIT, QL_HSB_MAX_PAGE_SIZE, &b->stride) ||
 			    b->stride % QL_HSB_PAGE_UNIT)
 				return bad_arg(a, "the slot stride is an hsb page: a multiple of "
-						  "128 in 128..65536");
+						  "128 in 256..65536 (a frame and its 128 bytes "
+						  "of metadata)");
 		} else if (arg_is(a, "--resp-size=", &v)) {
 			if (parse_u32(v, QB_HDR, QL_HSB_MAX_PAGE_SIZE, &resp_size))
 				return bad_arg(a, "the QCS's receive buffer size: 24..65536");

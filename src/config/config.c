@@ -859,8 +859,14 @@ static void convert_transport(struct ql_yaml_file *f, const struct raw_config *r
 	c->hsb.page_size = (uint32_t)int_key(f, h ? h->page_size : NULL, "hsb.page_size",
 					     QL_HSB_PAGE_UNIT, QL_HSB_MAX_PAGE_SIZE,
 					     QL_HSB_DEFAULT_PAGE_SIZE, "a multiple of 128");
+	/* default: the largest frame that leaves the board's 128 bytes of
+	 * metadata room at page + round_up(frame, 128) */
 	c->hsb.frame_len = (uint32_t)int_key(f, h ? h->frame_len : NULL, "hsb.frame_len", 24,
-					     QL_HSB_MAX_PAGE_SIZE, c->hsb.page_size, NULL);
+					     QL_HSB_MAX_PAGE_SIZE,
+					     c->hsb.page_size > QL_HSB_METADATA_SIZE ?
+						     c->hsb.page_size - QL_HSB_METADATA_SIZE :
+						     c->hsb.page_size,
+					     NULL);
 	c->hsb.resp_size = (uint32_t)int_key(f, h ? h->resp_size : NULL, "hsb.resp_size", 24,
 					     QL_HSB_MAX_PAGE_SIZE, QL_HSB_DEFAULT_RESP_SIZE, NULL);
 	g.num_pages = c->hsb.pages;
@@ -868,8 +874,11 @@ static void convert_transport(struct ql_yaml_file *f, const struct raw_config *r
 	g.frame_len = c->hsb.frame_len;
 	g.resp_size = c->hsb.resp_size;
 	if (ql_hsb_params_check(&g))
-		ql__diag_add(f, ql__yaml_line(f, h ? "hsb" : "transport"), "hsb: %s",
-			     ql_error_detail());
+		ql__diag_add(f,
+			     ql__yaml_line(f, h && h->frame_len ? "hsb.frame_len" :
+					      h			? "hsb" :
+								  "transport"),
+			     "%s", ql_error_detail());
 }
 
 /* datapath: cpu|gpu, gpu: mode and device. The GPU dispatcher serves the

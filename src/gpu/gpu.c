@@ -271,6 +271,7 @@ static int make_hsb_channel(struct ql_gpu_dispatcher *d)
 	d->body.hsb.num_pages = d->hsb.num_pages;
 	d->body.hsb.page_size = d->hsb.page_size;
 	d->body.hsb.resp_size = d->hsb.resp_size;
+	d->body.hsb.frame_len = d->hsb.frame_len;
 	return 0;
 }
 
@@ -330,7 +331,11 @@ int ql_gpu_dispatcher_create(struct ql_device *dev, const struct ql_gpu_config *
 
 		d->hsb.num_pages = h->num_pages ? h->num_pages : QL_HSB_DEFAULT_PAGES;
 		d->hsb.page_size = h->page_size ? h->page_size : QL_HSB_DEFAULT_PAGE_SIZE;
-		d->hsb.frame_len = h->frame_len ? h->frame_len : d->hsb.page_size;
+		/* as the CPU channel: the largest frame its metadata leaves */
+		d->hsb.frame_len = h->frame_len ? h->frame_len :
+				   d->hsb.page_size > QL_HSB_METADATA_SIZE ?
+						  d->hsb.page_size - QL_HSB_METADATA_SIZE :
+						  d->hsb.page_size;
 		d->hsb.resp_size = h->resp_size ? h->resp_size : QL_HSB_DEFAULT_RESP_SIZE;
 		ret = ql_hsb_params_check(&d->hsb);
 		if (ret)

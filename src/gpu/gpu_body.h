@@ -75,8 +75,8 @@ struct ql_gpu_hsb {
 	uint8_t *pages; /* num_pages x page_size, the region at iova 0 */
 	uint32_t num_pages;
 	uint32_t page_size;
-	uint32_t resp_size; /* the QCS's receive buffers: no response is larger */
-	uint32_t pad;
+	uint32_t resp_size;    /* the QCS's receive buffers: no response is larger */
+	uint32_t frame_len;    /* DP_BUFFER_LENGTH: every frame's length */
 	struct ql_mlx5_cq rcq; /* the receive CQ: one CQE per frame */
 };
 
@@ -488,15 +488,18 @@ QL_HD static inline int ql_gpu_tx_idle(struct ql_gpu_body *b)
 
 /*
  * One frame, as the CPU hsb channel takes it (hsb_channel.c) and the daemon
- * answers it: the receive CQE says which page (the immediate, the QCS's
- * word: checked against num_pages) and how long (checked against
- * page_size); a refused frame or a receive error costs the QCS that frame
- * (counted, its WQE re-posted, nothing answered); a receive flushed means
- * the QP failed (-ECONNRESET). A good frame is copied out of its page
- * (volatile loads: a QCS rewriting the page cannot change what was
- * checked), its WQE re-posted at once (the page is free once copied, so
- * a page can never be busy), dispatched with the response capped at
- * resp_size, and answered by a SEND. 1: a frame was taken, 0: none.
+ * answers it: the receive CQE is the board's metadata write (or a QCS's
+ * frame written with its immediate); page = imm & 0xFFF (the upper 20 bits
+ * are the PSN), the QCS's word: checked against num_pages; the CQE's byte
+ * count is checked against page_size but the frame is frame_len bytes,
+ * what the board was told to write. A refused frame or a receive error
+ * costs the QCS that frame (counted by reason, its WQE re-posted, nothing
+ * answered); a receive flushed means the QP failed (-ECONNRESET). A good
+ * frame is copied out of its page (volatile loads: a QCS rewriting the
+ * page cannot change what was checked), its WQE re-posted at once (the page
+ * is free once copied, so a page can never be busy), dispatched with the
+ * response capped at resp_size, and answered by a SEND. 1: a frame was
+ * taken, 0: none.
  */
 QL_HD static inline int ql_gpu_hsb_step(struct ql_gpu_body *b)
 {
@@ -530,18 +533,24 @@ QL_HD static inline int ql_gpu_hsb_step(struct ql_gpu_body *b)
 			return -ECONNRESET;
 		return ql_gpu_hsb_repost(b) ? -EIO : 1;
 	}
-	page = ci.imm; /* host order: ql_mlx5_cq_poll read it big-endian */
-	if (ci.opcode != QL_MLX5_CQE_RESP_WR_IMM || page >= h->num_pages) {
+	if (ci.opcode != QL_MLX5_CQE_RESP_WR_IMM) {
+		b->st.hsb_not_imm++;
+		QL_GPU_PUB(b, hsb_not_imm);
+		return ql_gpu_hsb_repost(b) ? -EIO : 1;
+	}
+	/* host order (ql_mlx5_cq_poll read it big-endian); the PSN above */
+	page = ci.imm & QL_HSB_IMM_PAGE_MASK;
+	if (page >= h->num_pages) {
 		b->st.hsb_bad_imm++;
 		QL_GPU_PUB(b, hsb_bad_imm);
 		return ql_gpu_hsb_repost(b) ? -EIO : 1;
 	}
-	len = ci.byte_cnt;
-	if (len > h->page_size) {
+	if (ci.byte_cnt > h->page_size) {
 		b->st.hsb_bad_len++;
 		QL_GPU_PUB(b, hsb_bad_len);
 		return ql_gpu_hsb_repost(b) ? -EIO : 1;
 	}
+	len = h->frame_len;
 	/* page_size is a multiple of 128: the 8-byte rounding stays in it */
 	ql_gpu_copy_in(b->scratch, h->pages + (uint64_t)page * h->page_size, len);
 	if (ql_gpu_hsb_repost(b))

@@ -3,14 +3,20 @@
  * The hsb channel: the host side of the Hololink-compatible data plane
  * (qlink/hsb.h, docs/wire-protocol.md "hsb transport").
  *
- * The pages are one region registered at iova 0. Each receive WQE is a
- * credit, not a place: a WRITE WITH IMMEDIATE consumes the WQE at the head
- * of the receive queue whatever page it wrote, so the page is the
- * immediate's, checked against num_pages (and byte_len against page_size)
- * because it is the peer's word. A good frame is handed on as the page's
+ * The pages are one region registered at iova 0. A board writes each
+ * frame's bytes into a page with plain WRITEs (no completion here), then
+ * its metadata with one WRITE WITH IMMEDIATE at page + round_up(frame_len,
+ * 128), immediate = page | PSN << 12. Each receive WQE is a credit, not a
+ * place: that write consumes the WQE at the head of the receive queue
+ * whatever page it wrote, so the page is the immediate's low 12 bits,
+ * checked against num_pages because it is the peer's word. The frame is
+ * frame_len bytes (what the board was told to write), never the
+ * completion's byte_len (the metadata's 128; a QCS that writes the frame
+ * itself with the immediate, as CUDA-Q's emulator does, gives the frame's
+ * length there, at most a page). A good frame is handed on as the page's
  * buffer; its WQE is given back when the buffer comes back (after the
  * request was answered or dropped). A refused frame's WQE is re-posted at
- * once.
+ * once, and the refusal counted by reason.
  *
  * Given-back WQEs are re-posted in batches of up to HCH_REPOST_BATCH, one
  * post_recv call for the lot: every re-post publishes the receive queue's
@@ -55,6 +61,7 @@ struct hch {
 	struct ibv_recv_wr rwr[HCH_REPOST_BATCH]; /* a pre-linked chain */
 	struct ql_buffer *bufs;			  /* one per page */
 	bool *busy;				  /* page handed on, not yet back */
+	uint32_t *imm;				  /* the immediate of a page's frame */
 	uint8_t *txmem;
 	size_t tx_len;
 	struct ql_mr *tx_mr;
@@ -114,7 +121,7 @@ static int hch_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int
 		return c->tx.err = n;
 	for (int i = 0; i < n; i++) {
 		const struct ibv_wc *w = &wc[i];
-		uint32_t page;
+		uint32_t page, imm;
 
 		if (w->status != IBV_WC_SUCCESS) {
 			/* flushed: the QP failed (peer gone); anything else is
@@ -128,9 +135,14 @@ static int hch_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int
 			}
 			continue;
 		}
-		page = ntohl(w->imm_data);
-		if (w->opcode != IBV_WC_RECV_RDMA_WITH_IMM || !(w->wc_flags & IBV_WC_WITH_IMM) ||
-		    page >= c->num_pages) {
+		if (w->opcode != IBV_WC_RECV_RDMA_WITH_IMM || !(w->wc_flags & IBV_WC_WITH_IMM)) {
+			BUMP(c->st.not_imm);
+			repost_now(c);
+			continue;
+		}
+		imm = ntohl(w->imm_data);
+		page = imm & QL_HSB_IMM_PAGE_MASK;
+		if (page >= c->num_pages) {
 			BUMP(c->st.bad_imm);
 			repost_now(c);
 			continue;
@@ -146,7 +158,8 @@ static int hch_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int
 			continue;
 		}
 		c->busy[page] = true;
-		c->bufs[page].len = w->byte_len;
+		c->imm[page] = imm;
+		c->bufs[page].len = c->frame_len;
 		bufs[k++] = &c->bufs[page];
 	}
 	if (k)
@@ -249,6 +262,7 @@ static void hch_destroy(struct ql_channel *ch)
 		ql_pd_free(c->pd);
 	free(c->bufs);
 	free(c->busy);
+	free(c->imm);
 	free(c->tx.inflight);
 	free(c);
 }
@@ -311,7 +325,11 @@ int ql_hsb_channel_create(struct ql_device *dev, const struct ql_hsb_channel_con
 		return -EINVAL;
 	geo.num_pages = cfg->num_pages ? cfg->num_pages : QL_HSB_DEFAULT_PAGES;
 	geo.page_size = cfg->page_size ? cfg->page_size : QL_HSB_DEFAULT_PAGE_SIZE;
-	geo.frame_len = cfg->frame_len ? cfg->frame_len : geo.page_size;
+	/* the largest frame that leaves its metadata room in the page */
+	geo.frame_len = cfg->frame_len ? cfg->frame_len :
+			geo.page_size > QL_HSB_METADATA_SIZE ?
+					 geo.page_size - QL_HSB_METADATA_SIZE :
+					 geo.page_size;
 	geo.resp_size = cfg->resp_size ? cfg->resp_size : QL_HSB_DEFAULT_RESP_SIZE;
 	ret = ql_hsb_params_check(&geo);
 	if (ret)
@@ -333,8 +351,9 @@ int ql_hsb_channel_create(struct ql_device *dev, const struct ql_hsb_channel_con
 	c->tx_len = ql_pool_region_size(c->tx.ntx, c->resp_size);
 	c->bufs = calloc(c->num_pages, sizeof(*c->bufs));
 	c->busy = calloc(c->num_pages, sizeof(*c->busy));
+	c->imm = calloc(c->num_pages, sizeof(*c->imm));
 	c->tx.inflight = calloc(c->tx.ntx, sizeof(*c->tx.inflight));
-	if (!c->bufs || !c->busy || !c->tx.inflight) {
+	if (!c->bufs || !c->busy || !c->imm || !c->tx.inflight) {
 		ret = -ENOMEM;
 		goto err;
 	}
@@ -462,6 +481,26 @@ int ql_hsb_channel_stats(struct ql_channel *ch, struct ql_hsb_channel_stats *s)
 	s->page_busy = __atomic_load_n(&c->st.page_busy, __ATOMIC_RELAXED);
 	s->recv_errors = __atomic_load_n(&c->st.recv_errors, __ATOMIC_RELAXED);
 	s->resp_too_big = __atomic_load_n(&c->st.resp_too_big, __ATOMIC_RELAXED);
+	s->not_imm = __atomic_load_n(&c->st.not_imm, __ATOMIC_RELAXED);
+	return 0;
+}
+
+int ql_hsb_channel_frame_info(struct ql_channel *ch, const struct ql_buffer *buf,
+			      struct ql_hsb_frame_info *fi)
+{
+	struct hch *c = to_hch(ch);
+	uint32_t page;
+
+	if (!c || !buf || !fi || buf < c->bufs || buf >= c->bufs + c->num_pages)
+		return -EINVAL;
+	page = buf->index;
+	if (!c->busy[page])
+		return -EINVAL; /* not handed on, or given back already */
+	fi->page = page;
+	fi->psn = c->imm[page] >> QL_HSB_IMM_PSN_SHIFT;
+	ql_hsb_metadata_decode(c->pages + (size_t)page * c->page_size +
+				       ql_hsb_metadata_offset(c->frame_len),
+			       &fi->md);
 	return 0;
 }
 

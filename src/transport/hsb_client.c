@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The hsb client: what an FPGA with the Hololink IP does on the data plane
- * (qlink/hsb.h). A UC QP; each frame is copied to a staging buffer and
- * written with WRITE WITH IMMEDIATE to page_addr + page x page_size of the
- * host region (immediate = page, network order; page = frame count mod
- * num_pages); responses arrive by SEND into receive buffers posted here,
- * in the order the host answered.
+ * (qlink/hsb.h, docs/wire-protocol.md section 8). A UC QP; each frame is
+ * copied to a staging buffer (zero-padded to the host's frame_len, the
+ * DP_BUFFER_LENGTH a board always writes whole) and written into page =
+ * frame count mod num_pages of the host region as a board writes it: one
+ * RDMA WRITE per packet_size bytes (each a WRITE ONLY packet with its own
+ * RETH), then 128 bytes of metadata by WRITE WITH IMMEDIATE at page +
+ * round_up(frame_len, 128), immediate = page | PSN << 12 (network order).
+ * Every WR here is one packet (none is longer than the path MTU), so the
+ * PSN of WR n is n mod 2^24 from connect (the QP's send PSN is 0).
+ * Responses arrive by SEND into receive buffers posted here, in the order
+ * the host answered.
  *
  * Released receive buffers are re-posted in batches of up to
  * HSB_CLIENT_BATCH (one post_recv call publishes the receive queue's tail
@@ -18,6 +24,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "qlink/error.h"
 #include "qlink/hsb.h"
@@ -38,10 +45,14 @@ struct ql_hsb_client {
 	struct ql_mr *rmr;
 	uint32_t max_inline;
 	uint32_t cfg_window;
+	uint32_t cfg_packet;
 	/* after connect */
 	struct ql_hsb_params host;
 	uint32_t window;
-	uint32_t nstage; /* staging buffers, a send queue's worth */
+	uint32_t nstage; /* staging buffers (one page each), a send queue's worth */
+	uint32_t packet; /* frame bytes per WRITE: packet_size, at most the MTU */
+	uint32_t wrs;	 /* WRs per frame: the packets and the metadata */
+	uint32_t psn;	 /* the PSN of the next packet */
 	uint32_t signal_every;
 	uint8_t *smem;
 	size_t slen;
@@ -107,9 +118,17 @@ int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_confi
 	c->nrecv = cfg && cfg->recv_buffers ? cfg->recv_buffers : 64;
 	c->recv_size = cfg && cfg->recv_size ? cfg->recv_size : QL_HSB_DEFAULT_RESP_SIZE;
 	c->cfg_window = cfg ? cfg->window : 0;
+	c->cfg_packet = cfg && cfg->packet_size ? cfg->packet_size : QL_HSB_DEFAULT_PACKET_SIZE;
 	ret = ql_device_query(dev, &attr);
 	if (ret)
 		goto err;
+	if (c->cfg_packet % QL_HSB_PAGE_UNIT || c->cfg_packet > 4096) {
+		ret = ql_error_set(-EINVAL,
+				   "hsb client: packet size %u is not a multiple of 128 "
+				   "in 128..4096",
+				   c->cfg_packet);
+		goto err;
+	}
 	if (c->nrecv > (uint32_t)attr.dev.max_qp_wr || c->recv_size < 24) {
 		ret = ql_error_set(-EINVAL, "hsb client: %u receive buffers of %u bytes", c->nrecv,
 				   c->recv_size);
@@ -232,6 +251,19 @@ int ql_hsb_client_connect(struct ql_hsb_client *c, const struct ql_hsb_params *h
 		c->window = c->nrecv; /* every response needs a posted buffer */
 	c->nstage = HSB_CLIENT_SQ;
 	c->signal_every = 16;
+	{
+		uint32_t mtu = host->mtu >= IBV_MTU_256 && host->mtu <= IBV_MTU_4096 ?
+				       128u << host->mtu :
+				       4096u;
+
+		c->packet = c->cfg_packet < mtu ? c->cfg_packet : mtu;
+		c->wrs = (host->frame_len + c->packet - 1) / c->packet + 1;
+		if (c->wrs > HSB_CLIENT_SQ / 2)
+			return ql_error_set(-EINVAL,
+					    "hsb client: a frame of %u bytes is %u packets of %u, "
+					    "more than the send queue takes",
+					    host->frame_len, c->wrs - 1, c->packet);
+	}
 	c->slen = (size_t)(c->nstage + 2) * host->page_size; /* + two for raw frames */
 	ret = ql_pd_mem_alloc(c->pd, c->slen, &mem);
 	if (ret)
@@ -263,6 +295,7 @@ int ql_hsb_client_connect(struct ql_hsb_client *c, const struct ql_hsb_params *h
 		}
 	}
 	c->frames = c->posted = c->done = 0;
+	c->psn = 0;
 	c->flight = 0;
 	c->err = 0;
 	return 0;
@@ -285,71 +318,128 @@ static void reap_send(struct ql_hsb_client *c)
 	}
 }
 
-static int post_write(struct ql_hsb_client *c, uint64_t offset, uint32_t imm, const void *msg,
-		      uint32_t len, bool raw)
+/* Room for n more WRs on the send queue (reaping if need be). */
+static int sq_room(struct ql_hsb_client *c, uint32_t n)
 {
-	uint8_t *stage;
-	bool signal;
-
 	if (c->err)
 		return c->err;
 	if (!c->smem)
 		return ql_error_set(-ENOTCONN, "hsb client: not connected");
-	if (len > (raw ? 2 * c->host.page_size : c->host.page_size))
-		return -EMSGSIZE;
-	if (c->posted - c->done >= c->nstage - 1) {
+	if (c->posted + n - c->done > c->nstage - 1) {
 		reap_send(c);
-		if (c->posted - c->done >= c->nstage - 1)
+		if (c->posted + n - c->done > c->nstage - 1)
 			return c->err ? c->err : -EAGAIN;
 	}
-	signal = raw || c->posted % c->signal_every == c->signal_every - 1 ||
-		 c->posted - c->done >= c->nstage / 2;
-	/* a raw frame may span two pages: it has the last two stages (no
-	 * other frame uses them meanwhile: it waits for its completion) */
-	stage = c->smem + (size_t)(raw ? c->nstage : c->posted % c->nstage) * c->host.page_size;
-	{
-		struct ibv_sge sge = {
-			.addr = (uintptr_t)stage,
-			.length = len,
-			.lkey = ql_mr_lkey(c->smr),
-		};
-		struct ibv_send_wr wr = {
-			.wr_id = c->posted,
-			.sg_list = &sge,
-			.num_sge = 1,
-			.opcode = IBV_WR_RDMA_WRITE_WITH_IMM,
-			.send_flags = (len <= c->max_inline ? IBV_SEND_INLINE : 0) |
-				      (signal ? IBV_SEND_SIGNALED : 0),
-			.imm_data = htonl(imm),
-		};
-		struct ibv_send_wr *bad;
+	return 0;
+}
 
-		if (len <= c->max_inline)
-			sge.addr = (uintptr_t)msg;
-		else
-			memcpy(stage, msg, len);
-		wr.wr.rdma.remote_addr = c->host.page_addr + offset;
-		wr.wr.rdma.rkey = c->host.rkey;
-		if (ql_qp_post_send(c->qp, &wr, &bad))
-			return c->err = -EIO;
-	}
+/* Post one WRITE (with immediate when with_imm) of len staged bytes at
+ * `offset` of the host region: one packet, whose PSN is c->psn. */
+static int post_one(struct ql_hsb_client *c, const uint8_t *stage, uint64_t offset, uint32_t len,
+		    bool with_imm, uint32_t imm, bool force_signal)
+{
+	bool signal = force_signal || c->posted % c->signal_every == c->signal_every - 1 ||
+		      c->posted - c->done >= c->nstage / 2;
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)stage,
+		.length = len,
+		.lkey = ql_mr_lkey(c->smr),
+	};
+	struct ibv_send_wr wr = {
+		.wr_id = c->posted,
+		.sg_list = &sge,
+		.num_sge = 1,
+		.opcode = with_imm ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_RDMA_WRITE,
+		.send_flags = (len <= c->max_inline ? IBV_SEND_INLINE : 0) |
+			      (signal ? IBV_SEND_SIGNALED : 0),
+		.imm_data = htonl(imm),
+	};
+	struct ibv_send_wr *bad;
+	uint32_t mtu = c->host.mtu >= IBV_MTU_256 && c->host.mtu <= IBV_MTU_4096 ?
+			       128u << c->host.mtu :
+			       4096u;
+
+	wr.wr.rdma.remote_addr = c->host.page_addr + offset;
+	wr.wr.rdma.rkey = c->host.rkey;
+	if (ql_qp_post_send(c->qp, &wr, &bad))
+		return c->err = -EIO;
 	c->posted++;
-	while (raw && c->done < c->posted && !c->err)
+	/* a raw write longer than the MTU leaves as several packets */
+	c->psn = (c->psn + (len > mtu ? (len + mtu - 1) / mtu : 1)) & 0xffffffu;
+	return 0;
+}
+
+/* A raw WRITE (with or without immediate) outside the window, from the two
+ * stages past the frames' (no frame uses them; it waits for completion). */
+static int post_raw(struct ql_hsb_client *c, uint64_t offset, bool with_imm, uint32_t imm,
+		    const void *msg, uint32_t len)
+{
+	uint8_t *stage;
+	int ret = sq_room(c, 1);
+
+	if (ret)
+		return ret;
+	if (len > 2 * c->host.page_size)
+		return -EMSGSIZE;
+	stage = c->smem + (size_t)c->nstage * c->host.page_size;
+	if (len)
+		memcpy(stage, msg, len);
+	ret = post_one(c, stage, offset, len, with_imm, imm, true);
+	if (ret)
+		return ret;
+	while (c->done < c->posted && !c->err)
 		reap_send(c);
 	return c->err;
 }
 
 int ql_hsb_client_send(struct ql_hsb_client *c, const void *msg, uint32_t len)
 {
-	uint32_t page;
+	struct ql_hsb_metadata md = { 0 };
+	struct timespec ts;
+	uint32_t page, moff, frame;
+	uint64_t base;
+	uint8_t *stage;
 	int ret;
 
 	if (!c || !msg)
 		return -EINVAL;
 	if (c->flight >= c->window)
 		return -EAGAIN;
+	ret = sq_room(c, c->wrs);
+	if (ret)
+		return ret;
+	frame = c->host.frame_len;
+	if (len > frame)
+		return -EMSGSIZE;
 	page = (uint32_t)(c->frames % c->host.num_pages);
-	ret = post_write(c, (uint64_t)page * c->host.page_size, page, msg, len, false);
+	base = (uint64_t)page * c->host.page_size;
+	moff = ql_hsb_metadata_offset(frame);
+	/* the stage of frame f is free: frame f - nstage's WRs are done (each
+	 * frame takes at least one WR, and at most nstage - 1 are out) */
+	stage = c->smem + (size_t)(c->frames % c->nstage) * c->host.page_size;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	memcpy(stage, msg, len);
+	memset(stage + len, 0, frame - len);
+	for (uint32_t off = 0; off < frame; off += c->packet) {
+		uint32_t n = frame - off < c->packet ? frame - off : c->packet;
+
+		ret = post_one(c, stage + off, base + off, n, false, 0, false);
+		if (ret)
+			return ret;
+	}
+	/* the metadata: what a board says of the frame; its PSN is the
+	 * metadata packet's, as the immediate's */
+	md.psn = c->psn;
+	md.timestamp_s = (uint64_t)ts.tv_sec;
+	md.timestamp_ns = (uint32_t)ts.tv_nsec;
+	md.bytes_written = frame;
+	md.frame_number = (uint16_t)c->frames;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	md.metadata_s = (uint64_t)ts.tv_sec;
+	md.metadata_ns = (uint32_t)ts.tv_nsec;
+	ql_hsb_metadata_encode(stage + moff, &md);
+	ret = post_one(c, stage + moff, base + moff, QL_HSB_METADATA_SIZE, true,
+		       ql_hsb_imm(page, c->psn), false);
 	if (ret)
 		return ret;
 	c->frames++;
@@ -362,7 +452,19 @@ int ql_hsb_client_send_raw(struct ql_hsb_client *c, uint64_t offset, uint32_t im
 {
 	if (!c || (!msg && len))
 		return -EINVAL;
-	return post_write(c, offset, imm, msg, len, true);
+	return post_raw(c, offset, true, imm, msg, len);
+}
+
+int ql_hsb_client_write_raw(struct ql_hsb_client *c, uint64_t offset, const void *msg, uint32_t len)
+{
+	if (!c || (!msg && len))
+		return -EINVAL;
+	return post_raw(c, offset, false, 0, msg, len);
+}
+
+uint32_t ql_hsb_client_next_psn(const struct ql_hsb_client *c)
+{
+	return c->psn;
 }
 
 int ql_hsb_client_poll(struct ql_hsb_client *c, struct ql_ring_response *out, int max)
@@ -418,5 +520,5 @@ void ql_hsb_client_forget(struct ql_hsb_client *c, uint32_t n)
 
 uint32_t ql_hsb_client_max_msg(const struct ql_hsb_client *c)
 {
-	return c->host.page_size;
+	return c->host.frame_len;
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
-/* The hsb connection parameters: rules and text form (qlink/hsb.h). */
+/* The hsb connection parameters: rules and text form, and the frame
+ * metadata's layout (qlink/hsb.h, docs/wire-protocol.md section 8). */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,10 +16,10 @@ int ql_hsb_params_check(const struct ql_hsb_params *p)
 
 	if (!p)
 		return -EINVAL;
-	if (p->page_size < QL_HSB_PAGE_UNIT || p->page_size > QL_HSB_MAX_PAGE_SIZE ||
+	if (p->page_size < 2 * QL_HSB_PAGE_UNIT || p->page_size > QL_HSB_MAX_PAGE_SIZE ||
 	    p->page_size % QL_HSB_PAGE_UNIT)
 		return ql_error_set(-EINVAL, "hsb: page size %u is not a multiple of %u in %u..%u",
-				    p->page_size, QL_HSB_PAGE_UNIT, QL_HSB_PAGE_UNIT,
+				    p->page_size, QL_HSB_PAGE_UNIT, 2 * QL_HSB_PAGE_UNIT,
 				    QL_HSB_MAX_PAGE_SIZE);
 	if (!p->num_pages || p->num_pages > QL_HSB_MAX_PAGES)
 		return ql_error_set(-EINVAL, "hsb: %u pages, not 1..%u", p->num_pages,
@@ -30,9 +31,20 @@ int ql_hsb_params_check(const struct ql_hsb_params *p)
 				    "hsb: pages at 0x%" PRIx64 " (%" PRIu64 " bytes) are not "
 				    "128-byte aligned below 2^39",
 				    p->page_addr, end);
-	if (p->frame_len < QL_RPC_HEADER_SIZE || p->frame_len > p->page_size)
-		return ql_error_set(-EINVAL, "hsb: frame length %u is not in %u..%u (page size)",
-				    p->frame_len, QL_RPC_HEADER_SIZE, p->page_size);
+	if (p->frame_len < QL_RPC_HEADER_SIZE)
+		return ql_error_set(-EINVAL, "hsb: frame length %u is under the %u-byte RPC header",
+				    p->frame_len, QL_RPC_HEADER_SIZE);
+	/* a board writes 128 bytes of metadata at page + round_up(frame, 128):
+	 * past the page it would land in the next page's frame */
+	if (p->frame_len > p->page_size ||
+	    ql_hsb_metadata_offset(p->frame_len) + QL_HSB_METADATA_SIZE > p->page_size)
+		return ql_error_set(-EINVAL,
+				    "hsb: frame length %u needs pages of at least %u bytes "
+				    "(round_up(frame, 128) + 128 of metadata), not %u: frame_len "
+				    "at most %u for this page size",
+				    p->frame_len,
+				    ql_hsb_metadata_offset(p->frame_len) + QL_HSB_METADATA_SIZE,
+				    p->page_size, p->page_size - QL_HSB_METADATA_SIZE);
 	if (p->resp_size < QL_RPC_RESPONSE_SIZE)
 		return ql_error_set(-EINVAL, "hsb: response buffers of %u bytes hold no response",
 				    p->resp_size);
@@ -96,4 +108,51 @@ int ql_hsb_params_parse(const char *text, struct ql_hsb_params *p)
 	if (ret)
 		return ret;
 	return ql_hsb_params_from_conn(&c, p);
+}
+
+/* The layout NVIDIA's host library decodes (docs/wire-protocol.md 8.3). */
+static uint64_t be(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < n; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void put_be(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = n - 1; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+void ql_hsb_metadata_decode(const void *mem, struct ql_hsb_metadata *m)
+{
+	const uint8_t *p = mem;
+
+	m->flags = (uint32_t)be(p + 0, 4);
+	m->psn = (uint32_t)be(p + 4, 4);
+	m->crc = (uint32_t)be(p + 8, 4);
+	m->timestamp_s = be(p + 12, 8);
+	m->timestamp_ns = (uint32_t)be(p + 20, 4);
+	m->bytes_written = be(p + 24, 8);
+	m->frame_number = (uint16_t)be(p + 34, 2);
+	m->metadata_s = be(p + 36, 8);
+	m->metadata_ns = (uint32_t)be(p + 44, 4);
+}
+
+void ql_hsb_metadata_encode(void *mem, const struct ql_hsb_metadata *m)
+{
+	uint8_t *p = mem;
+
+	memset(p, 0, QL_HSB_METADATA_SIZE);
+	put_be(p + 0, m->flags, 4);
+	put_be(p + 4, m->psn, 4);
+	put_be(p + 8, m->crc, 4);
+	put_be(p + 12, m->timestamp_s, 8);
+	put_be(p + 20, m->timestamp_ns, 4);
+	put_be(p + 24, m->bytes_written, 8);
+	put_be(p + 34, m->frame_number, 2);
+	put_be(p + 36, m->metadata_s, 8);
+	put_be(p + 44, m->metadata_ns, 4);
 }

@@ -280,7 +280,9 @@ YAML
 # qlinkd on QLINKD-URI (default ibv://rxe0, control plane on 198.18.0.1)
 # with `transport: hsb` and a qcs entry for the board programs its
 # data-plane registers over UDP, reads them back, enables the VP; the board
-# then streams QL_HSB_CALLS frames by WRITE WITH IMMEDIATE.
+# then streams QL_HSB_CALLS frames as a board does (the frame by WRITE ONLY
+# packets, then its metadata by WRITE WITH IMMEDIATE, immediate = page |
+# PSN << 12); qlinkd's hsb counters must show every frame and no refusal.
 QL_HSB_CALLS=5000
 hsb_board_session() {
 	bd_uri=${1:-ibv://rxe1} bd_addr=${2:-198.18.0.2} bd_ns=${3:--}

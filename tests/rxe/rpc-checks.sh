@@ -81,12 +81,17 @@ hsb_board_check() {
 		match($0, /requests=[0-9]+/); req = substr($0, RSTART + 9, RLENGTH - 9)
 		match($0, / ok=[0-9]+/); sok = substr($0, RSTART + 4, RLENGTH - 4)
 	}
+	/counters hsb session=[0-9]+ frames=/ {
+		match($0, /frames=[0-9]+/); frames = substr($0, RSTART + 7, RLENGTH - 7)
+		match($0, / refused=[0-9]+/); refused = substr($0, RSTART + 9, RLENGTH - 9)
+	}
 	/^qlinkd exit=/ { qexit = substr($0, 13) }
 	END {
-		printf "calls=%s answered=%s ok=%s wrong=%s lost=%s programmed=%d server_requests=%s server_ok=%s qlinkd_exit=%s\n",
-			sent, recv, ok, wrong, lost, programmed, req, sok, qexit
+		printf "calls=%s answered=%s ok=%s wrong=%s lost=%s programmed=%d server_requests=%s server_ok=%s hsb_frames=%s hsb_refused=%s qlinkd_exit=%s\n",
+			sent, recv, ok, wrong, lost, programmed, req, sok, frames, refused, qexit
 		exit !(seen && sent == calls && recv == calls && ok == calls && wrong == 0 && \
-			lost == 0 && programmed && req == calls && sok == calls && qexit == "0")
+			lost == 0 && programmed && req == calls && sok == calls && \
+			frames == calls && refused == "0" && qexit == "0")
 	}' "$1"
 }
 # UC over a lossy wire (netem): everything bench_check asks, and the loss
