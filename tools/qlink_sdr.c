@@ -44,7 +44,6 @@
 #include "qlink/sdr.h"
 #include "qlink/sdr_ec.h"
 #include "qlink/verbs.h"
-#include "sdr/sdr_int.h" /* cts_count: the clock starts at the clear-to-send */
 #include "tools.h"
 
 #define CMD "qlink sdr"
@@ -743,7 +742,7 @@ static int sdrx_send(struct sdr_side *s, uint32_t i, double timeout_s, double *t
 
 	/* the clock starts once the receiver's clear-to-send is here (RC has
 	 * none): completion time is the transfer's, not the CTS's flight */
-	while (s->conn->cts_count == 0) {
+	while (ql_sdr_conn_cts_pending(s->conn) == 0) {
 		if ((rc = sdrx_spin(s, &idle)) || sdr_tool_now() > end) {
 			fprintf(stderr, CMD ": message %" PRIu32 ": no clear-to-send\n", i);
 			return rc ? rc : -ETIMEDOUT;

@@ -51,7 +51,7 @@
 #include "qlink/error.h"
 #include "qlink/hsb.h"
 #include "qlink/verbs.h"
-#include "transport/hsb_int.h"
+#include "transport/hsb_pages.h"
 #include "transport/rendezvous.h"
 
 #define QB_MAGIC 0x716c6272u /* "qlbr": a handle this library made */

@@ -26,11 +26,7 @@ const struct ql_sdr_ops *ql_sdr_ops_table(enum ql_sdr_rel rel)
 	case QL_SDR_REL_SR:
 		return &ql_sdr_ops_sr;
 	case QL_SDR_REL_EC:
-#ifdef QLINK_SDR_EC
 		return &ql_sdr_ops_ec;
-#else
-		return NULL;
-#endif
 	default:
 		return NULL;
 	}
