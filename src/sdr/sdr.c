@@ -855,7 +855,7 @@ uint32_t ql_sdr__rx_missing_count(const struct ql_sdr_recv *rx, uint32_t limit)
 }
 
 /* One receive completion of the data QP: validated against what this side
- * posted, never against what the packet claims (DESIGN.md "Trust"). */
+ * posted, never against what the packet claims (docs/design.md "Trust"). */
 static void rx_packet(struct ql_sdr_conn *c, const struct ibv_wc *wc, uint64_t now)
 {
 	uint32_t id, pkt, user;
