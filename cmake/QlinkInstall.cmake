@@ -11,7 +11,9 @@
 #   lib/cmake/qlink/qlinkConfig.cmake (+ Version, Targets): find_package(qlink)
 #     with targets qlink::qlink, qlink::qlink_static, qlink::control,
 #     qlink::control_static
-#   share/man/man1/qlink.1, man5/qlinkd.yaml.5, man8/qlinkd.8
+#   share/man/man1/qlink.1, man5/qlinkd.yaml.5, man8/qlinkd.8, and the API
+#     reference man3/ql_<header>.3 (one page per public header, with the
+#     headers: component devel)
 #   share/doc/qlink/ (README, docs/*.md), share/doc/qlink/examples/
 include(CMakePackageConfigHelpers)
 
@@ -85,6 +87,9 @@ install(FILES ${PROJECT_SOURCE_DIR}/man/qlinkd.yaml.5 DESTINATION ${CMAKE_INSTAL
         COMPONENT runtime)
 install(FILES ${PROJECT_SOURCE_DIR}/man/qlinkd.8 DESTINATION ${CMAKE_INSTALL_MANDIR}/man8
         COMPONENT runtime)
+# the API reference (scripts/gen-man3.sh writes man/man3 from the headers)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/man/man3/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man3
+        COMPONENT devel FILES_MATCHING PATTERN "ql_*.3")
 
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc

@@ -8,7 +8,8 @@
 #      qlink::qlink (shared), qlink::qlink_static and qlink::control.
 # Every program is run; the shared ones must load libqlink.so.0 from the
 # prefix. Also checks the installed layout (libraries with their soname
-# links, headers without qlinkd's private ones, tools, man pages, configs).
+# links, headers without qlinkd's private ones, tools, man pages (the API
+# reference's man3 pages all there), configs).
 #
 #   tests/check_install.sh BUILD-DIR SOURCE-DIR CC [EXTRA-FLAGS]
 #   (EXTRA-FLAGS: e.g. "-fsanitize=address,undefined" in a sanitizer build)
@@ -36,10 +37,14 @@ for f in "$libdir/libqlink.so.0" "$libdir/libqlink.so" "$libdir/libqlink.a" \
 	"$prefix/bin/qlink" "$prefix/sbin/qlinkd" \
 	"$prefix/share/man/man1/qlink.1" "$prefix/share/man/man8/qlinkd.8" \
 	"$prefix/share/man/man5/qlinkd.yaml.5" \
+	"$prefix/share/man/man3/ql_verbs.3" "$prefix/share/man/man3/ql_rpc_table.3" \
 	"$prefix/share/doc/qlink/examples/qlinkd.yaml" "$prefix/share/doc/qlink/examples/program.yaml" \
 	"$prefix/share/doc/qlink/README.md" "$prefix/share/doc/qlink/wire-protocol.md"; do
 	[ -e "$f" ] || fail "not installed: ${f#"$prefix"/}"
 done
+# the whole API reference: every page of man/man3, nothing else
+diff <(cd "$src/man/man3" && ls ql_*.3) <(cd "$prefix/share/man/man3" && ls) >/dev/null ||
+	fail "share/man/man3 is not man/man3: $(cd "$prefix/share/man/man3" && ls | tr '\n' ' ')"
 soname=$(readelf -d "$libdir/libqlink.so.0" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p')
 [ "$soname" = libqlink.so.0 ] || fail "soname of libqlink is '$soname'"
 [ "$(readlink "$libdir/libqlink.so.0")" = "libqlink.so.$(sed -n 's/#define QL_VERSION_STRING "\(.*\)"/\1/p' "$prefix/include/qlink/version.h")" ] ||

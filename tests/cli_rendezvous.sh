@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
-# The rendezvous files under attack (tools/rendezvous.h): a pre-existing
+# The rendezvous files under attack (src/transport/rendezvous.h): a pre-existing
 # file, a symlink to a victim file, a foreign-owned directory (when run as
 # root), a world-writable directory, and files a reader must not trust.
 # Each is refused with a clear message and the victim is left untouched.

@@ -107,7 +107,7 @@ for want in "many.yaml:1: device: .*outside" "many.yaml:3: control.port: 0 is ou
 done
 printf 'device: soft://loop\n---\ndevice: soft://loop\n' >"$dir/two.yaml"
 expect_fail "two documents" "two.yaml:2: a second YAML document" "$qlinkd" --check-config "$dir/two.yaml"
-# qlinkd's --params-file obeys the rendezvous rules (tools/rendezvous.h)
+# qlinkd's --params-file obeys the rendezvous rules (src/transport/rendezvous.h)
 printf 'planted\n' >"$dir/planted"
 expect_fail "pre-existing params file" "planted already exists" \
 	"$qlinkd" --config "$dir/qlinkd.yaml" --params-file "$dir/planted" --timeout 1

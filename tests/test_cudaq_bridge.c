@@ -52,7 +52,7 @@
 
 #include "bridge/cudaq_bridge_abi.h"
 #include "hotpath.h"
-#include "rendezvous.h" /* tools/: the QCS side of the rendezvous */
+#include "transport/rendezvous.h" /* libqlink.a: the QCS side of the rendezvous */
 
 #define SLOTS 4
 #define STRIDE 256
@@ -569,13 +569,13 @@ static int qcs_run(struct qcs *q, bool unified)
 static int qcs_child(const char *file, const char *uri, bool unified)
 {
 	struct ql_hsb_client_config cc = { 0 };
-	struct tool_rdv r;
+	struct ql_rdv r;
 	struct ql_hsb_params hp;
 	struct ql_conn_params cp;
 	struct qcs q = { .next_id = 1 };
 	int ret;
 
-	if (tool_rdv_init(&r, file) || tool_rdv_wait_server_hsb(&r, 30, rdv_idle, NULL, &hp))
+	if (ql__rdv_init(&r, file) || ql__rdv_wait_server_hsb(&r, 30, rdv_idle, NULL, &hp))
 		CHILD_FAIL(2, "no bridge parameters in %s: %s", file, ql_error_detail());
 	if (hp.num_pages != SLOTS || hp.page_size != STRIDE || hp.page_addr != 0 ||
 	    hp.resp_size != STRIDE)
@@ -585,10 +585,10 @@ static int qcs_child(const char *file, const char *uri, bool unified)
 	if (ql_device_open(uri, &q.dev) || ql_hsb_client_create(q.dev, &cc, &q.cl) ||
 	    ql_hsb_client_local_params(q.cl, &cp))
 		CHILD_FAIL(4, "client: %s", ql_error_detail());
-	if (tool_rdv_join(&r, &cp, 30, rdv_idle, NULL) || ql_hsb_client_connect(q.cl, &hp, NULL))
+	if (ql__rdv_join(&r, &cp, 30, rdv_idle, NULL) || ql_hsb_client_connect(q.cl, &hp, NULL))
 		CHILD_FAIL(5, "join: %s", ql_error_detail());
 	ret = qcs_run(&q, unified);
-	tool_rdv_cleanup(&r);
+	ql__rdv_cleanup(&r);
 	ql_hsb_client_destroy(q.cl);
 	ql_device_close(q.dev);
 	return ret;
@@ -688,7 +688,7 @@ static void test_abi_layout(void **state)
 	assert_ptr_equal(((ql_cudaq_get_bridge_interface_fn)dlsym(lib, QL_CUDAQ_BRIDGE_ENTRY))(),
 			 bi);
 	assert_null(dlsym(lib, "ql_device_open"));
-	assert_null(dlsym(lib, "tool_rdv_init"));
+	assert_null(dlsym(lib, "ql__rdv_init"));
 }
 
 /* ---- the lifecycle against the QCS ---------------------------------------- */
@@ -939,15 +939,15 @@ static int hot_qcs(const char *file, const char *uri)
 	struct qcs q = { .next_id = 1 };
 	struct ql_conn_params cp;
 	struct ql_hsb_params hp;
-	struct tool_rdv r;
+	struct ql_rdv r;
 	uint8_t req[STRIDE], resp[STRIDE];
 	int ret = 0;
 
-	if (tool_rdv_init(&r, file) || tool_rdv_wait_server_hsb(&r, 30, rdv_idle, NULL, &hp))
+	if (ql__rdv_init(&r, file) || ql__rdv_wait_server_hsb(&r, 30, rdv_idle, NULL, &hp))
 		CHILD_FAIL(2, "no bridge parameters: %s", ql_error_detail());
 	cc.recv_size = hp.resp_size;
 	if (ql_device_open(uri, &q.dev) || ql_hsb_client_create(q.dev, &cc, &q.cl) ||
-	    ql_hsb_client_local_params(q.cl, &cp) || tool_rdv_join(&r, &cp, 30, rdv_idle, NULL) ||
+	    ql_hsb_client_local_params(q.cl, &cp) || ql__rdv_join(&r, &cp, 30, rdv_idle, NULL) ||
 	    ql_hsb_client_connect(q.cl, &hp, NULL))
 		CHILD_FAIL(3, "client: %s", ql_error_detail());
 	for (int i = 0; i < HOT_CALLS && !ret; i++) {
@@ -960,7 +960,7 @@ static int hot_qcs(const char *file, const char *uri)
 		}
 	}
 	(void)resp;
-	tool_rdv_cleanup(&r);
+	ql__rdv_cleanup(&r);
 	ql_hsb_client_destroy(q.cl);
 	ql_device_close(q.dev);
 	return ret;

@@ -28,11 +28,11 @@
 #include <qlink/daemon.h>
 #include <qlink/vppu.h>
 
-#include "rendezvous.h" /* tools/: parameters over pipes, as qlink bench */
+#include "transport/rendezvous.h" /* libqlink.a: parameters over pipes, as qlink bench */
 
 static int write_line(int fd, const char *s)
 {
-	return tool_write_all(fd, s, strlen(s)) || tool_write_all(fd, "\n", 1) ? -1 : 0;
+	return ql__write_all(fd, s, strlen(s)) || ql__write_all(fd, "\n", 1) ? -1 : 0;
 }
 
 /* The daemon process: serve until "stop", then report its counters. A
@@ -54,13 +54,13 @@ static int server(int rfd, int wfd, bool silent)
 	    ql_daemon_create(&dc, ch, &d) || ql_daemon_register(d, ql_demo_parity_function()) ||
 	    ql_verbs_channel_local_params(ch, &sp))
 		return 10;
-	if (tool_send_params(wfd, &sp))
+	if (ql__send_params(wfd, &sp))
 		return 11;
-	if (tool_recv_params(rfd, &cp))
+	if (ql__recv_params(rfd, &cp))
 		return 12;
 	if (ql_verbs_channel_connect(ch, &cp, NULL) || (!silent && ql_daemon_start(d)))
 		return 13;
-	if (tool_read_line(rfd, line, sizeof(line)) < 0)
+	if (ql__read_line(rfd, line, sizeof(line)) < 0)
 		return 14;
 	ql_daemon_stop(d);
 	ql_daemon_stats(d, &st);
@@ -101,13 +101,13 @@ static void connect_peer_mode(struct peer *p, bool silent)
 	close(b[1]);
 	p->to = a[1];
 	p->from = b[0];
-	assert_int_equal(tool_recv_params(p->from, &sp), 0);
+	assert_int_equal(ql__recv_params(p->from, &sp), 0);
 	snprintf(uri, sizeof(uri), "soft+shm://e2e-cli%d", (int)getpid());
 	assert_int_equal(ql_device_open(uri, &p->dev), 0);
 	assert_int_equal(ql_ring_client_create(p->dev, &sp, NULL, &p->cl), 0);
 	assert_int_equal(ql_ring_client_local_params(p->cl, &cp), 0);
 	assert_int_equal(ql_ring_client_connect(p->cl, &sp, NULL), 0);
-	assert_int_equal(tool_send_params(p->to, &cp), 0);
+	assert_int_equal(ql__send_params(p->to, &cp), 0);
 }
 
 static void connect_peer(struct peer *p)
@@ -150,7 +150,7 @@ static void test_calls_checked_and_counted(void **state)
 	assert_int_equal(rep.lost, 0);
 
 	assert_int_equal(write_line(p.to, "stop"), 0);
-	assert_true(tool_read_line(p.from, line, sizeof(line)) > 0);
+	assert_true(ql__read_line(p.from, line, sizeof(line)) > 0);
 	assert_int_equal(sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64, &req, &resp, &ok), 3);
 	assert_int_equal(req, 120000);
 	assert_int_equal(resp, 120000);

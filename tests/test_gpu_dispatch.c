@@ -44,7 +44,7 @@
 #include <qlink/vppu.h>
 
 #include "hotpath.h"
-#include "rendezvous.h" /* tools/: parameters over pipes, as qlink bench */
+#include "transport/rendezvous.h" /* libqlink.a: parameters over pipes, as qlink bench */
 
 /* internal (static library): the soft NIC's engine driven by hand, and one
  * turn of the dispatch body on this thread */
@@ -67,7 +67,7 @@ QL_GPU_FN(axpy, QL_ARG_F32, QL_ARG_F32_ARRAY(8), QL_ARG_I32, QL_RES_F32, QL_RES_
 
 static int write_line(int fd, const char *s)
 {
-	return tool_write_all(fd, s, strlen(s)) || tool_write_all(fd, "\n", 1) ? -1 : 0;
+	return ql__write_all(fd, s, strlen(s)) || ql__write_all(fd, "\n", 1) ? -1 : 0;
 }
 
 static int register_all(struct ql_gpu_dispatcher *d)
@@ -102,11 +102,11 @@ static int server(int rfd, int wfd, enum ql_gpu_mode mode)
 	}
 	if (register_all(d) || ql_gpu_dispatcher_local_params(d, &sp))
 		return 12;
-	if (tool_send_params(wfd, &sp) || tool_recv_params(rfd, &cp))
+	if (ql__send_params(wfd, &sp) || ql__recv_params(rfd, &cp))
 		return 13;
 	if (ql_gpu_dispatcher_connect(d, &cp, NULL) || ql_gpu_dispatcher_start(d))
 		return 14;
-	if (tool_read_line(rfd, line, sizeof(line)) < 0)
+	if (ql__read_line(rfd, line, sizeof(line)) < 0)
 		return 15;
 	if (ql_gpu_dispatcher_stop(d))
 		return 16;
@@ -151,13 +151,13 @@ static void connect_peer(struct peer *p, enum ql_gpu_mode mode)
 	close(b[1]);
 	p->to = a[1];
 	p->from = b[0];
-	assert_int_equal(tool_recv_params(p->from, &sp), 0);
+	assert_int_equal(ql__recv_params(p->from, &sp), 0);
 	snprintf(uri, sizeof(uri), "soft+shm://gpu-cli%d", (int)getpid());
 	assert_int_equal(ql_device_open(uri, &p->dev), 0);
 	assert_int_equal(ql_ring_client_create(p->dev, &sp, NULL, &p->cl), 0);
 	assert_int_equal(ql_ring_client_local_params(p->cl, &cp), 0);
 	assert_int_equal(ql_ring_client_connect(p->cl, &sp, NULL), 0);
-	assert_int_equal(tool_send_params(p->to, &cp), 0);
+	assert_int_equal(ql__send_params(p->to, &cp), 0);
 }
 
 static void close_peer(struct peer *p)
@@ -175,7 +175,7 @@ static void stop_peer(struct peer *p, uint64_t c[10], int *err)
 	int st;
 
 	assert_int_equal(write_line(p->to, "stop"), 0);
-	assert_true(tool_read_line(p->from, line, sizeof(line)) > 0);
+	assert_true(ql__read_line(p->from, line, sizeof(line)) > 0);
 	assert_int_equal(sscanf(line,
 				"%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
 				" %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %d",

@@ -47,7 +47,7 @@
 #include <qlink/vppu.h>
 
 #include "hotpath.h"
-#include "rendezvous.h" /* tools/: parameters over pipes, as qlink bench */
+#include "transport/rendezvous.h" /* libqlink.a: parameters over pipes, as qlink bench */
 
 int ql__soft_mlx5_engine_manual(struct ql_device *d);
 int ql__soft_mlx5_engine_poll(struct ql_device *d);
@@ -68,7 +68,7 @@ static const struct ql_gpu_config gpu_cfg = {
 
 static int write_line(int fd, const char *s)
 {
-	return tool_write_all(fd, s, strlen(s)) || tool_write_all(fd, "\n", 1) ? -1 : 0;
+	return ql__write_all(fd, s, strlen(s)) || ql__write_all(fd, "\n", 1) ? -1 : 0;
 }
 
 static int register_gpu(struct ql_gpu_dispatcher *d)
@@ -99,7 +99,7 @@ static int server(int rfd, int wfd)
 	}
 	if (register_gpu(d) || ql_gpu_dispatcher_local_params(d, &sp))
 		return 12;
-	if (tool_send_params(wfd, &sp) || tool_recv_params(rfd, &cp))
+	if (ql__send_params(wfd, &sp) || ql__recv_params(rfd, &cp))
 		return 13;
 	if (ql_gpu_dispatcher_connect(d, &cp, NULL) || ql_gpu_dispatcher_start(d))
 		return 14;
@@ -109,7 +109,7 @@ static int server(int rfd, int wfd)
 	usleep(20000);
 	if (write_line(wfd, "ready"))
 		return 17;
-	if (tool_read_line(rfd, line, sizeof(line)) < 0)
+	if (ql__read_line(rfd, line, sizeof(line)) < 0)
 		return 15;
 	if (ql_gpu_dispatcher_stop(d))
 		return 16;
@@ -153,7 +153,7 @@ static void test_vppu_across_processes(void **state)
 	}
 	close(a[0]);
 	close(b[1]);
-	assert_int_equal(tool_recv_params(b[0], &sp), 0);
+	assert_int_equal(ql__recv_params(b[0], &sp), 0);
 	assert_int_equal(ql_hsb_params_from_conn(&sp, &hp), 0);
 	assert_int_equal(hp.num_pages, PAGES);
 	assert_int_equal(hp.page_size, PAGE_SIZE);
@@ -164,8 +164,8 @@ static void test_vppu_across_processes(void **state)
 	assert_int_equal(ql_hsb_client_create(dev, &ccfg, &cl), 0);
 	assert_int_equal(ql_hsb_client_local_params(cl, &cp), 0);
 	assert_int_equal(ql_hsb_client_connect(cl, &hp, NULL), 0);
-	assert_int_equal(tool_send_params(a[1], &cp), 0);
-	assert_true(tool_read_line(b[0], line, sizeof(line)) > 0);
+	assert_int_equal(ql__send_params(a[1], &cp), 0);
+	assert_true(ql__read_line(b[0], line, sizeof(line)) > 0);
 	assert_string_equal(line, "ready");
 
 	ql_vppu_client_hsb(&vc, cl);
@@ -188,7 +188,7 @@ static void test_vppu_across_processes(void **state)
 	assert_int_equal(rep.wrong + rep.lost + rep.protocol_errors, 0);
 
 	assert_int_equal(write_line(a[1], "stop"), 0);
-	assert_true(tool_read_line(b[0], line, sizeof(line)) > 0);
+	assert_true(ql__read_line(b[0], line, sizeof(line)) > 0);
 	assert_int_equal(sscanf(line, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64 " %d", &req,
 				&ok, &done, &dropped, &err),
 			 5);

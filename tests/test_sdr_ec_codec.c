@@ -40,8 +40,8 @@ static void stripe_make(struct stripe *s, struct sdr_ec_codec *c, size_t len)
 {
 	unsigned int i;
 
-	s->k = sdr_ec_codec_k(c);
-	s->m = sdr_ec_codec_m(c);
+	s->k = ql__sdr_ec_codec_k(c);
+	s->m = ql__sdr_ec_codec_m(c);
 	s->len = len;
 	for (i = 0; i < s->k + s->m; i++) {
 		s->orig[i] = malloc(len);
@@ -52,7 +52,7 @@ static void stripe_make(struct stripe *s, struct sdr_ec_codec *c, size_t len)
 	for (i = 0; i < s->k; i++)
 		for (size_t b = 0; b < len; b++)
 			s->orig[i][b] = (uint8_t)next();
-	sdr_ec_encode(c, (const uint8_t *const *)s->orig, &s->orig[s->k], len);
+	ql__sdr_ec_encode(c, (const uint8_t *const *)s->orig, &s->orig[s->k], len);
 }
 
 static void stripe_free(struct stripe *s)
@@ -78,7 +78,7 @@ static int try_pattern(struct sdr_ec_codec *c, struct stripe *s, uint64_t presen
 	}
 	for (i = 0; i < s->k; i++)
 		lost += !(present & (1ull << i));
-	rc = sdr_ec_decode(c, present, s->work, s->len);
+	rc = ql__sdr_ec_decode(c, present, s->work, s->len);
 	if (rc >= 0) {
 		assert_int_equal(rc, (int)lost);
 		for (i = 0; i < s->k; i++)
@@ -106,7 +106,7 @@ static void test_every_pattern(void **state)
 		struct stripe s;
 		unsigned int ok = 0, refused = 0;
 
-		assert_int_equal(sdr_ec_codec_create(k, m, 256, &c), 0);
+		assert_int_equal(ql__sdr_ec_codec_create(k, m, 256, &c), 0);
 		stripe_make(&s, c, 256);
 		for (uint64_t p = 0; p < (1ull << n); p++) {
 			int lost = (int)n - __builtin_popcountll(p);
@@ -124,7 +124,7 @@ static void test_every_pattern(void **state)
 		assert_true(ok > 0);
 		assert_true(refused > 0 || n == 2);
 		stripe_free(&s);
-		sdr_ec_codec_destroy(c);
+		ql__sdr_ec_codec_destroy(c);
 	}
 }
 
@@ -140,7 +140,7 @@ static void test_random_patterns(void **state)
 		struct sdr_ec_codec *c;
 		struct stripe s;
 
-		assert_int_equal(sdr_ec_codec_create(k, m, 4096, &c), 0);
+		assert_int_equal(ql__sdr_ec_codec_create(k, m, 4096, &c), 0);
 		stripe_make(&s, c, 4096);
 		for (int it = 0; it < 40; it++) {
 			for (unsigned int lose = 1; lose <= m + 1; lose++) {
@@ -161,7 +161,7 @@ static void test_random_patterns(void **state)
 			}
 		}
 		stripe_free(&s);
-		sdr_ec_codec_destroy(c);
+		ql__sdr_ec_codec_destroy(c);
 	}
 }
 
@@ -173,35 +173,35 @@ static void test_short_and_zero(void **state)
 	struct stripe s;
 	(void)state;
 
-	assert_int_equal(sdr_ec_codec_create(4, 2, 4096, &c), 0);
+	assert_int_equal(ql__sdr_ec_codec_create(4, 2, 4096, &c), 0);
 	stripe_make(&s, c, 37);
 	assert_true(try_pattern(c, &s, 0x3c) >= 0); /* data 0, 1 lost */
 	assert_true(try_pattern(c, &s, 0x35) >= 0); /* 1, 3 lost */
 	assert_int_equal(try_pattern(c, &s, 0x31), -EAGAIN);
 	for (size_t i = 0; i < 4096; i++)
-		assert_int_equal(sdr_ec_codec_zero(c)[i], 0);
-	assert_non_null(sdr_ec_codec_pad(c));
-	assert_int_equal(sdr_ec_codec_chunk(c), 4096);
+		assert_int_equal(ql__sdr_ec_codec_zero(c)[i], 0);
+	assert_non_null(ql__sdr_ec_codec_pad(c));
+	assert_int_equal(ql__sdr_ec_codec_chunk(c), 4096);
 	/* bits beyond k+m and a len over the chunk are refused */
-	assert_int_equal(sdr_ec_decode(c, 1ull << 6 | 0x3f, s.work, 37), -EINVAL);
-	assert_int_equal(sdr_ec_decode(c, 0x3f, s.work, 4097), -EINVAL);
-	assert_int_equal(sdr_ec_decode(c, 0x3f, s.work, 37), 0);
+	assert_int_equal(ql__sdr_ec_decode(c, 1ull << 6 | 0x3f, s.work, 37), -EINVAL);
+	assert_int_equal(ql__sdr_ec_decode(c, 0x3f, s.work, 4097), -EINVAL);
+	assert_int_equal(ql__sdr_ec_decode(c, 0x3f, s.work, 37), 0);
 	stripe_free(&s);
-	sdr_ec_codec_destroy(c);
+	ql__sdr_ec_codec_destroy(c);
 }
 
 static void test_bad_args(void **state)
 {
 	struct sdr_ec_codec *c = (void *)1;
 	(void)state;
-	assert_int_equal(sdr_ec_codec_create(0, 1, 64, &c), -EINVAL);
+	assert_int_equal(ql__sdr_ec_codec_create(0, 1, 64, &c), -EINVAL);
 	assert_null(c);
-	assert_int_equal(sdr_ec_codec_create(1, 0, 64, &c), -EINVAL);
-	assert_int_equal(sdr_ec_codec_create(SDR_EC_K_MAX + 1, 1, 64, &c), -EINVAL);
-	assert_int_equal(sdr_ec_codec_create(1, SDR_EC_M_MAX + 1, 64, &c), -EINVAL);
-	assert_int_equal(sdr_ec_codec_create(4, 2, 0, &c), -EINVAL);
-	assert_int_equal(sdr_ec_codec_create(4, 2, 64, NULL), -EINVAL);
-	sdr_ec_codec_destroy(NULL);
+	assert_int_equal(ql__sdr_ec_codec_create(1, 0, 64, &c), -EINVAL);
+	assert_int_equal(ql__sdr_ec_codec_create(SDR_EC_K_MAX + 1, 1, 64, &c), -EINVAL);
+	assert_int_equal(ql__sdr_ec_codec_create(1, SDR_EC_M_MAX + 1, 64, &c), -EINVAL);
+	assert_int_equal(ql__sdr_ec_codec_create(4, 2, 0, &c), -EINVAL);
+	assert_int_equal(ql__sdr_ec_codec_create(4, 2, 64, NULL), -EINVAL);
+	ql__sdr_ec_codec_destroy(NULL);
 }
 
 static void test_geometry(void **state)
@@ -211,38 +211,38 @@ static void test_geometry(void **state)
 	(void)state;
 
 	/* 1 byte: one chunk, one stripe */
-	assert_int_equal(sdr_ec_geom_init(&g, 1, 4096, 8, 2), 0);
+	assert_int_equal(ql__sdr_ec_geom_init(&g, 1, 4096, 8, 2), 0);
 	assert_int_equal(g.nchunks, 1);
 	assert_int_equal(g.nstripes, 1);
 	assert_int_equal(g.parity_len, 2 * 4096);
 	assert_int_equal(sdr_ec_geom_chunk_len(&g, 0), 1);
 	assert_int_equal(sdr_ec_geom_chunk_len(&g, 1), 0);
 	/* 64 MiB + 1: 16385 chunks, 2049 stripes of 8 */
-	assert_int_equal(sdr_ec_geom_init(&g, (64u << 20) + 1, 4096, 8, 2), 0);
+	assert_int_equal(ql__sdr_ec_geom_init(&g, (64u << 20) + 1, 4096, 8, 2), 0);
 	assert_int_equal(g.nchunks, 16385);
 	assert_int_equal(g.nstripes, 2049);
 	assert_int_equal(g.parity_len, 2049ull * 2 * 4096);
 	assert_int_equal(sdr_ec_geom_chunk_len(&g, 16383), 4096);
 	assert_int_equal(sdr_ec_geom_chunk_len(&g, 16384), 1);
-	assert_int_equal(sdr_ec_parity_room((64u << 20) + 1, 4096, 8, 2), g.parity_len);
+	assert_int_equal(ql__sdr_ec_parity_room((64u << 20) + 1, 4096, 8, 2), g.parity_len);
 	/* parity offsets: first, inside, last byte, one past */
-	assert_int_equal(sdr_ec_geom_parity_at(&g, 0, &st, &j), 0);
+	assert_int_equal(ql__sdr_ec_geom_parity_at(&g, 0, &st, &j), 0);
 	assert_int_equal(st, 0);
 	assert_int_equal(j, 0);
-	assert_int_equal(sdr_ec_geom_parity_at(&g, 4096 * 3 + 100, &st, &j), 0);
+	assert_int_equal(ql__sdr_ec_geom_parity_at(&g, 4096 * 3 + 100, &st, &j), 0);
 	assert_int_equal(st, 1);
 	assert_int_equal(j, 1);
-	assert_int_equal(sdr_ec_geom_parity_at(&g, g.parity_len - 1, &st, &j), 0);
+	assert_int_equal(ql__sdr_ec_geom_parity_at(&g, g.parity_len - 1, &st, &j), 0);
 	assert_int_equal(st, 2048);
 	assert_int_equal(j, 1);
-	assert_int_equal(sdr_ec_geom_parity_at(&g, g.parity_len, &st, &j), -EINVAL);
-	assert_int_equal(sdr_ec_geom_parity_at(&g, UINT64_MAX, &st, &j), -EINVAL);
+	assert_int_equal(ql__sdr_ec_geom_parity_at(&g, g.parity_len, &st, &j), -EINVAL);
+	assert_int_equal(ql__sdr_ec_geom_parity_at(&g, UINT64_MAX, &st, &j), -EINVAL);
 	/* bad geometry */
-	assert_int_equal(sdr_ec_geom_init(&g, 10, 0, 8, 2), -EINVAL);
-	assert_int_equal(sdr_ec_geom_init(&g, 10, 64, 0, 2), -EINVAL);
-	assert_int_equal(sdr_ec_geom_init(&g, 10, 64, 8, 0), -EINVAL);
-	assert_int_equal(sdr_ec_geom_init(&g, UINT64_MAX, 1, 8, 2), -EINVAL);
-	assert_int_equal(sdr_ec_parity_room(10, 0, 8, 2), 0);
+	assert_int_equal(ql__sdr_ec_geom_init(&g, 10, 0, 8, 2), -EINVAL);
+	assert_int_equal(ql__sdr_ec_geom_init(&g, 10, 64, 0, 2), -EINVAL);
+	assert_int_equal(ql__sdr_ec_geom_init(&g, 10, 64, 8, 0), -EINVAL);
+	assert_int_equal(ql__sdr_ec_geom_init(&g, UINT64_MAX, 1, 8, 2), -EINVAL);
+	assert_int_equal(ql__sdr_ec_parity_room(10, 0, 8, 2), 0);
 }
 
 struct hp_arg {
@@ -254,9 +254,9 @@ static int hp_loop(void *arg)
 {
 	struct hp_arg *a = arg;
 	for (int i = 0; i < 50; i++) {
-		sdr_ec_encode(a->c, (const uint8_t *const *)a->s->orig, &a->s->work[a->s->k],
-			      a->s->len);
-		if (sdr_ec_decode(a->c, 0xfcfull, a->s->work, a->s->len) != 2) /* 4, 5 lost */
+		ql__sdr_ec_encode(a->c, (const uint8_t *const *)a->s->orig, &a->s->work[a->s->k],
+				  a->s->len);
+		if (ql__sdr_ec_decode(a->c, 0xfcfull, a->s->work, a->s->len) != 2) /* 4, 5 lost */
 			return -1;
 	}
 	return 0;
@@ -271,7 +271,7 @@ static void test_hot_path(void **state)
 	char why[256] = "";
 	(void)state;
 
-	assert_int_equal(sdr_ec_codec_create(8, 4, 4096, &c), 0);
+	assert_int_equal(ql__sdr_ec_codec_create(8, 4, 4096, &c), 0);
 	stripe_make(&s, c, 4096);
 	for (unsigned int i = 0; i < 8; i++)
 		memcpy(s.work[i], s.orig[i], 4096);
@@ -282,7 +282,7 @@ static void test_hot_path(void **state)
 	for (unsigned int i = 0; i < 8; i++)
 		assert_memory_equal(s.work[i], s.orig[i], 4096);
 	stripe_free(&s);
-	sdr_ec_codec_destroy(c);
+	ql__sdr_ec_codec_destroy(c);
 }
 
 int main(void)

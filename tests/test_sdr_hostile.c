@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * A hostile SDR peer (DESIGN.md "Trust"): raw work requests on the peer's
+ * A hostile SDR peer (docs/design.md "Trust"): raw work requests on the peer's
  * own QPs write packets whose immediate names an id that is not posted, an
  * offset beyond the posted message, a length that does not fit its offset,
  * and duplicates; and send control messages that are short, of unknown

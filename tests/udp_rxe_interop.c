@@ -21,7 +21,7 @@
  * UC SEND, WRITE and WRITE WITH IMMEDIATE, COUNT messages each of sizes
  * cycling through 8, 1000, 4113 and 16387 bytes (up to 17 packets at MTU
  * 1024). A case is: fresh QPs, parameters exchanged through files in DIR
- * (tools/rendezvous.c), the responder arms its memory and receives, the
+ * (src/transport/rendezvous.h), the responder arms its memory and receives, the
  * requester posts everything and checks every completion (status, opcode,
  * wr_id order, length, immediate, READ data, atomic original values), then
  * the responder checks every byte of its region (the messages where they
@@ -83,8 +83,8 @@
 #include <qlink/error.h>
 #include <qlink/verbs.h>
 
-#include "rendezvous.h"
 #include "roce.h" /* src/udp: the soft+udp codec, checked against the kernel's packets */
+#include "transport/rendezvous.h"
 
 #define IX_BUF_LEN (2u << 20) /* the MR: [0, half) the peer's, [half, end) local */
 #define IX_HALF (IX_BUF_LEN / 2)
@@ -212,12 +212,12 @@ static int barrier(int cn, const char *stage, const char *text, char *other, siz
 	snprintf(mine, sizeof(mine), "%s/case-%d.%s.%c", cfg.rdv, cn, stage, cfg.side);
 	snprintf(theirs, sizeof(theirs), "%s/case-%d.%s.%c", cfg.rdv, cn, stage, cfg.other);
 	snprintf(line, sizeof(line), "%s\n", text);
-	ret = tool_rdv_create(mine, line);
+	ret = ql__rdv_create(mine, line);
 	if (ret) {
 		fail("barrier %s: %s", stage, ql_error_detail());
 		return ret;
 	}
-	ret = tool_rdv_wait(theirs, cfg.timeout_s, idle_fn, NULL, line, sizeof(line));
+	ret = ql__rdv_wait(theirs, cfg.timeout_s, idle_fn, NULL, line, sizeof(line));
 	if (ret) {
 		fail("barrier %s: the other side did not come (%s)", stage, ql_error_detail());
 		peer_gone = true;
@@ -737,7 +737,7 @@ static int run_case(const struct ix_case *c)
 	struct ql_qp *qp = NULL;
 	struct ql_conn_params mine, peer;
 	struct ql_qp_connect_opts co;
-	struct tool_rdv rdv;
+	struct ql_rdv rdv;
 	struct ctrs *before = NULL, *after = NULL;
 	char file[4096], other[600], ctrtxt[1024] = "";
 	bool requester = c->req == cfg.side;
@@ -783,12 +783,12 @@ static int run_case(const struct ix_case *c)
 	mine.length = IX_HALF;
 	mine.qp_type = c->type;
 	snprintf(file, sizeof(file), "%s/case-%d.params", cfg.rdv, c->n);
-	tool_rdv_init(&rdv, file);
+	ql__rdv_init(&rdv, file);
 	if (cfg.side == 'a')
-		ret = tool_rdv_offer(&rdv, &mine) ?:
-			      tool_rdv_wait_client(&rdv, cfg.timeout_s, idle_fn, NULL, &peer);
+		ret = ql__rdv_offer(&rdv, &mine) ?:
+			      ql__rdv_wait_client(&rdv, cfg.timeout_s, idle_fn, NULL, &peer);
 	else
-		ret = tool_rdv_wait_server(&rdv, cfg.timeout_s, idle_fn, NULL, &peer);
+		ret = ql__rdv_wait_server(&rdv, cfg.timeout_s, idle_fn, NULL, &peer);
 	if (ret) {
 		fail("rendezvous: %s", ql_error_detail());
 		peer_gone = true;
@@ -803,9 +803,9 @@ static int run_case(const struct ix_case *c)
 		goto out;
 	}
 	if (cfg.side == 'a')
-		ret = tool_rdv_ready(&rdv);
+		ret = ql__rdv_ready(&rdv);
 	else
-		ret = tool_rdv_join(&rdv, &mine, cfg.timeout_s, idle_fn, NULL);
+		ret = ql__rdv_join(&rdv, &mine, cfg.timeout_s, idle_fn, NULL);
 	if (ret) {
 		fail("rendezvous: %s", ql_error_detail());
 		peer_gone = true;

@@ -275,7 +275,7 @@ static void server_report(struct tool_server *srv, int wfd)
 		 "requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64 " errors=%" PRIu64
 		 " dropped=%" PRIu64 "\n",
 		 st.requests, st.responses, st.ok, st.requests - st.ok, st.dropped);
-	tool_write_all(wfd, line, strlen(line));
+	ql__write_all(wfd, line, strlen(line));
 }
 
 /* --transport udp: bind 127.0.0.1 (any port), start polling, then say the
@@ -305,9 +305,9 @@ static int server_udp(const struct bench_opts *o, const struct ql_daemon_config 
 		return 1;
 	}
 	snprintf(line, sizeof(line), "%u\n", ntohs(((const struct sockaddr_in *)&ss)->sin_port));
-	if (tool_write_all(wfd, line, strlen(line)))
+	if (ql__write_all(wfd, line, strlen(line)))
 		ret = -EIO;
-	if (!ret && tool_read_line(rfd, line, sizeof(line)) < 0)
+	if (!ret && ql__read_line(rfd, line, sizeof(line)) < 0)
 		line[0] = '\0';
 	server_report(&srv, wfd);
 	tool_server_close(&srv);
@@ -357,15 +357,15 @@ static int server_gpu(const struct bench_opts *o, int rfd, int wfd)
 			goto out;
 		}
 		line[n++] = '\n';
-		if (tool_write_all(wfd, line, (size_t)n)) {
+		if (ql__write_all(wfd, line, (size_t)n)) {
 			ret = -EIO;
 			goto out;
 		}
-	} else if (tool_send_params(wfd, &sp)) {
+	} else if (ql__send_params(wfd, &sp)) {
 		ret = -EIO;
 		goto out;
 	}
-	if (tool_recv_params(rfd, &cp)) {
+	if (ql__recv_params(rfd, &cp)) {
 		ret = -EIO;
 		goto out;
 	}
@@ -376,7 +376,7 @@ static int server_gpu(const struct bench_opts *o, int rfd, int wfd)
 		tool_fail("bench server", "gpu start", ret);
 		goto out;
 	}
-	if (tool_read_line(rfd, line, sizeof(line)) < 0)
+	if (ql__read_line(rfd, line, sizeof(line)) < 0)
 		line[0] = '\0';
 	ql_gpu_dispatcher_stop(d);
 	ql_gpu_dispatcher_stats(d, &st);
@@ -387,7 +387,7 @@ static int server_gpu(const struct bench_opts *o, int rfd, int wfd)
 		 st.requests - st.ok,
 		 st.handled ? (double)st.handler_cycles_sum / (double)st.handled : 0.0,
 		 st.handler_cycles_max);
-	tool_write_all(wfd, line, strlen(line));
+	ql__write_all(wfd, line, strlen(line));
 out:
 	ql_gpu_dispatcher_destroy(d);
 	if (dev)
@@ -430,11 +430,11 @@ static int server(const struct bench_opts *o, int rfd, int wfd)
 		if (n < 0 || (size_t)n >= sizeof(line) - 1)
 			return 1;
 		line[n++] = '\n';
-		if (tool_write_all(wfd, line, (size_t)n) || tool_recv_params(rfd, &cp))
+		if (ql__write_all(wfd, line, (size_t)n) || ql__recv_params(rfd, &cp))
 			return 1;
 		ret = ql_hsb_channel_connect(srv.ch, &cp, NULL);
 	} else {
-		if (tool_send_params(wfd, &srv.params) || tool_recv_params(rfd, &cp))
+		if (ql__send_params(wfd, &srv.params) || ql__recv_params(rfd, &cp))
 			return 1;
 		ret = ql_verbs_channel_connect(srv.ch, &cp, NULL);
 	}
@@ -445,7 +445,7 @@ static int server(const struct bench_opts *o, int rfd, int wfd)
 		return 1;
 	}
 	/* serve until the client says it is done, then report our counts */
-	if (tool_read_line(rfd, line, sizeof(line)) < 0)
+	if (ql__read_line(rfd, line, sizeof(line)) < 0)
 		line[0] = '\0';
 	server_report(&srv, wfd);
 	tool_server_close(&srv);
@@ -686,7 +686,7 @@ static int bench_fork_server(struct bench *b, struct ql_conn_params *sp)
 		char line[64];
 		uint32_t port;
 
-		if (tool_read_line(b->from_srv, line, sizeof(line)) < 0 ||
+		if (ql__read_line(b->from_srv, line, sizeof(line)) < 0 ||
 		    tool_u32(line, 1, 65535, &port)) {
 			fprintf(stderr, "qlink bench: the daemon process did not start\n");
 			return -EIO;
@@ -697,14 +697,14 @@ static int bench_fork_server(struct bench *b, struct ql_conn_params *sp)
 	if (b->o->hsb) {
 		char line[512];
 
-		if (tool_read_line(b->from_srv, line, sizeof(line)) < 0 ||
+		if (ql__read_line(b->from_srv, line, sizeof(line)) < 0 ||
 		    ql_hsb_params_parse(line, &b->hp)) {
 			fprintf(stderr, "qlink bench: the daemon process did not start\n");
 			return -EIO;
 		}
 		return 0;
 	}
-	if (tool_recv_params(b->from_srv, sp)) {
+	if (ql__recv_params(b->from_srv, sp)) {
 		fprintf(stderr, "qlink bench: the daemon process did not start\n");
 		return -EIO;
 	}
@@ -762,7 +762,7 @@ static int bench_connect(struct bench *b, const struct ql_conn_params *sp)
 		return ret;
 	}
 	if (!b->ctl)
-		return tool_send_params(b->to_srv, &cp) ? -EIO : 0;
+		return ql__send_params(b->to_srv, &cp) ? -EIO : 0;
 	ret = ql_ctl_client_ack(b->ctl, &cp, 1);
 	if (!ret)
 		ret = ql_ctl_client_start(b->ctl);
@@ -840,8 +840,8 @@ static void bench_server_report(struct bench *b, char *srv, size_t len)
 		ql_ctl_client_complete(b->ctl);
 		return;
 	}
-	tool_write_all(b->to_srv, "done\n", 5);
-	if (tool_read_line(b->from_srv, srv, len) < 0)
+	ql__write_all(b->to_srv, "done\n", 5);
+	if (ql__read_line(b->from_srv, srv, len) < 0)
 		snprintf(srv, len, "no report");
 }
 

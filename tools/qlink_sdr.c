@@ -44,7 +44,6 @@
 #include "qlink/sdr.h"
 #include "qlink/sdr_ec.h"
 #include "qlink/verbs.h"
-#include "sdr/sdr_int.h" /* cts_count: the clock starts at the clear-to-send */
 #include "tools.h"
 
 #define CMD "qlink sdr"
@@ -336,7 +335,7 @@ __attribute__((format(printf, 2, 3))) static int sdr_tool_printf(int fd, const c
 	va_end(ap);
 	if (n < 0 || (size_t)n >= sizeof(line))
 		return -1;
-	return tool_write_all(fd, line, (size_t)n);
+	return ql__write_all(fd, line, (size_t)n);
 }
 
 /* Read a line and check it starts with `word` (then a space or its end);
@@ -345,7 +344,7 @@ static int sdr_tool_expect(int fd, const char *word, char *line, size_t len, con
 {
 	size_t w = strlen(word);
 
-	if (tool_read_line(fd, line, len) < 0) {
+	if (ql__read_line(fd, line, len) < 0) {
 		fprintf(stderr, CMD ": the peer went away (waiting for '%s')\n", word);
 		return -1;
 	}
@@ -500,7 +499,7 @@ static int rc_connect(struct rc_side *s, int fd, bool sender)
 		me.rkey = ql_mr_rkey(s->mr);
 		me.length = s->len;
 	}
-	if (tool_send_params(fd, &me) || tool_recv_params(fd, &peer)) {
+	if (ql__send_params(fd, &me) || ql__recv_params(fd, &peer)) {
 		fprintf(stderr, CMD ": exchanging RC parameters with the peer failed\n");
 		return -EPROTO;
 	}
@@ -743,7 +742,7 @@ static int sdrx_send(struct sdr_side *s, uint32_t i, double timeout_s, double *t
 
 	/* the clock starts once the receiver's clear-to-send is here (RC has
 	 * none): completion time is the transfer's, not the CTS's flight */
-	while (s->conn->cts_count == 0) {
+	while (ql_sdr_conn_cts_pending(s->conn) == 0) {
 		if ((rc = sdrx_spin(s, &idle)) || sdr_tool_now() > end) {
 			fprintf(stderr, CMD ": message %" PRIu32 ": no clear-to-send\n", i);
 			return rc ? rc : -ETIMEDOUT;

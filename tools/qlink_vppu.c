@@ -334,40 +334,40 @@ static uint64_t serve_processed(const struct ql_daemon_stats *st)
 static int serve_rdv(struct serve_opts *o)
 {
 	struct tool_server srv = { 0 };
-	struct tool_rdv rdv = { 0 };
+	struct ql_rdv rdv = { 0 };
 	struct ql_conn_params cp;
 	struct ql_daemon_stats st;
 	int ret;
 
-	if (tool_rdv_init(&rdv, o->file)) {
+	if (ql__rdv_init(&rdv, o->file)) {
 		fprintf(stderr, "qlink serve: --params-file: %s\n", ql_error_detail());
 		return 2;
 	}
-	ret = tool_rdv_check_dir(o->file);
+	ret = ql__rdv_check_dir(o->file);
 	if (!ret && o->hsb) {
 		struct ql_hsb_channel_config hc = { .num_pages = o->vc.num_slots,
 						    .page_size = o->vc.slot_size };
 
 		ret = tool_server_open_hsb(&srv, o->uri, &hc, &o->dc);
 		if (!ret)
-			ret = tool_rdv_offer_hsb(&rdv, &srv.hsb_params);
+			ret = ql__rdv_offer_hsb(&rdv, &srv.hsb_params);
 	} else if (!ret) {
 		ret = tool_server_open(&srv, o->uri, &o->vc, &o->dc);
 		if (!ret)
-			ret = tool_rdv_offer(&rdv, &srv.params);
+			ret = ql__rdv_offer(&rdv, &srv.params);
 	}
 	if (ret) {
 		tool_fail("serve", "setup", ret);
 		goto out;
 	}
-	ret = tool_rdv_wait_client(&rdv, o->timeout, rdv_idle, NULL, &cp);
+	ret = ql__rdv_wait_client(&rdv, o->timeout, rdv_idle, NULL, &cp);
 	if (!ret)
 		ret = o->hsb ? ql_hsb_channel_connect(srv.ch, &cp, NULL) :
 			       ql_verbs_channel_connect(srv.ch, &cp, NULL);
 	if (!ret)
 		ret = ql_daemon_start(srv.d);
 	if (!ret)
-		ret = tool_rdv_ready(&rdv);
+		ret = ql__rdv_ready(&rdv);
 	if (ret) {
 		tool_fail("serve", "connecting the client", ret);
 		goto out;
@@ -382,7 +382,7 @@ static int serve_rdv(struct serve_opts *o)
 	ql_daemon_stats(srv.d, &st);
 	serve_counters(&st);
 out:
-	tool_rdv_cleanup(&rdv);
+	ql__rdv_cleanup(&rdv);
 	tool_server_close(&srv);
 	return ret ? 1 : 0;
 }
@@ -610,7 +610,7 @@ static int device_program(void *ctx, const void *bytes, size_t len)
 	if (fd < 0)
 		return ql_error_set(-errno, "cannot write the program to a temporary file: %s",
 				    strerror(errno));
-	ret = tool_write_all(fd, bytes, len);
+	ret = ql__write_all(fd, bytes, len);
 	close(fd);
 	if (!ret) {
 		memset(&diags, 0, sizeof(diags));
@@ -1039,7 +1039,7 @@ struct vppu {
 	struct ql_vppu_client vc;
 	struct ql_ctl_client *ctl;
 	struct ql_program *prog;
-	struct tool_rdv rdv;
+	struct ql_rdv rdv;
 	struct ql_hl_server *hs; /* --hsb-listen: the board's registers */
 };
 
@@ -1078,11 +1078,11 @@ static int vppu_discover(struct vppu *v, struct ql_conn_params *sp)
 			tool_fail("vppu", "discovering the RTH", ret);
 		return ret;
 	}
-	ret = tool_rdv_init(&v->rdv, o->file);
+	ret = ql__rdv_init(&v->rdv, o->file);
 	if (!ret && o->hsb)
-		ret = tool_rdv_wait_server_hsb(&v->rdv, o->timeout, rdv_idle, NULL, &v->hp);
+		ret = ql__rdv_wait_server_hsb(&v->rdv, o->timeout, rdv_idle, NULL, &v->hp);
 	else if (!ret)
-		ret = tool_rdv_wait_server(&v->rdv, o->timeout, rdv_idle, NULL, sp);
+		ret = ql__rdv_wait_server(&v->rdv, o->timeout, rdv_idle, NULL, sp);
 	if (ret)
 		tool_fail("vppu", "reading the server's parameters", ret);
 	return ret;
@@ -1125,7 +1125,7 @@ static int vppu_connect(struct vppu *v, const struct ql_conn_params *sp)
 		if (!ret && !o->device)
 			ret = ql_ctl_client_start(v->ctl);
 	} else if (!ret) {
-		ret = tool_rdv_join(&v->rdv, &cp, o->timeout, rdv_idle, NULL);
+		ret = ql__rdv_join(&v->rdv, &cp, o->timeout, rdv_idle, NULL);
 	}
 	if (ret)
 		tool_fail("vppu", "connecting to the server", ret);
@@ -1264,7 +1264,7 @@ static int vppu_end_session(struct vppu *v)
 
 static void vppu_close(struct vppu *v)
 {
-	tool_rdv_cleanup(&v->rdv);
+	ql__rdv_cleanup(&v->rdv);
 	ql_ring_client_destroy(v->cl);
 	ql_hsb_client_destroy(v->hcl);
 	ql_udp_client_destroy(v->ucl);

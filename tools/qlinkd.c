@@ -18,7 +18,7 @@
  * control plane drives sessions (session_create on DISCOVER,
  * session_connect on ACK, session_destroy on COMPLETE, ABORT or loss);
  * besides it, --params-file runs one session over the same file rendezvous
- * as `qlink serve` (tools/rendezvous.h), so qlinkd can also be driven by
+ * as `qlink serve` (src/transport/rendezvous.h), so qlinkd can also be driven by
  * `qlink vppu --params-file P`.
  *
  * Signals arrive through a signalfd read by the main loop (no work in
@@ -1109,9 +1109,9 @@ static int wait_signal(struct qlinkd *q, int ms)
 	return EV_STOP;
 }
 
-/* The --params-file rendezvous (tools/rendezvous.h); its files are removed
+/* The --params-file rendezvous (src/transport/rendezvous.h); its files are removed
  * when qlinkd exits. */
-static struct tool_rdv params_rdv;
+static struct ql_rdv params_rdv;
 
 static int params_idle(void *ctx)
 {
@@ -1133,22 +1133,22 @@ static int params_rendezvous(struct qlinkd *q, const char *file, double timeout)
 	struct ql_conn_params sp, cp;
 	int ret;
 
-	ret = tool_rdv_init(&params_rdv, file);
+	ret = ql__rdv_init(&params_rdv, file);
 	if (!ret)
-		ret = tool_rdv_check_dir(file);
+		ret = ql__rdv_check_dir(file);
 	if (!ret)
 		ret = session_create(q, qcs_kind(q), NULL, &s, &sp);
 	if (!ret)
-		ret = tool_rdv_offer(&params_rdv, &sp);
+		ret = ql__rdv_offer(&params_rdv, &sp);
 	if (ret)
 		return ret;
 	qlog(QL_LOG_INFO, "session", "waiting for a client", "session=%u params_file=%s", s->id,
 	     file);
-	ret = tool_rdv_wait_client(&params_rdv, timeout, params_idle, q, &cp);
+	ret = ql__rdv_wait_client(&params_rdv, timeout, params_idle, q, &cp);
 	if (!ret)
 		ret = session_connect(s, &cp);
 	if (!ret)
-		ret = tool_rdv_ready(&params_rdv);
+		ret = ql__rdv_ready(&params_rdv);
 	return ret;
 }
 
@@ -1647,7 +1647,7 @@ static int qlinkd_stop(struct qlinkd *q, int ret)
 		for (uint32_t i = 0; i < q->cfg->max_sessions; i++)
 			session_destroy(q->sessions[i]);
 	free(q->sessions);
-	tool_rdv_cleanup(&params_rdv);
+	ql__rdv_cleanup(&params_rdv);
 	if (abandoned_threads(q)) {
 		/* A thread is still inside a handler (past its deadline): the
 		 * plugin's code, the device's memory and the response buffers

@@ -14,7 +14,7 @@
 #include "qlink/hsb.h"
 #include "qlink/udp.h"
 #include "qlink/verbs.h"
-#include "rendezvous.h"
+#include "transport/rendezvous.h"
 
 int tool_int(const char *s, long min, long max, int *out);
 int tool_u32(const char *s, uint64_t min, uint64_t max, uint32_t *out);

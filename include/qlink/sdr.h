@@ -213,6 +213,10 @@ void ql_sdr_conn_stats(const struct ql_sdr_conn *conn, struct ql_sdr_stats *st);
 /* The packet payload size the connection uses (after the handshake: the
  * smaller of the two sides'). */
 uint32_t ql_sdr_conn_mtu(const struct ql_sdr_conn *conn);
+/* The receiver's clear-to-send grants that have arrived and no send has
+ * taken yet: a send posted now starts at once when this is non-zero (a
+ * benchmark starts its clock here). 0 for a connection without CTS. */
+uint32_t ql_sdr_conn_cts_pending(const struct ql_sdr_conn *conn);
 struct ql_sdr_mem *ql_sdr_conn_mem(struct ql_sdr_conn *conn);
 /* The connection's PD: register send buffers on it. */
 struct ql_pd *ql_sdr_conn_pd(struct ql_sdr_conn *conn);

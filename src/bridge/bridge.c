@@ -54,8 +54,8 @@
 #include "qlink/error.h"
 #include "qlink/hsb.h"
 #include "qlink/verbs.h"
-#include "rendezvous.h"
-#include "transport/hsb_int.h"
+#include "transport/hsb_pages.h"
+#include "transport/rendezvous.h"
 
 #define QB_MAGIC 0x716c6272u /* "qlbr": a handle this library made */
 #define QB_BURST 32
@@ -91,7 +91,7 @@ struct qb {
 	uint32_t magic;
 	/* the arguments */
 	char uri[QL_DEVICE_URI_MAX];
-	char params_file[4090]; /* room for ".client" in tool_rdv */
+	char params_file[4090]; /* room for ".client" in ql_rdv */
 	uint32_t num_slots, stride, resp_size;
 	double timeout;
 	bool unified;
@@ -99,7 +99,7 @@ struct qb {
 	struct ql_device *dev;
 	struct ql_channel *ch;
 	struct ql_hsb_params hp;
-	struct tool_rdv rdv;
+	struct ql_rdv rdv;
 	enum qb_state state;
 	int connected; /* atomic: the data path may run */
 	/* the ring CUDA-Q sees */
@@ -535,7 +535,7 @@ static void qb_free(struct qb *b)
 		pthread_join(b->pump, NULL);
 		b->pump_started = false;
 	}
-	tool_rdv_cleanup(&b->rdv);
+	ql__rdv_cleanup(&b->rdv);
 	if (b->ch)
 		ql_channel_destroy(b->ch);
 	if (b->dev)
@@ -592,9 +592,9 @@ static ql_cudaq_status_t qb_create(ql_cudaq_bridge_handle_t *out, int argc, char
 	cc.num_pages = b->num_slots;
 	cc.page_size = b->stride;
 	cc.resp_size = b->resp_size;
-	ret = tool_rdv_init(&b->rdv, b->params_file);
+	ret = ql__rdv_init(&b->rdv, b->params_file);
 	if (!ret)
-		ret = tool_rdv_check_dir(b->params_file);
+		ret = ql__rdv_check_dir(b->params_file);
 	if (ret) {
 		fprintf(stderr, QB_PREFIX "--params-file=%s: %s\n", b->params_file,
 			ql_error_detail());
@@ -618,7 +618,7 @@ static ql_cudaq_status_t qb_create(ql_cudaq_bridge_handle_t *out, int argc, char
 		return QL_CUDAQ_ERR_INTERNAL;
 	}
 	/* the QCS may start now: it waits for FILE.ready before it sends */
-	ret = tool_rdv_offer_hsb(&b->rdv, &b->hp);
+	ret = ql__rdv_offer_hsb(&b->rdv, &b->hp);
 	if (ret) {
 		fprintf(stderr, QB_PREFIX "--params-file=%s: %s\n", b->params_file,
 			ql_error_detail());
@@ -695,11 +695,11 @@ static ql_cudaq_status_t qb_connect(ql_cudaq_bridge_handle_t h)
 	if (b->state == QB_DISCONNECTED)
 		return qb_fail(QL_CUDAQ_ERR_INVALID_ARG,
 			       "connect after disconnect: create a new bridge");
-	ret = tool_rdv_wait_client(&b->rdv, b->timeout, rdv_idle, NULL, &qcs);
+	ret = ql__rdv_wait_client(&b->rdv, b->timeout, rdv_idle, NULL, &qcs);
 	if (!ret)
 		ret = ql_hsb_channel_connect(b->ch, &qcs, NULL);
 	if (!ret)
-		ret = tool_rdv_ready(&b->rdv);
+		ret = ql__rdv_ready(&b->rdv);
 	if (ret) {
 		fprintf(stderr, QB_PREFIX "connect (rendezvous %s): %s\n", b->params_file,
 			ql_error_detail());
@@ -745,7 +745,7 @@ static ql_cudaq_status_t qb_disconnect(ql_cudaq_bridge_handle_t h)
 		pthread_join(b->pump, NULL);
 		b->pump_started = false;
 	}
-	tool_rdv_cleanup(&b->rdv);
+	ql__rdv_cleanup(&b->rdv);
 	n = &b->n;
 	if (n->bad_frames || n->reply_too_big || n->send_failed || n->tx_graph_err || n->tx_bogus ||
 	    b->chan_err)

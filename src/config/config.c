@@ -19,7 +19,6 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "config/yaml.h"
 #include "demo/demo.h"
 #include "qlink/clock.h"
 #include "qlink/dispatcher.h"
@@ -29,6 +28,7 @@
 #include "qlink/ring.h"
 #include "qlink/udp.h"
 #include "qlink/verbs.h"
+#include "yamlfile/yamlfile.h"
 
 struct raw_control {
 	char *address;

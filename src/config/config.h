@@ -12,8 +12,9 @@
  * `qlinkd --check-config FILE` can print `FILE:LINE: message` lines an
  * editor can jump to. docs/qlinkd.md documents every key and default.
  *
- * The diagnostics type (struct ql_diags) is shared with program.h, which
- * loads VPPU programs the same way. qlinkd-private (the qlinkd_private
+ * The diagnostics type (struct ql_diags, yamlfile/diag.h) is shared with
+ * program.h, which loads VPPU programs the same way, and with the endpoint
+ * service's endpoints files. qlinkd-private (the qlinkd_private
  * library, never installed): it describes qlinkd's own file, not an API.
  */
 #ifndef QLINK_CONFIG_H
@@ -24,34 +25,11 @@
 
 #include "qlink/daemon.h"
 #include "qlink/log.h"
+#include "yamlfile/diag.h" /* struct ql_diags */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- diagnostics ------------------------------------------------------- */
-
-#define QL_DIAG_MAX 32
-#define QL_DIAG_MSG_MAX 256
-
-/* One problem in an input file; line is 1-based, 0 when it has none (the
- * file could not be read at all). */
-struct ql_diag {
-	unsigned line;
-	char msg[QL_DIAG_MSG_MAX];
-};
-
-/* The problems found in one file, in the order found; those beyond
- * QL_DIAG_MAX are counted in dropped. */
-struct ql_diags {
-	unsigned count;
-	unsigned dropped;
-	struct ql_diag d[QL_DIAG_MAX];
-};
-
-/* Print each diagnostic as "file:line: msg" (or "file: msg" without a
- * line), one per line, and a "... N more" line if some were dropped. */
-void ql_diags_print(const struct ql_diags *diags, const char *file, FILE *f);
 
 /* ---- the configuration --------------------------------------------------- */
 

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/yaml.h"
 #include "qlink/error.h"
 #include "qlink/rpc.h"
+#include "yamlfile/yamlfile.h"
 
 #define MAX_PAYLOAD (65536u - 64u)
 

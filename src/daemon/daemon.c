@@ -20,7 +20,7 @@
 #include "daemon/daemon_int.h"
 #include "qlink/clock.h"
 #include "qlink/error.h"
-#include "rpc/dispatch_int.h"
+#include "rpc/guarded.h"
 
 #define BUMP(x) __atomic_store_n(&(x), (x) + 1, __ATOMIC_RELAXED)
 #define ADD(x, n) __atomic_store_n(&(x), (x) + (n), __ATOMIC_RELAXED)

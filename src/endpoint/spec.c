@@ -2,16 +2,16 @@
 /*
  * The endpoints specification: built in code (ql_ep_spec_add) or loaded from
  * a YAML file with libcyaml (docs/endpoint.md, "The endpoints file"), with a
- * line number on every problem (config/yaml.c).
+ * line number on every problem (yamlfile/yamlfile.c).
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config/yaml.h"
 #include "endpoint/ep_int.h"
 #include "qlink/error.h"
+#include "yamlfile/yamlfile.h"
 
 static const char *const type_names[] = { NULL, "send", "receive", "write", "read" };
 

@@ -13,7 +13,7 @@
  * buffer; post it as a SEND on the QP's mlx5 send queue (gpu_tx.h); poll
  * the send CQ. The checks, their order and the statuses are those of
  * ql_rpc_dispatch (rpc_table.h) and the daemon's canary: the QCS is
- * untrusted (DESIGN.md "Trust"), nothing it writes is taken on faith.
+ * untrusted (docs/design.md "Trust"), nothing it writes is taken on faith.
  *
  * On the hsb transport (hsb.pages set) the turn takes a receive CQE
  * instead of a ring slot: a frame the QCS wrote with WRITE WITH IMMEDIATE

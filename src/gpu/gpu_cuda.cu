@@ -33,7 +33,7 @@ struct ql__gpu_cuda {
 	struct ql_gpu_body *dbody; /* the body's state on the device */
 };
 
-__global__ void ql_gpu_persistent_kernel(struct ql_gpu_body *gb)
+static __global__ void ql_gpu_persistent_kernel(struct ql_gpu_body *gb)
 {
 	struct ql_gpu_body b = *gb;
 

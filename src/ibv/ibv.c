@@ -397,7 +397,7 @@ static int ibvp_cq_create_flags(struct ql_device *d, int cqe, unsigned int flags
 				struct ql_cq **out)
 {
 	(void)flags; /* QL_CQ_INIT_MLX5, the only one the verbs layer lets by */
-	if (!ibvp_mlx5_supported(to_dev(d)->ctx))
+	if (!ql__ibvp_mlx5_supported(to_dev(d)->ctx))
 		return ql_error_set(-EOPNOTSUPP, "ibv: %s is not an mlx5 device: no mlx5 CQs",
 				    to_dev(d)->name);
 	return ibvp_cq_create(d, cqe, out);
@@ -405,12 +405,12 @@ static int ibvp_cq_create_flags(struct ql_device *d, int cqe, unsigned int flags
 
 static int ibvp_cq_mlx5(struct ql_cq *c, struct ql_mlx5_cq *out)
 {
-	return ibvp_mlx5_cq_view(((struct ibvp_cq *)c)->cq, out);
+	return ql__ibvp_mlx5_cq_view(((struct ibvp_cq *)c)->cq, out);
 }
 
 static int ibvp_qp_mlx5(struct ql_qp *q, struct ql_mlx5_qp *out)
 {
-	return ibvp_mlx5_qp_view(((struct ibvp_qp *)q)->qp, out);
+	return ql__ibvp_mlx5_qp_view(((struct ibvp_qp *)q)->qp, out);
 }
 
 static int ibvp_cq_destroy(struct ql_cq *c)
@@ -449,7 +449,7 @@ static int ibvp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql
 	a.qp_type = ia->qp_type;
 	a.sq_sig_all = ia->sq_sig_all;
 	if (ia->flags & QL_QP_INIT_MLX5)
-		qp->qp = ibvp_mlx5_create_qp(to_dev(p->dev)->ctx, pd->pd, &a);
+		qp->qp = ql__ibvp_mlx5_create_qp(to_dev(p->dev)->ctx, pd->pd, &a);
 	else
 		qp->qp = ibv_create_qp(pd->pd, &a);
 	if (!qp->qp) {

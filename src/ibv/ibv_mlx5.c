@@ -22,13 +22,13 @@
 #ifdef QL_HAVE_MLX5DV
 #include <infiniband/mlx5dv.h>
 
-bool ibvp_mlx5_supported(struct ibv_context *ctx)
+bool ql__ibvp_mlx5_supported(struct ibv_context *ctx)
 {
 	return ctx && ctx->device && mlx5dv_is_supported(ctx->device);
 }
 
-struct ibv_qp *ibvp_mlx5_create_qp(struct ibv_context *ctx, struct ibv_pd *pd,
-				   struct ibv_qp_init_attr *attr)
+struct ibv_qp *ql__ibvp_mlx5_create_qp(struct ibv_context *ctx, struct ibv_pd *pd,
+				       struct ibv_qp_init_attr *attr)
 {
 	struct ibv_qp_init_attr_ex ax;
 	struct mlx5dv_qp_init_attr dv;
@@ -53,7 +53,7 @@ struct ibv_qp *ibvp_mlx5_create_qp(struct ibv_context *ctx, struct ibv_pd *pd,
 	return qp;
 }
 
-int ibvp_mlx5_qp_view(struct ibv_qp *qp, struct ql_mlx5_qp *out)
+int ql__ibvp_mlx5_qp_view(struct ibv_qp *qp, struct ql_mlx5_qp *out)
 {
 	struct mlx5dv_qp dq;
 	struct mlx5dv_obj obj;
@@ -89,7 +89,7 @@ int ibvp_mlx5_qp_view(struct ibv_qp *qp, struct ql_mlx5_qp *out)
 	return 0;
 }
 
-int ibvp_mlx5_cq_view(struct ibv_cq *cq, struct ql_mlx5_cq *out)
+int ql__ibvp_mlx5_cq_view(struct ibv_cq *cq, struct ql_mlx5_cq *out)
 {
 	struct mlx5dv_cq dc;
 	struct mlx5dv_obj obj;
@@ -121,27 +121,27 @@ int ibvp_mlx5_cq_view(struct ibv_cq *cq, struct ql_mlx5_cq *out)
 
 #else /* no <infiniband/mlx5dv.h> at build time */
 
-bool ibvp_mlx5_supported(struct ibv_context *ctx)
+bool ql__ibvp_mlx5_supported(struct ibv_context *ctx)
 {
 	(void)ctx;
 	return false;
 }
 
-struct ibv_qp *ibvp_mlx5_create_qp(struct ibv_context *ctx, struct ibv_pd *pd,
-				   struct ibv_qp_init_attr *attr)
+struct ibv_qp *ql__ibvp_mlx5_create_qp(struct ibv_context *ctx, struct ibv_pd *pd,
+				       struct ibv_qp_init_attr *attr)
 {
 	(void)ctx, (void)pd, (void)attr;
 	errno = EOPNOTSUPP;
 	return NULL;
 }
 
-int ibvp_mlx5_qp_view(struct ibv_qp *qp, struct ql_mlx5_qp *out)
+int ql__ibvp_mlx5_qp_view(struct ibv_qp *qp, struct ql_mlx5_qp *out)
 {
 	(void)qp, (void)out;
 	return ql_error_set(-EOPNOTSUPP, "ibv: built without <infiniband/mlx5dv.h>");
 }
 
-int ibvp_mlx5_cq_view(struct ibv_cq *cq, struct ql_mlx5_cq *out)
+int ql__ibvp_mlx5_cq_view(struct ibv_cq *cq, struct ql_mlx5_cq *out)
 {
 	(void)cq, (void)out;
 	return ql_error_set(-EOPNOTSUPP, "ibv: built without <infiniband/mlx5dv.h>");

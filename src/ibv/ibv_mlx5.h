@@ -18,13 +18,13 @@
 #define IBVP_HIDDEN __attribute__((visibility("hidden")))
 
 /* Whether the device's libibverbs provider is mlx5. */
-IBVP_HIDDEN bool ibvp_mlx5_supported(struct ibv_context *ctx);
+IBVP_HIDDEN bool ql__ibvp_mlx5_supported(struct ibv_context *ctx);
 /* ibv_create_qp for a QP driven through qlink/mlx5.h: scatter-to-CQE off
  * (received payloads always land in the receive buffer). NULL with errno. */
-IBVP_HIDDEN struct ibv_qp *ibvp_mlx5_create_qp(struct ibv_context *ctx, struct ibv_pd *pd,
-					       struct ibv_qp_init_attr *attr);
+IBVP_HIDDEN struct ibv_qp *ql__ibvp_mlx5_create_qp(struct ibv_context *ctx, struct ibv_pd *pd,
+						   struct ibv_qp_init_attr *attr);
 /* The queues of a fresh QP/CQ as qlink/mlx5.h views (counts 0). */
-IBVP_HIDDEN int ibvp_mlx5_qp_view(struct ibv_qp *qp, struct ql_mlx5_qp *out);
-IBVP_HIDDEN int ibvp_mlx5_cq_view(struct ibv_cq *cq, struct ql_mlx5_cq *out);
+IBVP_HIDDEN int ql__ibvp_mlx5_qp_view(struct ibv_qp *qp, struct ql_mlx5_qp *out);
+IBVP_HIDDEN int ql__ibvp_mlx5_cq_view(struct ibv_cq *cq, struct ql_mlx5_cq *out);
 
 #endif

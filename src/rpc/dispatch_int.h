@@ -1,33 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The dispatch step as the daemon runs it (internal to libqlink): the same
- * checks as ql_rpc_dispatch, plus what a dispatcher needs to contain a
- * handler it cannot trust.
+ * rpc internals, private to the rpc module. What the daemon may use (the
+ * guarded dispatch step) is in rpc/guarded.h.
  */
 #ifndef QL_RPC_DISPATCH_INT_H
 #define QL_RPC_DISPATCH_INT_H
 
-#include <stdbool.h>
-
-#include "qlink/rpc.h"
-
-/* Bytes the caller leaves writable past resp_cap for the canary. */
-#define QL__RPC_CANARY_SIZE 8
-
-/*
- * ql_rpc_dispatch, and besides:
- * - just before the handler runs, its name is stored (relaxed) in *cur_name,
- *   so a watchdog or a crash report can say which function is running;
- * - a canary is written right past the handler's output capacity (for a
- *   typed function past its declared results, for a raw or frame one at
- *   resp_cap)
- *   and checked when it returns: a handler that wrote over it gets status
- *   QL_RPC_E_INTERNAL (kind QL_RPC_ERR_INTERNAL) and *overrun is set.
- * resp must have QL__RPC_CANARY_SIZE writable bytes after resp_cap.
- */
-int32_t ql__rpc_dispatch_guarded(const struct ql_rpc_table *t, const uint8_t *msg, size_t msg_len,
-				 uint8_t *resp, size_t resp_cap, size_t *resp_len,
-				 struct ql_rpc_dispatch_info *info, const char **cur_name,
-				 bool *overrun);
+#include "rpc/guarded.h"
 
 #endif

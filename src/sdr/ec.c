@@ -33,7 +33,7 @@ struct sdr_ec_codec {
 	uint8_t *pad;  /* chunk bytes of scratch */
 };
 
-int sdr_ec_codec_create(unsigned int k, unsigned int m, size_t chunk, struct sdr_ec_codec **out)
+int ql__sdr_ec_codec_create(unsigned int k, unsigned int m, size_t chunk, struct sdr_ec_codec **out)
 {
 	struct sdr_ec_codec *c;
 
@@ -54,7 +54,7 @@ int sdr_ec_codec_create(unsigned int k, unsigned int m, size_t chunk, struct sdr
 	c->zero = calloc(1, chunk);
 	c->pad = calloc(1, chunk);
 	if (!c->zero || !c->pad) {
-		sdr_ec_codec_destroy(c);
+		ql__sdr_ec_codec_destroy(c);
 		return ql_error_set(-ENOMEM, "sdr ec: out of memory for %zu-byte chunks", chunk);
 	}
 	/* Cauchy rather than ISA-L's Vandermonde-style gf_gen_rs_matrix: every
@@ -66,7 +66,7 @@ int sdr_ec_codec_create(unsigned int k, unsigned int m, size_t chunk, struct sdr
 	return 0;
 }
 
-void sdr_ec_codec_destroy(struct sdr_ec_codec *c)
+void ql__sdr_ec_codec_destroy(struct sdr_ec_codec *c)
 {
 	if (!c)
 		return;
@@ -75,33 +75,33 @@ void sdr_ec_codec_destroy(struct sdr_ec_codec *c)
 	free(c);
 }
 
-unsigned int sdr_ec_codec_k(const struct sdr_ec_codec *c)
+unsigned int ql__sdr_ec_codec_k(const struct sdr_ec_codec *c)
 {
 	return c->k;
 }
 
-unsigned int sdr_ec_codec_m(const struct sdr_ec_codec *c)
+unsigned int ql__sdr_ec_codec_m(const struct sdr_ec_codec *c)
 {
 	return c->m;
 }
 
-size_t sdr_ec_codec_chunk(const struct sdr_ec_codec *c)
+size_t ql__sdr_ec_codec_chunk(const struct sdr_ec_codec *c)
 {
 	return c->chunk;
 }
 
-const uint8_t *sdr_ec_codec_zero(const struct sdr_ec_codec *c)
+const uint8_t *ql__sdr_ec_codec_zero(const struct sdr_ec_codec *c)
 {
 	return c->zero;
 }
 
-uint8_t *sdr_ec_codec_pad(struct sdr_ec_codec *c)
+uint8_t *ql__sdr_ec_codec_pad(struct sdr_ec_codec *c)
 {
 	return c->pad;
 }
 
-void sdr_ec_encode(struct sdr_ec_codec *c, const uint8_t *const *data, uint8_t *const *parity,
-		   size_t len)
+void ql__sdr_ec_encode(struct sdr_ec_codec *c, const uint8_t *const *data, uint8_t *const *parity,
+		       size_t len)
 {
 	unsigned int i;
 
@@ -115,7 +115,7 @@ void sdr_ec_encode(struct sdr_ec_codec *c, const uint8_t *const *data, uint8_t *
 	ec_encode_data((int)len, (int)c->k, (int)c->m, c->enc_tbls, c->srcs, c->outs);
 }
 
-int sdr_ec_decode(struct sdr_ec_codec *c, uint64_t present, uint8_t *const *chunks, size_t len)
+int ql__sdr_ec_decode(struct sdr_ec_codec *c, uint64_t present, uint8_t *const *chunks, size_t len)
 {
 	unsigned int n = c->k + c->m, k = c->k, i, j, got = 0, nerr = 0;
 	uint8_t missing[SDR_EC_M_MAX];
@@ -156,7 +156,8 @@ int sdr_ec_decode(struct sdr_ec_codec *c, uint64_t present, uint8_t *const *chun
 
 /* ---- geometry -------------------------------------------------------- */
 
-int sdr_ec_geom_init(struct sdr_ec_geom *g, uint64_t len, uint32_t chunk, uint32_t k, uint32_t m)
+int ql__sdr_ec_geom_init(struct sdr_ec_geom *g, uint64_t len, uint32_t chunk, uint32_t k,
+			 uint32_t m)
 {
 	uint64_t nchunks, nstripes;
 
@@ -180,17 +181,17 @@ int sdr_ec_geom_init(struct sdr_ec_geom *g, uint64_t len, uint32_t chunk, uint32
 	return 0;
 }
 
-uint64_t sdr_ec_parity_room(uint64_t max_len, uint32_t chunk, uint32_t k, uint32_t m)
+uint64_t ql__sdr_ec_parity_room(uint64_t max_len, uint32_t chunk, uint32_t k, uint32_t m)
 {
 	struct sdr_ec_geom g;
 
-	if (sdr_ec_geom_init(&g, max_len, chunk, k, m) != 0)
+	if (ql__sdr_ec_geom_init(&g, max_len, chunk, k, m) != 0)
 		return 0;
 	return g.parity_len;
 }
 
-int sdr_ec_geom_parity_at(const struct sdr_ec_geom *g, uint64_t parity_off, uint32_t *stripe,
-			  uint32_t *j)
+int ql__sdr_ec_geom_parity_at(const struct sdr_ec_geom *g, uint64_t parity_off, uint32_t *stripe,
+			      uint32_t *j)
 {
 	uint64_t c;
 
@@ -214,7 +215,7 @@ uint64_t ql_sdr_ec_parity_size(uint64_t max_msg_size, uint32_t k, uint32_t m)
 		return 0;
 	/* the rounding of the last stripe depends on the MTU: take the worst */
 	for (uint32_t mtu = 64; mtu <= 4096; mtu *= 2) {
-		p = sdr_ec_parity_room(max_msg_size, mtu, k, m);
+		p = ql__sdr_ec_parity_room(max_msg_size, mtu, k, m);
 		if (p > worst)
 			worst = p;
 	}
@@ -290,7 +291,7 @@ static int ec_conn_init(struct ql_sdr_conn *c)
 	e->k = c->cfg.ec_data ? c->cfg.ec_data : QL_SDR_EC_DATA_DEFAULT;
 	e->m = c->cfg.ec_parity ? c->cfg.ec_parity : QL_SDR_EC_PARITY_DEFAULT;
 	e->mtu = c->mtu;
-	rc = sdr_ec_codec_create(e->k, e->m, c->mtu, &e->codec);
+	rc = ql__sdr_ec_codec_create(e->k, e->m, c->mtu, &e->codec);
 	if (rc == -ENOMEM) {
 		free(e);
 		return rc;
@@ -309,7 +310,7 @@ static void ec_conn_fini(struct ql_sdr_conn *c)
 
 	if (!e)
 		return;
-	sdr_ec_codec_destroy(e->codec);
+	ql__sdr_ec_codec_destroy(e->codec);
 	free(e);
 	c->ops_state[QL_SDR_REL_EC] = NULL;
 }
@@ -341,12 +342,12 @@ static int ec_tx_start(struct ql_sdr_send *tx)
 			uint32_t len;
 
 			if (p >= tx->ndata) {
-				e->data[i] = sdr_ec_codec_zero(e->codec);
+				e->data[i] = ql__sdr_ec_codec_zero(e->codec);
 				continue;
 			}
 			len = ql_sdr__pkt_len(c, tx->len, tx->ndata, p);
 			if (len < e->mtu) { /* the tail, zero-padded */
-				uint8_t *pad = sdr_ec_codec_pad(e->codec);
+				uint8_t *pad = ql__sdr_ec_codec_pad(e->codec);
 
 				memcpy(pad, ql_sdr__tx_pkt_addr(tx, p), len);
 				memset(pad + len, 0, e->mtu - len);
@@ -357,7 +358,7 @@ static int ec_tx_start(struct ql_sdr_send *tx)
 		}
 		for (i = 0; i < e->m; i++)
 			e->parity[i] = ql_sdr__tx_pkt_addr(tx, tx->ndata + s * e->m + i);
-		sdr_ec_encode(e->codec, e->data, e->parity, e->mtu);
+		ql__sdr_ec_encode(e->codec, e->data, e->parity, e->mtu);
 	}
 	/* data first, then parity: selective repeat's start queues all */
 	if (ql_sdr_ops_sr.tx_start)
@@ -400,8 +401,9 @@ static void ec_try_stripe(struct ql_sdr_recv *rx, struct ec_state *e, uint32_t s
 		} else {
 			missing++;
 		}
-		e->chunks[i] = p >= rx->ndata ? (uint8_t *)(uintptr_t)sdr_ec_codec_zero(e->codec) :
-						ql_sdr__rx_pkt_addr(rx, p);
+		e->chunks[i] = p >= rx->ndata ?
+				       (uint8_t *)(uintptr_t)ql__sdr_ec_codec_zero(e->codec) :
+				       ql_sdr__rx_pkt_addr(rx, p);
 	}
 	if (!missing)
 		return;
@@ -416,7 +418,7 @@ static void ec_try_stripe(struct ql_sdr_recv *rx, struct ec_state *e, uint32_t s
 	}
 	if (present < e->k)
 		return;
-	rc = sdr_ec_decode(e->codec, mask, e->chunks, e->mtu);
+	rc = ql__sdr_ec_decode(e->codec, mask, e->chunks, e->mtu);
 	if (rc <= 0)
 		return;
 	/* the rebuilt packets count as arrived: bits, chunks, completion */

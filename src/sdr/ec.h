@@ -37,20 +37,21 @@ struct sdr_ec_codec;
  * encoding and decoding will need (tables, inversion scratch, a zero chunk
  * and a padding chunk): the calls below never allocate. -EINVAL (with a
  * detail) for bad sizes, -ENOMEM. */
-int sdr_ec_codec_create(unsigned int k, unsigned int m, size_t chunk, struct sdr_ec_codec **out);
-void sdr_ec_codec_destroy(struct sdr_ec_codec *c);
-unsigned int sdr_ec_codec_k(const struct sdr_ec_codec *c);
-unsigned int sdr_ec_codec_m(const struct sdr_ec_codec *c);
-size_t sdr_ec_codec_chunk(const struct sdr_ec_codec *c);
+int ql__sdr_ec_codec_create(unsigned int k, unsigned int m, size_t chunk,
+			    struct sdr_ec_codec **out);
+void ql__sdr_ec_codec_destroy(struct sdr_ec_codec *c);
+unsigned int ql__sdr_ec_codec_k(const struct sdr_ec_codec *c);
+unsigned int ql__sdr_ec_codec_m(const struct sdr_ec_codec *c);
+size_t ql__sdr_ec_codec_chunk(const struct sdr_ec_codec *c);
 /* A chunk of zeros (stands for data chunks past a message's end) and a
  * chunk-sized scratch buffer (a partial last chunk, zero-padded). */
-const uint8_t *sdr_ec_codec_zero(const struct sdr_ec_codec *c);
-uint8_t *sdr_ec_codec_pad(struct sdr_ec_codec *c);
+const uint8_t *ql__sdr_ec_codec_zero(const struct sdr_ec_codec *c);
+uint8_t *ql__sdr_ec_codec_pad(struct sdr_ec_codec *c);
 
 /* parity[j] (j < m) = the j-th parity chunk of data[0..k-1], `len` bytes
  * each (len <= chunk). */
-void sdr_ec_encode(struct sdr_ec_codec *c, const uint8_t *const *data, uint8_t *const *parity,
-		   size_t len);
+void ql__sdr_ec_encode(struct sdr_ec_codec *c, const uint8_t *const *data, uint8_t *const *parity,
+		       size_t len);
 
 /* Rebuild the data chunks of one stripe. chunks[0..k-1] are the data
  * chunks, chunks[k..k+m-1] the parity chunks, `len` bytes each; bit i of
@@ -59,7 +60,7 @@ void sdr_ec_encode(struct sdr_ec_codec *c, const uint8_t *const *data, uint8_t *
  * rebuilt (0 when none was missing), -EAGAIN when fewer than k chunks are
  * present (nothing written), -EINVAL for bits beyond k + m or a len over
  * the chunk size. Never allocates. */
-int sdr_ec_decode(struct sdr_ec_codec *c, uint64_t present, uint8_t *const *chunks, size_t len);
+int ql__sdr_ec_decode(struct sdr_ec_codec *c, uint64_t present, uint8_t *const *chunks, size_t len);
 
 /* ---- the stripe geometry of one message ------------------------------ */
 
@@ -78,7 +79,8 @@ struct sdr_ec_geom {
 };
 
 /* 0, or -EINVAL for a zero chunk/k/m or sizes whose products overflow. */
-int sdr_ec_geom_init(struct sdr_ec_geom *g, uint64_t len, uint32_t chunk, uint32_t k, uint32_t m);
+int ql__sdr_ec_geom_init(struct sdr_ec_geom *g, uint64_t len, uint32_t chunk, uint32_t k,
+			 uint32_t m);
 /* Bytes of data chunk i (chunk, or the short tail of the last one). */
 static inline uint32_t sdr_ec_geom_chunk_len(const struct sdr_ec_geom *g, uint32_t i)
 {
@@ -88,13 +90,13 @@ static inline uint32_t sdr_ec_geom_chunk_len(const struct sdr_ec_geom *g, uint32
 	return g->len - off < g->chunk ? (uint32_t)(g->len - off) : g->chunk;
 }
 /* Parity region bytes a slot needs for messages up to max_len. */
-uint64_t sdr_ec_parity_room(uint64_t max_len, uint32_t chunk, uint32_t k, uint32_t m);
+uint64_t ql__sdr_ec_parity_room(uint64_t max_len, uint32_t chunk, uint32_t k, uint32_t m);
 
 /* The parity chunk a byte offset of the parity region falls in: 0 with
  * *stripe and *j set, or -EINVAL when it lies beyond the parity this message
  * has (nstripes * m chunks). A receiver checks every parity packet with this
  * against the geometry of the message it posted. */
-int sdr_ec_geom_parity_at(const struct sdr_ec_geom *g, uint64_t parity_off, uint32_t *stripe,
-			  uint32_t *j);
+int ql__sdr_ec_geom_parity_at(const struct sdr_ec_geom *g, uint64_t parity_off, uint32_t *stripe,
+			      uint32_t *j);
 
 #endif

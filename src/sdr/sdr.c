@@ -26,11 +26,7 @@ const struct ql_sdr_ops *ql_sdr_ops_table(enum ql_sdr_rel rel)
 	case QL_SDR_REL_SR:
 		return &ql_sdr_ops_sr;
 	case QL_SDR_REL_EC:
-#ifdef QLINK_SDR_EC
 		return &ql_sdr_ops_ec;
-#else
-		return NULL;
-#endif
 	default:
 		return NULL;
 	}
@@ -859,7 +855,7 @@ uint32_t ql_sdr__rx_missing_count(const struct ql_sdr_recv *rx, uint32_t limit)
 }
 
 /* One receive completion of the data QP: validated against what this side
- * posted, never against what the packet claims (DESIGN.md "Trust"). */
+ * posted, never against what the packet claims (docs/design.md "Trust"). */
 static void rx_packet(struct ql_sdr_conn *c, const struct ibv_wc *wc, uint64_t now)
 {
 	uint32_t id, pkt, user;

@@ -198,11 +198,9 @@ struct ql_sdr_ops {
 
 extern const struct ql_sdr_ops ql_sdr_ops_none;
 extern const struct ql_sdr_ops ql_sdr_ops_sr;
-/* sdrec's (src/sdr/ec.c): src/CMakeLists.txt builds it, and defines
- * QLINK_SDR_EC for sdr.c, when the file exists; until then EC posts fail
- * with -EOPNOTSUPP. */
+/* sdrec's (src/sdr/ec.c) */
 extern const struct ql_sdr_ops ql_sdr_ops_ec;
-/* The table of a scheme, NULL when not built in. */
+/* The table of a scheme, NULL for a value that names none. */
 const struct ql_sdr_ops *ql_sdr_ops_table(enum ql_sdr_rel rel);
 
 /* ---- the connection ---------------------------------------------------- */

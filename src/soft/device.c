@@ -168,13 +168,13 @@ static int soft_open(const char *uri, const char *scheme, const char *rest_q,
 			-EINVAL,
 			"'%s': soft+shm device names are 1-%d characters of [A-Za-z0-9_.-]", uri,
 			QL_DEVICE_NAME_MAX - 1);
-	ret = soft_heap_get(&heap);
+	ret = ql__soft_heap_get(&heap);
 	if (ret)
 		return ret;
 	dev = calloc(1, sizeof(*dev));
 	if (!dev)
 		return -ENOMEM;
-	dev->sh = soft_heap_alloc(sizeof(*dev->sh), SOFT_CACHELINE);
+	dev->sh = ql__soft_heap_alloc(sizeof(*dev->sh), SOFT_CACHELINE);
 	if (!dev->sh) {
 		ret = ql_error_set(-ENOMEM, "soft: shared heap exhausted (QLINK_SOFT_HEAP_SIZE)");
 		goto err_dev;
@@ -187,7 +187,7 @@ static int soft_open(const char *uri, const char *scheme, const char *rest_q,
 	dev->sh->wire = w;
 	snprintf(dev->sh->name, sizeof(dev->sh->name), "%s", rest);
 	atomic_store(&dev->sh->open, 1);
-	ret = soft_heap_register_dev(dev->sh, &dev->mr_priv);
+	ret = ql__soft_heap_register_dev(dev->sh, &dev->mr_priv);
 	if (ret)
 		goto err_sh;
 
@@ -218,7 +218,7 @@ static int soft_open(const char *uri, const char *scheme, const char *rest_q,
 	*out = &dev->base;
 	return 0;
 err_sh:
-	soft_heap_free(dev->sh);
+	ql__soft_heap_free(dev->sh);
 err_dev:
 	free(dev);
 	return ret;
@@ -230,9 +230,9 @@ static int soft_close(struct ql_device *d)
 
 	/* the verbs layer has checked that no PD or CQ is left */
 	atomic_store(&dev->sh->open, 0);
-	soft_engine_free(dev);
-	soft_heap_unregister_dev(dev->sh);
-	soft_heap_free(dev->sh);
+	ql__soft_engine_free(dev);
+	ql__soft_heap_unregister_dev(dev->sh);
+	ql__soft_heap_free(dev->sh);
 	pthread_mutex_destroy(&dev->lock);
 	free(dev);
 	return 0;
@@ -360,7 +360,7 @@ static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 		return ql_error_set(-EOPNOTSUPP,
 				    "ql_mr_reg: access flags 0x%x not supported by soft",
 				    access & ~known);
-	in_heap = soft_heap_contains(addr, length);
+	in_heap = ql__soft_heap_contains(addr, length);
 	if (dev->wire == SOFT_WIRE_SHM && (access & remote) && !in_heap)
 		return ql_error_set(-EINVAL,
 				    "soft+shm: memory for remote access must come from "
@@ -435,11 +435,11 @@ static int soft_mr_dereg(struct ql_mr *m)
 	bool overlap = false;
 
 	/* the engine's queues are read below: not while it drives them */
-	soft_engine_park(dev);
+	ql__soft_engine_park(dev);
 	pthread_mutex_lock(&dev->lock);
-	if (soft_mr_referenced(dev, m->lkey)) {
+	if (ql__soft_mr_referenced(dev, m->lkey)) {
 		pthread_mutex_unlock(&dev->lock);
-		soft_engine_unpark(dev);
+		ql__soft_engine_unpark(dev);
 		return ql_error_set(-EBUSY, "soft: MR lkey 0x%x is named by a posted work request",
 				    m->lkey);
 	}
@@ -456,9 +456,9 @@ static int soft_mr_dereg(struct ql_mr *m)
 			  (uint8_t *)m->addr < (uint8_t *)o->base.addr + o->base.length;
 	}
 	pthread_mutex_unlock(&dev->lock);
-	soft_engine_unpark(dev);
+	ql__soft_engine_unpark(dev);
 	/* Like a NIC's dereg: once this returns no peer still writes here. */
-	soft_dev_wait_peers(dev);
+	ql__soft_dev_wait_peers(dev);
 	if (mr->pinned && !overlap) {
 		uintptr_t pa = (uintptr_t)m->addr & ~(uintptr_t)4095;
 
@@ -492,7 +492,7 @@ static int soft_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 		free(cq);
 		return -ENOMEM;
 	}
-	cq->base.head.ops = &soft_cq_ops;
+	cq->base.head.ops = &ql__soft_cq_ops;
 	cq->base.dev = d;
 	cq->base.cqe = cqe;
 	cq->dev = dev;
@@ -518,7 +518,7 @@ static int soft_cq_create_flags(struct ql_device *d, int cqe, unsigned int flags
 		return ret;
 	while (cnt < (uint32_t)cqe)
 		cnt <<= 1;
-	ret = soft_mlx5_cq_attach((struct soft_cq *)*out, cnt);
+	ret = ql__soft_mlx5_cq_attach((struct soft_cq *)*out, cnt);
 	if (ret) {
 		soft_cq_destroy(*out);
 		return ret;
@@ -537,7 +537,7 @@ static int soft_cq_destroy(struct ql_cq *c)
 		return ql_error_set(-EBUSY, "soft: CQ still used by %u QPs", cq->nrefs);
 	}
 	pthread_mutex_unlock(&dev->lock);
-	soft_mlx5_cq_detach(cq);
+	ql__soft_mlx5_cq_detach(cq);
 	free(cq->ring);
 	free(cq->rq_qps);
 	free(cq->pending);
@@ -556,13 +556,13 @@ static const struct ql_device_ops soft_device_ops = {
 	.mr_dereg = soft_mr_dereg,
 	.cq_create = soft_cq_create,
 	.cq_destroy = soft_cq_destroy,
-	.qp_create = soft_qp_create,
-	.qp_destroy = soft_qp_destroy,
-	.qp_modify = soft_qp_modify,
-	.qp_query = soft_qp_query,
+	.qp_create = ql__soft_qp_create,
+	.qp_destroy = ql__soft_qp_destroy,
+	.qp_modify = ql__soft_qp_modify,
+	.qp_query = ql__soft_qp_query,
 	.cq_create_flags = soft_cq_create_flags,
-	.qp_mlx5 = soft_mlx5_qp_view,
-	.cq_mlx5 = soft_mlx5_cq_view,
+	.qp_mlx5 = ql__soft_mlx5_qp_view,
+	.cq_mlx5 = ql__soft_mlx5_cq_view,
 };
 
 /* ---- the provider: schemes, listing, memory ----------------------------- */
@@ -588,7 +588,7 @@ static int soft_mem_alloc(struct ql_pd *pd, size_t length, void **addr)
 	void *p;
 
 	if (soft_mem_in_heap(pd)) {
-		p = soft_heap_alloc(length, 4096);
+		p = ql__soft_heap_alloc(length, 4096);
 		if (!p)
 			return ql_error_set(-ENOMEM,
 					    "soft: %zu bytes not available in the shared heap "
@@ -607,7 +607,7 @@ static int soft_mem_alloc(struct ql_pd *pd, size_t length, void **addr)
 static void soft_mem_free(struct ql_pd *pd, void *addr, size_t length)
 {
 	if (soft_mem_in_heap(pd))
-		soft_heap_free(addr);
+		ql__soft_heap_free(addr);
 	else
 		munmap(addr, length);
 }

@@ -59,12 +59,12 @@ static inline void cq_push(struct soft_qp *qp, uint64_t sq_idx, uint64_t wr_id,
 static void sq_unlist(struct soft_qp *qp)
 {
 	if (qp->pending_listed) {
-		soft_cq_list_del(qp->send_cq->pending, &qp->send_cq->n_pending, qp);
+		ql__soft_cq_list_del(qp->send_cq->pending, &qp->send_cq->n_pending, qp);
 		qp->pending_listed = false;
 	}
 }
 
-void soft_sq_flush(struct soft_qp *qp)
+void ql__soft_sq_flush(struct soft_qp *qp)
 {
 	for (uint64_t i = qp->sq_exec; i < qp->sq_pi; i++) {
 		struct soft_swqe *w = &qp->sq[i & qp->sq_mask];
@@ -81,15 +81,16 @@ void soft_sq_flush(struct soft_qp *qp)
 static void after_error(struct soft_qp *qp)
 {
 	if (qp->need_err || qp->type == IBV_QPT_RC) {
-		soft_qp_enter_err(qp);
+		ql__soft_qp_enter_err(qp);
 	} else {
 		/* UC: a send-side error stops the send queue only (SQE). */
-		soft_qp_set_state(qp, IBV_QPS_SQE);
-		soft_sq_flush(qp);
+		ql__soft_qp_set_state(qp, IBV_QPS_SQE);
+		ql__soft_sq_flush(qp);
 	}
 }
 
-void soft_sq_fail(struct soft_qp *qp, uint64_t wr_id, enum ibv_wc_status st, enum ibv_wc_opcode op)
+void ql__soft_sq_fail(struct soft_qp *qp, uint64_t wr_id, enum ibv_wc_status st,
+		      enum ibv_wc_opcode op)
 {
 	const uint64_t idx = qp->sq_pi++;
 
@@ -329,7 +330,7 @@ static __attribute__((noinline)) bool mx_recv_wait(struct soft_qp *qp)
 }
 
 /* Claim the next receive WQE of the peer, in the receive queue geometry we
- * validated at connect time (soft_qp_latch_peer_rq): head and tail are the
+ * validated at connect time (ql__soft_qp_latch_peer_rq): head and tail are the
  * peer's numbers, but any value of them selects a slot inside that queue. */
 enum { CLAIM_OK, CLAIM_RNR, CLAIM_BUSY, CLAIM_BAD };
 
@@ -762,7 +763,7 @@ static inline uint64_t splitmix64(uint64_t x)
 /* Stateless but for one counter, so QPs of one device in several threads
  * draw without a lock: message m is dropped when it is a multiple of
  * drop_nth, or when splitmix64(seed + m) < loss_p64. */
-bool soft_loss_drop(struct soft_device *dev)
+bool ql__soft_loss_drop(struct soft_device *dev)
 {
 	uint64_t m = atomic_fetch_add_explicit(&dev->loss_msgs, 1, memory_order_relaxed) + 1;
 	bool drop = (dev->drop_nth && m % dev->drop_nth == 0) ||
@@ -778,7 +779,8 @@ bool soft_loss_drop(struct soft_device *dev)
  * injected: its transport would retransmit, so a loss is invisible there. */
 static inline bool inject_loss(struct soft_qp *qp)
 {
-	return soft_unlikely(qp->dev->loss_on) && qp->type == IBV_QPT_UC && soft_loss_drop(qp->dev);
+	return soft_unlikely(qp->dev->loss_on) && qp->type == IBV_QPT_UC &&
+	       ql__soft_loss_drop(qp->dev);
 }
 
 /* One work request: requester checks, then the responder's execution of
@@ -905,19 +907,19 @@ static void save_wqe(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t 
 		memcpy(sg, wr->sg_list, (size_t)wr->num_sge * sizeof(*sg));
 	}
 	if (!qp->pending_listed) {
-		soft_cq_list_add(&qp->send_cq->pending, &qp->send_cq->n_pending, qp);
+		ql__soft_cq_list_add(&qp->send_cq->pending, &qp->send_cq->n_pending, qp);
 		qp->pending_listed = true;
 	}
 }
 
-void soft_sq_progress(struct soft_qp *qp)
+void ql__soft_sq_progress(struct soft_qp *qp)
 {
 	while (qp->sq_exec != qp->sq_pi) {
 		struct soft_swqe *w;
 		int r;
 
 		if (qp->state == IBV_QPS_ERR || qp->state == IBV_QPS_SQE) {
-			soft_sq_flush(qp);
+			ql__soft_sq_flush(qp);
 			return;
 		}
 		if (qp->state != IBV_QPS_RTS)
@@ -963,7 +965,7 @@ static int post_send_slow(struct soft_qp *qp, struct ibv_send_wr *wr, struct ibv
 			continue;
 		}
 		save_wqe(qp, wr, idx);
-		soft_sq_progress(qp);
+		ql__soft_sq_progress(qp);
 	}
 	return 0;
 }
@@ -1054,7 +1056,7 @@ static int soft_post_recv(struct ql_qp *q, struct ibv_recv_wr *wr, struct ibv_re
 	qp->rq_pi = t;
 	atomic_store_explicit(&qp->sh->rq_tail, t, memory_order_release);
 	if (soft_unlikely(qp->state == IBV_QPS_ERR))
-		soft_rq_flush(qp, false);
+		ql__soft_rq_flush(qp, false);
 	return ret;
 }
 
@@ -1146,7 +1148,7 @@ static inline int drain_rq(struct soft_qp *qp, struct ibv_wc *wc, int n)
 	qp->rq_ci = ci;
 	/* A responder error (length, protection) takes the receiver down. */
 	if (soft_unlikely(failed) && qp->state != IBV_QPS_ERR)
-		soft_qp_enter_err(qp);
+		ql__soft_qp_enter_err(qp);
 	return got;
 }
 
@@ -1157,7 +1159,7 @@ static int soft_poll(struct ql_cq *c, int n, struct ibv_wc *wc)
 
 	if (soft_unlikely(cq->n_pending)) {
 		for (uint32_t i = cq->n_pending; i-- > 0;)
-			soft_sq_progress(cq->pending[i]);
+			ql__soft_sq_progress(cq->pending[i]);
 	}
 	while (got < n && cq->head != cq->tail) {
 		struct soft_cqe *e = &cq->ring[cq->head & cq->mask];
@@ -1181,18 +1183,18 @@ static int soft_poll(struct ql_cq *c, int n, struct ibv_wc *wc)
 		qp = cq->rq_qps[cq->live_rr];
 		if (soft_unlikely(qp->peer_heap && !soft_peer_alive(qp->peer_heap) &&
 				  qp->state != IBV_QPS_ERR && qp->state != IBV_QPS_RESET))
-			soft_qp_enter_err(qp);
+			ql__soft_qp_enter_err(qp);
 		else
 			soft_qp_sync_err(qp); /* put in ERR by its peer? */
 	}
 	return 0;
 }
 
-const struct ql__qp_ops soft_qp_ops = {
+const struct ql__qp_ops ql__soft_qp_ops = {
 	.post_send = soft_post_send,
 	.post_recv = soft_post_recv,
 };
 
-const struct ql__cq_ops soft_cq_ops = {
+const struct ql__cq_ops ql__soft_cq_ops = {
 	.poll = soft_poll,
 };

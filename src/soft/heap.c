@@ -247,7 +247,7 @@ err_fd:
 	return ret;
 }
 
-int soft_heap_get(struct soft_heap **out)
+int ql__soft_heap_get(struct soft_heap **out)
 {
 	int ret = 0;
 
@@ -260,7 +260,7 @@ int soft_heap_get(struct soft_heap **out)
 	return ret;
 }
 
-void *soft_heap_alloc(size_t len, size_t align)
+void *ql__soft_heap_alloc(size_t len, size_t align)
 {
 	void *p = NULL;
 
@@ -326,7 +326,7 @@ static void zero_range(uint64_t off, uint64_t len)
 	}
 }
 
-void soft_heap_free(void *p)
+void ql__soft_heap_free(void *p)
 {
 	uint64_t off;
 	size_t i, at;
@@ -368,7 +368,7 @@ bad:
 	ql_log_error("soft", "ql_mem_free(%p): not memory from ql_mem_alloc", p);
 }
 
-bool soft_heap_contains(const void *p, size_t len)
+bool ql__soft_heap_contains(const void *p, size_t len)
 {
 	const uint8_t *b = p;
 
@@ -376,7 +376,7 @@ bool soft_heap_contains(const void *p, size_t len)
 	       (size_t)(b - heap.base) <= heap.size - len;
 }
 
-int soft_heap_register_dev(struct soft_dev_shared *sh, struct soft_mr_entry **mr_priv)
+int ql__soft_heap_register_dev(struct soft_dev_shared *sh, struct soft_mr_entry **mr_priv)
 {
 	struct soft_heap_hdr *hdr = heap.hdr;
 
@@ -401,7 +401,7 @@ int soft_heap_register_dev(struct soft_dev_shared *sh, struct soft_mr_entry **mr
 			    SOFT_MAX_DEVS_PER_HEAP);
 }
 
-void soft_heap_unregister_dev(struct soft_dev_shared *sh)
+void ql__soft_heap_unregister_dev(struct soft_dev_shared *sh)
 {
 	pthread_mutex_lock(&heap_lock);
 	for (int i = 0; i < SOFT_MAX_DEVS_PER_HEAP; i++) {
@@ -489,7 +489,7 @@ static int map_live(pid_t pid, int fd, struct soft_peer_heap *ph, const char **w
 	return 0;
 }
 
-int soft_peer_heap_get(pid_t pid, int fd, struct soft_peer_heap **out)
+int ql__soft_peer_heap_get(pid_t pid, int fd, struct soft_peer_heap **out)
 {
 	struct soft_peer_heap *ph;
 	const struct soft_heap_hdr *hdr;
@@ -571,7 +571,7 @@ refused:
 	return ql_error_set(-EHOSTUNREACH, PEER_REFUSED);
 }
 
-void soft_peer_heap_put(struct soft_peer_heap *ph)
+void ql__soft_peer_heap_put(struct soft_peer_heap *ph)
 {
 	struct soft_peer_heap **pp;
 
@@ -594,8 +594,8 @@ void soft_peer_heap_put(struct soft_peer_heap *ph)
 	pthread_mutex_unlock(&heap_lock);
 }
 
-struct soft_dev_shared *soft_peer_find_dev(struct soft_peer_heap *ph, uint32_t id,
-					   const struct soft_mr_entry **mr)
+struct soft_dev_shared *ql__soft_peer_find_dev(struct soft_peer_heap *ph, uint32_t id,
+					       const struct soft_mr_entry **mr)
 {
 	const struct soft_heap_hdr *hdr = (const void *)ph->map;
 	struct soft_dev_shared *sh = NULL;
@@ -630,7 +630,7 @@ struct soft_dev_shared *soft_peer_find_dev(struct soft_peer_heap *ph, uint32_t i
 	return NULL;
 }
 
-void soft_quiesce(void)
+void ql__soft_quiesce(void)
 {
 	/* After this returns, every thread of every qlink process has passed a
 	 * full memory barrier: a requester either published its odd op epoch

@@ -28,7 +28,7 @@
  * The engine's loop allocates nothing, takes no lock and makes no system
  * call while there is work (tests/test_soft_mlx5.c proves it); idle, it
  * spins, then yields, then sleeps (see idle_backoff). Setup calls on the
- * objects it drives park it first (soft_engine_park): a handshake on two
+ * objects it drives park it first (ql__soft_engine_park): a handshake on two
  * flags, not a lock on its path.
  */
 #define _GNU_SOURCE
@@ -226,7 +226,7 @@ static uint32_t wqe_bbs(const struct ibv_qp_cap *cap)
 	return (bytes + SMX_BB - 1) / SMX_BB;
 }
 
-int soft_mlx5_qp_caps(struct ibv_qp_cap *cap, uint32_t *sq_cnt, uint32_t *rq_cnt)
+int ql__soft_mlx5_qp_caps(struct ibv_qp_cap *cap, uint32_t *sq_cnt, uint32_t *rq_cnt)
 {
 	uint64_t bbs;
 
@@ -285,7 +285,7 @@ static struct soft_engine *engine_get(struct soft_device *dev)
 	return eng;
 }
 
-void soft_engine_free(struct soft_device *dev)
+void ql__soft_engine_free(struct soft_device *dev)
 {
 	if (!dev->eng)
 		return;
@@ -314,7 +314,7 @@ static void unpark_locked(struct soft_engine *eng)
 		sched_yield();
 }
 
-void soft_engine_park(struct soft_device *dev)
+void ql__soft_engine_park(struct soft_device *dev)
 {
 	if (!dev->eng)
 		return;
@@ -322,7 +322,7 @@ void soft_engine_park(struct soft_device *dev)
 	park_locked(dev->eng);
 }
 
-void soft_engine_unpark(struct soft_device *dev)
+void ql__soft_engine_unpark(struct soft_device *dev)
 {
 	if (!dev->eng)
 		return;
@@ -332,7 +332,7 @@ void soft_engine_unpark(struct soft_device *dev)
 
 static void *engine_main(void *arg);
 
-int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt, bool bf)
+int ql__soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt, bool bf)
 {
 	struct soft_engine *eng = engine_get(qp->dev);
 	struct soft_mlx5_qp *m;
@@ -349,9 +349,9 @@ int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt, bo
 	m->rq_stride = m->rq_max_sge * SMX_DS;
 	/* Page-aligned, in the soft heap (GPU code registers them with
 	 * cudaHostRegister) and zero-filled: empty doorbell records. */
-	m->sq = soft_heap_alloc(pages((size_t)sq_cnt * SMX_BB), SMX_PAGE);
-	m->rq = soft_heap_alloc(pages((size_t)rq_cnt * m->rq_stride), SMX_PAGE);
-	m->page = soft_heap_alloc(SMX_PAGE, SMX_PAGE);
+	m->sq = ql__soft_heap_alloc(pages((size_t)sq_cnt * SMX_BB), SMX_PAGE);
+	m->rq = ql__soft_heap_alloc(pages((size_t)rq_cnt * m->rq_stride), SMX_PAGE);
+	m->page = ql__soft_heap_alloc(SMX_PAGE, SMX_PAGE);
 	if (!m->sq || !m->rq || !m->page) {
 		ret = ql_error_set(-ENOMEM, "soft: shared heap exhausted (QLINK_SOFT_HEAP_SIZE)");
 		goto err;
@@ -371,7 +371,7 @@ int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt, bo
 	{
 		struct soft_heap *heap;
 
-		if (!soft_heap_get(&heap))
+		if (!ql__soft_heap_get(&heap))
 			qp->sh->mx_rq_db_off =
 				(uint64_t)((uint8_t *)&m->db[SMX_DB_RQ] - heap->base);
 	}
@@ -397,14 +397,14 @@ int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt, bo
 	pthread_mutex_unlock(&eng->park_lock);
 	return 0;
 err:
-	soft_heap_free(m->sq);
-	soft_heap_free(m->rq);
-	soft_heap_free(m->page);
+	ql__soft_heap_free(m->sq);
+	ql__soft_heap_free(m->rq);
+	ql__soft_heap_free(m->page);
 	free(m);
 	return ret;
 }
 
-void soft_mlx5_qp_detach(struct soft_qp *qp)
+void ql__soft_mlx5_qp_detach(struct soft_qp *qp)
 {
 	struct soft_engine *eng = qp->dev->eng;
 	struct soft_mlx5_qp *m = qp->mx;
@@ -432,15 +432,15 @@ void soft_mlx5_qp_detach(struct soft_qp *qp)
 	}
 	qp->mx = NULL;
 	pthread_mutex_unlock(&eng->park_lock);
-	soft_heap_free(m->sq);
-	soft_heap_free(m->rq);
-	soft_heap_free(m->page);
+	ql__soft_heap_free(m->sq);
+	ql__soft_heap_free(m->rq);
+	ql__soft_heap_free(m->page);
 	free(m);
 }
 
 /* The QP went to RESET (the engine is parked): as on a ConnectX, the queues
  * start again at index 0 with empty doorbell records. */
-void soft_mlx5_qp_reset(struct soft_qp *qp)
+void ql__soft_mlx5_qp_reset(struct soft_qp *qp)
 {
 	struct soft_mlx5_qp *m = qp->mx;
 
@@ -457,7 +457,7 @@ void soft_mlx5_qp_reset(struct soft_qp *qp)
 	__atomic_store_n(&m->db[SMX_DB_SQ], 0, __ATOMIC_RELEASE);
 }
 
-int soft_mlx5_cq_attach(struct soft_cq *cq, uint32_t cnt)
+int ql__soft_mlx5_cq_attach(struct soft_cq *cq, uint32_t cnt)
 {
 	struct soft_mlx5_cq *x;
 
@@ -467,11 +467,11 @@ int soft_mlx5_cq_attach(struct soft_cq *cq, uint32_t cnt)
 	if (!x)
 		return -ENOMEM;
 	x->cnt = cnt;
-	x->buf = soft_heap_alloc(pages((size_t)cnt * SMX_CQE), SMX_PAGE);
-	x->db = soft_heap_alloc(SMX_PAGE, SMX_PAGE);
+	x->buf = ql__soft_heap_alloc(pages((size_t)cnt * SMX_CQE), SMX_PAGE);
+	x->db = ql__soft_heap_alloc(SMX_PAGE, SMX_PAGE);
 	if (!x->buf || !x->db) {
-		soft_heap_free(x->buf);
-		soft_heap_free(x->db);
+		ql__soft_heap_free(x->buf);
+		ql__soft_heap_free(x->db);
 		free(x);
 		return ql_error_set(-ENOMEM, "soft: shared heap exhausted (QLINK_SOFT_HEAP_SIZE)");
 	}
@@ -484,15 +484,15 @@ int soft_mlx5_cq_attach(struct soft_cq *cq, uint32_t cnt)
 	return 0;
 }
 
-void soft_mlx5_cq_detach(struct soft_cq *cq)
+void ql__soft_mlx5_cq_detach(struct soft_cq *cq)
 {
 	struct soft_mlx5_cq *x = cq->mx;
 
 	if (!x)
 		return;
 	cq->mx = NULL;
-	soft_heap_free(x->buf);
-	soft_heap_free(x->db);
+	ql__soft_heap_free(x->buf);
+	ql__soft_heap_free(x->db);
 	free(x);
 }
 
@@ -622,7 +622,7 @@ static int cq_drain(struct soft_cq *cq)
 	if (used >= x->cnt)
 		return 0;
 	room = x->cnt - used;
-	n = soft_cq_ops.poll(&cq->base, room < SMX_BUDGET ? (int)room : SMX_BUDGET, x->wc);
+	n = ql__soft_cq_ops.poll(&cq->base, room < SMX_BUDGET ? (int)room : SMX_BUDGET, x->wc);
 	for (int i = 0; i < n; i++)
 		cqe_write(x, &x->wc[i]);
 	return n > 0;
@@ -662,7 +662,7 @@ static int rq_refill(struct soft_qp *qp, struct soft_mlx5_qp *m)
 		wr.next = NULL;
 		wr.sg_list = sg;
 		wr.num_sge = (int)nsg;
-		if (soft_qp_ops.post_recv(&qp->base, &wr, &bad))
+		if (ql__soft_qp_ops.post_recv(&qp->base, &wr, &bad))
 			break;
 		m->rq_seen++;
 		pend--;
@@ -676,7 +676,7 @@ static int rq_refill(struct soft_qp *qp, struct soft_mlx5_qp *m)
 /* A WQE the NIC refuses: an error CQE for it and the QP in error. */
 static void wqe_bad(struct soft_qp *qp, uint32_t idx, uint32_t op, enum ibv_wc_status st)
 {
-	soft_sq_fail(qp, wr_id_make(idx, op, true), st, IBV_WC_SEND);
+	ql__soft_sq_fail(qp, wr_id_make(idx, op, true), st, IBV_WC_SEND);
 }
 
 enum { WQE_OK, WQE_WAIT };
@@ -795,7 +795,7 @@ static int wqe_exec(struct soft_qp *qp, const uint8_t *w, uint32_t ds, uint32_t 
 	 * ring has basic blocks) cannot fill before the ring does. */
 	wr.send_flags = ((fm_ce_se & SMX_CTRL_CQ_UPDATE) ? IBV_SEND_SIGNALED : 0) |
 			(inl ? IBV_SEND_INLINE : 0);
-	ret = soft_qp_ops.post_send(&qp->base, &wr, &bad);
+	ret = ql__soft_qp_ops.post_send(&qp->base, &wr, &bad);
 	if (soft_likely(!ret))
 		return WQE_OK;
 	if (ret == -ENOMEM)
@@ -1076,7 +1076,7 @@ bool ql__soft_mlx5_engine_running(struct ql_device *d)
 
 /* ---- the views qlink/mlx5.h drives (ql_qp_mlx5, ql_cq_mlx5) ---------- */
 
-int soft_mlx5_qp_view(struct ql_qp *q, struct ql_mlx5_qp *out)
+int ql__soft_mlx5_qp_view(struct ql_qp *q, struct ql_mlx5_qp *out)
 {
 	struct soft_qp *qp = (struct soft_qp *)q;
 	struct soft_mlx5_qp *m = qp->mx;
@@ -1111,7 +1111,7 @@ int soft_mlx5_qp_view(struct ql_qp *q, struct ql_mlx5_qp *out)
 	return 0;
 }
 
-int soft_mlx5_cq_view(struct ql_cq *c, struct ql_mlx5_cq *out)
+int ql__soft_mlx5_cq_view(struct ql_cq *c, struct ql_mlx5_cq *out)
 {
 	struct soft_cq *cq = (struct soft_cq *)c;
 	struct soft_mlx5_cq *x = cq->mx;

@@ -28,14 +28,14 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-void soft_cq_list_add(struct soft_qp ***list, uint32_t *n, struct soft_qp *qp)
+void ql__soft_cq_list_add(struct soft_qp ***list, uint32_t *n, struct soft_qp *qp)
 {
 	(*list)[*n] = qp;
 	atomic_thread_fence(memory_order_release);
 	(*n)++;
 }
 
-void soft_cq_list_del(struct soft_qp **list, uint32_t *n, struct soft_qp *qp)
+void ql__soft_cq_list_del(struct soft_qp **list, uint32_t *n, struct soft_qp *qp)
 {
 	for (uint32_t i = 0; i < *n; i++) {
 		if (list[i] == qp) {
@@ -46,14 +46,14 @@ void soft_cq_list_del(struct soft_qp **list, uint32_t *n, struct soft_qp *qp)
 	}
 }
 
-void soft_qp_set_state(struct soft_qp *qp, enum ibv_qp_state s)
+void ql__soft_qp_set_state(struct soft_qp *qp, enum ibv_qp_state s)
 {
 	qp->state = s;
 	atomic_store_explicit(&qp->sh->state, (uint32_t)s, memory_order_release);
 }
 
 /* Wait until the peer requester has left any operation it started before
- * our last store (call after soft_quiesce()). Bounded: a dead or stuck peer
+ * our last store (call after ql__soft_quiesce()). Bounded: a dead or stuck peer
  * does not hold us forever. */
 static void wait_peer_epoch(struct soft_qp *qp)
 {
@@ -75,7 +75,7 @@ static void wait_peer_epoch(struct soft_qp *qp)
 	}
 }
 
-void soft_dev_wait_peers(struct soft_device *dev)
+void ql__soft_dev_wait_peers(struct soft_device *dev)
 {
 	bool any = false;
 
@@ -83,7 +83,7 @@ void soft_dev_wait_peers(struct soft_device *dev)
 	for (uint32_t i = 0; i < SOFT_MAX_QP && !any; i++)
 		any = dev->qps[i] && dev->qps[i]->peer_qp;
 	if (any) {
-		soft_quiesce();
+		ql__soft_quiesce();
 		for (uint32_t i = 0; i < SOFT_MAX_QP; i++)
 			if (dev->qps[i])
 				wait_peer_epoch(dev->qps[i]);
@@ -95,9 +95,9 @@ static void release_peer(struct soft_qp *qp)
 {
 	if (!qp->peer_heap)
 		return;
-	soft_quiesce();
+	ql__soft_quiesce();
 	wait_peer_epoch(qp);
-	soft_peer_heap_put(qp->peer_heap);
+	ql__soft_peer_heap_put(qp->peer_heap);
 	qp->peer_heap = NULL;
 	qp->peer_dev = NULL;
 	qp->peer_qp = NULL;
@@ -119,7 +119,7 @@ static void release_peer(struct soft_qp *qp)
  * otherwise it is unusable and requests needing it complete as a remote
  * operational error.
  */
-void soft_qp_latch_peer_rq(struct soft_qp *qp)
+void ql__soft_qp_latch_peer_rq(struct soft_qp *qp)
 {
 	const struct soft_qp_shared *p = qp->peer_qp;
 	uint64_t off, span, end;
@@ -189,12 +189,12 @@ static int resolve_peer(struct soft_qp *qp, const struct ibv_ah_attr *ah, uint32
 				    "soft://loop: the peer (pid %u) must be in this process; "
 				    "use soft+shm:// between processes",
 				    pid);
-	ret = soft_peer_heap_get((pid_t)pid, (int)fd, &ph);
+	ret = ql__soft_peer_heap_get((pid_t)pid, (int)fd, &ph);
 	if (ret)
 		return ret;
-	pdev = soft_peer_find_dev(ph, id, &pmr);
+	pdev = ql__soft_peer_find_dev(ph, id, &pmr);
 	if (!pdev) {
-		soft_peer_heap_put(ph);
+		ql__soft_peer_heap_put(ph);
 		/* the same text as every other refusal (heap.c): no oracle */
 		ql_log_debug("soft", "peer pid %u: no open device with that id", pid);
 		return ql_error_set(-EHOSTUNREACH,
@@ -211,7 +211,7 @@ static int resolve_peer(struct soft_qp *qp, const struct ibv_ah_attr *ah, uint32
 	qp->peer_span = ph->span;
 	qp->peer_self = ph->self;
 	qp->dest_qpn = dest_qpn;
-	soft_qp_latch_peer_rq(qp);
+	ql__soft_qp_latch_peer_rq(qp);
 	memcpy(qp->peer_gid, g, 16);
 	qp->sh->dest_qpn = dest_qpn;
 	qp->sh->dest_tag = soft_conn_tag(id, pid, dest_qpn);
@@ -231,7 +231,7 @@ static void rq_complete_flush(struct soft_qp *qp, uint64_t i)
 	atomic_store_explicit(&s->done, i + 1, memory_order_release);
 }
 
-void soft_rq_flush(struct soft_qp *qp, bool peer_dead)
+void ql__soft_rq_flush(struct soft_qp *qp, bool peer_dead)
 {
 	struct soft_qp_shared *sh = qp->sh;
 	const uint64_t t = qp->rq_pi;
@@ -272,7 +272,7 @@ static void reset_queues(struct soft_qp *qp)
 	struct soft_qp_shared *sh = qp->sh;
 
 	if (qp->pending_listed) {
-		soft_cq_list_del(qp->send_cq->pending, &qp->send_cq->n_pending, qp);
+		ql__soft_cq_list_del(qp->send_cq->pending, &qp->send_cq->n_pending, qp);
 		qp->pending_listed = false;
 	}
 	qp->sq_pi = qp->sq_exec = qp->sq_retired = 0;
@@ -285,16 +285,16 @@ static void reset_queues(struct soft_qp *qp)
 	qp->rq_pi = 0;
 }
 
-void soft_qp_enter_err(struct soft_qp *qp)
+void ql__soft_qp_enter_err(struct soft_qp *qp)
 {
-	soft_qp_set_state(qp, IBV_QPS_ERR);
+	ql__soft_qp_set_state(qp, IBV_QPS_ERR);
 	qp->need_err = false;
-	soft_sq_flush(qp);
-	soft_rq_flush(qp, qp->peer_heap && !soft_peer_alive(qp->peer_heap));
+	ql__soft_sq_flush(qp);
+	ql__soft_rq_flush(qp, qp->peer_heap && !soft_peer_alive(qp->peer_heap));
 	qp->need_err = false;
 }
 
-bool soft_mr_referenced(struct soft_device *dev, uint32_t lkey)
+bool ql__soft_mr_referenced(struct soft_device *dev, uint32_t lkey)
 {
 	for (uint32_t q = 0; q < SOFT_MAX_QP; q++) {
 		struct soft_qp *qp = dev->qps[q];
@@ -337,7 +337,7 @@ static uint32_t pow2_at_least(uint32_t v)
 	return p;
 }
 
-int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **out)
+int ql__soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **out)
 {
 	struct soft_pd *pd = (struct soft_pd *)p;
 	struct soft_device *dev = (struct soft_device *)p->dev;
@@ -370,11 +370,11 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 					     "and only it");
 	if (mlx5) {
 		/* the soft queues behind the mlx5 rings (mlx5_engine.c) */
-		ret = soft_mlx5_qp_caps(cap, &mx_sq, &mx_rq);
+		ret = ql__soft_mlx5_qp_caps(cap, &mx_sq, &mx_rq);
 		if (ret)
 			return ret;
 	}
-	ret = soft_heap_get(&heap);
+	ret = ql__soft_heap_get(&heap);
 	if (ret)
 		return ret;
 
@@ -405,7 +405,7 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 		ret = -ENOMEM;
 		goto err_sq;
 	}
-	qp->rq = soft_heap_alloc((size_t)qp->rq_slots * slot_size, SOFT_CACHELINE);
+	qp->rq = ql__soft_heap_alloc((size_t)qp->rq_slots * slot_size, SOFT_CACHELINE);
 	if (!qp->rq) {
 		ret = ql_error_set(-ENOMEM, "soft: shared heap exhausted (QLINK_SOFT_HEAP_SIZE)");
 		goto err_sq;
@@ -441,7 +441,7 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	atomic_store(&sh->state, IBV_QPS_RESET);
 	atomic_store_explicit(&sh->qpn, qp->base.qp_num, memory_order_release);
 
-	qp->base.head.ops = &soft_qp_ops;
+	qp->base.head.ops = &ql__soft_qp_ops;
 	qp->base.dev = &dev->base;
 	qp->base.pd = p;
 	qp->base.qp_type = ia->qp_type;
@@ -460,19 +460,20 @@ int soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	pd->nqp++;
 	scq->nrefs++;
 	rcq->nrefs++;
-	soft_cq_list_add(&rcq->rq_qps, &rcq->n_rq_qps, qp);
+	ql__soft_cq_list_add(&rcq->rq_qps, &rcq->n_rq_qps, qp);
 	pthread_mutex_unlock(&dev->lock);
 	if (mlx5) {
-		ret = soft_mlx5_qp_attach(qp, mx_sq, mx_rq, !(ia->flags & QL_QP_INIT_MLX5_NO_BF));
+		ret = ql__soft_mlx5_qp_attach(qp, mx_sq, mx_rq,
+					      !(ia->flags & QL_QP_INIT_MLX5_NO_BF));
 		if (ret) {
-			soft_qp_destroy(&qp->base);
+			ql__soft_qp_destroy(&qp->base);
 			return ret;
 		}
 	}
 	*out = &qp->base;
 	return 0;
 err_rq:
-	soft_heap_free(qp->rq);
+	ql__soft_heap_free(qp->rq);
 err_sq:
 	free(qp->rq_priv);
 	free(qp->sq);
@@ -499,33 +500,33 @@ static void cq_clean(struct soft_cq *cq, struct soft_qp *qp)
 	cq->tail = w;
 }
 
-int soft_qp_destroy(struct ql_qp *q)
+int ql__soft_qp_destroy(struct ql_qp *q)
 {
 	struct soft_qp *qp = (struct soft_qp *)q;
 	struct soft_device *dev = qp->dev;
 
 	/* first out of the engine's hands (its thread stops with the last) */
-	soft_mlx5_qp_detach(qp);
+	ql__soft_mlx5_qp_detach(qp);
 	pthread_mutex_lock(&dev->lock);
 	atomic_store(&qp->sh->qpn, 0);
-	soft_qp_set_state(qp, IBV_QPS_RESET);
+	ql__soft_qp_set_state(qp, IBV_QPS_RESET);
 	pthread_mutex_unlock(&dev->lock);
 	release_peer(qp);
 	/* A peer connected to us may still be inside an operation on our
 	 * receive queue even if we never connected back: quiesce regardless. */
-	soft_quiesce();
+	ql__soft_quiesce();
 
 	pthread_mutex_lock(&dev->lock);
 	if (qp->pending_listed)
-		soft_cq_list_del(qp->send_cq->pending, &qp->send_cq->n_pending, qp);
-	soft_cq_list_del(qp->recv_cq->rq_qps, &qp->recv_cq->n_rq_qps, qp);
+		ql__soft_cq_list_del(qp->send_cq->pending, &qp->send_cq->n_pending, qp);
+	ql__soft_cq_list_del(qp->recv_cq->rq_qps, &qp->recv_cq->n_rq_qps, qp);
 	cq_clean(qp->send_cq, qp);
 	qp->send_cq->nrefs--;
 	qp->recv_cq->nrefs--;
 	((struct soft_pd *)q->pd)->nqp--;
 	dev->qps[qp->idx] = NULL;
 	pthread_mutex_unlock(&dev->lock);
-	soft_heap_free(qp->rq);
+	ql__soft_heap_free(qp->rq);
 	free(qp->rq_priv);
 	free(qp->sq);
 	free(qp->sq_sge);
@@ -534,7 +535,7 @@ int soft_qp_destroy(struct ql_qp *q)
 	return 0;
 }
 
-int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
+int ql__soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 {
 	struct soft_qp *qp = (struct soft_qp *)q;
 	struct soft_device *dev = qp->dev;
@@ -544,7 +545,7 @@ int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 
 	/* an mlx5-mode QP is the engine's to drive: stop it meanwhile */
 	if (qp->mx)
-		soft_engine_park(dev);
+		ql__soft_engine_park(dev);
 	pthread_mutex_lock(&dev->lock);
 	soft_qp_sync_err(qp); /* put in ERR by its peer? then that is the state */
 	cur = qp->state;
@@ -565,7 +566,7 @@ int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 		qp->sh->dest_tag = (qp->sh->dest_tag & ~0xffffffull) | (a->dest_qp_num & 0xffffff);
 		if (qp->peer_dev) {
 			qp->peer_qp = &qp->peer_dev->qp[a->dest_qp_num & (SOFT_MAX_QP - 1)];
-			soft_qp_latch_peer_rq(qp);
+			ql__soft_qp_latch_peer_rq(qp);
 		}
 	}
 	if (mask & M(ACCESS_FLAGS)) {
@@ -607,10 +608,10 @@ int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 	}
 	switch (next) {
 	case IBV_QPS_RESET:
-		soft_qp_set_state(qp, IBV_QPS_RESET);
+		ql__soft_qp_set_state(qp, IBV_QPS_RESET);
 		pthread_mutex_unlock(&dev->lock);
 		release_peer(qp);
-		soft_quiesce();
+		ql__soft_quiesce();
 		pthread_mutex_lock(&dev->lock);
 		reset_queues(qp);
 		if (qp->mx) {
@@ -618,7 +619,7 @@ int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 			 * old queues is reported after (CQEs already written
 			 * to the ring stay the consumer's) */
 			cq_clean(qp->send_cq, qp);
-			soft_mlx5_qp_reset(qp);
+			ql__soft_mlx5_qp_reset(qp);
 		}
 		memset(&qp->attr, 0, sizeof(qp->attr));
 		qp->dest_qpn = 0;
@@ -628,30 +629,30 @@ int soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 		memset(qp->sh->dest_gid, 0, sizeof(qp->sh->dest_gid));
 		break;
 	case IBV_QPS_ERR:
-		soft_qp_enter_err(qp);
+		ql__soft_qp_enter_err(qp);
 		break;
 	case IBV_QPS_SQE:
-		soft_qp_set_state(qp, next);
-		soft_sq_flush(qp);
+		ql__soft_qp_set_state(qp, next);
+		ql__soft_sq_flush(qp);
 		break;
 	case IBV_QPS_RTS:
-		soft_qp_set_state(qp, next);
+		ql__soft_qp_set_state(qp, next);
 		qp->stalled = false;
-		soft_sq_progress(qp);
+		ql__soft_sq_progress(qp);
 		break;
 	default:
-		soft_qp_set_state(qp, next);
+		ql__soft_qp_set_state(qp, next);
 		break;
 	}
 	ret = 0;
 out:
 	pthread_mutex_unlock(&dev->lock);
 	if (qp->mx)
-		soft_engine_unpark(dev);
+		ql__soft_engine_unpark(dev);
 	return ret;
 }
 
-int soft_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct ql_qp_init_attr *ia)
+int ql__soft_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct ql_qp_init_attr *ia)
 {
 	struct soft_qp *qp = (struct soft_qp *)q;
 

@@ -370,21 +370,22 @@ struct soft_device {
 };
 
 /* Loss injection's verdict on the next UC message of `dev` (exec.c). */
-SOFT_HIDDEN bool soft_loss_drop(struct soft_device *dev);
+SOFT_HIDDEN bool ql__soft_loss_drop(struct soft_device *dev);
 
 /* ---- heap.c ---------------------------------------------------------- */
-SOFT_HIDDEN int soft_heap_get(struct soft_heap **heap);
-SOFT_HIDDEN void *soft_heap_alloc(size_t len, size_t align);
-SOFT_HIDDEN void soft_heap_free(void *p);
-SOFT_HIDDEN bool soft_heap_contains(const void *p, size_t len);
-SOFT_HIDDEN int soft_heap_register_dev(struct soft_dev_shared *sh, struct soft_mr_entry **mr_priv);
-SOFT_HIDDEN void soft_heap_unregister_dev(struct soft_dev_shared *sh);
-SOFT_HIDDEN int soft_peer_heap_get(pid_t pid, int fd, struct soft_peer_heap **out);
-SOFT_HIDDEN void soft_peer_heap_put(struct soft_peer_heap *ph);
-SOFT_HIDDEN struct soft_dev_shared *soft_peer_find_dev(struct soft_peer_heap *ph, uint32_t id,
-						       const struct soft_mr_entry **mr);
-SOFT_HIDDEN void soft_qp_latch_peer_rq(struct soft_qp *qp);
-SOFT_HIDDEN void soft_quiesce(void);
+SOFT_HIDDEN int ql__soft_heap_get(struct soft_heap **heap);
+SOFT_HIDDEN void *ql__soft_heap_alloc(size_t len, size_t align);
+SOFT_HIDDEN void ql__soft_heap_free(void *p);
+SOFT_HIDDEN bool ql__soft_heap_contains(const void *p, size_t len);
+SOFT_HIDDEN int ql__soft_heap_register_dev(struct soft_dev_shared *sh,
+					   struct soft_mr_entry **mr_priv);
+SOFT_HIDDEN void ql__soft_heap_unregister_dev(struct soft_dev_shared *sh);
+SOFT_HIDDEN int ql__soft_peer_heap_get(pid_t pid, int fd, struct soft_peer_heap **out);
+SOFT_HIDDEN void ql__soft_peer_heap_put(struct soft_peer_heap *ph);
+SOFT_HIDDEN struct soft_dev_shared *ql__soft_peer_find_dev(struct soft_peer_heap *ph, uint32_t id,
+							   const struct soft_mr_entry **mr);
+SOFT_HIDDEN void ql__soft_qp_latch_peer_rq(struct soft_qp *qp);
+SOFT_HIDDEN void ql__soft_quiesce(void);
 
 static inline bool soft_peer_alive(const struct soft_peer_heap *ph)
 {
@@ -400,14 +401,15 @@ static inline bool soft_peer_alive(const struct soft_peer_heap *ph)
 }
 
 /* ---- qp.c / exec.c ---------------------------------------------------- */
-SOFT_HIDDEN extern const struct ql__qp_ops soft_qp_ops;
-SOFT_HIDDEN extern const struct ql__cq_ops soft_cq_ops;
-SOFT_HIDDEN int soft_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp);
-SOFT_HIDDEN int soft_qp_destroy(struct ql_qp *qp);
-SOFT_HIDDEN int soft_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
-SOFT_HIDDEN int soft_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
-			      struct ql_qp_init_attr *init_attr);
-SOFT_HIDDEN void soft_qp_enter_err(struct soft_qp *qp);
+SOFT_HIDDEN extern const struct ql__qp_ops ql__soft_qp_ops;
+SOFT_HIDDEN extern const struct ql__cq_ops ql__soft_cq_ops;
+SOFT_HIDDEN int ql__soft_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr,
+				   struct ql_qp **qp);
+SOFT_HIDDEN int ql__soft_qp_destroy(struct ql_qp *qp);
+SOFT_HIDDEN int ql__soft_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+SOFT_HIDDEN int ql__soft_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+				  struct ql_qp_init_attr *init_attr);
+SOFT_HIDDEN void ql__soft_qp_enter_err(struct soft_qp *qp);
 
 /* A responder QP can be put in ERR by its peer's requester, which found a
  * Class C error (remote access, invalid request) executing a request on it
@@ -418,41 +420,42 @@ static inline void soft_qp_sync_err(struct soft_qp *qp)
 	if (soft_unlikely(atomic_load_explicit(&qp->sh->state, memory_order_acquire) ==
 				  IBV_QPS_ERR &&
 			  qp->state != IBV_QPS_ERR))
-		soft_qp_enter_err(qp);
+		ql__soft_qp_enter_err(qp);
 }
-SOFT_HIDDEN void soft_qp_set_state(struct soft_qp *qp, enum ibv_qp_state s);
-SOFT_HIDDEN void soft_rq_flush(struct soft_qp *qp, bool peer_dead);
-SOFT_HIDDEN void soft_sq_flush(struct soft_qp *qp);
-SOFT_HIDDEN void soft_sq_progress(struct soft_qp *qp);
-SOFT_HIDDEN void soft_cq_list_add(struct soft_qp ***list, uint32_t *n, struct soft_qp *qp);
-SOFT_HIDDEN void soft_cq_list_del(struct soft_qp **list, uint32_t *n, struct soft_qp *qp);
-SOFT_HIDDEN bool soft_mr_referenced(struct soft_device *dev, uint32_t lkey);
-SOFT_HIDDEN void soft_dev_wait_peers(struct soft_device *dev);
+SOFT_HIDDEN void ql__soft_qp_set_state(struct soft_qp *qp, enum ibv_qp_state s);
+SOFT_HIDDEN void ql__soft_rq_flush(struct soft_qp *qp, bool peer_dead);
+SOFT_HIDDEN void ql__soft_sq_flush(struct soft_qp *qp);
+SOFT_HIDDEN void ql__soft_sq_progress(struct soft_qp *qp);
+SOFT_HIDDEN void ql__soft_cq_list_add(struct soft_qp ***list, uint32_t *n, struct soft_qp *qp);
+SOFT_HIDDEN void ql__soft_cq_list_del(struct soft_qp **list, uint32_t *n, struct soft_qp *qp);
+SOFT_HIDDEN bool ql__soft_mr_referenced(struct soft_device *dev, uint32_t lkey);
+SOFT_HIDDEN void ql__soft_dev_wait_peers(struct soft_device *dev);
 
 /* A work request the engine refuses before it reaches the send queue (a
  * malformed mlx5 WQE): it takes a send-queue slot, completes with `st` (or
  * WR_FLUSH_ERR when the QP is already in ERR) and puts the QP in ERR. */
-SOFT_HIDDEN void soft_sq_fail(struct soft_qp *qp, uint64_t wr_id, enum ibv_wc_status st,
-			      enum ibv_wc_opcode op);
+SOFT_HIDDEN void ql__soft_sq_fail(struct soft_qp *qp, uint64_t wr_id, enum ibv_wc_status st,
+				  enum ibv_wc_opcode op);
 
 /* ---- mlx5_engine.c: the mlx5 queue mode --------------------------------- */
 struct ql_mlx5_qp;
 struct ql_mlx5_cq;
-/* Setup of the mlx5 queues of a QP (after soft_qp_create made the QP, whose
- * caps it first adjusts with soft_mlx5_qp_caps) and of a CQ; teardown. */
-SOFT_HIDDEN int soft_mlx5_qp_caps(struct ibv_qp_cap *cap, uint32_t *sq_cnt, uint32_t *rq_cnt);
-SOFT_HIDDEN int soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt, bool bf);
-SOFT_HIDDEN void soft_mlx5_qp_detach(struct soft_qp *qp);
-SOFT_HIDDEN void soft_mlx5_qp_reset(struct soft_qp *qp);
-SOFT_HIDDEN int soft_mlx5_cq_attach(struct soft_cq *cq, uint32_t cnt);
-SOFT_HIDDEN void soft_mlx5_cq_detach(struct soft_cq *cq);
-SOFT_HIDDEN void soft_engine_free(struct soft_device *dev);
-SOFT_HIDDEN int soft_mlx5_qp_view(struct ql_qp *qp, struct ql_mlx5_qp *out);
-SOFT_HIDDEN int soft_mlx5_cq_view(struct ql_cq *cq, struct ql_mlx5_cq *out);
+/* Setup of the mlx5 queues of a QP (after ql__soft_qp_create made the QP, whose
+ * caps it first adjusts with ql__soft_mlx5_qp_caps) and of a CQ; teardown. */
+SOFT_HIDDEN int ql__soft_mlx5_qp_caps(struct ibv_qp_cap *cap, uint32_t *sq_cnt, uint32_t *rq_cnt);
+SOFT_HIDDEN int ql__soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt,
+					bool bf);
+SOFT_HIDDEN void ql__soft_mlx5_qp_detach(struct soft_qp *qp);
+SOFT_HIDDEN void ql__soft_mlx5_qp_reset(struct soft_qp *qp);
+SOFT_HIDDEN int ql__soft_mlx5_cq_attach(struct soft_cq *cq, uint32_t cnt);
+SOFT_HIDDEN void ql__soft_mlx5_cq_detach(struct soft_cq *cq);
+SOFT_HIDDEN void ql__soft_engine_free(struct soft_device *dev);
+SOFT_HIDDEN int ql__soft_mlx5_qp_view(struct ql_qp *qp, struct ql_mlx5_qp *out);
+SOFT_HIDDEN int ql__soft_mlx5_cq_view(struct ql_cq *cq, struct ql_mlx5_cq *out);
 /* Setup calls on objects the engine drives stop it first (no lock on its
  * hot path: it parks at the top of its loop and waits). */
-SOFT_HIDDEN void soft_engine_park(struct soft_device *dev);
-SOFT_HIDDEN void soft_engine_unpark(struct soft_device *dev);
+SOFT_HIDDEN void ql__soft_engine_park(struct soft_device *dev);
+SOFT_HIDDEN void ql__soft_engine_unpark(struct soft_device *dev);
 
 /* mask and slot_size must be the reader's own (validated) copies. */
 static inline struct soft_rq_slot *soft_rq_slot(uint8_t *rq, uint32_t slot_size, uint32_t mask,

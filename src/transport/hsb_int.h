@@ -1,18 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * hsb channel internals for in-tree users that need the pages themselves
- * (the CUDA-Q bridge provider hands them to CUDA-Q as its RX ring). Not in
- * the public API: libqlink.so does not export it; the static library has it.
+ * hsb channel internals, private to the transport module. What other
+ * modules may use (the page region) is in transport/hsb_pages.h.
  */
 #ifndef QL_TRANSPORT_HSB_INT_H
 #define QL_TRANSPORT_HSB_INT_H
 
-#include <stddef.h>
-#include <stdint.h>
-
-#include "qlink/channel.h"
-
-/* The page region: page k at *base + k x page_size, *len bytes in all. */
-int ql__hsb_channel_pages(struct ql_channel *ch, uint8_t **base, size_t *len);
+#include "transport/hsb_pages.h"
 
 #endif

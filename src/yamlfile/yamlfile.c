@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
-/* YAML loading with line-numbered diagnostics (see yaml.h). */
+/* YAML loading with line-numbered diagnostics (see yamlfile.h). */
 #define _GNU_SOURCE
-#include "config/yaml.h"
+#include "yamlfile/yamlfile.h"
 
 #include <ctype.h>
 #include <errno.h>

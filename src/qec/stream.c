@@ -9,6 +9,10 @@
  * observable and a logical error counted when it stays flipped. Calls are
  * pipelined up to the window and answered in order; the backlog is rounds
  * sent minus rounds answered.
+ *
+ * It lives in the qec module, above vppu: QEC drives a VPPU client (struct
+ * ql_vppu_client, qlink/vppu.h) and the VPPU knows nothing of QEC, so the
+ * two modules depend one way only.
  */
 #include <errno.h>
 #include <inttypes.h>

@@ -1,21 +1,25 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Internal: what config.c and program.c share to load a YAML file with
- * libcyaml and report every problem with its line. libyaml parses the file
- * first into a node tree: syntax errors come out of it with their line, and
+ * yamlfile: how qlink loads a YAML file with libcyaml and reports every
+ * problem with its line; shared by qlinkd's configuration and program
+ * files (config/) and the endpoint service's endpoints files (endpoint/).
+ * A module of its own below both (it needs only libcyaml, libyaml and
+ * qlink/error.h), compiled into libqlink-control; in-tree only.
+ *
+ * libyaml parses the file first into a node tree: syntax errors come out of it with their line, and
  * it maps a key path ("control.port", "plugins.1.path") to the line of that
  * key for the checks made after libcyaml has loaded the structs. libcyaml's
  * own errors are captured from its log callback, whose backtrace names the
  * path and line of the failing value.
  */
-#ifndef QL_CONFIG_YAML_H
-#define QL_CONFIG_YAML_H
+#ifndef QL_YAMLFILE_YAMLFILE_H
+#define QL_YAMLFILE_YAMLFILE_H
 
 #include <cyaml/cyaml.h>
 #include <stddef.h>
 #include <yaml.h>
 
-#include "config/config.h"
+#include "yamlfile/diag.h"
 
 struct ql_yaml_file {
 	const char *path;

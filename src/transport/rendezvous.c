@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* Connection parameters over pipes and rendezvous files (see rendezvous.h). */
 #define _GNU_SOURCE
-#include "rendezvous.h"
+#include "transport/rendezvous.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,7 +13,7 @@
 #include "qlink/clock.h"
 #include "qlink/error.h"
 
-int tool_write_all(int fd, const void *buf, size_t len)
+int ql__write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 
@@ -30,7 +30,7 @@ int tool_write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-int tool_read_line(int fd, char *buf, size_t len)
+int ql__read_line(int fd, char *buf, size_t len)
 {
 	size_t n = 0;
 
@@ -61,26 +61,26 @@ static int params_line(const struct ql_conn_params *p, char *buf, size_t len)
 	return n + 1;
 }
 
-int tool_send_params(int fd, const struct ql_conn_params *p)
+int ql__send_params(int fd, const struct ql_conn_params *p)
 {
 	char line[512];
 	int n = params_line(p, line, sizeof(line));
 
-	return n < 0 ? -1 : tool_write_all(fd, line, (size_t)n);
+	return n < 0 ? -1 : ql__write_all(fd, line, (size_t)n);
 }
 
-int tool_recv_params(int fd, struct ql_conn_params *p)
+int ql__recv_params(int fd, struct ql_conn_params *p)
 {
 	char line[512];
 
-	if (tool_read_line(fd, line, sizeof(line)) < 0)
+	if (ql__read_line(fd, line, sizeof(line)) < 0)
 		return -1;
 	return ql_conn_params_parse(line, p) ? -1 : 0;
 }
 
 /* ---- files ------------------------------------------------------------------ */
 
-int tool_rdv_check_dir(const char *path)
+int ql__rdv_check_dir(const char *path)
 {
 	char dir[4096];
 	const char *slash = strrchr(path, '/');
@@ -112,13 +112,13 @@ int tool_rdv_check_dir(const char *path)
 	return 0;
 }
 
-int tool_rdv_create(const char *path, const char *text)
+int ql__rdv_create(const char *path, const char *text)
 {
 	size_t n = strlen(text);
 	struct stat st;
 	int fd, ret;
 
-	ret = tool_rdv_check_dir(path);
+	ret = ql__rdv_check_dir(path);
 	if (ret)
 		return ret;
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -138,7 +138,7 @@ int tool_rdv_create(const char *path, const char *text)
 		return ql_error_set(ret, "cannot create %s: %s", path, strerror(-ret));
 	}
 	/* One write: a reader takes the file only once its line is complete. */
-	ret = tool_write_all(fd, text, n) ? -EIO : 0;
+	ret = ql__write_all(fd, text, n) ? -EIO : 0;
 	if (close(fd) && !ret)
 		ret = -EIO;
 	if (ret) {
@@ -202,11 +202,11 @@ static int read_checked(const char *path, char *line, size_t len)
 	return ret;
 }
 
-int tool_rdv_wait(const char *path, double timeout_s, tool_rdv_idle_fn idle, void *ctx, char *line,
-		  size_t len)
+int ql__rdv_wait(const char *path, double timeout_s, ql_rdv_idle_fn idle, void *ctx, char *line,
+		 size_t len)
 {
 	uint64_t deadline = ql_clock_ns() + (uint64_t)(timeout_s * 1e9);
-	int ret = tool_rdv_check_dir(path);
+	int ret = ql__rdv_check_dir(path);
 
 	if (ret)
 		return ret;
@@ -221,7 +221,7 @@ int tool_rdv_wait(const char *path, double timeout_s, tool_rdv_idle_fn idle, voi
 	}
 }
 
-int tool_rdv_init(struct tool_rdv *r, const char *file)
+int ql__rdv_init(struct ql_rdv *r, const char *file)
 {
 	memset(r, 0, sizeof(*r));
 	if (!*file || strlen(file) >= sizeof(r->file))
@@ -232,11 +232,11 @@ int tool_rdv_init(struct tool_rdv *r, const char *file)
 	return 0;
 }
 
-static int wait_params(const char *path, double timeout_s, tool_rdv_idle_fn idle, void *ctx,
+static int wait_params(const char *path, double timeout_s, ql_rdv_idle_fn idle, void *ctx,
 		       struct ql_conn_params *p)
 {
 	char line[512];
-	int ret = tool_rdv_wait(path, timeout_s, idle, ctx, line, sizeof(line));
+	int ret = ql__rdv_wait(path, timeout_s, idle, ctx, line, sizeof(line));
 
 	if (!ret && ql_conn_params_parse(line, p))
 		ret = ql_error_set(-EINVAL, "%s: not connection parameters", path);
@@ -248,10 +248,10 @@ static int create_params(const char *path, const struct ql_conn_params *p)
 	char line[512];
 	int n = params_line(p, line, sizeof(line));
 
-	return n < 0 ? n : tool_rdv_create(path, line);
+	return n < 0 ? n : ql__rdv_create(path, line);
 }
 
-int tool_rdv_offer(struct tool_rdv *r, const struct ql_conn_params *server)
+int ql__rdv_offer(struct ql_rdv *r, const struct ql_conn_params *server)
 {
 	int ret = create_params(r->file, server);
 
@@ -259,13 +259,13 @@ int tool_rdv_offer(struct tool_rdv *r, const struct ql_conn_params *server)
 	return ret;
 }
 
-int tool_rdv_wait_client(struct tool_rdv *r, double timeout_s, tool_rdv_idle_fn idle, void *ctx,
-			 struct ql_conn_params *client)
+int ql__rdv_wait_client(struct ql_rdv *r, double timeout_s, ql_rdv_idle_fn idle, void *ctx,
+			struct ql_conn_params *client)
 {
 	return wait_params(r->client, timeout_s, idle, ctx, client);
 }
 
-int tool_rdv_offer_hsb(struct tool_rdv *r, const struct ql_hsb_params *server)
+int ql__rdv_offer_hsb(struct ql_rdv *r, const struct ql_hsb_params *server)
 {
 	char line[512];
 	int n = ql_hsb_params_format(server, line, sizeof(line) - 1), ret;
@@ -274,16 +274,16 @@ int tool_rdv_offer_hsb(struct tool_rdv *r, const struct ql_hsb_params *server)
 		return ql_error_set(-EINVAL, "hsb parameters do not fit a line");
 	line[n] = '\n';
 	line[n + 1] = '\0';
-	ret = tool_rdv_create(r->file, line);
+	ret = ql__rdv_create(r->file, line);
 	r->wrote_file = !ret;
 	return ret;
 }
 
-int tool_rdv_wait_server_hsb(struct tool_rdv *r, double timeout_s, tool_rdv_idle_fn idle, void *ctx,
-			     struct ql_hsb_params *server)
+int ql__rdv_wait_server_hsb(struct ql_rdv *r, double timeout_s, ql_rdv_idle_fn idle, void *ctx,
+			    struct ql_hsb_params *server)
 {
 	char line[512];
-	int ret = tool_rdv_wait(r->file, timeout_s, idle, ctx, line, sizeof(line));
+	int ret = ql__rdv_wait(r->file, timeout_s, idle, ctx, line, sizeof(line));
 
 	if (!ret && ql_hsb_params_parse(line, server))
 		ret = ql_error_set(-EINVAL, "%s: not hsb parameters (%s)", r->file,
@@ -291,33 +291,33 @@ int tool_rdv_wait_server_hsb(struct tool_rdv *r, double timeout_s, tool_rdv_idle
 	return ret;
 }
 
-int tool_rdv_ready(struct tool_rdv *r)
+int ql__rdv_ready(struct ql_rdv *r)
 {
-	int ret = tool_rdv_create(r->ready, "ready\n");
+	int ret = ql__rdv_create(r->ready, "ready\n");
 
 	r->wrote_ready = !ret;
 	return ret;
 }
 
-int tool_rdv_wait_server(struct tool_rdv *r, double timeout_s, tool_rdv_idle_fn idle, void *ctx,
-			 struct ql_conn_params *server)
+int ql__rdv_wait_server(struct ql_rdv *r, double timeout_s, ql_rdv_idle_fn idle, void *ctx,
+			struct ql_conn_params *server)
 {
 	return wait_params(r->file, timeout_s, idle, ctx, server);
 }
 
-int tool_rdv_join(struct tool_rdv *r, const struct ql_conn_params *client, double timeout_s,
-		  tool_rdv_idle_fn idle, void *ctx)
+int ql__rdv_join(struct ql_rdv *r, const struct ql_conn_params *client, double timeout_s,
+		 ql_rdv_idle_fn idle, void *ctx)
 {
 	char line[64];
 	int ret = create_params(r->client, client);
 
 	r->wrote_client = !ret;
 	if (!ret)
-		ret = tool_rdv_wait(r->ready, timeout_s, idle, ctx, line, sizeof(line));
+		ret = ql__rdv_wait(r->ready, timeout_s, idle, ctx, line, sizeof(line));
 	return ret;
 }
 
-void tool_rdv_cleanup(struct tool_rdv *r)
+void ql__rdv_cleanup(struct ql_rdv *r)
 {
 	if (r->wrote_file)
 		unlink(r->file);
