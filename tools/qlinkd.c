@@ -329,6 +329,8 @@ static int session_create(struct qlinkd *q, enum session_kind kind, const struct
 		.num_slots = udp ? udp->slots : 0,
 		.slot_size = udp ? udp->slot_size : 0,
 		.busy_poll_us = udp ? udp->busy_poll_us : 0,
+		.allow = udp ? (const char *const *)udp->allow : NULL,
+		.allow_count = udp ? udp->allow_count : 0,
 	};
 	struct ql_daemon_config dc = {
 		.cpu = -1, /* served by q->disp, not a thread of its own */
@@ -702,6 +704,22 @@ static int load_plugins(struct qlinkd *q, bool check_only)
 			continue;
 		}
 		q->plugins[q->nplugins++] = p;
+		if (c->udp_count &&
+		    !(ql_plugin_flags(p) & (QL_PLUGIN_STATELESS | QL_PLUGIN_PER_SOURCE))) {
+			/* every sender a listener allows reaches the one session:
+			 * per-session state would be every caller's to reset,
+			 * feed or read */
+			fprintf(stderr,
+				"%s:%u: plugins[%u]: plugin '%s' keeps state per session (it "
+				"declares neither QL_PLUGIN_STATELESS nor QL_PLUGIN_PER_SOURCE) "
+				"and udp[0] (line %u) is a listener shared by every sender: one "
+				"caller could reset or read another's state; rebuild the plugin "
+				"declaring its flags (plugin ABI 3) or remove the udp listeners\n",
+				c->path, c->plugins[i].line, i, ql_plugin_get_info(p)->name,
+				c->udp[0].line);
+			ret = ret ? ret : -EINVAL;
+			continue;
+		}
 		if (!check_only)
 			qlog(QL_LOG_INFO, "plugin", "loaded", "plugin=%s version=%s path=%s",
 			     ql_plugin_get_info(p)->name,
