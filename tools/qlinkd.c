@@ -510,9 +510,12 @@ static void session_counters(const struct qlinkd_session *s, FILE *out)
 			qlog_to(out, true, QL_LOG_INFO, "counters", "udp",
 				"session=%u listen=%s datagrams=%" PRIu64 " oversize=%" PRIu64
 				" undersize=%" PRIu64 " sent=%" PRIu64 " send_errors=%" PRIu64
-				" recv_errors=%" PRIu64 " kernel_drops=%" PRIu64 " busy_poll=%d",
+				" recv_errors=%" PRIu64 " kernel_drops=%" PRIu64 " busy_poll=%d"
+				" truncated=%" PRIu64 " not_allowed=%" PRIu64 " shed=%" PRIu64
+				" reply_clamped=%" PRIu64,
 				s->id, s->listen, us.datagrams, us.oversize, us.undersize, us.sent,
-				us.send_errors, us.recv_errors, us.kernel_drops, us.busy_poll);
+				us.send_errors, us.recv_errors, us.kernel_drops, us.busy_poll,
+				us.truncated, us.not_allowed, us.shed, us.reply_clamped);
 	}
 	for (uint32_t i = 0; i < ql_daemon_function_count(s->d); i++) {
 		if (ql_daemon_function_stats(s->d, i, &fs))
