@@ -5,9 +5,14 @@
  *
  * One datagram carries one RPC frame in one slot stride: the server channel
  * takes up to a burst of datagrams with one recvmmsg into pre-allocated
- * slots (a short datagram is zero-filled to the stride, a long one is
- * dropped and counted) and answers with one sendmmsg, each response sent
- * from the bound socket to the source address of the request it answers.
+ * slots (a short datagram holding its whole frame is served as it is, one
+ * shorter than its own header says is dropped and counted, never
+ * zero-filled; a long one is dropped and counted; a source outside the
+ * allowlist, loopback by default, is dropped; under a backlog each source
+ * keeps at most its share of a burst) and answers with one sendmmsg, each
+ * response sent from the bound socket to the source address of the
+ * request it answers and never longer than that request's datagram (no
+ * reflection amplifier).
  * The channel is a struct ql_channel like the verbs and hsb channels, so the
  * same daemon, dispatcher, handlers and statistics serve it; give the daemon
  * QL_BAD_REQUEST_DROP to behave as CUDA-Q does (bad magic and unknown
@@ -68,12 +73,13 @@ struct ql_udp_channel_config {
 				     (127.0.0.0/8, ::1). Others are dropped
 				     and counted (not_allowed). */
 	uint32_t allow_count;
-	uint32_t fair_share; /* per-source fairness: in a burst that took
-				every datagram it could (a backlog), each
-				source hands on at most this many and the rest
-				of its datagrams are shed (counted); 0: the
-				burst divided evenly among its sources;
-				UINT32_MAX: off */
+	uint32_t fair_share; /* per-source fairness: in a burst of at least 8
+				that took every datagram it could (a backlog)
+				and holds several sources, each source hands
+				on at most this many and the rest of its
+				datagrams are shed (counted); 0: the burst
+				divided evenly among its sources; UINT32_MAX:
+				off */
 };
 
 /* A non-blocking UDP socket bound to address:port (IPv4 or IPv6 from the

@@ -56,11 +56,10 @@ struct allow_net {
 	uint8_t addr[16];
 };
 
-/* Sources remembered across full bursts, and for how many: a caller that
- * sent in one of the last FAIR_WINDOW full bursts still counts as active,
- * so a flooder alone in a burst still leaves the caller its share. */
-#define FAIR_RECENT 8u
-#define FAIR_WINDOW 16u
+/* Fairness applies to bursts of at least this many datagrams (a share of
+ * at least 4 between two sources): a small ring's full bursts are its
+ * normal pace, not a backlog. */
+#define FAIR_MIN_BURST 8u
 
 struct uch {
 	struct ql__channel_head head;
@@ -89,12 +88,6 @@ struct uch {
 	uint32_t *srcof;     /* per burst position: its source's index */
 	uint32_t sfirst[64]; /* per source of the burst: its first position */
 	uint32_t scount[64]; /* per source of the burst: datagrams kept */
-	struct recent {
-		uint8_t klen; /* 0: empty */
-		uint8_t key[QL__UDP_KEY_MAX];
-		uint64_t burst;
-	} recent[FAIR_RECENT]; /* sources of recent full bursts */
-	uint64_t nfull;	       /* full bursts so far */
 	struct ql_udp_channel_stats st;
 };
 
@@ -161,7 +154,7 @@ static uint32_t rd_le32(const uint8_t *p)
  * number kept, compacted in out. */
 static int fair(struct uch *c, struct ql_buffer **out, int n, uint32_t k)
 {
-	uint32_t nsrc = 0, share, m = 0, active;
+	uint32_t nsrc = 0, share, m = 0;
 
 	for (int i = 0; i < n; i++) {
 		const struct uaddr *a = &c->addrs[out[i]->tag % c->naddr];
@@ -180,43 +173,9 @@ static int fair(struct uch *c, struct ql_buffer **out, int n, uint32_t k)
 		/* j == FAIR_SOURCES: the overflow "source", never capped */
 		c->srcof[i] = j;
 	}
-	/* active: this burst's sources and those of recent full bursts */
-	c->nfull++;
-	active = nsrc;
-	for (uint32_t r = 0; r < FAIR_RECENT; r++) {
-		struct recent *e = &c->recent[r];
-		bool here = false;
-
-		if (!e->klen || c->nfull - e->burst > FAIR_WINDOW)
-			continue;
-		for (uint32_t j = 0; j < nsrc && !here; j++) {
-			const struct uaddr *b = &c->addrs[out[c->sfirst[j]]->tag % c->naddr];
-
-			here = b->klen == e->klen && !memcmp(b->key, e->key, e->klen);
-		}
-		active += !here;
-	}
-	for (uint32_t j = 0; j < nsrc && j < FAIR_RECENT; j++) {
-		const struct uaddr *b = &c->addrs[out[c->sfirst[j]]->tag % c->naddr];
-		struct recent *e = NULL;
-
-		for (uint32_t r = 0; r < FAIR_RECENT; r++) {
-			struct recent *x = &c->recent[r];
-
-			if (x->klen == b->klen && !memcmp(x->key, b->key, b->klen)) {
-				e = x;
-				break;
-			}
-			if (!e || x->burst < e->burst)
-				e = x; /* else the oldest */
-		}
-		e->klen = b->klen;
-		memcpy(e->key, b->key, b->klen);
-		e->burst = c->nfull;
-	}
-	if (active < 2 && !c->fair_share)
+	if (nsrc < 2 && !c->fair_share)
 		return n; /* one caller: nothing to share */
-	share = c->fair_share ? c->fair_share : k / active;
+	share = c->fair_share ? c->fair_share : k / nsrc;
 	if (!share)
 		share = 1;
 	for (int i = 0; i < n; i++) {
@@ -321,7 +280,7 @@ static int uch_receive_burst(struct ql_channel *ch, struct ql_buffer **out, int 
 	if (r)
 		ADD(c->st.datagrams, (uint64_t)r);
 	/* a full burst: more may wait in the socket, so share it out */
-	if ((uint32_t)r == k && n > 1 && c->fair_share != UINT32_MAX)
+	if ((uint32_t)r == k && k >= FAIR_MIN_BURST && n > 1 && c->fair_share != UINT32_MAX)
 		n = fair(c, out, n, k);
 	return n;
 }
