@@ -105,6 +105,8 @@ static const struct ql_plugin_info info = {
 	.init = decoder_init,
 	.fini = decoder_fini,
 	.register_functions = decoder_register,
+	/* reads only its configuration: safe on a listener shared by many callers */
+	.flags = QL_PLUGIN_STATELESS,
 };
 
 QL_PLUGIN_EXPORT const struct ql_plugin_info *ql_plugin_info(void);

@@ -93,6 +93,7 @@ static const struct ql_plugin_info info = {
 	.name = "host_call",
 	.version = "1.0",
 	.register_functions = host_call_register,
+	.flags = QL_PLUGIN_STATELESS, /* keeps nothing between requests */
 };
 
 QL_PLUGIN_EXPORT const struct ql_plugin_info *ql_plugin_info(void);

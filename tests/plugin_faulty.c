@@ -59,6 +59,7 @@ static const struct ql_plugin_info info = {
 	.name = "faulty",
 	.version = "0",
 	.register_functions = reg,
+	.flags = QL_PLUGIN_STATELESS,
 };
 
 QL_PLUGIN_EXPORT const struct ql_plugin_info *ql_plugin_info(void);

@@ -12,7 +12,7 @@
 # bad listeners with their lines, and a second qlinkd on a taken port exits 1
 # naming the listener; builtins: [qlink_parity] serves no rpc_increment.
 set -u
-qlinkd=$1 rpc=$2 plugin=$3
+qlinkd=$1 rpc=$2 plugin=$3 v2plugin=$4
 . "$(dirname "$0")/qlinkd_lib.sh"
 uport=$((port + 1))
 
@@ -90,6 +90,8 @@ udp:
   - listen: "0.0.0.0:6000"
   - listen: "127.0.0.1:6000"
     bad_requests: maybe
+  - listen: "6001"
+    allow: ["127.0.0.1/33", "10.0.0.0/8"]
 YAML
 "$qlinkd" --check-config "$dir/bad.yaml" >"$dir/bad.out" 2>&1 && fail "check-config took bad listeners"
 for want in "bad.yaml:4: udp\[0\].listen: '::1:5000': an IPv6 address needs brackets" \
@@ -98,9 +100,44 @@ for want in "bad.yaml:4: udp\[0\].listen: '::1:5000': an IPv6 address needs brac
 	"bad.yaml:7: udp.2.slot_size: 16 is out of range" \
 	"bad.yaml:8: udp\[3\]: 127.0.0.1 port $port is the control plane's" \
 	"bad.yaml:10: udp\[5\]: listens where udp\[4\] does" \
-	"bad.yaml:11: udp\[5\].bad_requests: 'maybe' is not one of drop, answer"; do
+	"bad.yaml:11: udp\[5\].bad_requests: 'maybe' is not one of drop, answer" \
+	"bad.yaml:13: udp\[6\].allow\[0\]: '127.0.0.1/33' is not an address or CIDR"; do
 	grep -q "$want" "$dir/bad.out" || fail "check-config: no '$want'"
 done
+
+# a plugin that keeps state per session (ABI 2, no flags) with a udp
+# listener, which every sender shares: refused, naming both (issue 22, item 4)
+cat >"$dir/shared.yaml" <<YAML
+device: soft+shm://qludp-sh-$$
+control: { address: 127.0.0.1, port: $port }
+plugins:
+  - path: $v2plugin
+udp:
+  - listen: "$uport"
+YAML
+"$qlinkd" --check-config "$dir/shared.yaml" >"$dir/shared.out" 2>&1 && fail "check-config took a per-session plugin with udp"
+grep -q "shared.yaml:4: plugins\[0\]: plugin 'bad_abi' keeps state per session .*udp\[0\] (line 6) is a listener shared by every sender" \
+	"$dir/shared.out" || fail "the per-session plugin refusal does not say why"
+timeout 20 "$qlinkd" --config "$dir/shared.yaml" >"$dir/shared.run" 2>&1 && fail "qlinkd ran a per-session plugin with udp"
+
+# the allowlist (default loopback) and a bare port (loopback): a listener
+# allowing 10.0.0.0/8 only drops a loopback caller's request, unanswered
+cat >"$dir/allow.yaml" <<YAML
+device: soft+shm://qludp-al-$$
+control: { address: 127.0.0.1, port: $port }
+udp:
+  - listen: "$uport"
+    allow: ["10.0.0.0/8"]
+YAML
+ql_start_qlinkd "qlinkd serving" --config "$dir/allow.yaml"
+grep -q "udp listening session=[0-9]* listen=127.0.0.1:$uport " "$dir/qlinkd.err" ||
+	fail "a bare port does not listen on loopback"
+timeout 10 "$rpc" 127.0.0.1 "$uport" 256 1 >"$dir/rpcal.out" 2>&1 && fail "a source outside the allowlist was answered"
+kill -USR1 $srv
+for _ in $(seq 50); do grep -q "counters udp session" "$dir/qlinkd.out" && break; sleep 0.1; done
+grep -Eq "udp session=[0-9]+ listen=127.0.0.1:$uport datagrams=([1-9][0-9]*) .* not_allowed=[1-9]" "$dir/qlinkd.out" ||
+	fail "not_allowed not counted"
+ql_stop_qlinkd TERM "udp, allowlist"
 
 # a port already taken: qlinkd names the listener and exits 1
 ql_start_qlinkd "qlinkd serving" --config "$dir/udp.yaml"

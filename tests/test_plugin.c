@@ -206,9 +206,23 @@ static void test_refused(void **state)
 	expect_refused(QL_TEST_PLUGIN_BAD_ABI, NULL, -EPROTO, "plugin ABI version 42");
 	/* the version before frame handlers, named as such */
 	expect_refused(QL_TEST_PLUGIN_OLD_ABI, NULL, -EPROTO,
-		       "built for plugin ABI version 1, this qlinkd speaks 2 (struct "
+		       "built for plugin ABI version 1, this qlinkd speaks 2..3 (struct "
 		       "ql_rpc_function has gained frame handlers since)");
 	expect_refused(QL_TEST_PLUGIN_NOT_PLUGIN, NULL, -ENOSYS, "not a qlink plugin");
+	{
+		/* a version 2 plugin still loads; it has no flags field, read as
+		 * 0 (state per session: refused by qlinkd with udp listeners) */
+		struct ql_plugin *p = NULL;
+
+		assert_int_equal(ql_plugin_load(QL_TEST_PLUGIN_V2_ABI, NULL, &p), 0);
+		assert_int_equal(ql_plugin_flags(p), 0);
+		ql_plugin_unload(p);
+		/* the examples declare themselves stateless, the QEC plugin
+		 * per source */
+		assert_int_equal(ql_plugin_load(QL_TEST_PLUGIN, NULL, &p), 0);
+		assert_int_equal(ql_plugin_flags(p), QL_PLUGIN_STATELESS);
+		ql_plugin_unload(p);
+	}
 	expect_refused(QL_TEST_PLUGIN_UNRESOLVED, NULL, -ENOEXEC,
 		       "ql_test_symbol_that_does_not_exist");
 	expect_refused("/nonexistent/plugin.so", NULL, -ENOENT, "/nonexistent/plugin.so");

@@ -15,7 +15,9 @@
  * - a shot through the handlers allocates nothing, takes no lock and makes
  *   no system call.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -23,14 +25,19 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
 #include "hotpath.h"
 #include "plugin/loader.h"
+#include "qlink/channel.h"
+#include "qlink/daemon.h"
 #include "qlink/qec.h"
 #include "qlink/qec_wire.h"
 #include "qlink/rpc.h"
+#include "qlink/udp.h"
 
 #define CONFIG                                                    \
 	"id=0 distance=3 rounds=2 p=0.03;"                        \
@@ -424,6 +431,145 @@ static void test_sessions(void **state)
 	assert_int_equal(corrections_on(F.t, 0, 1, 1, NULL), 0);
 }
 
+/* ---- callers sharing a UDP listener --------------------------------------- */
+
+struct ufx {
+	struct ql_channel *ch;
+	struct ql_daemon *d;
+	uint16_t port;
+	uint32_t rid;
+};
+
+/* A socket of its own (its own source port), connected to the listener. */
+static int usock(const struct ufx *u)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(u->port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* fid(args) from socket fd, a full 256-byte slot as CUDA-Q sends; serve
+ * until the reply; its status (and *flip, bit 0 of a result). */
+static int32_t ucall(struct ufx *u, int fd, uint32_t fid, const uint8_t *args, uint32_t arg_len,
+		     uint8_t *flip)
+{
+	uint8_t msg[256] = { 0 }, resp[256];
+	struct ql_rpc_header h = { .magic = QL_RPC_MAGIC_REQUEST,
+				   .function_id = fid,
+				   .arg_len = arg_len,
+				   .request_id = ++u->rid };
+	struct ql_rpc_response r;
+
+	ql_rpc_header_encode(msg, &h);
+	memcpy(msg + QL_RPC_HEADER_SIZE, args, arg_len);
+	assert_int_equal(send(fd, msg, sizeof(msg), 0), (ssize_t)sizeof(msg));
+	for (int i = 0; i < 2000000; i++) {
+		ssize_t n;
+
+		assert_true(ql_daemon_poll(u->d) >= 0);
+		n = recv(fd, resp, sizeof(resp), 0);
+		if (n < 0)
+			continue;
+		assert_true(n >= (ssize_t)QL_RPC_RESPONSE_SIZE);
+		ql_rpc_response_decode(resp, &r);
+		assert_int_equal(r.request_id, u->rid);
+		if (flip)
+			*flip = r.result_len ? resp[QL_RPC_RESPONSE_SIZE] : 0;
+		return r.status;
+	}
+	fail_msg("no reply");
+	return 0;
+}
+
+static int32_t u_enqueue(struct ufx *u, int fd, int64_t id, int64_t counter)
+{
+	uint8_t a[64], z[1] = { 0 };
+	int len = ql_qec_enqueue_encode(a, sizeof(a), id, counter, z, 4);
+
+	assert_true(len > 0);
+	return ucall(u, fd, QL_QEC_FN_ENQUEUE_SYNDROMES, a, (uint32_t)len, NULL);
+}
+
+static int32_t u_reset(struct ufx *u, int fd, int64_t id)
+{
+	uint8_t a[8];
+
+	ql_qec_reset_encode(a, id);
+	return ucall(u, fd, QL_QEC_FN_RESET_DECODER, a, 8, NULL);
+}
+
+static int32_t u_corrections(struct ufx *u, int fd, int64_t id, uint8_t reset_after)
+{
+	uint8_t a[17];
+
+	ql_qec_get_corrections_encode(a, id, 1, reset_after);
+	return ucall(u, fd, QL_QEC_FN_GET_CORRECTIONS, a, 17, NULL);
+}
+
+/*
+ * The attack of issue 22, item 4: callers sharing a UDP listener (qlinkd's
+ * `udp:`) each get their own decoders. A second source resets decoder 0
+ * mid-shot, feeds it the caller's next round and asks for its
+ * corrections: none of it touches the caller's shot, which completes.
+ * The table is bounded (8 sources): idle sources are evicted, and a
+ * ninth source while eight are mid-shot is refused, touching nothing.
+ */
+static void test_udp_sources(void **state)
+{
+	struct ql_udp_channel_config cc = { .address = "127.0.0.1", .num_slots = 16 };
+	struct ql_daemon_config dc = { .cpu = -1, .bad_requests = QL_BAD_REQUEST_DROP };
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	struct ufx u = { 0 };
+	int a, b, c[9];
+
+	(void)state;
+	NEED_DECODER();
+	assert_int_equal(ql_udp_channel_create(&cc, &u.ch), 0);
+	assert_int_equal(ql_udp_channel_local_addr(u.ch, &ss, &sl), 0);
+	u.port = ntohs(((struct sockaddr_in *)(void *)&ss)->sin_port);
+	assert_int_equal(ql_daemon_create(&dc, u.ch, &u.d), 0);
+	assert_int_equal(ql_plugin_register(F.plugin, u.d), 0);
+	a = usock(&u);
+	b = usock(&u);
+	/* the caller: rounds 0 and 1 of a shot of decoder 0 (2 rounds + final) */
+	assert_int_equal(u_reset(&u, a, 0), 0);
+	assert_int_equal(u_enqueue(&u, a, 0, 0), 0);
+	assert_int_equal(u_enqueue(&u, a, 0, 1), 0);
+	/* the third party: reset, inject the caller's final round, read */
+	assert_int_equal(u_reset(&u, b, 0), 0);
+	assert_int_equal(u_enqueue(&u, b, 0, 2), QL_QEC_E_INVALID);
+	assert_int_equal(u_corrections(&u, b, 0, 1), QL_QEC_E_DECODER);
+	/* the caller's shot is whole */
+	assert_int_equal(u_enqueue(&u, a, 0, 2), 0);
+	assert_int_equal(u_corrections(&u, a, 0, 1), 0);
+
+	/* eight new sources mid-shot: six free entries, then the caller and
+	 * the third party (both between shots) are evicted */
+	for (int i = 0; i < 8; i++) {
+		c[i] = usock(&u);
+		assert_int_equal(u_enqueue(&u, c[i], 0, 0), 0);
+	}
+	/* a ninth while all eight are mid-shot: refused */
+	c[8] = usock(&u);
+	assert_int_equal(u_enqueue(&u, c[8], 0, 0), QL_QEC_E_DECODER);
+	assert_int_equal(u_reset(&u, c[8], 0), QL_QEC_E_DECODER);
+	/* and nobody's shot was touched */
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(u_enqueue(&u, c[i], 0, 1), 0);
+	for (int i = 0; i < 9; i++)
+		close(c[i]);
+	close(a);
+	close(b);
+	ql_daemon_destroy(u.d);
+	ql_channel_destroy(u.ch);
+}
+
 /* ---- the hot path ---------------------------------------------------------- */
 
 struct hp_arg {
@@ -493,7 +639,8 @@ int main(void)
 		cmocka_unit_test(test_huge_and_negative), cmocka_unit_test(test_unknown_ids),
 		cmocka_unit_test(test_wrong_count),	  cmocka_unit_test(test_counters),
 		cmocka_unit_test(test_matches_decoder),	  cmocka_unit_test(test_hostile_then_good),
-		cmocka_unit_test(test_sessions),	  cmocka_unit_test(test_hotpath),
+		cmocka_unit_test(test_sessions),	  cmocka_unit_test(test_udp_sources),
+		cmocka_unit_test(test_hotpath),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -38,6 +39,7 @@
 
 #include <qlink/channel.h>
 #include <qlink/daemon.h>
+#include <qlink/error.h>
 #include <qlink/rpc.h>
 #include <qlink/udp.h>
 #include <qlink/vppu.h>
@@ -129,17 +131,26 @@ static uint16_t port_of(const struct sockaddr_storage *ss)
 /* A server on host (ephemeral port) with the increment registered, under
  * the drop policy, and nclients clients (window, full stride unless
  * exact). */
+/* Extra channel settings for the next fx_open (allowlist, fairness,
+ * socket buffer); cleared by it. */
+static struct ql_udp_channel_config fx_extra;
+
 static void fx_open(struct fx *f, const char *host, uint32_t slots, uint32_t stride, int nclients,
 		    uint32_t window, int full_stride)
 {
 	struct ql_udp_channel_config cc = { .address = host,
 					    .num_slots = slots,
-					    .slot_size = stride };
+					    .slot_size = stride,
+					    .allow = fx_extra.allow,
+					    .allow_count = fx_extra.allow_count,
+					    .fair_share = fx_extra.fair_share,
+					    .rcvbuf = fx_extra.rcvbuf };
 	struct ql_daemon_config dc = { .cpu = -1, .bad_requests = QL_BAD_REQUEST_DROP };
 	struct sockaddr_storage ss;
 	socklen_t len;
 
 	memset(f, 0, sizeof(*f));
+	memset(&fx_extra, 0, sizeof(fx_extra));
 	snprintf(f->host, sizeof(f->host), "%s", host);
 	f->stride = stride ? stride : QL_UDP_DEFAULT_SLOT_SIZE;
 	assert_int_equal(ql_udp_channel_create(&cc, &f->ch), 0);
@@ -338,40 +349,288 @@ static void test_wildcard(void **state)
 	fx_close(&f);
 }
 
-/* A datagram shorter than the stride is zero-filled to it and answered:
- * arguments the header promises but the datagram lacks read as zeros. */
-static void test_short_zero_filled(void **state)
+/* A datagram shorter than the stride but holding its whole frame is
+ * answered; one shorter than its own header says (arg_len past its end)
+ * is refused: dropped and counted, never zero-filled and answered (a
+ * short spoofed request would otherwise earn a long reply). */
+static void test_short_refused(void **state)
 {
 	uint8_t msg[64], buf[512];
 	struct ql_udp_channel_stats us;
-	struct ql_rpc_response r;
+	struct ql_daemon_stats ds;
 	uint32_t len;
 	struct fx f;
 
 	(void)state;
 	fx_open(&f, "127.0.0.1", 4, 256, 1, 0, QL_UDP_CLIENT_EXACT);
-	/* 24 + 16 bytes, exact */
+	/* 24 + 16 bytes, exact: answered with exactly 40 */
 	len = make_req(msg, ql_rpc_fnv1a(INC_NAME), 1, 16, 0x40);
 	assert_int_equal(ql_udp_client_send(f.cl[0], msg, len), 0);
 	check_inc(buf, await_one(&f, f.cl[0], buf), 1, 16, 0x40);
-	/* the header says 16 argument bytes, the datagram carries 4: the
-	 * other 12 are the slot's zero fill (stale bytes of the last request
-	 * in that slot would give 0x45.. instead) */
+	/* the header says 16 argument bytes, the datagram carries 4 */
 	make_req(msg, ql_rpc_fnv1a(INC_NAME), 2, 16, 0x40);
-	for (int i = 0; i < 4; i++)
-		send_inc(f.cl[0], 100 + (uint32_t)i, 16, 0x77), /* dirty every slot */
-			check_inc(buf, await_one(&f, f.cl[0], buf), 100 + (uint32_t)i, 16, 0x77);
-	assert_int_equal(ql_udp_client_send(f.cl[0], msg, QL_RPC_HEADER_SIZE + 4), 0);
-	len = await_one(&f, f.cl[0], buf);
-	assert_int_equal(len, QL_RPC_RESPONSE_SIZE + 16);
-	ql_rpc_response_decode(buf, &r);
-	assert_int_equal(r.request_id, 2);
-	assert_int_equal(r.status, 0);
-	for (int i = 0; i < 16; i++)
-		assert_int_equal(buf[QL_RPC_RESPONSE_SIZE + i], i < 4 ? 0x41 + i : 1);
+	assert_int_equal(ql_udp_client_send_raw(f.cl[0], msg, QL_RPC_HEADER_SIZE + 4), 0);
+	/* under a header, twelve bytes: magic, function, arg_len */
+	assert_int_equal(ql_udp_client_send_raw(f.cl[0], msg, 12), 0);
+	expect_silence(&f, f.cl[0], 200);
 	assert_int_equal(ql_udp_channel_stats(f.ch, &us), 0);
-	assert_int_equal(us.undersize, 6); /* every one exact, shorter than 256 */
-	assert_int_equal(us.datagrams, 6);
+	assert_int_equal(us.truncated, 2);
+	assert_int_equal(us.undersize, 1); /* the exact one: complete, handed on */
+	assert_int_equal(us.datagrams, 3);
+	ql_daemon_stats(f.d, &ds);
+	assert_int_equal(ds.requests, 1); /* the refused ones never reached it */
+	send_inc(f.cl[0], 3, 8, 1);
+	check_inc(buf, await_one(&f, f.cl[0], buf), 3, 8, 1);
+	fx_close(&f);
+}
+
+/* returns arg[0] x 256 bytes of 0x5a: a reply longer than its request */
+static int32_t h_expand(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
+{
+	const uint8_t *a = ql_rpc_in_view(in, 1);
+	uint8_t *r;
+
+	(void)ctx;
+	if (!a)
+		return 2;
+	r = ql_rpc_out_reserve(out, (size_t)a[0] * 256);
+	if (!r)
+		return 1;
+	memset(r, 0x5a, (size_t)a[0] * 256);
+	return 0;
+}
+
+/* The reflection attack (issue 22, item 2): short datagrams whose header
+ * claims a whole slot of arguments, and a function whose reply is longer
+ * than its request, at slot 4096. No reply may be longer than the
+ * datagram that caused it; CUDA-Q's full-slot requests still get their
+ * long replies. */
+static void test_no_amplification(void **state)
+{
+	static uint8_t msg[4096], buf[4096];
+	const uint32_t stride = 4096;
+	struct ql_udp_channel_stats us;
+	struct ql_ring_response r;
+	struct ql_rpc_response rr;
+	uint64_t in = 0, out = 0, end;
+	uint32_t len, fid_exp = ql_rpc_fnv1a("expand");
+	struct fx f;
+
+	(void)state;
+	fx_open(&f, "127.0.0.1", 8, stride, 1, 64, QL_UDP_CLIENT_EXACT);
+	assert_int_equal(ql_daemon_register(f.d, &QL_RPC_RAW_FUNCTION("expand", h_expand, NULL)),
+			 0);
+	/* 12 bytes claiming stride - 24 argument bytes, and the 24-byte header
+	 * claiming the same: rpc_increment would echo 4072 bytes */
+	make_req(msg, ql_rpc_fnv1a(INC_NAME), 1, stride - 24, 0);
+	memset(msg + 24, 0, stride - 24);
+	for (int i = 0; i < 8; i++) {
+		uint32_t l = i & 1 ? 12 : 24;
+
+		assert_int_equal(ql_udp_client_send_raw(f.cl[0], msg, l), 0);
+		in += l;
+	}
+	/* expand(15): 3840 result bytes for a 25-byte request */
+	make_req(msg, fid_exp, 2, 1, 0);
+	msg[24] = 15;
+	assert_int_equal(ql_udp_client_send(f.cl[0], msg, 25), 0);
+	in += 25;
+	end = now_ms() + 1000;
+	while (now_ms() < end) {
+		assert_true(ql_daemon_poll(f.d) >= 0);
+		while (ql_udp_client_poll(f.cl[0], &r, 1) == 1) {
+			assert_true(r.len <= 25); /* never more than its request */
+			ql_rpc_response_decode(r.msg, &rr);
+			assert_int_equal(rr.request_id, 2);
+			assert_true(rr.status != 0); /* an error that fits */
+			out += r.len;
+			assert_int_equal(ql_udp_client_release(f.cl[0], &r), 0);
+		}
+	}
+	assert_true(out <= in);
+	assert_int_equal(out, QL_RPC_RESPONSE_SIZE);
+	assert_int_equal(ql_udp_channel_stats(f.ch, &us), 0);
+	assert_int_equal(us.truncated, 8);
+	/* a full slot, as CUDA-Q's caller sends: the long reply is its due */
+	ql_udp_client_destroy(f.cl[0]);
+	{
+		struct ql_udp_client_config uc = {
+			.host = "127.0.0.1", .port = f.port, .slot_size = stride, .window = 8
+		};
+
+		assert_int_equal(ql_udp_client_create(&uc, &f.cl[0]), 0);
+	}
+	make_req(msg, fid_exp, 3, 1, 0);
+	msg[24] = 15;
+	assert_int_equal(ql_udp_client_send(f.cl[0], msg, 25), 0);
+	len = await_one(&f, f.cl[0], buf);
+	assert_int_equal(len, QL_RPC_RESPONSE_SIZE + 15 * 256);
+	ql_rpc_response_decode(buf, &rr);
+	assert_int_equal(rr.status, 0);
+	/* the channel's own limit, for a server that ignores reply_max: a
+	 * response longer than its request goes out as a 24-byte error */
+	{
+		struct ql_buffer *rx[1], *tx;
+		struct ql_rpc_response resp = { .magic = QL_RPC_MAGIC_RESPONSE,
+						.result_len = 100,
+						.request_id = 4 };
+		int n = 0;
+
+		make_req(msg, fid_exp, 4, 0, 0);
+		assert_int_equal(ql_udp_client_send_raw(f.cl[0], msg, 24), 0);
+		for (end = now_ms() + 5000; !n && now_ms() < end;)
+			n = ql_channel_receive_burst(f.ch, rx, 1);
+		assert_int_equal(n, 1);
+		assert_int_equal(rx[0]->reply_max, 24); /* the datagram's length */
+		rx[0]->reply_max = 0;
+		tx = ql_channel_acquire_buffer(f.ch);
+		assert_non_null(tx);
+		tx->tag = rx[0]->tag;
+		ql_rpc_response_encode(ql_buffer_data(tx), &resp);
+		tx->len = 300; /* longer than the 24-byte request */
+		ql_channel_release_buffer(f.ch, rx[0]);
+		assert_int_equal(ql_channel_send_burst(f.ch, &tx, 1), 1);
+		for (end = now_ms() + 5000; now_ms() < end;)
+			if (ql_udp_client_poll(f.cl[0], &r, 1) == 1)
+				break;
+		assert_int_equal(r.len, QL_RPC_RESPONSE_SIZE);
+		ql_rpc_response_decode(r.msg, &rr);
+		assert_int_equal(rr.status, QL_RPC_E_RESULT_OVERFLOW);
+		assert_int_equal(rr.result_len, 0);
+		assert_int_equal(rr.request_id, 4);
+		assert_int_equal(ql_udp_client_release(f.cl[0], &r), 0);
+		assert_int_equal(ql_udp_channel_stats(f.ch, &us), 0);
+		assert_int_equal(us.reply_clamped, 1);
+	}
+	fx_close(&f);
+}
+
+/* Sources outside the allowlist are dropped unanswered and counted; the
+ * default is loopback only; IPv4-mapped sources match IPv4 entries. */
+static void test_allowlist(void **state)
+{
+	static const char *const other[] = { "10.0.0.0/8", "fd00::/8" };
+	static const char *const lo32[] = { "127.0.0.1/32" };
+	static const char *const bad[] = { "127.0.0.1/33" };
+	struct ql_udp_channel_config cc = { .address = "127.0.0.1" };
+	struct ql_udp_channel_stats us;
+	struct ql_daemon_stats ds;
+	struct ql_channel *ch = NULL;
+	uint8_t buf[512];
+	struct fx f;
+
+	(void)state;
+	fx_extra.allow = other;
+	fx_extra.allow_count = 2;
+	fx_open(&f, "127.0.0.1", 4, 256, 1, 0, 0);
+	send_inc(f.cl[0], 1, 16, 1);
+	expect_silence(&f, f.cl[0], 200);
+	assert_int_equal(ql_udp_channel_stats(f.ch, &us), 0);
+	assert_int_equal(us.not_allowed, 1);
+	ql_daemon_stats(f.d, &ds);
+	assert_int_equal(ds.requests, 0);
+	fx_close(&f);
+
+	fx_extra.allow = lo32;
+	fx_extra.allow_count = 1;
+	fx_open(&f, "127.0.0.1", 4, 256, 1, 0, 0);
+	send_inc(f.cl[0], 2, 16, 2);
+	check_inc(buf, await_one(&f, f.cl[0], buf), 2, 16, 2);
+	fx_close(&f);
+
+	fx_open(&f, "127.0.0.1", 4, 256, 1, 0, 0); /* default: loopback */
+	send_inc(f.cl[0], 3, 16, 3);
+	check_inc(buf, await_one(&f, f.cl[0], buf), 3, 16, 3);
+	fx_close(&f);
+
+	if (have_ipv6()) {
+		/* dual stack: 127.0.0.1 arrives as ::ffff:127.0.0.1 */
+		struct ql_udp_client_config uc = { .host = "127.0.0.1" };
+
+		fx_extra.allow = lo32;
+		fx_extra.allow_count = 1;
+		fx_open(&f, "::", 4, 256, 0, 0, 0);
+		uc.port = f.port;
+		assert_int_equal(ql_udp_client_create(&uc, &f.cl[0]), 0);
+		send_inc(f.cl[0], 4, 16, 4);
+		check_inc(buf, await_one(&f, f.cl[0], buf), 4, 16, 4);
+		fx_close(&f);
+	}
+	cc.allow = bad;
+	cc.allow_count = 1;
+	assert_int_equal(ql_udp_channel_create(&cc, &ch), -EINVAL);
+	assert_non_null(strstr(ql_error_detail(), "127.0.0.1/33"));
+}
+
+/* A flooder and a legitimate caller (issue 22, item 6): the flooder fills
+ * the socket with full-stride requests, the caller's are among them (one
+ * in 20). Served in bursts of 32: every one of the caller's requests is
+ * answered, and the flooder gets at most about its fair half of the
+ * dispatcher (the rest shed unanswered), where before it took all it sent
+ * and the caller's share of the work was its share of the traffic. */
+static void test_fairness(void **state)
+{
+	enum { NF = 240, EVERY = 20, NL = NF / EVERY };
+	static uint8_t msg[256], buf[512];
+	struct ql_udp_channel_stats us;
+	struct ql_daemon_stats ds;
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	uint32_t legit = 0, idle = 0;
+	int fd;
+	struct fx f;
+
+	(void)state;
+	fx_open(&f, "127.0.0.1", 64, 256, 1, NL + 1, 0);
+	sa.sin_port = htons(f.port);
+	fd = socket(AF_INET, SOCK_DGRAM, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	memset(msg, 0, sizeof(msg));
+	for (uint32_t i = 0; i < NF; i++) {
+		make_req(msg, ql_rpc_fnv1a(INC_NAME), 1000 + i, 16, 0);
+		assert_int_equal(send(fd, msg, sizeof(msg), 0), (ssize_t)sizeof(msg));
+		if (i % EVERY == EVERY - 1)
+			send_inc(f.cl[0], legit, 16, (uint8_t)legit), legit++;
+	}
+	assert_int_equal(ql_udp_channel_stats(f.ch, &us), 0);
+	if (us.kernel_drops) {
+		close(fd);
+		fx_close(&f);
+		print_message("the socket buffer holds fewer than %d datagrams: skipped\n",
+			      NF + NL);
+		skip();
+	}
+	/* the daemon's default burst (32), until the socket is empty */
+	while (idle < 50) {
+		int n = ql_daemon_poll(f.d);
+
+		assert_true(n >= 0);
+		idle = n ? 0 : idle + 1;
+	}
+	for (uint32_t i = 0; i < NL; i++)
+		check_inc(buf, await_one(&f, f.cl[0], buf), i, 16, (uint8_t)i);
+	ql_daemon_stats(f.d, &ds);
+	assert_int_equal(ql_udp_channel_stats(f.ch, &us), 0);
+	assert_int_equal(us.datagrams, NF + NL);
+	print_message("flooder %d sent, %" PRIu64 " served, %" PRIu64 " shed; caller %d of %d\n",
+		      NF, ds.requests - NL, us.shed, NL, NL);
+	/* the caller: every request answered (above); its share of the
+	 * dispatcher's work at least twice its share of the traffic */
+	assert_true((double)NL / (double)ds.requests >= 1.5 * NL / (double)(NF + NL));
+	assert_true(ds.requests - NL <= NF * 6 / 10);
+	assert_int_equal(us.shed, NF + NL - ds.requests);
+	close(fd);
+	fx_close(&f);
+
+	/* one pipelined caller alone is never shed, however full its bursts */
+	fx_open(&f, "127.0.0.1", 64, 256, 1, 64, 0);
+	for (uint32_t i = 0; i < 64; i++)
+		send_inc(f.cl[0], i, 16, (uint8_t)i);
+	for (uint32_t i = 0; i < 64; i++)
+		check_inc(buf, await_one(&f, f.cl[0], buf), i, 16, (uint8_t)i);
+	assert_int_equal(ql_udp_channel_stats(f.ch, &us), 0);
+	assert_int_equal(us.shed, 0);
 	fx_close(&f);
 }
 
@@ -598,8 +857,9 @@ static void test_garbage(void **state)
 	assert_int_equal(us.oversize, oversize);
 	assert_int_equal(us.kernel_drops, 0);
 	ql_daemon_stats(f.d, &ds);
-	/* everything not oversize reached the daemon; nothing lost */
-	assert_int_equal(ds.requests, 400 - oversize);
+	/* everything not oversize nor shorter than its header says reached
+	 * the daemon; nothing lost */
+	assert_int_equal(ds.requests, 400 - oversize - us.truncated);
 	assert_int_equal(ds.requests - ds.dropped, good);
 	assert_int_equal(ds.ok, good);
 	fx_close(&f);
@@ -1193,7 +1453,10 @@ int main(void)
 		cmocka_unit_test(test_ipv4),
 		cmocka_unit_test(test_ipv6),
 		cmocka_unit_test(test_wildcard),
-		cmocka_unit_test(test_short_zero_filled),
+		cmocka_unit_test(test_short_refused),
+		cmocka_unit_test(test_no_amplification),
+		cmocka_unit_test(test_allowlist),
+		cmocka_unit_test(test_fairness),
 		cmocka_unit_test(test_long_dropped),
 		cmocka_unit_test(test_drops_no_stall_burst),
 		cmocka_unit_test(test_drops_no_stall_each),

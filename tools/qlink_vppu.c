@@ -102,6 +102,9 @@ static void serve_usage(FILE *f)
 		"                      --slot-size bytes per request, bad requests dropped\n"
 		"  --port P            udp: the port to bind (default 0: any, printed)\n"
 		"  --address IP        udp: the address to bind, IPv4 or IPv6 (default 127.0.0.1)\n"
+		"  --allow CIDR        udp: a source to serve, an address or CIDR block (repeat\n"
+		"                      for more; 0.0.0.0/0 and ::/0 for everyone); default\n"
+		"                      loopback only: others are dropped unanswered\n"
 		"  --dispatch SHAPE    udp: ring (default) or unified, CUDA-Q's dispatch shapes:\n"
 		"                      both served the same way here, printed in READY\n"
 		"  --unified           udp: accepted for CUDA-Q's provider (no effect)\n"
@@ -123,6 +126,7 @@ struct serve_opts {
 	double timeout;
 	bool hsb, udp, cpu_set, bad_set, slots_set, unified;
 	bool udp_only; /* a udp-only option was given */
+	const char *allow[16];
 };
 
 /* One transport argument after `--` (CUDA-Q's provider syntax, KEY=VALUE).
@@ -175,6 +179,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 		{ "slot-size", required_argument, NULL, 'z' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "address", required_argument, NULL, 'a' },
+		{ "allow", required_argument, NULL, 'A' },
 		{ "dispatch", required_argument, NULL, 'd' },
 		{ "unified", no_argument, NULL, 'U' },
 		{ "bad-requests", required_argument, NULL, 'b' },
@@ -245,6 +250,13 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 			break;
 		case 'a':
 			o->uc.address = optarg;
+			o->udp_only = true;
+			break;
+		case 'A':
+			if (o->uc.allow_count == sizeof(o->allow) / sizeof(o->allow[0]))
+				return tool_bad("serve", "--allow (more than 16)", optarg);
+			o->allow[o->uc.allow_count++] = optarg;
+			o->uc.allow = o->allow;
 			o->udp_only = true;
 			break;
 		case 'U':

@@ -329,6 +329,8 @@ static int session_create(struct qlinkd *q, enum session_kind kind, const struct
 		.num_slots = udp ? udp->slots : 0,
 		.slot_size = udp ? udp->slot_size : 0,
 		.busy_poll_us = udp ? udp->busy_poll_us : 0,
+		.allow = udp ? (const char *const *)udp->allow : NULL,
+		.allow_count = udp ? udp->allow_count : 0,
 	};
 	struct ql_daemon_config dc = {
 		.cpu = -1, /* served by q->disp, not a thread of its own */
@@ -508,9 +510,12 @@ static void session_counters(const struct qlinkd_session *s, FILE *out)
 			qlog_to(out, true, QL_LOG_INFO, "counters", "udp",
 				"session=%u listen=%s datagrams=%" PRIu64 " oversize=%" PRIu64
 				" undersize=%" PRIu64 " sent=%" PRIu64 " send_errors=%" PRIu64
-				" recv_errors=%" PRIu64 " kernel_drops=%" PRIu64 " busy_poll=%d",
+				" recv_errors=%" PRIu64 " kernel_drops=%" PRIu64 " busy_poll=%d"
+				" truncated=%" PRIu64 " not_allowed=%" PRIu64 " shed=%" PRIu64
+				" reply_clamped=%" PRIu64,
 				s->id, s->listen, us.datagrams, us.oversize, us.undersize, us.sent,
-				us.send_errors, us.recv_errors, us.kernel_drops, us.busy_poll);
+				us.send_errors, us.recv_errors, us.kernel_drops, us.busy_poll,
+				us.truncated, us.not_allowed, us.shed, us.reply_clamped);
 	}
 	if (s->hsb) {
 		struct ql_hsb_channel_stats hs;
@@ -717,6 +722,22 @@ static int load_plugins(struct qlinkd *q, bool check_only)
 			continue;
 		}
 		q->plugins[q->nplugins++] = p;
+		if (c->udp_count &&
+		    !(ql_plugin_flags(p) & (QL_PLUGIN_STATELESS | QL_PLUGIN_PER_SOURCE))) {
+			/* every sender a listener allows reaches the one session:
+			 * per-session state would be every caller's to reset,
+			 * feed or read */
+			fprintf(stderr,
+				"%s:%u: plugins[%u]: plugin '%s' keeps state per session (it "
+				"declares neither QL_PLUGIN_STATELESS nor QL_PLUGIN_PER_SOURCE) "
+				"and udp[0] (line %u) is a listener shared by every sender: one "
+				"caller could reset or read another's state; rebuild the plugin "
+				"declaring its flags (plugin ABI 3) or remove the udp listeners\n",
+				c->path, c->plugins[i].line, i, ql_plugin_get_info(p)->name,
+				c->udp[0].line);
+			ret = ret ? ret : -EINVAL;
+			continue;
+		}
 		if (!check_only)
 			qlog(QL_LOG_INFO, "plugin", "loaded", "plugin=%s version=%s path=%s",
 			     ql_plugin_get_info(p)->name,

@@ -31,13 +31,17 @@ extern "C" {
 
 /* A window on memory the channel owns: | headroom | data | tailroom |. */
 struct ql_buffer {
-	uint8_t *base;	   /* first byte of headroom */
-	uint32_t capacity; /* bytes from base */
-	uint32_t offset;   /* data = base + offset */
-	uint32_t len;	   /* data bytes */
-	uint32_t index;	   /* the owner's index of this buffer */
-	uint64_t tag;	   /* the request sequence on RX; on TX the tag of the
+	uint8_t *base;	    /* first byte of headroom */
+	uint32_t capacity;  /* bytes from base */
+	uint32_t offset;    /* data = base + offset */
+	uint32_t len;	    /* data bytes */
+	uint32_t index;	    /* the owner's index of this buffer */
+	uint64_t tag;	    /* the request sequence on RX; on TX the tag of the
 			      request the response answers (see below) */
+	uint32_t reply_max; /* RX: the longest response the channel will send
+			       for this request, header included (UDP: the
+			       request datagram's length); 0: no limit but
+			       the response buffer's */
 };
 
 static inline uint8_t *ql_buffer_data(const struct ql_buffer *b)
@@ -134,6 +138,11 @@ struct ql__channel_ops {
 	void (*destroy)(struct ql_channel *ch);
 	/* optional: channels without completions (the loopback) leave it NULL */
 	void (*send_stats)(const struct ql_channel *ch, struct ql_channel_send_stats *s);
+	/* optional: the key of the source of received buffer rx (UDP: its
+	 * address then port, network order) into key[0..cap); its length, 0
+	 * when the channel has one peer (ring, hsb) or does not know */
+	size_t (*source)(const struct ql_channel *ch, const struct ql_buffer *rx, uint8_t *key,
+			 size_t cap);
 };
 
 /* Every channel starts with this; applications must not touch it. */

@@ -45,6 +45,7 @@
 #ifndef QLINK_PLUGIN_H
 #define QLINK_PLUGIN_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "qlink/log.h"
@@ -60,8 +61,29 @@ extern "C" {
  * struct ql_rpc_schema, the stream structs and the handler signatures.
  * 1: stream handlers only. 2: struct ql_rpc_function gained `frame` (frame
  * handlers, CUDA-Q's HOST_CALL form); a version 1 plugin is refused.
+ * 3: struct ql_plugin_info gained `flags` and struct ql_plugin_registrar
+ * `request_source` (both appended); a version 2 plugin still loads, read
+ * as flags 0 (state per session: not served on shared listeners).
  */
-#define QL_PLUGIN_ABI_VERSION 2u
+#define QL_PLUGIN_ABI_VERSION 3u
+/* The oldest plugin ABI this host loads. */
+#define QL_PLUGIN_ABI_MIN 2u
+
+/*
+ * What a plugin's state is, for listeners shared by every sender (qlinkd's
+ * `udp:` listeners, where any allowed source, spoofed ones too, reaches the
+ * same session). flags 0 (and every version 2 plugin): the plugin keeps
+ * state per session (register_functions is called once per session and
+ * its handlers share what it made), which on a shared listener one caller
+ * could change or read for another: qlinkd refuses to start with such a
+ * plugin and a `udp:` listener (a config error naming both).
+ */
+#define QL_PLUGIN_STATELESS \
+	0x1u /* handlers keep nothing between requests that
+				     another caller could change or read */
+#define QL_PLUGIN_PER_SOURCE \
+	0x2u /* state kept per request source, found with
+				     registrar->request_source */
 
 /* The symbol a plugin exports. */
 #define QL_PLUGIN_SYMBOL "ql_plugin_info"
@@ -78,7 +100,18 @@ struct ql_plugin_registrar {
 	int (*register_function)(void *host, const struct ql_rpc_function *fn);
 	/* Log a line through the host's logger, attributed to the plugin. */
 	void (*log)(void *host, enum ql_log_level level, const char *msg);
+	/* Version 3. Called from a handler: the key of the source of the
+	 * request it is serving into key[0..cap) (a UDP listener: IPv4 address
+	 * and port, 6 bytes, or IPv6 address and port, 18 bytes, network
+	 * order); its length, or 0 when the session has one peer (ring, hsb
+	 * sessions) or outside a handler. Keep the function pointer (the
+	 * registrar itself lives only during register_functions); host may be
+	 * NULL. No allocation, lock or system call. */
+	size_t (*request_source)(void *host, uint8_t *key, size_t cap);
 };
+
+/* The longest key request_source gives. */
+#define QL_PLUGIN_SOURCE_MAX 18u
 
 struct ql_plugin_info {
 	uint32_t abi_version; /* QL_PLUGIN_ABI_VERSION it was built with */
@@ -91,6 +124,9 @@ struct ql_plugin_info {
 	void (*fini)(void *state);
 	/* Register every function; called once per daemon (session). */
 	int (*register_functions)(void *state, const struct ql_plugin_registrar *reg);
+	/* Version 3: QL_PLUGIN_STATELESS, QL_PLUGIN_PER_SOURCE (0: state per
+	 * session, the safe reading of a version 2 plugin). */
+	uint32_t flags;
 };
 
 typedef const struct ql_plugin_info *(*ql_plugin_info_fn)(void);

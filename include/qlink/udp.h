@@ -5,9 +5,14 @@
  *
  * One datagram carries one RPC frame in one slot stride: the server channel
  * takes up to a burst of datagrams with one recvmmsg into pre-allocated
- * slots (a short datagram is zero-filled to the stride, a long one is
- * dropped and counted) and answers with one sendmmsg, each response sent
- * from the bound socket to the source address of the request it answers.
+ * slots (a short datagram holding its whole frame is served as it is, one
+ * shorter than its own header says is dropped and counted, never
+ * zero-filled; a long one is dropped and counted; a source outside the
+ * allowlist, loopback by default, is dropped; under a backlog each source
+ * keeps at most its share of a burst) and answers with one sendmmsg, each
+ * response sent from the bound socket to the source address of the
+ * request it answers and never longer than that request's datagram (no
+ * reflection amplifier).
  * The channel is a struct ql_channel like the verbs and hsb channels, so the
  * same daemon, dispatcher, handlers and statistics serve it; give the daemon
  * QL_BAD_REQUEST_DROP to behave as CUDA-Q does (bad magic and unknown
@@ -48,18 +53,33 @@ extern "C" {
 /* ---- the channel: the server side ---------------------------------------- */
 
 struct ql_udp_channel_config {
-	const char *address;   /* local IPv4/IPv6 literal to bind ("127.0.0.1", "::1",
+	const char *address;	  /* local IPv4/IPv6 literal to bind ("127.0.0.1", "::1",
 				"0.0.0.0", "::"); NULL: "127.0.0.1" */
-	uint16_t port;	       /* 0: ephemeral */
-	uint32_t num_slots;    /* receive slots = ring depth, 1..65536 (0: 8) */
-	uint32_t slot_size;    /* stride, bytes of one datagram, 24..65507 (0: 256) */
-	uint32_t tx_buffers;   /* response buffers (0: num_slots) */
-	uint32_t rcvbuf;       /* SO_RCVBUF bytes, the backlog the kernel holds
+	uint16_t port;		  /* 0: ephemeral */
+	uint32_t num_slots;	  /* receive slots = ring depth, 1..65536 (0: 8) */
+	uint32_t slot_size;	  /* stride, bytes of one datagram, 24..65507 (0: 256) */
+	uint32_t tx_buffers;	  /* response buffers (0: num_slots) */
+	uint32_t rcvbuf;	  /* SO_RCVBUF bytes, the backlog the kernel holds
 				while the dispatcher is busy (0: the kernel's
 				default, at least 256 KiB asked) */
-	uint32_t busy_poll_us; /* SO_BUSY_POLL (0: none); refused without
+	uint32_t busy_poll_us;	  /* SO_BUSY_POLL (0: none); refused without
 				  CAP_NET_ADMIN above net.core.busy_read: then
 				  ignored, see ql_udp_channel_stats.busy_poll */
+	const char *const *allow; /* sources served: allow_count IPv4/IPv6
+				     addresses or CIDR blocks ("10.0.0.0/8",
+				     "fd00::/8"; "0.0.0.0/0" and "::/0" for
+				     everyone); an IPv4-mapped IPv6 source
+				     matches as IPv4. NULL/0: loopback only
+				     (127.0.0.0/8, ::1). Others are dropped
+				     and counted (not_allowed). */
+	uint32_t allow_count;
+	uint32_t fair_share; /* per-source fairness: in a burst of at least 8
+				that took every datagram it could (a backlog)
+				and holds several sources, each source hands
+				on at most this many and the rest of its
+				datagrams are shed (counted); 0: the burst
+				divided evenly among its sources; UINT32_MAX:
+				off */
 };
 
 /* A non-blocking UDP socket bound to address:port (IPv4 or IPv6 from the
@@ -80,7 +100,16 @@ int ql_udp_channel_fd(struct ql_channel *ch);
 struct ql_udp_channel_stats {
 	uint64_t datagrams;	/* received (every size, oversize included) */
 	uint64_t oversize;	/* longer than the stride: dropped, not handed on */
-	uint64_t undersize;	/* shorter than the stride: zero-filled, handed on */
+	uint64_t undersize;	/* shorter than the stride, complete: handed on
+				   as they are (not padded) */
+	uint64_t truncated;	/* shorter than their own header says (under 24
+				   bytes, or 24 + arg_len): dropped, never
+				   zero-filled */
+	uint64_t not_allowed;	/* from a source outside the allowlist: dropped */
+	uint64_t shed;		/* dropped by per-source fairness (fair_share) */
+	uint64_t reply_clamped; /* responses longer than the request datagram
+				   that caused them: replaced by a 24-byte
+				   QL_RPC_E_RESULT_OVERFLOW response */
 	uint64_t send_errors;	/* responses sendmmsg refused (lost) */
 	uint64_t sent;		/* responses the kernel accepted */
 	uint64_t unaddressed;	/* responses whose request's source address was

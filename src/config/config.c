@@ -85,6 +85,8 @@ struct raw_udp {
 	int64_t *busy_poll_us;
 	char *bad_requests;
 	int64_t *cpu;
+	char **allow;
+	unsigned allow_count;
 };
 
 struct raw_log {
@@ -202,6 +204,8 @@ static const cyaml_schema_field_t udp_fields[] = {
 	CYAML_FIELD_INT_PTR("busy_poll_us", OPT, struct raw_udp, busy_poll_us),
 	STR("bad_requests", struct raw_udp, bad_requests),
 	CYAML_FIELD_INT_PTR("cpu", OPT, struct raw_udp, cpu),
+	CYAML_FIELD_SEQUENCE("allow", OPT, struct raw_udp, allow, &string_entry, 0,
+			     CYAML_UNLIMITED),
 	CYAML_FIELD_END,
 };
 
@@ -298,8 +302,12 @@ void ql_config_free(struct ql_config *cfg)
 		free(cfg->qcs[i].address);
 	}
 	free(cfg->qcs);
-	for (uint32_t i = 0; i < cfg->udp_count; i++)
+	for (uint32_t i = 0; i < cfg->udp_count; i++) {
 		free(cfg->udp[i].address);
+		for (uint32_t j = 0; j < cfg->udp[i].allow_count; j++)
+			free(cfg->udp[i].allow[j]);
+		free(cfg->udp[i].allow);
+	}
 	free(cfg->udp);
 	free(cfg);
 }
@@ -709,7 +717,17 @@ static int convert_udp(struct ql_yaml_file *f, const struct raw_config *r, struc
 
 		u->line = ql__yaml_linef(f, "udp.%u", i);
 		c->udp_count++;
-		why = parse_listen(ru->listen, &u->address, &u->port);
+		if (ru->listen[0] && strspn(ru->listen, "0123456789") == strlen(ru->listen) &&
+		    strlen(ru->listen) <= 5) {
+			/* a bare port: loopback (an address must be written to
+			 * listen wider) */
+			char lo[32];
+
+			snprintf(lo, sizeof(lo), "127.0.0.1:%s", ru->listen);
+			why = parse_listen(lo, &u->address, &u->port);
+		} else {
+			why = parse_listen(ru->listen, &u->address, &u->port);
+		}
 		if (why && !u->address && !strcmp(why, "out of memory"))
 			return -ENOMEM;
 		if (why)
@@ -737,6 +755,22 @@ static int convert_udp(struct ql_yaml_file *f, const struct raw_config *r, struc
 					ru->bad_requests);
 			else
 				u->bad_requests = (enum ql_bad_request_policy)k;
+		}
+		if (ru->allow_count) {
+			u->allow = calloc(ru->allow_count, sizeof(char *));
+			if (!u->allow)
+				return -ENOMEM;
+		}
+		for (unsigned k = 0; k < ru->allow_count; k++) {
+			u->allow[k] = strdup(ru->allow[k]);
+			if (!u->allow[k])
+				return -ENOMEM;
+			u->allow_count++;
+			if (!valid_cidr(ru->allow[k]))
+				ql__diag_add(f, ql__yaml_linef(f, "udp.%u.allow.%u", i, k),
+					     "udp[%u].allow[%u]: '%s' is not an address or CIDR "
+					     "block (e.g. 10.0.0.0/8, fd00::/8)",
+					     i, k, ru->allow[k]);
 		}
 		u->cpu = -1;
 		if (ru->cpu) {

@@ -84,8 +84,11 @@ struct ql_config_udp {
 	uint32_t slot_size;    /* the stride: bytes of one datagram, default 256 */
 	uint32_t busy_poll_us; /* SO_BUSY_POLL, 0: none */
 	enum ql_bad_request_policy bad_requests; /* default drop, as CUDA-Q */
-	int cpu; /* the core of the dispatcher serving it (one of dispatcher.cpus);
+	int cpu;      /* the core of the dispatcher serving it (one of dispatcher.cpus);
 		    -1: the least-loaded one, as other sessions */
+	char **allow; /* sources served: addresses or CIDR blocks; none given:
+			 loopback only (127.0.0.0/8, ::1) */
+	uint32_t allow_count;
 	unsigned line;
 };
 

@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "daemon/daemon_int.h"
+#include "daemon/source.h"
 #include "qlink/clock.h"
 #include "qlink/error.h"
 #include "rpc/guarded.h"
@@ -216,6 +217,23 @@ int ql_daemon_poll(struct ql_daemon *d)
 	return ql__daemon_poll(d, &d->solo);
 }
 
+/* The request the calling thread's handler is serving (two stores per
+ * request; read by ql__daemon_request_source). */
+static __thread struct {
+	struct ql_channel *ch;
+	const struct ql_buffer *rx;
+} ql__cur_req;
+
+size_t ql__daemon_request_source(uint8_t *key, size_t cap)
+{
+	const struct ql__channel_ops *ops;
+
+	if (!ql__cur_req.rx || !ql__cur_req.ch)
+		return 0;
+	ops = ((const struct ql__channel_head *)(const void *)ql__cur_req.ch)->ops;
+	return ops->source ? ops->source(ql__cur_req.ch, ql__cur_req.rx, key, cap) : 0;
+}
+
 int ql__daemon_poll(struct ql_daemon *d, struct ql__dthread *w)
 {
 	struct ql_buffer *rx[QL_DAEMON_MAX_BURST], *tx[QL_DAEMON_MAX_BURST];
@@ -267,6 +285,13 @@ int ql__daemon_poll(struct ql_daemon *d, struct ql__dthread *w)
 		 * capacity (QL_POOL_SLACK): the handler has all of it */
 		_Static_assert(QL_POOL_SLACK >= QL__RPC_CANARY_SIZE, "no room for the canary");
 		cap = ql_buffer_tailroom(t);
+		/* a channel that limits the reply (UDP: never longer than the
+		 * request datagram) limits what the handler may write, so it
+		 * fails with its own "does not fit" status before acting */
+		if (rx[i]->reply_max && cap > rx[i]->reply_max)
+			cap = rx[i]->reply_max;
+		ql__cur_req.ch = d->ch;
+		ql__cur_req.rx = rx[i];
 		t0 = ql_tsc();
 		/* the call in progress, for the watchdog: two stores and one
 		 * exchange per request, no lock, no system call */
@@ -279,6 +304,7 @@ int ql__daemon_poll(struct ql_daemon *d, struct ql__dthread *w)
 				     0))
 			ql__dthread_abandoned();
 		t1 = ql_tsc();
+		ql__cur_req.rx = NULL;
 		ql_hist_record(&d->hist, ((t1 - t0) * d->tick_ns_q32) >> 32);
 		if (__builtin_expect(overrun, 0))
 			BUMP(d->st.err_result_overrun);

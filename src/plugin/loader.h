@@ -35,6 +35,8 @@ void ql_plugin_unload(struct ql_plugin *plugin);
 
 const struct ql_plugin_info *ql_plugin_get_info(const struct ql_plugin *plugin);
 const char *ql_plugin_path(const struct ql_plugin *plugin);
+/* Its QL_PLUGIN_* flags (0 for a version 2 plugin: state per session). */
+uint32_t ql_plugin_flags(const struct ql_plugin *plugin);
 /* Functions registered by the last ql_plugin_register* call. */
 uint32_t ql_plugin_function_count(const struct ql_plugin *plugin);
 

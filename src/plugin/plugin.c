@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "daemon/source.h"
 #include "qlink/daemon.h"
 #include "qlink/error.h"
 
@@ -108,11 +109,11 @@ int ql_plugin_load(const char *path, const char *config, struct ql_plugin **out)
 	info = fn();
 	if (!info)
 		return fail(p, -EINVAL, "%s: %s() returned NULL", path, QL_PLUGIN_SYMBOL);
-	if (info->abi_version != QL_PLUGIN_ABI_VERSION) {
+	if (info->abi_version < QL_PLUGIN_ABI_MIN || info->abi_version > QL_PLUGIN_ABI_VERSION) {
 		/* Version 1's struct ql_rpc_function is shorter: its functions
 		 * would be read with a garbage frame pointer. Say so. */
-		snprintf(abi, sizeof(abi), "%u, this qlinkd speaks %u%s", info->abi_version,
-			 QL_PLUGIN_ABI_VERSION,
+		snprintf(abi, sizeof(abi), "%u, this qlinkd speaks %u..%u%s", info->abi_version,
+			 QL_PLUGIN_ABI_MIN, QL_PLUGIN_ABI_VERSION,
 			 info->abi_version == 1 ? " (struct ql_rpc_function has gained frame "
 						  "handlers since)" :
 						  "");
@@ -177,6 +178,18 @@ static void reg_log(void *host, enum ql_log_level level, const char *msg)
 		ql_log(level, p->info->name, "%s", msg ? msg : "");
 }
 
+static size_t reg_source(void *host, uint8_t *key, size_t cap)
+{
+	(void)host;
+	return ql__daemon_request_source(key, cap);
+}
+
+uint32_t ql_plugin_flags(const struct ql_plugin *p)
+{
+	/* a version 2 description has no flags field: state per session */
+	return p->info->abi_version >= 3 ? p->info->flags : 0;
+}
+
 static int do_register(struct ql_plugin *p)
 {
 	struct ql_plugin_registrar r = {
@@ -184,6 +197,7 @@ static int do_register(struct ql_plugin *p)
 		.host = p,
 		.register_function = reg_function,
 		.log = reg_log,
+		.request_source = reg_source,
 	};
 	int ret;
 

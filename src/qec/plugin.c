@@ -14,18 +14,22 @@
  *   reset_decoder      a new shot
  *
  * Decoders come from the config string (ql_qec_wire_parse: several ids,
- * each its distance, rounds, noise, p, q, window). Each session (one QCS)
- * gets its own decoders, made when its functions are registered, so
- * handlers of different sessions share nothing but the immutable codes;
- * handlers allocate nothing. The module carries its own copy of what it
+ * each its distance, rounds, noise, p, q, window). Each session (one QCS,
+ * or one `udp:` listener) gets its own decoders, made when its functions
+ * are registered, and within it each request source its own (struct
+ * table below: QL_PLUGIN_PER_SOURCE), so handlers of different sessions
+ * and callers share nothing but the immutable codes; handlers allocate
+ * nothing. The module carries its own copy of what it
  * needs of libqlink (static, hidden) and exports ql_plugin_info alone
  * (plugin.map).
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "qlink/error.h"
 #include "qlink/plugin.h"
@@ -46,19 +50,49 @@ struct qdec {
 	uint8_t flip;
 };
 
+/* The decoders of one caller: every configured decoder, its own shots. */
 struct session {
-	struct session *next;
 	struct qdec *by_id[QL_QEC_MAX_DECODERS];
 	unsigned n;
 	struct qdec decs[];
+};
+
+/*
+ * Per-source state. A qlinkd session (a QCS's ring, or a `udp:` listener
+ * every allowed sender reaches) gets a table of QEC_SOURCES decoder sets,
+ * made when its functions are registered; each request is served by the
+ * set of its source (registrar->request_source: address and port). A
+ * session with one peer (ring, hsb) has a single source (key length 0).
+ * A new source takes a free entry, else the least recently used entry
+ * that is idle: every decoder between shots (nothing enqueued since its
+ * last reset) or unused for QEC_IDLE_NS; the entry's decoders are reset
+ * for it. With none idle the request is refused with QL_QEC_E_DECODER
+ * and nothing is touched: no source can reset, feed or read another's
+ * shot.
+ */
+#define QEC_SOURCES 8u
+#define QEC_IDLE_NS 10000000000ull /* 10 s */
+
+struct source {
+	uint8_t klen; /* 0: unused, or the single source of a one-peer session */
+	bool used;
+	uint8_t key[QL_PLUGIN_SOURCE_MAX];
+	uint64_t last_ns;
+	struct session *s;
+};
+
+struct table {
+	struct table *next;
+	size_t (*source)(void *host, uint8_t *key, size_t cap); /* NULL: one source */
+	struct source src[QEC_SOURCES];
 };
 
 struct plugin {
 	struct ql_qec_wire_decoder cfg[QL_QEC_MAX_DECODERS];
 	struct ql_qec_code *code[QL_QEC_MAX_DECODERS];
 	unsigned n;
-	pthread_mutex_t lock; /* sessions */
-	struct session *sessions;
+	pthread_mutex_t lock; /* tables */
+	struct table *tables;
 };
 
 static void shot_reset(struct qdec *q)
@@ -73,6 +107,65 @@ static void shot_reset(struct qdec *q)
 static struct qdec *find(struct session *s, int64_t id)
 {
 	return id >= 0 && id < (int64_t)QL_QEC_MAX_DECODERS ? s->by_id[id] : NULL;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	/* the vDSO: no system call */
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* No shot in progress on any of its decoders. */
+static bool between_shots(const struct session *s)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		if (s->decs[i].next)
+			return false;
+	return true;
+}
+
+/* The decoders of the request's source; NULL when the table is full of
+ * busy sources. */
+static struct session *pick(struct table *t)
+{
+	uint8_t key[QL_PLUGIN_SOURCE_MAX];
+	size_t klen = t->source ? t->source(NULL, key, sizeof(key)) : 0;
+	struct source *victim = NULL;
+	uint64_t now = now_ns();
+
+	if (klen > sizeof(key))
+		klen = 0;
+	for (unsigned i = 0; i < QEC_SOURCES; i++) {
+		struct source *e = &t->src[i];
+
+		if (e->used && e->klen == klen && !memcmp(e->key, key, klen)) {
+			e->last_ns = now;
+			return e->s;
+		}
+	}
+	for (unsigned i = 0; i < QEC_SOURCES; i++) {
+		struct source *e = &t->src[i];
+
+		if (!e->used) {
+			victim = e;
+			break;
+		}
+		if ((between_shots(e->s) || now - e->last_ns >= QEC_IDLE_NS) &&
+		    (!victim || e->last_ns < victim->last_ns))
+			victim = e;
+	}
+	if (!victim)
+		return NULL;
+	for (unsigned i = 0; i < victim->s->n; i++)
+		shot_reset(&victim->s->decs[i]);
+	victim->used = true;
+	victim->klen = (uint8_t)klen;
+	memcpy(victim->key, key, klen);
+	victim->last_ns = now;
+	return victim->s;
 }
 
 /* ---- the handlers (frame handlers: CUDA-QX writes negative statuses) ------ */
@@ -121,8 +214,11 @@ static int32_t h_enqueue(const uint8_t *req, size_t req_len, uint8_t *resp, size
 		ql_qec_enqueue_decode(req + QL_RPC_HEADER_SIZE, req_len - QL_RPC_HEADER_SIZE, &e);
 
 	(void)resp_cap;
-	if (st == QL_QEC_OK)
-		st = enqueue(ctx, &e);
+	if (st == QL_QEC_OK) {
+		struct session *s = pick(ctx);
+
+		st = s ? enqueue(s, &e) : QL_QEC_E_DECODER;
+	}
 	ql_rpc_frame_respond(req, resp, st, 0);
 	return 0;
 }
@@ -136,8 +232,12 @@ static int32_t h_get_corrections(const uint8_t *req, size_t req_len, uint8_t *re
 	int32_t st = ql_qec_get_corrections_decode(req + QL_RPC_HEADER_SIZE,
 						   req_len - QL_RPC_HEADER_SIZE, &g);
 
-	if (st == QL_QEC_OK && !(q = find(ctx, g.decoder_id)))
-		st = QL_QEC_E_DECODER;
+	if (st == QL_QEC_OK) {
+		struct session *s = pick(ctx);
+
+		if (!s || !(q = find(s, g.decoder_id)))
+			st = QL_QEC_E_DECODER;
+	}
 	if (st == QL_QEC_OK && g.return_size > 1) /* one observable: the logical Z */
 		st = QL_QEC_E_INVALID;
 	if (st == QL_QEC_OK) {
@@ -168,7 +268,9 @@ static int32_t h_reset(const uint8_t *req, size_t req_len, uint8_t *resp, size_t
 
 	(void)resp_cap;
 	if (st == QL_QEC_OK) {
-		q = find(ctx, id);
+		struct session *s = pick(ctx);
+
+		q = s ? find(s, id) : NULL;
 		if (q)
 			shot_reset(q);
 		else
@@ -224,17 +326,42 @@ static int session_new(struct plugin *p, struct session **out)
 	return 0;
 }
 
+static void table_free(struct table *t)
+{
+	for (unsigned i = 0; i < QEC_SOURCES; i++)
+		if (t->src[i].s)
+			session_free(t->src[i].s);
+	free(t);
+}
+
+static int table_new(struct plugin *p, struct table **out)
+{
+	struct table *t = calloc(1, sizeof(*t));
+	int ret = 0;
+
+	if (!t)
+		return -ENOMEM;
+	for (unsigned i = 0; i < QEC_SOURCES && !ret; i++)
+		ret = session_new(p, &t->src[i].s);
+	if (ret) {
+		table_free(t);
+		return ret;
+	}
+	*out = t;
+	return 0;
+}
+
 static void plugin_fini(void *state)
 {
 	struct plugin *p = state;
 
 	if (!p)
 		return;
-	while (p->sessions) {
-		struct session *s = p->sessions;
+	while (p->tables) {
+		struct table *t = p->tables;
 
-		p->sessions = s->next;
-		session_free(s);
+		p->tables = t->next;
+		table_free(t);
 	}
 	for (unsigned i = 0; i < p->n; i++)
 		ql_qec_code_destroy(p->code[i]);
@@ -274,15 +401,17 @@ static int plugin_init(const char *config, void **state)
 static int plugin_register(void *state, const struct ql_plugin_registrar *reg)
 {
 	struct plugin *p = state;
-	struct session *s;
+	struct table *s;
 	char msg[160];
-	int ret = session_new(p, &s);
+	int ret = table_new(p, &s);
 
 	if (ret)
 		return ret;
+	/* a version 2 host has no request_source: one source per session */
+	s->source = reg->abi_version >= 3 ? reg->request_source : NULL;
 	pthread_mutex_lock(&p->lock);
-	s->next = p->sessions;
-	p->sessions = s;
+	s->next = p->tables;
+	p->tables = s;
 	pthread_mutex_unlock(&p->lock);
 	ret = reg->register_function(reg->host,
 				     &QL_RPC_FRAME_FUNCTION("enqueue_syndromes", h_enqueue, s));
@@ -308,6 +437,7 @@ static const struct ql_plugin_info info = {
 	.init = plugin_init,
 	.fini = plugin_fini,
 	.register_functions = plugin_register,
+	.flags = QL_PLUGIN_PER_SOURCE,
 };
 
 QL_PLUGIN_EXPORT const struct ql_plugin_info *ql_plugin_info(void);

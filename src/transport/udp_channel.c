@@ -18,6 +18,7 @@
  * response left is detected (sequence mismatch) and counted, never misused.
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
 #include <linux/sock_diag.h>
 #include <netdb.h>
@@ -30,6 +31,7 @@
 #include <unistd.h>
 
 #include "qlink/error.h"
+#include "qlink/rpc_wire.h"
 #include "qlink/udp.h"
 #include "transport/udp_int.h"
 
@@ -41,8 +43,23 @@
 struct uaddr {
 	uint64_t seq; /* the datagram whose source this is; 0: none */
 	socklen_t len;
+	uint32_t rlen;		      /* the datagram's length: the longest reply it may get */
+	uint8_t klen;		      /* key bytes: 6 (IPv4, IPv4-mapped too) or 18 (IPv6) */
+	uint8_t key[QL__UDP_KEY_MAX]; /* address then port, network order */
 	struct sockaddr_storage ss;
 };
+
+/* One allowlist entry: key-form address (4 or 16 bytes) and prefix bits. */
+struct allow_net {
+	uint8_t alen;
+	uint8_t bits;
+	uint8_t addr[16];
+};
+
+/* Fairness applies to bursts of at least this many datagrams (a share of
+ * at least 4 between two sources): a small ring's full bursts are its
+ * normal pace, not a backlog. */
+#define FAIR_MIN_BURST 8u
 
 struct uch {
 	struct ql__channel_head head;
@@ -65,10 +82,118 @@ struct uch {
 	struct ql_buffer **tbuf; /* ntx */
 	struct sockaddr_storage local;
 	socklen_t local_len;
+	struct allow_net *allow; /* nallow entries */
+	uint32_t nallow;
+	uint32_t fair_share; /* 0: even split; UINT32_MAX: off */
+	uint32_t *srcof;     /* per burst position: its source's index */
+	uint32_t sfirst[64]; /* per source of the burst: its first position */
+	uint32_t scount[64]; /* per source of the burst: datagrams kept */
 	struct ql_udp_channel_stats st;
 };
 
+/* Sources told apart in one burst; a burst with more treats the rest as
+ * one (never capped): fairness is for a few callers and a flooder. */
+#define FAIR_SOURCES 64u
+_Static_assert(FAIR_SOURCES == 64, "sfirst, scount");
+
 static const struct ql__channel_ops uch_ops;
+
+/* The canonical key of a source: address (IPv4-mapped IPv6 as IPv4) then
+ * port, network order. 0 for a family we do not serve. */
+static uint8_t make_key(const struct sockaddr_storage *ss, socklen_t len, uint8_t *key)
+{
+	if (ss->ss_family == AF_INET && len >= sizeof(struct sockaddr_in)) {
+		const struct sockaddr_in *a = (const struct sockaddr_in *)(const void *)ss;
+
+		memcpy(key, &a->sin_addr, 4);
+		memcpy(key + 4, &a->sin_port, 2);
+		return 6;
+	}
+	if (ss->ss_family == AF_INET6 && len >= sizeof(struct sockaddr_in6)) {
+		const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)(const void *)ss;
+
+		if (IN6_IS_ADDR_V4MAPPED(&a->sin6_addr)) {
+			memcpy(key, a->sin6_addr.s6_addr + 12, 4);
+			memcpy(key + 4, &a->sin6_port, 2);
+			return 6;
+		}
+		memcpy(key, &a->sin6_addr, 16);
+		memcpy(key + 16, &a->sin6_port, 2);
+		return 18;
+	}
+	return 0;
+}
+
+static bool allowed(const struct uch *c, const struct uaddr *a)
+{
+	uint32_t alen = a->klen - 2u;
+
+	if (!a->klen)
+		return false;
+	for (uint32_t i = 0; i < c->nallow; i++) {
+		const struct allow_net *n = &c->allow[i];
+		uint32_t whole = n->bits / 8u, rest = n->bits % 8u;
+
+		if (n->alen != alen || memcmp(n->addr, a->key, whole))
+			continue;
+		if (rest && ((n->addr[whole] ^ a->key[whole]) & (uint8_t)(0xffu << (8 - rest))))
+			continue;
+		return true;
+	}
+	return false;
+}
+
+static uint32_t rd_le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+/* Per-source fairness over the n datagrams handed on in a burst that took
+ * all it could (k): each source keeps at most its share, in arrival order;
+ * the rest of its datagrams are shed (their slots freed). Returns the
+ * number kept, compacted in out. */
+static int fair(struct uch *c, struct ql_buffer **out, int n, uint32_t k)
+{
+	uint32_t nsrc = 0, share, m = 0;
+
+	for (int i = 0; i < n; i++) {
+		const struct uaddr *a = &c->addrs[out[i]->tag % c->naddr];
+		uint32_t j;
+
+		for (j = 0; j < nsrc; j++) {
+			const struct uaddr *b = &c->addrs[out[c->sfirst[j]]->tag % c->naddr];
+
+			if (b->klen == a->klen && !memcmp(b->key, a->key, a->klen))
+				break;
+		}
+		if (j == nsrc && nsrc < FAIR_SOURCES) {
+			c->sfirst[nsrc] = (uint32_t)i; /* the source's first datagram */
+			c->scount[nsrc++] = 0;
+		}
+		/* j == FAIR_SOURCES: the overflow "source", never capped */
+		c->srcof[i] = j;
+	}
+	if (nsrc < 2 && !c->fair_share)
+		return n; /* one caller: nothing to share */
+	share = c->fair_share ? c->fair_share : k / nsrc;
+	if (!share)
+		share = 1;
+	for (int i = 0; i < n; i++) {
+		uint32_t j = c->srcof[i];
+
+		if (j < FAIR_SOURCES && c->scount[j]++ >= share) {
+			uint32_t s = out[i]->index;
+
+			c->held[s] = false;
+			c->free[c->nfree++] = s;
+			c->addrs[out[i]->tag % c->naddr].seq = 0;
+			BUMP(c->st.shed);
+			continue;
+		}
+		out[m++] = out[i];
+	}
+	return (int)m;
+}
 
 static int uch_receive_burst(struct ql_channel *ch, struct ql_buffer **out, int max)
 {
@@ -115,6 +240,15 @@ static int uch_receive_burst(struct ql_channel *ch, struct ql_buffer **out, int 
 
 		a->seq = seq;
 		a->len = c->rmsg[j].msg_hdr.msg_namelen;
+		a->rlen = len;
+		a->klen = make_key(&a->ss, a->len, a->key);
+		if (!allowed(c, a)) {
+			/* not ours to answer: no reply, no dispatch */
+			BUMP(c->st.not_allowed);
+			a->seq = 0;
+			c->free[c->nfree++] = s;
+			continue;
+		}
 		if (len > c->stride) {
 			/* CUDA-Q drops these too (its one warning is the tool's) */
 			BUMP(c->st.oversize);
@@ -122,13 +256,21 @@ static int uch_receive_burst(struct ql_channel *ch, struct ql_buffer **out, int 
 			c->free[c->nfree++] = s;
 			continue;
 		}
-		if (len < c->stride) {
-			memset(b->base + len, 0, c->stride - len);
-			BUMP(c->st.undersize);
+		/* A datagram shorter than its own header says is refused, never
+		 * zero-filled: what it lacks would otherwise be answered (a short
+		 * spoofed request amplified into a long reply). */
+		if (len < QL_RPC_HEADER_SIZE || rd_le32(b->base + 8) > len - QL_RPC_HEADER_SIZE) {
+			BUMP(c->st.truncated);
+			a->seq = 0;
+			c->free[c->nfree++] = s;
+			continue;
 		}
+		if (len < c->stride)
+			BUMP(c->st.undersize);
 		b->offset = 0;
-		b->len = c->stride; /* the frame is read from the whole slot */
+		b->len = len; /* the frame and whatever followed it in the datagram */
 		b->tag = seq;
+		b->reply_max = len; /* a reply never exceeds its request */
 		c->held[s] = true;
 		out[n++] = b;
 	}
@@ -137,6 +279,9 @@ static int uch_receive_burst(struct ql_channel *ch, struct ql_buffer **out, int 
 		c->free[c->nfree++] = c->bslot[j];
 	if (r)
 		ADD(c->st.datagrams, (uint64_t)r);
+	/* a full burst: more may wait in the socket, so share it out */
+	if ((uint32_t)r == k && k >= FAIR_MIN_BURST && n > 1 && c->fair_share != UINT32_MAX)
+		n = fair(c, out, n, k);
 	return n;
 }
 
@@ -154,6 +299,20 @@ static int uch_send_burst(struct ql_channel *ch, struct ql_buffer **bufs, int n)
 			unaddr++;
 			ql_pool_put(c->pool, b);
 			continue;
+		}
+		if (__builtin_expect(b->len > a->rlen, 0)) {
+			/* never more bytes out than the request brought in (an
+			 * amplifier otherwise): a 24-byte error response fits,
+			 * as every request handed on is 24 bytes or more */
+			uint8_t *p = ql_buffer_data(b);
+			uint32_t st = (uint32_t)QL_RPC_E_RESULT_OVERFLOW;
+
+			for (int x = 0; x < 4; x++) {
+				p[4 + x] = (uint8_t)(st >> (8 * x)); /* status, LE */
+				p[8 + x] = 0;			     /* result_len */
+			}
+			b->len = QL_RPC_RESPONSE_SIZE;
+			BUMP(c->st.reply_clamped);
 		}
 		c->tiov[k].iov_base = ql_buffer_data(b);
 		c->tiov[k].iov_len = b->len <= c->stride ? b->len : c->stride;
@@ -265,6 +424,8 @@ static void uch_destroy(struct ql_channel *ch)
 	free(c->tiov);
 	free(c->tmsg);
 	free(c->tbuf);
+	free(c->allow);
+	free(c->srcof);
 	free(c);
 }
 
@@ -302,6 +463,66 @@ int ql__udp_check_stride(uint32_t stride)
 	if (stride < QL_UDP_MIN_SLOT_SIZE || stride > QL_UDP_MAX_SLOT_SIZE)
 		return ql_error_set(-EINVAL, "udp: slot size %u outside %u..%u", stride,
 				    QL_UDP_MIN_SLOT_SIZE, QL_UDP_MAX_SLOT_SIZE);
+	return 0;
+}
+
+/* "ADDR" or "ADDR/BITS", IPv4 or IPv6 (an IPv4-mapped one as IPv4). */
+static int parse_net(const char *text, struct allow_net *n)
+{
+	char addr[INET6_ADDRSTRLEN + 1], *slash, *end;
+	unsigned char buf[16];
+	long bits, max;
+
+	if (!text || strlen(text) >= sizeof(addr))
+		return -EINVAL;
+	strcpy(addr, text);
+	slash = strchr(addr, '/');
+	if (slash)
+		*slash = '\0';
+	memset(n, 0, sizeof(*n));
+	if (inet_pton(AF_INET, addr, buf) == 1) {
+		n->alen = 4;
+		max = 32;
+	} else if (inet_pton(AF_INET6, addr, buf) == 1) {
+		n->alen = 16;
+		max = 128;
+	} else {
+		return -EINVAL;
+	}
+	bits = max;
+	if (slash) {
+		errno = 0;
+		bits = strtol(slash + 1, &end, 10);
+		if (!slash[1] || *end || errno || bits < 0 || bits > max)
+			return -EINVAL;
+	}
+	if (n->alen == 16 && bits >= 96 && IN6_IS_ADDR_V4MAPPED((struct in6_addr *)buf)) {
+		memmove(buf, buf + 12, 4);
+		n->alen = 4;
+		bits -= 96;
+	}
+	memcpy(n->addr, buf, n->alen);
+	n->bits = (uint8_t)bits;
+	return 0;
+}
+
+static int set_allow(struct uch *c, const struct ql_udp_channel_config *k)
+{
+	static const char *const loopback[] = { "127.0.0.0/8", "::1" };
+	const char *const *list = k->allow && k->allow_count ? k->allow : loopback;
+	uint32_t n = k->allow && k->allow_count ? k->allow_count : 2;
+
+	c->allow = calloc(n, sizeof(*c->allow));
+	if (!c->allow)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		if (parse_net(list[i], &c->allow[i]))
+			return ql_error_set(
+				-EINVAL,
+				"udp channel: allowlist entry '%s' is not an address or "
+				"CIDR block (e.g. 10.0.0.0/8, fd00::/8)",
+				list[i] ? list[i] : "(null)");
+	c->nallow = n;
 	return 0;
 }
 
@@ -358,13 +579,18 @@ int ql_udp_channel_create(const struct ql_udp_channel_config *cfg, struct ql_cha
 	c->tiov = calloc(c->ntx, sizeof(*c->tiov));
 	c->tmsg = calloc(c->ntx, sizeof(*c->tmsg));
 	c->tbuf = calloc(c->ntx, sizeof(*c->tbuf));
+	c->srcof = calloc(c->nslots, sizeof(*c->srcof));
+	c->fair_share = k.fair_share;
 	txlen = ql_pool_region_size(c->ntx, c->stride);
 	c->txmem = calloc(1, txlen);
 	if (!c->slots || !c->bufs || !c->held || !c->free || !c->riov || !c->rmsg || !c->bslot ||
-	    !c->addrs || !c->tiov || !c->tmsg || !c->tbuf || !c->txmem) {
+	    !c->addrs || !c->tiov || !c->tmsg || !c->tbuf || !c->txmem || !c->srcof) {
 		ret = -ENOMEM;
 		goto err;
 	}
+	ret = set_allow(c, &k);
+	if (ret)
+		goto err;
 	for (uint32_t s = 0; s < c->nslots; s++) {
 		uint8_t *p = c->slots + (size_t)s * c->stride;
 
@@ -453,6 +679,10 @@ int ql_udp_channel_stats(const struct ql_channel *ch, struct ql_udp_channel_stat
 	st->datagrams = READ(c->st.datagrams);
 	st->oversize = READ(c->st.oversize);
 	st->undersize = READ(c->st.undersize);
+	st->truncated = READ(c->st.truncated);
+	st->not_allowed = READ(c->st.not_allowed);
+	st->shed = READ(c->st.shed);
+	st->reply_clamped = READ(c->st.reply_clamped);
 	st->send_errors = READ(c->st.send_errors);
 	st->sent = READ(c->st.sent);
 	st->unaddressed = READ(c->st.unaddressed);
@@ -467,7 +697,20 @@ int ql_udp_channel_stats(const struct ql_channel *ch, struct ql_udp_channel_stat
 	return 0;
 }
 
+static size_t uch_source(const struct ql_channel *ch, const struct ql_buffer *rx, uint8_t *key,
+			 size_t cap)
+{
+	const struct uch *c = (const struct uch *)ch;
+	const struct uaddr *a = &c->addrs[rx->tag % c->naddr];
+
+	if (!rx->tag || a->seq != rx->tag || a->klen > cap)
+		return 0;
+	memcpy(key, a->key, a->klen);
+	return a->klen;
+}
+
 static const struct ql__channel_ops uch_ops = {
+	.source = uch_source,
 	.receive_burst = uch_receive_burst,
 	.send_burst = uch_send_burst,
 	.acquire_buffer = uch_acquire,

@@ -14,6 +14,9 @@
  * for bind. -EINVAL with a detail otherwise. */
 int ql__udp_parse_addr(const char *host, uint16_t port, bool passive, struct sockaddr_storage *ss,
 		       socklen_t *len);
+/* The longest source key: an IPv6 address and a port. */
+#define QL__UDP_KEY_MAX 18u
+
 /* 0 if stride is within QL_UDP_MIN_SLOT_SIZE..QL_UDP_MAX_SLOT_SIZE. */
 int ql__udp_check_stride(uint32_t stride);
 
