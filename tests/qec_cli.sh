@@ -78,6 +78,6 @@ ql_stop_qlinkd TERM "qlinkd with the qec plugin"
 [ $? -eq 2 ] && grep -q "one --distance and one --p" "$dir/e2.out" || fail "--wire with two points"
 printf 'device: soft+shm://x\nplugins:\n  - path: %s\n    config: "id=0 d=4"\n' "$plugin" \
 	>"$dir/badcfg.yaml"
-"$qlinkd" --check-config "$dir/badcfg.yaml" >"$dir/e3.out" 2>&1 && fail "bad plugin config accepted"
+"$qlinkd" --check-config "$dir/badcfg.yaml" --load-plugins >"$dir/e3.out" 2>&1 && fail "bad plugin config accepted"
 grep -q "d: an odd integer 3..15" "$dir/e3.out" || fail "bad plugin config: message"
 echo "PASS: qlink qec offline, --wire (own daemon, qlinkd with two decoders), refusals"

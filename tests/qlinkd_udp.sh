@@ -106,7 +106,8 @@ for want in "bad.yaml:4: udp\[0\].listen: '::1:5000': an IPv6 address needs brac
 done
 
 # a plugin that keeps state per session (ABI 2, no flags) with a udp
-# listener, which every sender shares: refused, naming both (issue 22, item 4)
+# listener, which every sender shares: refused, naming both (issue 22, item 4);
+# the flags are read from the loaded plugin, so the check loads it
 cat >"$dir/shared.yaml" <<YAML
 device: soft+shm://qludp-sh-$$
 control: { address: 127.0.0.1, port: $port }
@@ -115,7 +116,7 @@ plugins:
 udp:
   - listen: "$uport"
 YAML
-"$qlinkd" --check-config "$dir/shared.yaml" >"$dir/shared.out" 2>&1 && fail "check-config took a per-session plugin with udp"
+"$qlinkd" --check-config "$dir/shared.yaml" --load-plugins >"$dir/shared.out" 2>&1 && fail "check-config took a per-session plugin with udp"
 grep -q "shared.yaml:4: plugins\[0\]: plugin 'bad_abi' keeps state per session .*udp\[0\] (line 6) is a listener shared by every sender" \
 	"$dir/shared.out" || fail "the per-session plugin refusal does not say why"
 timeout 20 "$qlinkd" --config "$dir/shared.yaml" >"$dir/shared.run" 2>&1 && fail "qlinkd ran a per-session plugin with udp"

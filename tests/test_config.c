@@ -393,6 +393,39 @@ static void test_multi_document(void **state)
 	ql_config_free(c);
 }
 
+/* The attack of issue 22 item 6: 100 000 nested '[' (well-formed, closed)
+ * took libyaml 15 s and more. Refused at the line where the nesting passes
+ * 64 levels, at once; 64 levels is still read (and found the wrong type). */
+static void test_deep_nesting(void **state)
+{
+	enum { N = 100000 };
+	char *text = malloc(2 * N + 64), *p;
+	uint64_t t0;
+
+	(void)state;
+	assert_non_null(text);
+	p = text + sprintf(text, "device: soft://loop\nring:\n  slots:\n    ");
+	memset(p, '[', N);
+	memset(p + N, ']', N);
+	strcpy(p + 2 * N, "\n");
+	t0 = ql_clock_ns();
+	expect_error(text, 4, "nested more than 64 deep");
+	assert_true(ql_clock_ns() - t0 < 2000000000ull);
+	/* block style too: a mapping in a mapping ... */
+	p = text;
+	for (int i = 0; i < 70; i++)
+		p += sprintf(p, "%*sk%d:\n", i, "", i);
+	sprintf(p, "%*sx: 1\n", 70, "");
+	expect_error(text, 65, "nested more than 64 deep");
+	/* at the limit: parsed, and refused for what it is */
+	p = text + sprintf(text, "device:\n  ");
+	memset(p, '[', 63);
+	memset(p + 63, ']', 63);
+	strcpy(p + 126, "\n");
+	expect_error(text, 2, "wrong type");
+	free(text);
+}
+
 /* --check-config's load: the config comes back with its problems, so the
  * plugins can be checked too. */
 static void test_check_keeps_partial(void **state)
@@ -617,6 +650,7 @@ int main(void)
 		cmocka_unit_test(test_ring_memory),
 		cmocka_unit_test(test_multi_document),
 		cmocka_unit_test(test_check_keeps_partial),
+		cmocka_unit_test(test_deep_nesting),
 		cmocka_unit_test(test_qcs_hsb),
 		cmocka_unit_test(test_udp),
 	};

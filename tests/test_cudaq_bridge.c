@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1069,14 +1070,113 @@ static ql_cudaq_status_t create_with(struct scratch *s, ql_cudaq_bridge_handle_t
 	return bi->create(h, argc, argv);
 }
 
+/*
+ * Issue 22 item 7: a caller built against a CUDA-Q header from before
+ * routing_key has 168-byte function-table entries. Its one-entry table is
+ * put at the very end of a mapped page followed by a PROT_NONE page: a read
+ * past the caller's array faults. Declared (--function-entry-size=168), it
+ * is read at that stride and not a byte beyond; two old entries read as
+ * 176-byte ones (nothing declared) are refused by name, before the read
+ * runs past the array (it would fault here too).
+ */
+static void test_old_function_table(void **state)
+{
+	enum { OLD = 168 };
+	long ps = sysconf(_SC_PAGESIZE);
+	uint8_t *map, *arr;
+	ql_cudaq_bridge_handle_t h;
+	ql_cudaq_function_table_t t;
+	struct scratch s;
+	uint32_t id;
+
+	(void)state;
+	map = mmap(NULL, (size_t)ps * 2, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1,
+		   0);
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(mprotect(map + ps, (size_t)ps, PROT_NONE), 0);
+
+	/* one old entry: HOST_CALL rpc_increment, id 0x191b6322, no args */
+	arr = map + ps - OLD;
+	memset(arr, 0, OLD);
+	*(void **)(void *)arr = (void *)rpc_increment;
+	id = 0x191b6322u;
+	memcpy(arr + 8, &id, 4);
+	arr[12] = QL_CUDAQ_DISPATCH_HOST_CALL;
+	t.entries = (ql_cudaq_function_entry_t *)(void *)arr;
+	t.count = 1;
+	scratch_init(&s);
+	assert_int_equal(create_with(&s, &h, "--function-entry-size=168", NULL), QL_CUDAQ_OK);
+	assert_int_equal(bi->set_function_table(h, &t), QL_CUDAQ_OK);
+	assert_int_equal(bi->destroy(h), QL_CUDAQ_OK);
+
+	/* two old entries; the second one's first argument descriptor has
+	 * type 5: read at 176 bytes, entry 1's dispatch mode is that 5 */
+	arr = map + ps - 2 * OLD;
+	memset(arr, 0, 2 * OLD);
+	for (int i = 0; i < 2; i++) {
+		uint8_t *e = arr + i * OLD;
+
+		*(void **)(void *)e = (void *)rpc_increment;
+		id = 100u + (uint32_t)i;
+		memcpy(e + 8, &id, 4);
+		e[12] = QL_CUDAQ_DISPATCH_HOST_CALL;
+		e[16] = 1; /* num_args */
+		e[20] = 5; /* args[0].type_id */
+		e[24] = 8; /* args[0].size_bytes */
+		e[28] = 1; /* args[0].num_elements */
+	}
+	t.entries = (ql_cudaq_function_entry_t *)(void *)arr;
+	t.count = 2;
+	assert_int_equal(create_with(&s, &h, NULL, NULL), QL_CUDAQ_OK);
+	assert_int_equal(bi->set_function_table(h, &t), QL_CUDAQ_ERR_INVALID_ARG);
+	assert_int_equal(bi->destroy(h), QL_CUDAQ_OK);
+	assert_int_equal(create_with(&s, &h, "--function-entry-size=168", NULL), QL_CUDAQ_OK);
+	assert_int_equal(bi->set_function_table(h, &t), QL_CUDAQ_OK);
+	assert_int_equal(bi->destroy(h), QL_CUDAQ_OK);
+
+	/* and today's layout at a page end, as before */
+	{
+		ql_cudaq_function_entry_t *e =
+			(ql_cudaq_function_entry_t *)(void *)(map + ps - sizeof(*e));
+
+		memset(e, 0, sizeof(*e));
+		e->handler.host_fn = rpc_increment;
+		e->function_id = 7;
+		e->dispatch_mode = QL_CUDAQ_DISPATCH_GRAPH_LAUNCH;
+		e->routing_key = 42;
+		t.entries = e;
+		t.count = 1;
+		assert_int_equal(create_with(&s, &h, NULL, NULL), QL_CUDAQ_OK);
+		assert_int_equal(bi->set_function_table(h, &t), QL_CUDAQ_OK);
+		assert_int_equal(bi->destroy(h), QL_CUDAQ_OK);
+	}
+	scratch_done(&s);
+	munmap(map, (size_t)ps * 2);
+}
+
 static void test_bad_args(void **state)
 {
 	static const char *const bad[] = {
-		"--num-slots=0",   "--num-slots=4097", "--num-slots=abc",  "--num-slots=-1",
-		"--num-slots=",	   "--slot-size=100",  "--slot-size=64",   "--slot-size=65664",
-		"--slot-size=2x",  "--resp-size=8",    "--resp-size=4096", "--timeout=0",
-		"--timeout=-3",	   "--timeout=soon",   "--device=",	   "--params-file=",
+		"--num-slots=0",
+		"--num-slots=4097",
+		"--num-slots=abc",
+		"--num-slots=-1",
+		"--num-slots=",
+		"--slot-size=100",
+		"--slot-size=64",
+		"--slot-size=65664",
+		"--slot-size=2x",
+		"--resp-size=8",
+		"--resp-size=4096",
+		"--timeout=0",
+		"--timeout=-3",
+		"--timeout=soon",
+		"--device=",
+		"--params-file=",
 		"--dispatch=ring", /* with --unified below */
+		"--function-entry-size=172",
+		"--function-entry-size=0",
+		"--function-entry-size=184",
 	};
 	ql_cudaq_bridge_handle_t h;
 	struct scratch s;
@@ -1242,6 +1342,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_abi_layout),
 		cmocka_unit_test(test_bad_args),
+		cmocka_unit_test(test_old_function_table),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test_teardown(test_lifecycle_ring, kill_child),
 		cmocka_unit_test_teardown(test_lifecycle_unified, kill_child),

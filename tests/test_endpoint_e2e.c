@@ -15,7 +15,9 @@
  * server runs on A and the clients on B (or A).
  */
 #define _GNU_SOURCE
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,12 +25,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "endpoint_fixture.h"
+#include <qlink/clock.h>
 
 static const char *dev_srv = "soft+shm://ept-srv";
 static const char *dev_cli = "soft+shm://ept-cli";
@@ -320,12 +324,51 @@ static void test_tcp(void **state)
 	assert_int_equal(ql_ep_client_connect(dev_cli, "nohost", &c), -EINVAL);
 }
 
+/* Issue 22 item 6: 200 idle TCP connections (connected, no hello) held
+ * every slot for the hello deadline (5 s), and a client that says its hello
+ * was refused. Now a connection still in its hello gives way to a newer
+ * one: the legitimate client gets in while the idle ones are still open. */
+static void test_idle_flood(void **state)
+{
+	enum { NIDLE = 200 };
+	struct ept_server t;
+	struct ql_ep_client *c = NULL;
+	int fds[NIDLE], port, ret = -1;
+	struct sockaddr_in sa = { .sin_family = AF_INET };
+	uint64_t t0;
+
+	(void)state;
+	ept_server_start(&t, dev_srv, "127.0.0.1:0", 8);
+	port = atoi(strrchr(t.addr, ':') + 1);
+	sa.sin_port = htons((uint16_t)port);
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	for (int i = 0; i < NIDLE; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		assert_true(fds[i] >= 0);
+		if (connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)) && errno != EINPROGRESS)
+			fail_msg("connect: %s", strerror(errno));
+	}
+	usleep(100000); /* the server takes them all */
+	t0 = ql_clock_ns();
+	ret = ql_ep_client_connect(dev_cli, t.addr, &c);
+	if (ret)
+		fail_msg("a client with a hello was locked out by %d idle connections: %s", NIDLE,
+			 ql_error_detail());
+	assert_true(ql_clock_ns() - t0 < 1000000000ull);
+	assert_int_equal(ql_ep_write(c, "/data", "in", 2), 0);
+	ql_ep_client_close(c);
+	for (int i = 0; i < NIDLE; i++)
+		close(fds[i]);
+	assert_int_equal(ept_server_stop(&t), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_every_type),	 cmocka_unit_test(test_errors_keep_serving),
 		cmocka_unit_test(test_write_then_exit),	 cmocka_unit_test(test_many_clients),
 		cmocka_unit_test(test_connection_limit), cmocka_unit_test(test_tcp),
+		cmocka_unit_test(test_idle_flood),
 	};
 	const char *d = getenv("QLINK_TEST_EP_DEVICE");
 	const char *a = getenv("QLINK_TEST_IBV_A"), *b = getenv("QLINK_TEST_IBV_B");

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -139,6 +140,26 @@ static void test_refusals(void **state)
 		     "second YAML document");
 }
 
+/* 100 000 nested '[' (issue 22 item 6): refused at once, with the line. */
+static void test_deep_nesting(void **state)
+{
+	enum { N = 100000 };
+	char *text = malloc(2 * N + 64), *p;
+	struct timespec a, b;
+
+	(void)state;
+	assert_non_null(text);
+	p = text + sprintf(text, "version: 1\nendpoints:\n  - path: ");
+	memset(p, '[', N);
+	memset(p + N, ']', N);
+	strcpy(p + 2 * N, "\n");
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	expect_error(text, 3, "nested more than 64 deep");
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	assert_true(b.tv_sec - a.tv_sec < 2);
+	free(text);
+}
+
 static void test_missing_file(void **state)
 {
 	struct ql_ep_spec *s;
@@ -188,9 +209,8 @@ static void test_api_rules(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_seed_example),
-		cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_seed_example), cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_deep_nesting), cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_api_rules),
 	};
 	int ret;

@@ -5,7 +5,10 @@
  * (CUDA-Q's HOST_CALL form) and a raw one; a wrong ABI version (a future
  * one, and version 1, from before frame handlers), a library that is
  * not a plugin, one with unresolved symbols, a missing file and a bad
- * config string are refused with a clear error.
+ * config string are refused with a clear error. A plugin that anyone but
+ * root or this user could have written (its file or a directory above it
+ * group/world-writable, /tmp included, or owned by another uid) is refused
+ * before any of its code runs (issue 22 item 5).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,7 +17,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -232,13 +238,150 @@ static void test_refused(void **state)
 	expect_refused("", NULL, -EINVAL, "no path");
 }
 
+/* ---- trust (issue 22 item 5) ------------------------------------------ */
+
+static char marker[512];
+
+static int marker_ran(void)
+{
+	int ran = access(marker, F_OK) == 0;
+
+	unlink(marker);
+	return ran;
+}
+
+static void copy_file(const char *from, const char *to)
+{
+	char buf[65536];
+	FILE *in = fopen(from, "rb"), *out;
+	size_t n;
+
+	assert_non_null(in);
+	unlink(to);
+	out = fopen(to, "wb");
+	assert_non_null(out);
+	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
+		assert_int_equal(fwrite(buf, 1, n, out), n);
+	fclose(in);
+	assert_int_equal(fclose(out), 0);
+	assert_int_equal(chmod(to, 0755), 0);
+}
+
+/* The attack: a plugin path whose file or directory someone else can
+ * write. Each is refused with -EPERM naming the offending path, and the
+ * plugin's constructor (which writes the marker) never runs. */
+static void expect_untrusted(const char *path, const char *offender, const char *why)
+{
+	struct ql_plugin *p = (void *)1;
+	int ret = ql_plugin_load(path, NULL, &p);
+
+	if (ret == 0)
+		ql_plugin_unload(p);
+	assert_int_equal(ret, -EPERM);
+	assert_null(p);
+	if (!strstr(ql_error_detail(), offender) || !strstr(ql_error_detail(), why))
+		fail_msg("detail '%s' lacks '%s' or '%s'", ql_error_detail(), offender, why);
+	assert_false(marker_ran());
+	assert_int_equal(ql_plugin_check(path), -EPERM);
+}
+
+static void test_untrusted(void **state)
+{
+	char dir[400], file[450], tmpdir[64], tmpfile[100];
+	struct ql_plugin *p;
+	int root = geteuid() == 0;
+
+	(void)state;
+	snprintf(marker, sizeof(marker), "%s/plugin-marker-%d", QL_TEST_SCRATCH, (int)getpid());
+	setenv("QL_TEST_PLUGIN_MARKER", marker, 1);
+	unlink(marker);
+	snprintf(dir, sizeof(dir), "%s/plugin-trust-%d", QL_TEST_SCRATCH, (int)getpid());
+	snprintf(file, sizeof(file), "%s/marker.so", dir);
+	mkdir(dir, 0755);
+	assert_int_equal(chmod(dir, 0755), 0);
+	copy_file(QL_TEST_PLUGIN_MARKER, file);
+
+	/* the control: a copy in a 0755 directory of ours loads, and its
+	 * constructor runs (so the marker would show one that ran) */
+	assert_int_equal(ql_plugin_check(file), 0);
+	assert_int_equal(ql_plugin_load(file, NULL, &p), 0);
+	ql_plugin_unload(p);
+	assert_true(marker_ran());
+
+	/* a group- or world-writable file */
+	assert_int_equal(chmod(file, 0775), 0);
+	expect_untrusted(file, file, "is group-writable (mode 0775)");
+	assert_int_equal(chmod(file, 0757), 0);
+	expect_untrusted(file, file, "is world-writable (mode 0757)");
+	assert_int_equal(chmod(file, 0666), 0);
+	expect_untrusted(file, file, "world-writable");
+	assert_int_equal(chmod(file, 0755), 0);
+
+	/* a world-writable directory above it, sticky (as /tmp) or not, and
+	 * a group-writable one */
+	assert_int_equal(chmod(dir, 0777), 0);
+	expect_untrusted(file, dir, "is world-writable (mode 0777)");
+	assert_int_equal(chmod(dir, 01777), 0);
+	expect_untrusted(file, dir, "sticky");
+	assert_int_equal(chmod(dir, 0775), 0);
+	expect_untrusted(file, dir, "group-writable");
+	assert_int_equal(chmod(dir, 0755), 0);
+	/* a relative path is judged by where it leads */
+	assert_int_equal(chmod(dir, 0777), 0);
+	{
+		char cwd[512];
+
+		assert_non_null(getcwd(cwd, sizeof(cwd)));
+		assert_int_equal(chdir(dir), 0);
+		expect_untrusted("marker.so", dir, "world-writable");
+		assert_int_equal(chdir(cwd), 0);
+	}
+	assert_int_equal(chmod(dir, 0755), 0);
+
+	/* /tmp itself (1777): a plugin in a private directory under it is
+	 * refused, as sshd's StrictModes refuses it */
+	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ql-plugin-XXXXXX");
+	assert_non_null(mkdtemp(tmpdir));
+	snprintf(tmpfile, sizeof(tmpfile), "%s/marker.so", tmpdir);
+	copy_file(QL_TEST_PLUGIN_MARKER, tmpfile);
+	{
+		struct stat st;
+
+		assert_int_equal(stat("/tmp", &st), 0);
+		if (st.st_mode & S_IWOTH)
+			expect_untrusted(tmpfile, "'/tmp'", "sticky");
+	}
+	unlink(tmpfile);
+	rmdir(tmpdir);
+
+	/* owned by another user (nobody): the file, then the directory */
+	if (root) {
+		assert_int_equal(chown(file, 65534, 65534), 0);
+		expect_untrusted(file, file, "is owned by uid 65534, not root");
+		assert_int_equal(chown(file, 0, 0), 0);
+		assert_int_equal(chown(dir, 65534, 65534), 0);
+		expect_untrusted(file, dir, "is owned by uid 65534");
+		assert_int_equal(chown(dir, 0, 0), 0);
+		/* a 0666 file owned by nobody in a 1777 directory: the report */
+		assert_int_equal(chown(file, 65534, 65534), 0);
+		assert_int_equal(chmod(file, 0666), 0);
+		assert_int_equal(chmod(dir, 01777), 0);
+		expect_untrusted(file, "refused", "plugin");
+		assert_int_equal(chmod(dir, 0755), 0);
+	} else {
+		print_message("not root: the other-owner cases are skipped\n");
+	}
+	unlink(file);
+	rmdir(dir);
+	unsetenv("QL_TEST_PLUGIN_MARKER");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_load_and_dispatch),
-		cmocka_unit_test(test_on_daemon),
-		cmocka_unit_test(test_host_call_plugin),
-		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_load_and_dispatch), cmocka_unit_test(test_on_daemon),
+		cmocka_unit_test(test_host_call_plugin),  cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_untrusted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define N_MSG 400
@@ -434,6 +435,52 @@ static void test_pcap_option(void **s)
 	assert_true(ql_device_open(ua, &da) < 0);
 }
 
+/* The attack of issue 22 item 6: a symbolic link planted at the capture's
+ * name (in /tmp, where anyone may create one) pointing at a file the victim
+ * may write. pcap= must neither follow it (truncating or writing the
+ * target) nor overwrite an existing file. */
+static void test_pcap_planted_symlink(void **s)
+{
+	struct vt_param p = *udp();
+	char ua[QL_DEVICE_URI_MAX], link[64], target[64];
+	struct ql_device *da = NULL;
+	struct stat st;
+	FILE *f;
+
+	(void)s;
+	snprintf(target, sizeof(target), "/tmp/ql-pcap-victim-%d", (int)getpid());
+	snprintf(link, sizeof(link), "/tmp/ql-pcap-link-%d.pcap", (int)getpid());
+	f = fopen(target, "w");
+	assert_non_null(f);
+	fputs("precious\n", f);
+	fclose(f);
+	unlink(link);
+	assert_int_equal(symlink(target, link), 0);
+	vt_dev_uri(&p, ua, sizeof(ua));
+	snprintf(ua + strlen(ua), sizeof(ua) - strlen(ua), "?pcap=%s", link);
+	assert_true(ql_device_open(ua, &da) < 0);
+	assert_non_null(strstr(ql_error_detail(), link));
+	assert_int_equal(stat(target, &st), 0);
+	assert_int_equal(st.st_size, 9); /* untouched */
+	/* a dangling link (the target not yet there) is not followed either */
+	unlink(target);
+	assert_true(ql_device_open(ua, &da) < 0);
+	assert_int_equal(stat(target, &st), -1);
+	unlink(link);
+	/* an existing plain file is not overwritten */
+	f = fopen(target, "w");
+	assert_non_null(f);
+	fputs("precious\n", f);
+	fclose(f);
+	vt_dev_uri(&p, ua, sizeof(ua));
+	snprintf(ua + strlen(ua), sizeof(ua) - strlen(ua), "?pcap=%s", target);
+	assert_true(ql_device_open(ua, &da) < 0);
+	assert_non_null(strstr(ql_error_detail(), "exists"));
+	assert_int_equal(stat(target, &st), 0);
+	assert_int_equal(st.st_size, 9);
+	unlink(target);
+}
+
 static void test_qp_fault_api(void **s)
 {
 	struct vt_pair *pr;
@@ -724,6 +771,7 @@ int main(void)
 		cmocka_unit_test(test_fault_device_uri),
 		cmocka_unit_test(test_qp_fault_api),
 		cmocka_unit_test(test_pcap_option),
+		cmocka_unit_test(test_pcap_planted_symlink),
 		cmocka_unit_test(test_uc_loss_drops_message),
 		cmocka_unit_test(test_retry_exceeded),
 		cmocka_unit_test(test_garbage_spray),

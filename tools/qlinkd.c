@@ -3,7 +3,8 @@
  * qlinkd: the real-time host daemon.
  *
  *   qlinkd --config FILE [--params-file P]   run in the foreground
- *   qlinkd --check-config FILE               validate FILE (and its plugins)
+ *   qlinkd --check-config FILE [--load-plugins]  validate FILE (and its plugins:
+ *                                            trust only, or loaded)
  *
  * It reads the YAML configuration (src/config/config.h), opens the device, loads
  * the handler plugins (qlink/plugin.h) and serves sessions: a session is one
@@ -699,7 +700,10 @@ static void dispatch_close(struct qlinkd *q)
 
 /* ---- plugins ------------------------------------------------------------------ */
 
-static int load_plugins(struct qlinkd *q, bool check_only)
+/* check_only: --check-config. Without --load-plugins (load false) each
+ * plugin's file is checked (exists, trusted: ql_plugin_check) and none of
+ * its code runs; with it, each is loaded (constructor and init run). */
+static int load_plugins(struct qlinkd *q, bool check_only, bool load)
 {
 	const struct ql_config *c = q->cfg;
 	int ret = 0;
@@ -713,7 +717,11 @@ static int load_plugins(struct qlinkd *q, bool check_only)
 
 		if (check_only && access(c->plugins[i].path, R_OK))
 			continue; /* the config check said so already */
-		r = ql_plugin_load(c->plugins[i].path, c->plugins[i].config, &p);
+		p = NULL;
+		if (check_only && !load)
+			r = ql_plugin_check(c->plugins[i].path);
+		else
+			r = ql_plugin_load(c->plugins[i].path, c->plugins[i].config, &p);
 
 		if (r) {
 			fprintf(stderr, "%s:%u: plugins[%u]: %s\n", c->path, c->plugins[i].line, i,
@@ -721,6 +729,8 @@ static int load_plugins(struct qlinkd *q, bool check_only)
 			ret = ret ? ret : r;
 			continue;
 		}
+		if (!p)
+			continue; /* checked only: no flags to read without loading */
 		q->plugins[q->nplugins++] = p;
 		if (c->udp_count &&
 		    !(ql_plugin_flags(p) & (QL_PLUGIN_STATELESS | QL_PLUGIN_PER_SOURCE))) {
@@ -1444,7 +1454,7 @@ static int udp_open_all(struct qlinkd *q)
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: qlinkd --config FILE [--params-file FILE]\n"
-		   "       qlinkd --check-config FILE\n"
+		   "       qlinkd --check-config FILE [--load-plugins]\n"
 		   "\n"
 		   "The qlink real-time host daemon: serves RPC functions (the built-ins\n"
 		   "qlink_parity and rpc_increment, and those of the plugins in the config)\n"
@@ -1455,8 +1465,12 @@ static void usage(FILE *f)
 		   "\n"
 		   "options:\n"
 		   "  -c, --config FILE        the YAML configuration\n"
-		   "  --check-config FILE      check FILE and its plugins; print FILE: OK or\n"
-		   "                           FILE:LINE: message per problem; exit 0 or 1\n"
+		   "  --check-config FILE      check FILE and that its plugins exist and are\n"
+		   "                           trusted (no plugin code runs); print FILE: OK\n"
+		   "                           or FILE:LINE: message per problem; exit 0 or 1\n"
+		   "  --load-plugins           with --check-config: also load each plugin (its\n"
+		   "                           constructors and init run) and register its\n"
+		   "                           functions\n"
 		   "  --params-file FILE       serve one session over a rendezvous file, as\n"
 		   "                           `qlink serve` does (besides the control plane)\n"
 		   "  --timeout S              how long to wait for that client (default 60)\n"
@@ -1465,8 +1479,11 @@ static void usage(FILE *f)
 }
 
 /* Every problem the file and its plugins have, each with its line: the
- * file's own first, then each plugin that does not load or register. */
-static int check_config(const char *path)
+ * file's own first, then each plugin that is missing or untrusted, or (load:
+ * --load-plugins) does not load or register. Without load no plugin code
+ * runs: a root --check-config of someone's config must not run their
+ * constructors as root. */
+static int check_config(const char *path, bool load)
 {
 	struct qlinkd q = { 0 };
 	struct ql_diags diags;
@@ -1480,9 +1497,9 @@ static int check_config(const char *path)
 		fprintf(stderr, "%s: %s\n", path, ql_error_detail());
 		ret = -EINVAL;
 	}
-	if (load_plugins(&q, true))
+	if (load_plugins(&q, true, load))
 		ret = -EINVAL;
-	else if (check_registration(&q))
+	else if (load && check_registration(&q))
 		ret = -EINVAL;
 	unload_plugins(&q);
 	ql_config_free(q.cfg);
@@ -1494,7 +1511,8 @@ static int check_config(const char *path)
 
 struct qlinkd_opts {
 	const char *config, *check, *params;
-	double timeout; /* for --params-file's client */
+	bool load_plugins; /* --load-plugins: --check-config runs the plugins' code */
+	double timeout;	   /* for --params-file's client */
 };
 
 /* Command line: -1 to go on, else the exit status (--help, --version, errors). */
@@ -1503,6 +1521,7 @@ static int parse_args(int argc, char **argv, struct qlinkd_opts *o)
 	static const struct option lo[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "check-config", required_argument, NULL, 'C' },
+		{ "load-plugins", no_argument, NULL, 'L' },
 		{ "params-file", required_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
@@ -1519,6 +1538,9 @@ static int parse_args(int argc, char **argv, struct qlinkd_opts *o)
 			break;
 		case 'C':
 			o->check = optarg;
+			break;
+		case 'L':
+			o->load_plugins = true;
 			break;
 		case 'p':
 			o->params = optarg;
@@ -1543,6 +1565,11 @@ static int parse_args(int argc, char **argv, struct qlinkd_opts *o)
 			usage(stderr);
 			return 2;
 		}
+	}
+	if (o->load_plugins && !o->check) {
+		fprintf(stderr, "qlinkd: --load-plugins goes with --check-config\n");
+		usage(stderr);
+		return 2;
 	}
 	if (optind < argc || (!o->config && !o->check) || (o->config && o->check)) {
 		fprintf(stderr, "qlinkd: %s\n",
@@ -1595,7 +1622,7 @@ static int qlinkd_start(struct qlinkd *q, const struct qlinkd_opts *o)
 	     QLINK_VERSION, o->config, q->cfg->device, q->cfg->control.address,
 	     q->cfg->control.port, q->cfg->dispatcher.cpu, q->cfg->dispatcher.cpus_count,
 	     q->cfg->ring.slots, q->cfg->ring.slot_size);
-	ret = load_plugins(q, false);
+	ret = load_plugins(q, false, true);
 	if (ret)
 		return ret;
 	ret = ql_device_open(q->cfg->device, &q->dev);
@@ -1703,7 +1730,7 @@ int main(int argc, char **argv)
 	if (ret >= 0)
 		return ret;
 	if (o.check)
-		return check_config(o.check);
+		return check_config(o.check, o.load_plugins);
 	ret = ql_config_load(o.config, &q.cfg, &diags);
 	if (ret) {
 		ql_diags_print(&diags, o.config, stderr);

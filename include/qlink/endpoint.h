@@ -44,6 +44,7 @@ enum ql_ep_type {
 #define QL_EP_SPEC_VERSION 1 /* the YAML file's `version:` */
 #define QL_EP_DEFAULT_PORT 7471
 #define QL_EP_DEFAULT_MAX_CONNS 64
+#define QL_EP_DEFAULT_MAX_PER_SOURCE 16
 
 /* "send", "receive", "write", "read"; NULL for anything else. */
 const char *ql_ep_type_name(enum ql_ep_type type);
@@ -100,11 +101,16 @@ struct ql_ep_server_opts {
 	const char *device; /* verbs device URI; NULL: "soft+shm://qlink-ep" */
 	const char *listen; /* "HOST:PORT" (TCP) or "unix:PATH"; NULL: "127.0.0.1:7471" */
 	int max_conns;	    /* 0: QL_EP_DEFAULT_MAX_CONNS */
-	int handshake_ms;   /* a client must finish its hello in this; 0: 5000 */
+	int handshake_ms;   /* a client must finish its hello in this; 0: 1000 */
 	/* after this long without an event, ql_ep_server_poll sleeps in
 	 * poll(2) on the sockets for 1 ms at a time (a request then waits up to
 	 * that); 0: 1000 us; < 0: never sleep (busy-poll, for benchmarks) */
 	int idle_us;
+	/* TCP: connections one source address may hold at once; 0:
+	 * QL_EP_DEFAULT_MAX_PER_SOURCE. A connection still in its hello gives
+	 * way (is closed) when its source, or the table, is full and another
+	 * connects: idle connections cannot lock the service out. */
+	int max_per_source;
 };
 
 /* Open the device, allocate and register every endpoint's buffer (zeroed)

@@ -62,6 +62,7 @@
 #define QB_HDR 24u		   /* RPCHeader / RPCResponse */
 #define QB_IDLE_YIELD 1024	   /* idle pump turns before it yields the core */
 #define QB_TX_WAIT 10000000u	   /* tx_publish: turns waiting for a free buffer */
+#define QB_MAX_FUNCTIONS 65536u	   /* set_function_table: entries at most */
 #define QB_DEFAULT_TIMEOUT 60.0	   /* connect: seconds to wait for the QCS */
 #define QB_PREFIX "qlink bridge: " /* every message on stderr */
 
@@ -93,6 +94,9 @@ struct qb {
 	char uri[QL_DEVICE_URI_MAX];
 	char params_file[4090]; /* room for ".client" in ql_rdv */
 	uint32_t num_slots, stride, resp_size;
+	/* --function-entry-size: sizeof(cudaq_function_entry_t) in the header
+	 * the caller was built with (the table itself says nothing of it) */
+	uint32_t entry_size;
 	double timeout;
 	bool unified;
 	/* the transport */
@@ -196,6 +200,7 @@ static ql_cudaq_status_t parse_args(struct qb *b, int argc, char **argv)
 	b->num_slots = QL_HSB_DEFAULT_PAGES;
 	b->stride = QL_HSB_DEFAULT_PAGE_SIZE;
 	b->timeout = QB_DEFAULT_TIMEOUT;
+	b->entry_size = QL_CUDAQ_ENTRY_SIZE;
 	if (argc < 0 || (argc > 0 && !argv))
 		return bad_arg("create", "argc/argv inconsistent");
 	for (int i = 0; i < argc; i++) {
@@ -232,6 +237,14 @@ static ql_cudaq_status_t parse_args(struct qb *b, int argc, char **argv)
 			if (!*v || strlen(v) >= sizeof(b->params_file))
 				return bad_arg(a, "a path (of at most 4089 bytes)");
 			snprintf(b->params_file, sizeof(b->params_file), "%s", v);
+		} else if (arg_is(a, "--function-entry-size=", &v)) {
+			if (parse_u32(v, QL_CUDAQ_ENTRY_SIZE_V3_0, QL_CUDAQ_ENTRY_SIZE,
+				      &b->entry_size) ||
+			    (b->entry_size != QL_CUDAQ_ENTRY_SIZE_V3_0 &&
+			     b->entry_size != QL_CUDAQ_ENTRY_SIZE))
+				return bad_arg(a, "sizeof(cudaq_function_entry_t) in the caller's "
+						  "CUDA-Q header: 176 (with routing_key) or 168 "
+						  "(before it)");
 		} else if (arg_is(a, "--timeout=", &v)) {
 			if (parse_seconds(v, &b->timeout))
 				return bad_arg(a, "seconds, above 0 and at most 86400");
@@ -816,33 +829,76 @@ static ql_cudaq_status_t qb_get_ring_geometry(ql_cudaq_bridge_handle_t h, uint32
 	return QL_CUDAQ_OK;
 }
 
+/*
+ * The table holds `count` entries of the caller's layout, and nothing in it
+ * says which: CUDA-Q headers before routing_key have 168-byte entries,
+ * later ones 176. Reading 176-byte entries from a 168-byte caller reads
+ * past its array (8 bytes for one entry, and every later entry shifted).
+ * So the entries are read at the stride the caller declared at create
+ * (--function-entry-size, default 176), never beyond count x that stride,
+ * and copied field by field into this provider's layout (routing_key 0 for
+ * the older one). A table that is not of that layout is refused by name
+ * where it shows (an entry read at the wrong stride usually has an
+ * unknown dispatch mode or more arguments than a schema holds).
+ */
 static ql_cudaq_status_t qb_set_function_table(ql_cudaq_bridge_handle_t h,
 					       const ql_cudaq_function_table_t *t)
 {
 	struct qb *b = qb_of(h);
 	ql_cudaq_function_entry_t *copy;
+	const uint8_t *base;
 
 	if (!b || !t)
 		return QL_CUDAQ_ERR_INVALID_ARG;
 	if (!t->entries || !t->count)
 		return qb_fail(QL_CUDAQ_ERR_INVALID_ARG, "set_function_table: empty table");
-	for (uint32_t i = 0; i < t->count; i++) {
-		const ql_cudaq_function_entry_t *e = &t->entries[i];
-
-		if (e->dispatch_mode > QL_CUDAQ_DISPATCH_HOST_CALL || e->schema.num_args > 8 ||
-		    e->schema.num_results > 4)
-			return qb_fail(QL_CUDAQ_ERR_INVALID_ARG,
-				       "set_function_table: an entry with an unknown dispatch "
-				       "mode or more than 8 arguments / 4 results");
-		for (uint32_t j = 0; j < i; j++)
-			if (t->entries[j].function_id == e->function_id)
-				return qb_fail(QL_CUDAQ_ERR_INVALID_ARG,
-					       "set_function_table: a function_id twice");
-	}
-	copy = malloc((size_t)t->count * sizeof(*copy));
+	if (t->count > QB_MAX_FUNCTIONS)
+		return qb_fail(QL_CUDAQ_ERR_INVALID_ARG,
+			       "set_function_table: more than 65536 entries");
+	copy = calloc(t->count, sizeof(*copy));
 	if (!copy)
 		return qb_fail(QL_CUDAQ_ERR_INTERNAL, "set_function_table: out of memory");
-	memcpy(copy, t->entries, (size_t)t->count * sizeof(*copy));
+	base = (const uint8_t *)t->entries;
+	for (uint32_t i = 0; i < t->count; i++) {
+		const uint8_t *src = base + (size_t)i * b->entry_size;
+		ql_cudaq_function_entry_t *e = &copy[i];
+
+		/* the fields that tell a misread entry first, before the whole of
+		 * it is read (one read at the wrong stride ends past the array) */
+		uint8_t mode = src[offsetof(ql_cudaq_function_entry_t, dispatch_mode)];
+		uint8_t nargs = src[offsetof(ql_cudaq_function_entry_t, schema.num_args)];
+		uint8_t nres = src[offsetof(ql_cudaq_function_entry_t, schema.num_results)];
+
+		if (mode > QL_CUDAQ_DISPATCH_HOST_CALL || nargs > 8 || nres > 4) {
+			char why[300];
+
+			snprintf(why, sizeof(why),
+				 "set_function_table: entry %u is not a %u-byte "
+				 "cudaq_function_entry_t (an unknown dispatch mode or more than 8 "
+				 "arguments / 4 results); a caller built against a CUDA-Q header "
+				 "with %u-byte entries must say so at create "
+				 "(--function-entry-size=%u)",
+				 i, b->entry_size,
+				 b->entry_size == QL_CUDAQ_ENTRY_SIZE ? QL_CUDAQ_ENTRY_SIZE_V3_0 :
+									QL_CUDAQ_ENTRY_SIZE,
+				 b->entry_size == QL_CUDAQ_ENTRY_SIZE ? QL_CUDAQ_ENTRY_SIZE_V3_0 :
+									QL_CUDAQ_ENTRY_SIZE);
+			free(copy);
+			return qb_fail(QL_CUDAQ_ERR_INVALID_ARG, why);
+		}
+		/* everything up to routing_key is common to both layouts */
+		memcpy(e, src, offsetof(ql_cudaq_function_entry_t, routing_key));
+		if (b->entry_size >= sizeof(*e))
+			memcpy(&e->routing_key,
+			       src + offsetof(ql_cudaq_function_entry_t, routing_key),
+			       sizeof(e->routing_key));
+		for (uint32_t j = 0; j < i; j++)
+			if (copy[j].function_id == e->function_id) {
+				free(copy);
+				return qb_fail(QL_CUDAQ_ERR_INVALID_ARG,
+					       "set_function_table: a function_id twice");
+			}
+	}
 	free(b->table);
 	b->table = copy;
 	b->table_count = t->count;

@@ -181,6 +181,11 @@ _Static_assert(sizeof(ql_cudaq_schema_t) == 148, "handler schema");
 _Static_assert(offsetof(ql_cudaq_schema_t, args) == 4, "schema args");
 _Static_assert(offsetof(ql_cudaq_schema_t, results) == 100, "schema results");
 _Static_assert(sizeof(ql_cudaq_function_entry_t) == 176, "function entry");
+/* sizeof(cudaq_function_entry_t) now, and in CUDA-Q headers from before
+ * routing_key (the same fields up to offset 168, nothing after): the
+ * provider reads a caller's table at the size the caller declares. */
+#define QL_CUDAQ_ENTRY_SIZE 176u
+#define QL_CUDAQ_ENTRY_SIZE_V3_0 168u
 _Static_assert(offsetof(ql_cudaq_function_entry_t, function_id) == 8, "function_id");
 _Static_assert(offsetof(ql_cudaq_function_entry_t, dispatch_mode) == 12, "dispatch_mode");
 _Static_assert(offsetof(ql_cudaq_function_entry_t, schema) == 16, "schema");

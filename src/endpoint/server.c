@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <endian.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,6 +51,8 @@ struct ep_conn {
 	int fd;
 	uint64_t id;
 	uint64_t deadline_ns;
+	uint8_t src[16]; /* TCP: the peer's address (IPv4 in the first 4); none: all 0 */
+	int has_src;
 	size_t hello_len;
 	char hello[QL_EPC_HELLO_MAX + 1];
 	struct ql_cq *cq;  /* control QP both ways, data QP receives */
@@ -80,6 +83,7 @@ struct ql_ep_server {
 	int lfd;
 	char addr[128];
 	int max_conns;
+	int max_per_source;
 	int handshake_ms;
 	int64_t idle_ns; /* < 0: never sleep */
 	uint64_t last_event_ns;
@@ -645,23 +649,82 @@ static void refuse(struct ql_ep_server *s, int fd, int err, const char *why)
 	s->st.conns_refused++;
 }
 
+/* The oldest connection still in its hello, of this source (src) or any
+ * (NULL); NULL if none. */
+static struct ep_conn *oldest_hello(struct ql_ep_server *s, const uint8_t *src)
+{
+	struct ep_conn *o = NULL;
+
+	for (int i = 0; i < s->max_conns; i++) {
+		struct ep_conn *c = &s->conns[i];
+
+		if (c->state != CONN_HELLO || (src && (!c->has_src || memcmp(c->src, src, 16))))
+			continue;
+		if (!o || c->id < o->id)
+			o = c;
+	}
+	return o;
+}
+
+/* A connection still in its hello has proven nothing: when its source or
+ * the table is full it gives way to a new one, so a flood of idle
+ * connections cannot keep a client that says its hello out (issue 22). */
+static void give_way(struct ql_ep_server *s, struct ep_conn *c)
+{
+	refuse(s, c->fd, -EUSERS, "a newer connection took this one's place before its hello");
+	conn_close(s, c, "gave way before its hello");
+}
+
 static int accept_all(struct ql_ep_server *s)
 {
 	int events = 0, fd;
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof(ss);
 
-	while ((fd = accept4(s->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+	while ((fd = accept4(s->lfd, (struct sockaddr *)&ss, &sl, SOCK_NONBLOCK | SOCK_CLOEXEC)) >=
+	       0) {
 		struct ep_conn *c = NULL;
+		uint8_t src[16] = { 0 };
+		int has_src = 0, n = 0;
 
 		events++;
+		if (ss.ss_family == AF_INET) {
+			memcpy(src, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+			has_src = 1;
+		} else if (ss.ss_family == AF_INET6) {
+			memcpy(src, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+			has_src = 1;
+		}
+		sl = sizeof(ss);
+		if (has_src) {
+			for (int i = 0; i < s->max_conns; i++)
+				n += s->conns[i].state != CONN_FREE && s->conns[i].has_src &&
+				     !memcmp(s->conns[i].src, src, 16);
+			if (n >= s->max_per_source) {
+				struct ep_conn *o = oldest_hello(s, src);
+
+				if (!o) {
+					refuse(s, fd, -EUSERS,
+					       "too many connections from this address");
+					close(fd);
+					continue;
+				}
+				give_way(s, o);
+			}
+		}
 		for (int i = 0; i < s->max_conns && !c; i++)
 			if (s->conns[i].state == CONN_FREE)
 				c = &s->conns[i];
+		if (!c && (c = oldest_hello(s, NULL)) != NULL)
+			give_way(s, c);
 		if (!c) {
 			refuse(s, fd, -EUSERS, "too many connections");
 			close(fd);
 			continue;
 		}
 		memset(c, 0, sizeof(*c));
+		memcpy(c->src, src, 16);
+		c->has_src = has_src;
 		c->state = CONN_HELLO;
 		c->fd = fd;
 		c->pending_send = -1;
@@ -830,7 +893,9 @@ int ql_ep_server_create(const struct ql_ep_spec *spec, const struct ql_ep_server
 	if (d.max_conns > 4096)
 		return ql_error_set(-EINVAL, "max_conns %d: at most 4096", d.max_conns);
 	if (d.handshake_ms <= 0)
-		d.handshake_ms = 5000;
+		d.handshake_ms = 1000;
+	if (d.max_per_source <= 0)
+		d.max_per_source = QL_EP_DEFAULT_MAX_PER_SOURCE;
 	if (d.idle_us == 0)
 		d.idle_us = 1000;
 	s = calloc(1, sizeof(*s));
@@ -838,6 +903,7 @@ int ql_ep_server_create(const struct ql_ep_spec *spec, const struct ql_ep_server
 		return ql_error_set(-ENOMEM, "out of memory");
 	s->lfd = -1;
 	s->max_conns = d.max_conns;
+	s->max_per_source = d.max_per_source;
 	s->handshake_ms = d.handshake_ms;
 	s->idle_ns = d.idle_us < 0 ? -1 : (int64_t)d.idle_us * 1000;
 	s->ep = calloc((size_t)spec->count, sizeof(*s->ep));

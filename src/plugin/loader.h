@@ -21,12 +21,23 @@ struct ql_daemon;
 struct ql_rpc_table;
 
 /*
- * dlopen path (RTLD_NOW | RTLD_LOCAL), find ql_plugin_info, check the ABI
- * version and the description, and call init(config). 0 and *plugin, or a
- * negative errno with a detail sentence naming the file and the cause:
- * -ENOENT no such file, -ENOEXEC not a loadable library or unresolved
- * symbols, -ENOSYS no ql_plugin_info symbol, -EPROTO an ABI version
- * mismatch, -EINVAL a malformed description, or init's own error.
+ * Whether path may be loaded, without loading it (no code of it runs): it
+ * exists, is a regular file, and it and every directory above it (after
+ * symbolic links are resolved) are owned by root or the effective uid and
+ * not group- or world-writable (a sticky /tmp-like directory included).
+ * 0, or a negative errno with a detail sentence naming the plugin, the
+ * offending file or directory and why: -ENOENT no such file, -EPERM an
+ * untrusted owner or mode, -ENOEXEC not a regular file, -ENOTDIR, -ELOOP.
+ */
+int ql_plugin_check(const char *path);
+/*
+ * ql_plugin_check(path), then dlopen the checked file (RTLD_NOW |
+ * RTLD_LOCAL), find ql_plugin_info, check the ABI version and the
+ * description, and call init(config). 0 and *plugin, or a negative errno
+ * with a detail sentence naming the file and the cause: those of
+ * ql_plugin_check, -ENOEXEC not a loadable library or unresolved symbols,
+ * -ENOSYS no ql_plugin_info symbol, -EPROTO an ABI version mismatch,
+ * -EINVAL a malformed description, or init's own error.
  */
 int ql_plugin_load(const char *path, const char *config, struct ql_plugin **plugin);
 /* fini, then dlclose. Every daemon it registered functions on must be

@@ -5,10 +5,14 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "daemon/source.h"
 #include "qlink/daemon.h"
@@ -64,39 +68,178 @@ static int fail(struct ql_plugin *p, int err, const char *fmt, const char *a, co
 	return ql_error_set(err, "plugin %s", msg);
 }
 
+/*
+ * Trust, as sudo and sshd's StrictModes have it: the plugin runs as this
+ * process, so nobody but root and this process's effective user may have
+ * been able to choose or change its bytes. The file and every directory
+ * from / down to it (the canonical path, symbolic links resolved) must be
+ * owned by root or the effective uid and writable by neither group nor
+ * world; a sticky world-writable directory (/tmp) is refused too, as in
+ * sshd: anyone may create the name there first.
+ */
+static int untrusted(const char *path, const char *what, const char *shown, const struct stat *st)
+{
+	uid_t me = geteuid();
+
+	if (st->st_uid != 0 && st->st_uid != me) {
+		char self[48] = "";
+
+		if (me != 0)
+			snprintf(self, sizeof(self), " or uid %u", (unsigned)me);
+		return ql_error_set(-EPERM,
+				    "plugin %s: refused: %s '%s' is owned by uid %u, not root%s "
+				    "(the user qlinkd runs as)",
+				    path, what, shown, (unsigned)st->st_uid, self);
+	}
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return ql_error_set(-EPERM,
+				    "plugin %s: refused: %s '%s' is %s-writable (mode %04o)%s",
+				    path, what, shown, (st->st_mode & S_IWOTH) ? "world" : "group",
+				    (unsigned)(st->st_mode & 07777),
+				    S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX) ?
+					    "; sticky shared directories such as /tmp are refused "
+					    "too" :
+					    "");
+	return 0;
+}
+
+/*
+ * Walk the canonical path one component at a time with O_PATH|O_NOFOLLOW
+ * descriptors, checking each with fstat: what is checked is what was
+ * opened, and a link swapped in after realpath() is refused rather than
+ * followed. On success *fd is an O_PATH descriptor of the file and canon
+ * its canonical path.
+ */
+static int open_trusted(const char *path, char *canon, int *fdp)
+{
+	char shown[PATH_MAX];
+	struct stat st;
+	char *comp, *next;
+	int dfd, fd, ret;
+
+	*fdp = -1;
+	if (!realpath(path, canon)) {
+		ret = -errno;
+		return ql_error_set(ret, "plugin %s: %s", path, strerror(-ret));
+	}
+	dfd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fstat(dfd, &st)) {
+		ret = -errno;
+		if (dfd >= 0)
+			close(dfd);
+		return ql_error_set(ret, "plugin %s: /: %s", path, strerror(-ret));
+	}
+	ret = untrusted(path, "directory", "/", &st);
+	if (ret)
+		goto out;
+	strcpy(shown, canon);
+	if (!shown[1]) {
+		ret = ql_error_set(-ENOEXEC, "plugin %s: not a regular file", path);
+		goto out;
+	}
+	for (comp = shown + 1; *comp; comp = next) {
+		bool last;
+
+		next = strchr(comp, '/');
+		last = !next;
+		if (next)
+			*next = '\0';
+		fd = openat(dfd, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &st)) {
+			ret = -errno;
+			if (fd >= 0)
+				close(fd);
+			ql_error_set(ret, "plugin %s: '%s': %s", path, shown, strerror(-ret));
+			goto out;
+		}
+		close(dfd);
+		dfd = fd;
+		if (S_ISLNK(st.st_mode)) {
+			ret = ql_error_set(-ELOOP,
+					   "plugin %s: refused: '%s' became a symbolic link while "
+					   "being checked",
+					   path, shown);
+			goto out;
+		}
+		if (last && !S_ISREG(st.st_mode)) {
+			ret = ql_error_set(-ENOEXEC, "plugin %s: not a regular file", path);
+			goto out;
+		}
+		if (!last && !S_ISDIR(st.st_mode)) {
+			ret = ql_error_set(-ENOTDIR, "plugin %s: '%s' is not a directory", path,
+					   shown);
+			goto out;
+		}
+		ret = untrusted(path, last ? "file" : "directory", shown, &st);
+		if (ret)
+			goto out;
+		if (next)
+			*next++ = '/';
+		else
+			next = comp + strlen(comp);
+	}
+	*fdp = dfd;
+	return 0;
+out:
+	close(dfd);
+	return ret;
+}
+
+int ql_plugin_check(const char *path)
+{
+	char canon[PATH_MAX];
+	int fd, ret;
+
+	if (!path || !*path)
+		return ql_error_set(-EINVAL, "plugin: no path given");
+	ret = open_trusted(path, canon, &fd);
+	if (!ret)
+		close(fd);
+	return ret;
+}
+
 int ql_plugin_load(const char *path, const char *config, struct ql_plugin **out)
 {
 	struct ql_plugin *p;
 	ql_plugin_info_fn fn;
 	const struct ql_plugin_info *info;
-	struct stat st;
-	char abi[128];
-	int ret;
+	char abi[128], canon[PATH_MAX];
+	int ret, fd;
 
 	*out = NULL;
 	if (!path || !*path)
 		return ql_error_set(-EINVAL, "plugin: no path given");
-	if (stat(path, &st))
-		return ql_error_set(-errno, "plugin %s: %s", path, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return ql_error_set(-ENOEXEC, "plugin %s: not a regular file", path);
+	ret = open_trusted(path, canon, &fd);
+	if (ret)
+		return ret;
 	p = calloc(1, sizeof(*p));
 	if (!p || !(p->path = strdup(path))) {
 		free(p);
+		close(fd);
 		return ql_error_set(-ENOMEM, "plugin %s: out of memory", path);
 	}
 	/* RTLD_NOW: an unresolved symbol is an error here, not a crash at the
-	 * first call; RTLD_LOCAL: plugins cannot see each other's symbols. A
-	 * path without a slash would be searched for in the library path:
-	 * make it name the file given. */
-	if (!strchr(path, '/')) {
-		char rel[4096];
+	 * first call; RTLD_LOCAL: plugins cannot see each other's symbols.
+	 * By the canonical path just checked, not /proc/self/fd/N: that would
+	 * make the plugin's $ORIGIN /proc/self/fd. Every directory on it is
+	 * one only root or this user can change, so the file cannot be swapped
+	 * between the check and dlopen by anyone else (the residual race is
+	 * with root or ourselves, docs/security.md); a swap that stayed is
+	 * caught below. */
+	p->handle = dlopen(canon, RTLD_NOW | RTLD_LOCAL);
+	if (p->handle) {
+		struct stat a, b;
 
-		snprintf(rel, sizeof(rel), "./%s", path);
-		p->handle = dlopen(rel, RTLD_NOW | RTLD_LOCAL);
-	} else {
-		p->handle = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+		if (fstat(fd, &a) || stat(canon, &b) || a.st_dev != b.st_dev ||
+		    a.st_ino != b.st_ino) {
+			close(fd);
+			ql_plugin_unload(p);
+			return ql_error_set(
+				-EPERM, "plugin %s: refused: '%s' was replaced while being loaded",
+				path, canon);
+		}
 	}
+	close(fd);
 	if (!p->handle)
 		return fail(p, -ENOEXEC, "%s: cannot be loaded: %s", path, dlerror());
 	dlerror();

@@ -3,11 +3,13 @@
 #include "udp/pcap.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <qlink/error.h>
 
@@ -51,9 +53,27 @@ int roce_pcap_open(struct roce_pcap **out, const char *path)
 	struct roce_pcap *p = calloc(1, sizeof(*p));
 	if (!p)
 		return ql_error_set(-ENOMEM, "pcap: no memory");
-	p->f = fopen(path, "wb");
+	/* A new file only (O_EXCL), never through a symbolic link (O_NOFOLLOW;
+	 * O_EXCL refuses a dangling one too), readable by its owner only: a
+	 * capture holds every payload, and a link planted at the name (in /tmp,
+	 * say) must not make a privileged process create or truncate the file
+	 * it points at (docs/security.md, round 2). */
+	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		int e = -errno;
+		free(p);
+		if (e == -EEXIST || e == -ELOOP)
+			return ql_error_set(e,
+					    "pcap: '%s' exists%s; pcap= creates a new file "
+					    "only (remove it first)",
+					    path, e == -ELOOP ? " (a symbolic link)" : "");
+		return ql_error_set(e, "pcap: cannot create '%s': %s", path, strerror(-e));
+	}
+	p->f = fdopen(fd, "wb");
 	if (!p->f) {
 		int e = -errno;
+		close(fd);
+		unlink(path);
 		free(p);
 		return ql_error_set(e, "pcap: cannot create '%s': %s", path, strerror(-e));
 	}

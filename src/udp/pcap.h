@@ -18,7 +18,9 @@
 
 struct roce_pcap;
 
-/* creates/truncates path; 0 or a negative errno (ql_error_set detail) */
+/* creates path, a new file (mode 0600): an existing file or a symbolic link
+ * at path is refused (-EEXIST/-ELOOP); 0 or a negative errno (ql_error_set
+ * detail) */
 int roce_pcap_open(struct roce_pcap **out, const char *path);
 /* one packet: the UDP payload in iov (ICRC included), timestamp in ns
  * (CLOCK_REALTIME for readable captures); 0 or a negative errno */

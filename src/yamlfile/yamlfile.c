@@ -121,6 +121,55 @@ static int refuse_more_documents(struct ql_yaml_file *f, yaml_parser_t *parser)
 	return ret;
 }
 
+/*
+ * Nesting depth, checked on libyaml's event stream before the document is
+ * built: libyaml's scanner is quadratic in the number of open flow
+ * collections (100 000 '[' took 15 s and more), and the schema walk and
+ * libcyaml recurse per level. Nothing qlink reads nests deeper than a few
+ * levels. 0, or -EINVAL with a FILE:LINE diagnostic where the limit is
+ * passed; a syntax error is left to the real parse, which reports it.
+ */
+static int check_depth(struct ql_yaml_file *f)
+{
+	yaml_parser_t parser;
+	yaml_event_t ev;
+	unsigned depth = 0;
+	int ret = 0, done = 0;
+
+	if (!yaml_parser_initialize(&parser)) {
+		ql__diag_add(f, 0, "out of memory");
+		return -ENOMEM;
+	}
+	yaml_parser_set_input_string(&parser, (const unsigned char *)f->text, f->len);
+	while (!done && yaml_parser_parse(&parser, &ev)) {
+		switch (ev.type) {
+		case YAML_SEQUENCE_START_EVENT:
+		case YAML_MAPPING_START_EVENT:
+			if (++depth > QL_YAML_MAX_DEPTH) {
+				ql__diag_add(f, (unsigned)ev.start_mark.line + 1,
+					     "lists and mappings nested more than %u deep: refused "
+					     "(no setting nests this deep)",
+					     QL_YAML_MAX_DEPTH);
+				ret = -EINVAL;
+				done = 1;
+			}
+			break;
+		case YAML_SEQUENCE_END_EVENT:
+		case YAML_MAPPING_END_EVENT:
+			depth--;
+			break;
+		case YAML_STREAM_END_EVENT:
+			done = 1;
+			break;
+		default:
+			break;
+		}
+		yaml_event_delete(&ev);
+	}
+	yaml_parser_delete(&parser);
+	return ret;
+}
+
 int ql__yaml_open(struct ql_yaml_file *f, const char *path, struct ql_diags *diags)
 {
 	yaml_parser_t parser;
@@ -134,6 +183,9 @@ int ql__yaml_open(struct ql_yaml_file *f, const char *path, struct ql_diags *dia
 		ql__diag_add(f, 0, "cannot read the file: %s", ql_strerror(ret));
 		return ret;
 	}
+	ret = check_depth(f);
+	if (ret)
+		return ret;
 	if (!yaml_parser_initialize(&parser)) {
 		ql__diag_add(f, 0, "out of memory");
 		return -ENOMEM;

@@ -34,8 +34,13 @@ struct ql_yaml_file {
 void ql__diag_add(struct ql_yaml_file *f, unsigned line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* Lists and mappings nested deeper than this are refused before the
+ * document is built (config, program and endpoint files alike). */
+#define QL_YAML_MAX_DEPTH 64u
+
 /* Read and parse path. 0, or a negative errno with a diagnostic added
- * (-EINVAL for a syntax error or an empty document). */
+ * (-EINVAL for a syntax error, nesting deeper than QL_YAML_MAX_DEPTH or an
+ * empty document). */
 int ql__yaml_open(struct ql_yaml_file *f, const char *path, struct ql_diags *diags);
 void ql__yaml_close(struct ql_yaml_file *f);
 
