@@ -812,6 +812,7 @@ enum ctl_auth {
 #define ST(x) (1u << QL_CTL_S_##x)
 #define ST_OPEN (ST(OFFERED) | ST(CONNECTED) | ST(RUNNING) | ST(STOPPED))
 #define ST_ANY ((1u << QL_CTL_S_COUNT) - 1)
+_Static_assert(QL_CTL_S_COUNT <= 16, "the states column is 16 bits");
 
 /* The table: type -> handler. min_len: datagram bytes at least (checked
  * once the sender is otherwise admissible); states: for CTL_AUTH_SESSION,
