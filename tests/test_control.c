@@ -385,6 +385,101 @@ static void test_handshake(void **state)
 	fx_stop(f);
 }
 
+/* docs/control-plane.md §3 as a table: in each open state, each request is
+ * valid or answered bad_state (counted by the server, the state unchanged:
+ * the STATUS after says so). ACK only in OFFERED; START in CONNECTED and
+ * STOPPED; STOP in RUNNING; COMPLETE in CONNECTED, RUNNING, STOPPED; ABORT
+ * in every open state; STATUS and KEEPALIVE in every state. */
+enum { RQ_ACK, RQ_START, RQ_STOP, RQ_COMPLETE, RQ_ABORT, RQ_STATUS, RQ_KEEPALIVE, RQ_N };
+
+static int request(struct ql_ctl_client *cl, int rq)
+{
+	struct ql_conn_params mine[1];
+	char json[256];
+
+	switch (rq) {
+	case RQ_ACK:
+		my_params(mine, 1, 0x900);
+		return ql_ctl_client_ack(cl, mine, 1);
+	case RQ_START:
+		return ql_ctl_client_start(cl);
+	case RQ_STOP:
+		return ql_ctl_client_stop(cl);
+	case RQ_COMPLETE:
+		return ql_ctl_client_complete(cl);
+	case RQ_ABORT:
+		return ql_ctl_client_abort(cl);
+	case RQ_STATUS:
+		return ql_ctl_client_status(cl, json, sizeof(json));
+	default:
+		return ql_ctl_client_keepalive(cl);
+	}
+}
+
+static void test_state_table(void **state)
+{
+	static const char *const names[] = { "OFFERED", "CONNECTED", "RUNNING", "STOPPED" };
+	/* [state][request]: 1 valid, 0 bad_state */
+	static const int valid[4][RQ_N] = {
+		/* ACK START STOP COMPLETE ABORT STATUS KEEPALIVE */
+		{ 1, 0, 0, 0, 1, 1, 1 }, /* OFFERED */
+		{ 0, 1, 0, 1, 1, 1, 1 }, /* CONNECTED */
+		{ 0, 0, 1, 1, 1, 1, 1 }, /* RUNNING */
+		{ 0, 1, 0, 1, 1, 1, 1 }, /* STOPPED */
+	};
+	struct fx *f = fx_start(NULL, false, 0);
+
+	(void)state;
+	for (int s = 0; s < 4; s++)
+		for (int rq = 0; rq < RQ_N; rq++) {
+			struct ql_ctl_client *cl = client(f, NULL, 0, NULL, 0, 0);
+			struct ql_conn_params rth[1], mine[1];
+			uint64_t bad = stats(f).bad_state;
+			char json[256], want[64];
+			int ret;
+
+			assert_int_equal(ql_ctl_client_discover(cl, 1, rth), 0);
+			if (s >= 1) {
+				my_params(mine, 1, 0x500);
+				assert_int_equal(ql_ctl_client_ack(cl, mine, 1), 0);
+			}
+			if (s >= 2)
+				assert_int_equal(ql_ctl_client_start(cl), 0);
+			if (s == 3)
+				assert_int_equal(ql_ctl_client_stop(cl), 0);
+			ret = request(cl, rq);
+			if (valid[s][rq]) {
+				if (ret != 0)
+					fail_msg("request %d in %s: %d (%s)", rq, names[s], ret,
+						 ql_error_detail());
+				assert_int_equal(stats(f).bad_state, bad);
+			} else {
+				if (ret != -EPROTO)
+					fail_msg("request %d in %s: %d, not bad_state", rq,
+						 names[s], ret);
+				assert_non_null(strstr(ql_error_detail(), "bad_state"));
+				assert_int_equal(stats(f).bad_state, bad + 1);
+				/* and nothing moved (OFFERED has no status callback:
+				 * the ACK only it takes shows it) */
+				if (s == 0) {
+					assert_int_equal(request(cl, RQ_ACK), 0);
+				} else {
+					assert_int_equal(
+						ql_ctl_client_status(cl, json, sizeof(json)), 0);
+					snprintf(want, sizeof(want), "\"state\":\"%s\"", names[s]);
+					assert_non_null(strstr(json, want));
+				}
+			}
+			if (rq != RQ_ABORT && rq != RQ_COMPLETE)
+				ql_ctl_client_abort(cl);
+			else if (!valid[s][rq])
+				assert_int_equal(ql_ctl_client_abort(cl), 0);
+			ql_ctl_client_destroy(cl);
+		}
+	assert_int_equal(stats(f).sessions_active, 0);
+	fx_stop(f);
+}
+
 static void test_refused_accept_and_shutdown_notice(void **state)
 {
 	struct fx *f = fx_start(NULL, false, 0);
@@ -1137,6 +1232,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip_format_parse),
 		cmocka_unit_test(test_handshake),
+		cmocka_unit_test(test_state_table),
 		cmocka_unit_test(test_refused_accept_and_shutdown_notice),
 		cmocka_unit_test(test_duplicates_and_reordering),
 		cmocka_unit_test(test_loss),

@@ -8,6 +8,11 @@
  *   byte for byte to ql_rpc_dispatch's for the same message and the same
  *   handlers (one C function registered both ways: QL_RPC_FN and
  *   QL_GPU_FN), and the counters add up;
+ * - the rows that hostile table misses (typed results past the response,
+ *   a typed handler short of its schema, arrays in place and copied, an
+ *   overrun against the daemon's guarded dispatch): the checks are one
+ *   dispatch core (rpc/dispatch_core.h) and this is what would show two;
+ *   and the array streams keep one rule for in place or copied;
  * - the QCS is untrusted: a slot length past the slot is BAD_LENGTH, a
  *   handler that writes past its results is caught by the canary, a
  *   request rewritten in the slot after it was taken changes nothing;
@@ -69,6 +74,7 @@ static inline int ql_gpu_tx_reap(struct ql_gpu_tx *t)
 #include "hotpath.h"
 #include "qlink/rpc.h"
 #include "qlink/rpc_fn.h"
+#include "rpc/dispatch_int.h"
 
 #define SLOTS 8u
 #define SLOT_SIZE 256u
@@ -140,8 +146,72 @@ QL_HD static int32_t g_overrun(struct ql_gpu_in *in, struct ql_gpu_out *out, voi
 	return 0;
 }
 
+/* typed, declaring more results than a response holds (RESULT_OVERFLOW
+ * before it runs) */
+QL_HD static int32_t big(uint8_t x, uint8_t *r)
+{
+	r[0] = x;
+	return 0;
+}
+QL_RPC_FN(big, QL_ARG_U8, QL_RES_U8_ARRAY(240));
+QL_GPU_FN(big, QL_ARG_U8, QL_RES_U8_ARRAY(240));
+
+/* f64 arrays after a u8 (misaligned: decoded into the stack copy) and
+ * first (aligned: read in place); a result array likewise */
+QL_HD static int32_t dsum(uint8_t k, const double *v, double *s, double *w)
+{
+	*s = (double)k;
+	for (int i = 0; i < 3; i++) {
+		*s += v[i];
+		w[i] = v[i] * 2;
+	}
+	return 0;
+}
+QL_RPC_FN(dsum, QL_ARG_U8, QL_ARG_F64_ARRAY(3), QL_RES_F64, QL_RES_F64_ARRAY(3));
+QL_GPU_FN(dsum, QL_ARG_U8, QL_ARG_F64_ARRAY(3), QL_RES_F64, QL_RES_F64_ARRAY(3));
+QL_HD static int32_t dsum8(const double *v, uint8_t k, float *s, double *w)
+{
+	*s = (float)k;
+	for (int i = 0; i < 3; i++) {
+		*s += (float)v[i];
+		w[i] = v[i] * 3;
+	}
+	return 0;
+}
+QL_RPC_FN(dsum8, QL_ARG_F64_ARRAY(3), QL_ARG_U8, QL_RES_F32, QL_RES_F64_ARRAY(3));
+QL_GPU_FN(dsum8, QL_ARG_F64_ARRAY(3), QL_ARG_U8, QL_RES_F32, QL_RES_F64_ARRAY(3));
+
+/* a schema (u8 -> i32, i32) whose handler writes one i32: a typed handler
+ * breaking its schema (INTERNAL) */
+QL_HD static int32_t shortres(uint8_t x, int32_t *a, int32_t *b)
+{
+	*a = *b = x;
+	return 0;
+}
+QL_RPC_FN(shortres, QL_ARG_U8, QL_RES_I32, QL_RES_I32);
+QL_GPU_FN(shortres, QL_ARG_U8, QL_RES_I32, QL_RES_I32);
+QL_HD static int32_t g_short(struct ql_gpu_in *in, struct ql_gpu_out *out, void *ctx)
+{
+	(void)ctx;
+	ql_gpu_write_i32(out, ql_gpu_read_u8(in));
+	return 0;
+}
+static int32_t c_short(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
+{
+	(void)ctx;
+	ql_rpc_write_i32(out, ql_rpc_read_u8(in));
+	return 0;
+}
+/* the CPU flavour of the overrun, for the daemon's guarded dispatch */
+static int32_t c_overrun(struct ql_rpc_in *in, struct ql_rpc_out *out, void *ctx)
+{
+	(void)in, (void)ctx;
+	memset(out->end, 0xee, 8);
+	return 0;
+}
+
 static struct ql_rpc_table *cpu;
-static struct ql_gpu_entry fns[8];
+static struct ql_gpu_entry fns[16];
 static uint32_t nfns;
 
 static void add_gpu(const struct ql_gpu_function *f)
@@ -176,6 +246,23 @@ static int setup(void **state)
 	assert_true(ql_rpc_table_add(cpu, &QL_RPC_RAW_FUNCTION("greedy", c_greedy, NULL)) >= 0);
 	add_gpu(&QL_GPU_RAW_FUNCTION("greedy", g_greedy, NULL));
 	add_gpu(&QL_GPU_RAW_FUNCTION("overrun", g_overrun, NULL));
+	assert_true(ql_rpc_table_add(cpu, &QL_RPC_RAW_FUNCTION("overrun", c_overrun, NULL)) >= 0);
+	assert_true(ql_rpc_table_add(cpu, &QL_RPC_FUNCTION(big)) >= 0);
+	add_gpu(&QL_GPU_FUNCTION(big));
+	assert_true(ql_rpc_table_add(cpu, &QL_RPC_FUNCTION(dsum)) >= 0);
+	add_gpu(&QL_GPU_FUNCTION(dsum));
+	assert_true(ql_rpc_table_add(cpu, &QL_RPC_FUNCTION(dsum8)) >= 0);
+	add_gpu(&QL_GPU_FUNCTION(dsum8));
+	{
+		/* shortres's schema, a handler that breaks it */
+		struct ql_rpc_function f = QL_RPC_FUNCTION(shortres);
+		struct ql_gpu_function g = QL_GPU_FUNCTION(shortres);
+
+		f.fn = c_short;
+		g.fn = g_short;
+		assert_true(ql_rpc_table_add(cpu, &f) >= 0);
+		add_gpu(&g);
+	}
 
 	ring = aligned_alloc(64, ql_ring_bytes(SLOTS, SLOT_SIZE));
 	assert_non_null(ring);
@@ -249,6 +336,29 @@ static int32_t serve_and_compare(const uint8_t *msg, uint32_t len)
 	st = ql_rpc_dispatch(cpu, copy, mlen, cpu_resp, SLOT_SIZE, &cpu_len, NULL);
 	assert_int_equal(glen, (uint32_t)cpu_len);
 	assert_memory_equal(g, cpu_resp, cpu_len);
+	return st;
+}
+
+/* As serve_and_compare, against the daemon's guarded dispatch (the canary
+ * the body always sets); the CPU's overrun flag must match the body's. */
+static int32_t serve_and_compare_guarded(const uint8_t *msg, uint32_t len)
+{
+	uint8_t cpu_resp[SLOT_SIZE + QL__RPC_CANARY_SIZE];
+	const char *cur = NULL;
+	bool overrun = false;
+	size_t cpu_len;
+	uint32_t glen;
+	const uint8_t *g;
+	int32_t st;
+
+	place(msg, len, len);
+	assert_int_equal(ql_gpu_body_step(&body), 1);
+	g = last_resp(&glen);
+	st = ql__rpc_dispatch_guarded(cpu, msg, len, cpu_resp, SLOT_SIZE, &cpu_len, NULL, &cur,
+				      &overrun);
+	assert_int_equal(glen, (uint32_t)cpu_len);
+	assert_memory_equal(g, cpu_resp, cpu_len);
+	assert_int_equal(overrun, sh.st.err_result_overrun > 0);
 	return st;
 }
 
@@ -345,6 +455,96 @@ static void test_hostile_requests_match_cpu(void **state)
 	assert_int_equal(sh.st.err_internal, 1);
 	assert_int_equal(sh.st.err_result_overflow, 1);
 	assert_int_equal(sh.st.ok, 0);
+}
+
+/* The rows the hostile table above does not reach: a typed function whose
+ * results cannot fit, a typed handler writing fewer results than its
+ * schema, arrays in place and copied, a handler writing past its capacity
+ * (against the daemon's guarded dispatch). Each row is one check of the
+ * dispatch core (rpc/dispatch_core.h): a CPU or GPU path that checked it
+ * its own way would answer differently here. */
+static void test_schema_rows_match_cpu(void **state)
+{
+	uint8_t m[SLOT_SIZE], a[64] = { 0 };
+	uint32_t n;
+
+	(void)state;
+	a[0] = 7;
+	n = build(m, ql_rpc_fnv1a("big"), a, 1, 1);
+	assert_int_equal(serve_and_compare(m, n), QL_RPC_E_RESULT_OVERFLOW);
+	n = build(m, ql_rpc_fnv1a("big"), a, 2, 2); /* and the argument size first */
+	assert_int_equal(serve_and_compare(m, n), QL_RPC_E_ARGS_MISMATCH);
+	n = build(m, ql_rpc_fnv1a("shortres"), a, 1, 3);
+	assert_int_equal(serve_and_compare(m, n), QL_RPC_E_INTERNAL);
+	for (int i = 0; i < 3; i++) {
+		ql_rpc_put_f64(a + 1 + 8 * i, 1.25 * (i + 1));
+		ql_rpc_put_f64(a + 32 + 8 * i, -0.5 * (i + 1));
+	}
+	n = build(m, ql_rpc_fnv1a("dsum"), a, 25, 4);
+	assert_int_equal(serve_and_compare(m, n), 0);
+	a[56] = 3;
+	n = build(m, ql_rpc_fnv1a("dsum8"), a + 32, 25, 5);
+	assert_int_equal(serve_and_compare(m, n), 0);
+	n = build(m, ql_rpc_fnv1a("dsum8"), a + 32, 24, 6);
+	assert_int_equal(serve_and_compare(m, n), QL_RPC_E_ARGS_MISMATCH);
+	n = build(m, ql_rpc_fnv1a("echo"), a, 16, 7);
+	assert_int_equal(serve_and_compare_guarded(m, n), 0);
+	n = build(m, ql_rpc_fnv1a("overrun"), a, 16, 8);
+	assert_int_equal(serve_and_compare_guarded(m, n), QL_RPC_E_INTERNAL);
+	assert_int_equal(sh.st.requests, 8);
+	assert_int_equal(sh.st.err_result_overflow, 1);
+	assert_int_equal(sh.st.err_args, 2);
+	assert_int_equal(sh.st.err_internal, 1);
+	assert_int_equal(sh.st.err_result_overrun, 1);
+	assert_int_equal(sh.st.ok, 3);
+}
+
+/* The streams the GPU handlers use are rpc_stream.h's: one rule for when an
+ * array is read in place (its address meets the type's alignment) on either
+ * side. Every offset, each array type, both names. */
+static void test_streams_one_rule(void **state)
+{
+	_Alignas(16) uint8_t buf[64];
+	double td[4], tg[4];
+	float tf[4], tfg[4];
+	int32_t ti[4], tig[4];
+
+	(void)state;
+	for (int i = 0; i < 64; i++)
+		buf[i] = (uint8_t)(i * 7 + 1);
+	for (size_t off = 0; off < 16; off++) {
+		const uint8_t *p = buf + off;
+		struct ql_rpc_in r;
+		struct ql_gpu_in g;
+		const double *pd, *gd;
+		const float *pf, *gf;
+		const int32_t *pi, *gi;
+
+		ql_rpc_in_init(&r, p, 32);
+		ql_gpu_in_init(&g, p, 32);
+		pd = ql_rpc_read_f64_array(&r, 4, td);
+		gd = ql_gpu_read_f64_array(&g, 4, tg);
+		assert_true((pd == td) == ((uintptr_t)p % __alignof__(double) != 0));
+		assert_true((gd == tg) == (pd == td));
+		ql_rpc_in_init(&r, p, 16);
+		ql_gpu_in_init(&g, p, 16);
+		pf = ql_rpc_read_f32_array(&r, 4, tf);
+		gf = ql_gpu_read_f32_array(&g, 4, tfg);
+		assert_true((pf == tf) == ((uintptr_t)p % __alignof__(float) != 0));
+		assert_true((gf == tfg) == (pf == tf));
+		ql_rpc_in_init(&r, p, 16);
+		ql_gpu_in_init(&g, p, 16);
+		pi = ql_rpc_read_i32_array(&r, 4, ti);
+		gi = ql_gpu_read_i32_array(&g, 4, tig);
+		assert_true((pi == ti) == ((uintptr_t)p % __alignof__(int32_t) != 0));
+		assert_true((gi == tig) == (pi == ti));
+		for (int i = 0; i < 4; i++) {
+			assert_true(pd[i] == ql_rpc_get_f64(p + 8 * i) && gd[i] == pd[i]);
+			assert_true(pf[i] == ql_rpc_get_f32(p + 4 * i) && gf[i] == pf[i]);
+			assert_int_equal(pi[i], ql_rpc_get_i32(p + 4 * i));
+			assert_int_equal(gi[i], pi[i]);
+		}
+	}
 }
 
 static void test_overrun_caught(void **state)
@@ -504,6 +704,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_valid_calls_match_cpu, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_requests_match_cpu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_schema_rows_match_cpu, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_streams_one_rule, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_overrun_caught, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_random_messages_match_cpu, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rewritten_slot_changes_nothing, setup,

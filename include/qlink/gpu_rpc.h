@@ -7,10 +7,10 @@
  * daemon (rpc_wire.h): a request is RPCHeader | arguments, a response
  * RPCResponse | results.
  *
- * Here: QL_HD (`__host__ __device__` under nvcc, nothing for a C compiler),
- * bounds-checked zero-copy device streams over the arguments and results
- * (the counterpart of rpc_stream.h: sticky -EBADMSG / -ENOSPC, nothing
- * outside the buffer touched), the handler type, and QL_GPU_FN, the
+ * Here: the device streams over the arguments and results, which are
+ * rpc_stream.h's own (host and device code, QL_HD from rpc_wire.h:
+ * `__host__ __device__` under nvcc, nothing for a C compiler) under ql_gpu_
+ * names, the handler type, and QL_GPU_FN, the
  * counterpart of QL_RPC_FN (rpc_fn.h): it turns an ordinary QL_HD C
  * function into a typed handler whose argument and result sizes the
  * dispatcher checks before it runs, with the same item list:
@@ -38,268 +38,69 @@
 #include <string.h>
 
 #include "qlink/rpc_fn.h"
+#include "qlink/rpc_stream.h"
 #include "qlink/rpc_wire.h"
 
-#ifndef QL_HD
-#if defined(__CUDACC__)
-#define QL_HD __host__ __device__
-#else
-#define QL_HD
-#endif
-#endif
+/* QL_HD: rpc_wire.h */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ---- little-endian access, host and device -------------------------------- */
+/* ---- streams and little-endian access: rpc_stream.h's ------------------- */
 
-/* Byte by byte: no alignment assumed, no host-only builtin. */
-QL_HD static inline uint32_t ql_gpu_get_u32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-QL_HD static inline uint64_t ql_gpu_get_u64(const uint8_t *p)
-{
-	return (uint64_t)ql_gpu_get_u32(p) | (uint64_t)ql_gpu_get_u32(p + 4) << 32;
-}
-
-QL_HD static inline void ql_gpu_put_u32(uint8_t *p, uint32_t v)
-{
-	p[0] = (uint8_t)v;
-	p[1] = (uint8_t)(v >> 8);
-	p[2] = (uint8_t)(v >> 16);
-	p[3] = (uint8_t)(v >> 24);
-}
-
-QL_HD static inline void ql_gpu_put_u64(uint8_t *p, uint64_t v)
-{
-	ql_gpu_put_u32(p, (uint32_t)v);
-	ql_gpu_put_u32(p + 4, (uint32_t)(v >> 32));
-}
-
-QL_HD static inline uint8_t ql_gpu_get_u8(const uint8_t *p)
-{
-	return p[0];
-}
-
-QL_HD static inline int32_t ql_gpu_get_i32(const uint8_t *p)
-{
-	return (int32_t)ql_gpu_get_u32(p);
-}
-
-QL_HD static inline int64_t ql_gpu_get_i64(const uint8_t *p)
-{
-	return (int64_t)ql_gpu_get_u64(p);
-}
-
-QL_HD static inline float ql_gpu_get_f32(const uint8_t *p)
-{
-	uint32_t u = ql_gpu_get_u32(p);
-	float v;
-
-	memcpy(&v, &u, sizeof(v));
-	return v;
-}
-
-QL_HD static inline double ql_gpu_get_f64(const uint8_t *p)
-{
-	uint64_t u = ql_gpu_get_u64(p);
-	double v;
-
-	memcpy(&v, &u, sizeof(v));
-	return v;
-}
-
-QL_HD static inline void ql_gpu_put_u8(uint8_t *p, uint8_t v)
-{
-	p[0] = v;
-}
-
-QL_HD static inline void ql_gpu_put_i32(uint8_t *p, int32_t v)
-{
-	ql_gpu_put_u32(p, (uint32_t)v);
-}
-
-QL_HD static inline void ql_gpu_put_i64(uint8_t *p, int64_t v)
-{
-	ql_gpu_put_u64(p, (uint64_t)v);
-}
-
-QL_HD static inline void ql_gpu_put_f32(uint8_t *p, float v)
-{
-	uint32_t u;
-
-	memcpy(&u, &v, sizeof(u));
-	ql_gpu_put_u32(p, u);
-}
-
-QL_HD static inline void ql_gpu_put_f64(uint8_t *p, double v)
-{
-	uint64_t u;
-
-	memcpy(&u, &v, sizeof(u));
-	ql_gpu_put_u64(p, u);
-}
-
-/* ---- device streams ----------------------------------------------------- */
-
-/* As struct ql_rpc_in / ql_rpc_out: nothing outside [p, end) is touched,
- * an access that does not fit sets a sticky err (-EBADMSG for input,
- * -ENOSPC for output) and returns 0 / NULL, so a handler may do all its
- * reads and check err once. */
-struct ql_gpu_in {
-	const uint8_t *p, *end;
-	int err;
-};
-
-struct ql_gpu_out {
-	uint8_t *p, *start, *end;
-	int err;
-};
-
-QL_HD static inline void ql_gpu_in_init(struct ql_gpu_in *in, const uint8_t *buf, size_t len)
-{
-	in->p = buf;
-	in->end = buf + len;
-	in->err = 0;
-}
-
-QL_HD static inline size_t ql_gpu_in_left(const struct ql_gpu_in *in)
-{
-	return (size_t)(in->end - in->p);
-}
-
-/* The next n bytes in place (zero-copy), and advance. */
-QL_HD static inline const uint8_t *ql_gpu_in_view(struct ql_gpu_in *in, size_t n)
-{
-	const uint8_t *p = in->p;
-
-	if (in->err || n > (size_t)(in->end - p)) {
-		in->err = -EBADMSG;
-		return NULL;
-	}
-	in->p = p + n;
-	return p;
-}
-
-QL_HD static inline int ql_gpu_read_bytes(struct ql_gpu_in *in, void *dst, size_t n)
-{
-	const uint8_t *p = ql_gpu_in_view(in, n);
-
-	if (!p)
-		return in->err;
-	memcpy(dst, p, n);
-	return 0;
-}
-
-QL_HD static inline void ql_gpu_out_init(struct ql_gpu_out *out, uint8_t *buf, size_t cap)
-{
-	out->start = out->p = buf;
-	out->end = buf + cap;
-	out->err = 0;
-}
-
-QL_HD static inline size_t ql_gpu_out_len(const struct ql_gpu_out *out)
-{
-	return (size_t)(out->p - out->start);
-}
-
-QL_HD static inline size_t ql_gpu_out_left(const struct ql_gpu_out *out)
-{
-	return (size_t)(out->end - out->p);
-}
-
-/* The next n bytes of the output, to fill in place, and advance. */
-QL_HD static inline uint8_t *ql_gpu_out_reserve(struct ql_gpu_out *out, size_t n)
-{
-	uint8_t *p = out->p;
-
-	if (out->err || n > (size_t)(out->end - p)) {
-		out->err = -ENOSPC;
-		return NULL;
-	}
-	out->p = p + n;
-	return p;
-}
-
-QL_HD static inline int ql_gpu_write_bytes(struct ql_gpu_out *out, const void *src, size_t n)
-{
-	uint8_t *p = ql_gpu_out_reserve(out, n);
-
-	if (!p)
-		return out->err;
-	memcpy(p, src, n);
-	return 0;
-}
-
-#define QL_GPU__RW(sfx, type)                                                       \
-	QL_HD static inline type ql_gpu_read_##sfx(struct ql_gpu_in *in)            \
-	{                                                                           \
-		const uint8_t *p = ql_gpu_in_view(in, sizeof(type));                \
-                                                                                    \
-		return p ? ql_gpu_get_##sfx(p) : (type)0;                           \
-	}                                                                           \
-	QL_HD static inline void ql_gpu_write_##sfx(struct ql_gpu_out *out, type v) \
-	{                                                                           \
-		uint8_t *p = ql_gpu_out_reserve(out, sizeof(type));                 \
-                                                                                    \
-		if (p)                                                              \
-			ql_gpu_put_##sfx(p, v);                                     \
-	}
-QL_GPU__RW(u8, uint8_t)
-QL_GPU__RW(i32, int32_t)
-QL_GPU__RW(u32, uint32_t)
-QL_GPU__RW(i64, int64_t)
-QL_GPU__RW(u64, uint64_t)
-QL_GPU__RW(f32, float)
-QL_GPU__RW(f64, double)
-#undef QL_GPU__RW
-
-/* Arrays of int32/float/double, as ql_rpc_read_f32_array: a pointer into
- * the message when it is aligned, else into tmp (n elements) after
- * decoding; tmp, untouched, when the stream fails. For results, _begin
- * gives a zeroed array to fill and _end encodes tmp if that was used. */
-#define QL_GPU__ARRAY(sfx, type)                                                                  \
-	QL_HD static inline const type *ql_gpu_read_##sfx##_array(struct ql_gpu_in *in, size_t n, \
-								  type *tmp)                      \
-	{                                                                                         \
-		const uint8_t *p;                                                                 \
-                                                                                                  \
-		if (n > SIZE_MAX / sizeof(type)) {                                                \
-			in->err = -EBADMSG;                                                       \
-			return tmp;                                                               \
-		}                                                                                 \
-		p = ql_gpu_in_view(in, n * sizeof(type));                                         \
-		if (!p)                                                                           \
-			return tmp;                                                               \
-		if (QL_RPC_HOST_LE && ((uintptr_t)p & (sizeof(type) - 1)) == 0)                   \
-			return (const type *)(const void *)p;                                     \
-		for (size_t i = 0; i < n; i++)                                                    \
-			tmp[i] = ql_gpu_get_##sfx(p + i * sizeof(type));                          \
-		return tmp;                                                                       \
-	}                                                                                         \
-	QL_HD static inline type *ql_gpu__res_##sfx##_begin(uint8_t *p, size_t n, type *tmp)      \
-	{                                                                                         \
-		if (QL_RPC_HOST_LE && ((uintptr_t)p & (sizeof(type) - 1)) == 0) {                 \
-			memset(p, 0, n * sizeof(type));                                           \
-			return (type *)(void *)p;                                                 \
-		}                                                                                 \
-		memset(tmp, 0, n * sizeof(type));                                                 \
-		return tmp;                                                                       \
-	}                                                                                         \
-	QL_HD static inline void ql_gpu__res_##sfx##_end(uint8_t *p, size_t n, const type *v)     \
-	{                                                                                         \
-		if ((const void *)v == (const void *)p)                                           \
-			return;                                                                   \
-		for (size_t i = 0; i < n; i++)                                                    \
-			ql_gpu_put_##sfx(p + i * sizeof(type), v[i]);                             \
-	}
-QL_GPU__ARRAY(i32, int32_t)
-QL_GPU__ARRAY(f32, float)
-QL_GPU__ARRAY(f64, double)
-#undef QL_GPU__ARRAY
+/*
+ * One implementation for host and device: the device streams are
+ * rpc_stream.h's (its functions and rpc_wire.h's accessors are QL_HD), under
+ * the ql_gpu_ names handlers use. struct ql_gpu_in / ql_gpu_out are struct
+ * ql_rpc_in / ql_rpc_out: nothing outside [p, end) is touched, an access
+ * that does not fit sets a sticky err (-EBADMSG for input, -ENOSPC for
+ * output) and returns 0 / NULL, so a handler may do all its reads and check
+ * err once; arrays come back in place when aligned, else decoded into tmp
+ * (ql_rpc_read_f32_array).
+ */
+#define ql_gpu_in ql_rpc_in
+#define ql_gpu_out ql_rpc_out
+#define ql_gpu_get_u8 ql_rpc_get_u8
+#define ql_gpu_put_u8 ql_rpc_put_u8
+#define ql_gpu_get_i32 ql_rpc_get_i32
+#define ql_gpu_put_i32 ql_rpc_put_i32
+#define ql_gpu_get_u32 ql_rpc_get_u32
+#define ql_gpu_put_u32 ql_rpc_put_u32
+#define ql_gpu_get_i64 ql_rpc_get_i64
+#define ql_gpu_put_i64 ql_rpc_put_i64
+#define ql_gpu_get_u64 ql_rpc_get_u64
+#define ql_gpu_put_u64 ql_rpc_put_u64
+#define ql_gpu_get_f32 ql_rpc_get_f32
+#define ql_gpu_put_f32 ql_rpc_put_f32
+#define ql_gpu_get_f64 ql_rpc_get_f64
+#define ql_gpu_put_f64 ql_rpc_put_f64
+#define ql_gpu_in_init ql_rpc_in_init
+#define ql_gpu_in_left ql_rpc_in_left
+#define ql_gpu_in_view ql_rpc_in_view
+#define ql_gpu_read_bytes ql_rpc_read_bytes
+#define ql_gpu_out_init ql_rpc_out_init
+#define ql_gpu_out_len ql_rpc_out_len
+#define ql_gpu_out_left ql_rpc_out_left
+#define ql_gpu_out_reserve ql_rpc_out_reserve
+#define ql_gpu_write_bytes ql_rpc_write_bytes
+#define ql_gpu_read_u8 ql_rpc_read_u8
+#define ql_gpu_write_u8 ql_rpc_write_u8
+#define ql_gpu_read_i32 ql_rpc_read_i32
+#define ql_gpu_write_i32 ql_rpc_write_i32
+#define ql_gpu_read_u32 ql_rpc_read_u32
+#define ql_gpu_write_u32 ql_rpc_write_u32
+#define ql_gpu_read_i64 ql_rpc_read_i64
+#define ql_gpu_write_i64 ql_rpc_write_i64
+#define ql_gpu_read_u64 ql_rpc_read_u64
+#define ql_gpu_write_u64 ql_rpc_write_u64
+#define ql_gpu_read_f32 ql_rpc_read_f32
+#define ql_gpu_write_f32 ql_rpc_write_f32
+#define ql_gpu_read_f64 ql_rpc_read_f64
+#define ql_gpu_write_f64 ql_rpc_write_f64
+#define ql_gpu_read_i32_array ql_rpc_read_i32_array
+#define ql_gpu_read_f32_array ql_rpc_read_f32_array
+#define ql_gpu_read_f64_array ql_rpc_read_f64_array
 
 /* ---- handlers and the function table --------------------------------------- */
 
@@ -412,13 +213,13 @@ struct ql_gpu_function {
 #define QL__GPUTFN_ql__f64 ql_gpu_put_f64
 
 #define QL__GBEGFN(k) QL__CAT(QL__GBEGFN_, k)
-#define QL__GBEGFN_ql__ai32 ql_gpu__res_i32_begin
-#define QL__GBEGFN_ql__af32 ql_gpu__res_f32_begin
-#define QL__GBEGFN_ql__af64 ql_gpu__res_f64_begin
+#define QL__GBEGFN_ql__ai32 ql_rpc__res_i32_begin
+#define QL__GBEGFN_ql__af32 ql_rpc__res_f32_begin
+#define QL__GBEGFN_ql__af64 ql_rpc__res_f64_begin
 #define QL__GENDFN(k) QL__CAT(QL__GENDFN_, k)
-#define QL__GENDFN_ql__ai32 ql_gpu__res_i32_end
-#define QL__GENDFN_ql__af32 ql_gpu__res_f32_end
-#define QL__GENDFN_ql__af64 ql_gpu__res_f64_end
+#define QL__GENDFN_ql__ai32 ql_rpc__res_i32_end
+#define QL__GENDFN_ql__af32 ql_rpc__res_f32_end
+#define QL__GENDFN_ql__af64 ql_rpc__res_f64_end
 
 /* sizes, by direction */
 #define QL__GAS_ql__arg(i, k, n) +QL__SZ(k, n)
@@ -460,7 +261,7 @@ struct ql_gpu_function {
 #define QL__GPOST_ql__arg_ql__wide(i, k, n)
 #define QL__GPOST_ql__res_ql__scalar(i, k, n) QL__GPUTFN(k)(ql__p##i, ql__r##i);
 #define QL__GPOST_ql__res_ql__bytes(i, k, n)
-#define QL__GPOST_ql__res_ql__bits(i, k, n) ql_gpu__bits_clear_tail(ql__r##i, n);
+#define QL__GPOST_ql__res_ql__bits(i, k, n) ql_rpc_bits_clear_tail(ql__r##i, n);
 #define QL__GPOST_ql__res_ql__wide(i, k, n) QL__GENDFN(k)(ql__p##i, n, ql__r##i);
 
 /* static checks per item (array lengths) */
@@ -472,12 +273,6 @@ struct ql_gpu_function {
 #define QL__GSA_ql__res_ql__bits(i, k, n) QL__GCHECK(i, k, n)
 #define QL__GSA_ql__arg_ql__wide(i, k, n) QL__GCHECK(i, k, n)
 #define QL__GSA_ql__res_ql__wide(i, k, n) QL__GCHECK(i, k, n)
-
-QL_HD static inline void ql_gpu__bits_clear_tail(uint8_t *bytes, size_t nbits)
-{
-	if (nbits & 7)
-		bytes[nbits >> 3] &= (uint8_t)((1u << (nbits & 7)) - 1);
-}
 
 /* The function's type against the items: _Generic in C; in C++ (nvcc) a
  * direct initialisation of a pointer of the expected type, which fails to

@@ -4,7 +4,10 @@
  * message payload (read and write the wire types in place, arrays and bit
  * fields included), and the client side built on them: start a request,
  * finish its header, parse a response. All static inline: a handler plugin
- * or a QCS emulator needs no library symbol for them.
+ * or a QCS emulator needs no library symbol for them. Host and device
+ * code (QL_HD): the GPU dispatcher's body and its handlers use these very
+ * streams (gpu_rpc.h names them ql_gpu_*), so the CPU and the GPU read and
+ * write arguments and results with one implementation.
  */
 #ifndef QLINK_RPC_STREAM_H
 #define QLINK_RPC_STREAM_H
@@ -39,21 +42,21 @@ struct ql_rpc_out {
 	int err;
 };
 
-static inline void ql_rpc_in_init(struct ql_rpc_in *in, const void *buf, size_t len)
+QL_HD static inline void ql_rpc_in_init(struct ql_rpc_in *in, const void *buf, size_t len)
 {
 	in->p = (const uint8_t *)buf;
 	in->end = in->p + len;
 	in->err = 0;
 }
 
-static inline size_t ql_rpc_in_left(const struct ql_rpc_in *in)
+QL_HD static inline size_t ql_rpc_in_left(const struct ql_rpc_in *in)
 {
 	return (size_t)(in->end - in->p);
 }
 
 /* Pointer to the next n bytes, in place in the message (zero-copy), and
  * advance; NULL and a sticky -EBADMSG if fewer than n are left. */
-static inline const uint8_t *ql_rpc_in_view(struct ql_rpc_in *in, size_t n)
+QL_HD static inline const uint8_t *ql_rpc_in_view(struct ql_rpc_in *in, size_t n)
 {
 	const uint8_t *p = in->p;
 
@@ -66,7 +69,7 @@ static inline const uint8_t *ql_rpc_in_view(struct ql_rpc_in *in, size_t n)
 }
 
 /* Copy the next n bytes out; on failure dst is left untouched. */
-static inline int ql_rpc_read_bytes(struct ql_rpc_in *in, void *dst, size_t n)
+QL_HD static inline int ql_rpc_read_bytes(struct ql_rpc_in *in, void *dst, size_t n)
 {
 	const uint8_t *p = ql_rpc_in_view(in, n);
 
@@ -76,12 +79,12 @@ static inline int ql_rpc_read_bytes(struct ql_rpc_in *in, void *dst, size_t n)
 	return 0;
 }
 
-#define QL_RPC__READ(sfx, type)                                      \
-	static inline type ql_rpc_read_##sfx(struct ql_rpc_in *in)   \
-	{                                                            \
-		const uint8_t *p = ql_rpc_in_view(in, sizeof(type)); \
-                                                                     \
-		return p ? ql_rpc_get_##sfx(p) : (type)0;            \
+#define QL_RPC__READ(sfx, type)                                          \
+	QL_HD static inline type ql_rpc_read_##sfx(struct ql_rpc_in *in) \
+	{                                                                \
+		const uint8_t *p = ql_rpc_in_view(in, sizeof(type));     \
+                                                                         \
+		return p ? ql_rpc_get_##sfx(p) : (type)0;                \
 	}
 QL_RPC__READ(u8, uint8_t)
 QL_RPC__READ(i32, int32_t)
@@ -92,7 +95,7 @@ QL_RPC__READ(f32, float)
 QL_RPC__READ(f64, double)
 #undef QL_RPC__READ
 
-static inline void ql_rpc_out_init(struct ql_rpc_out *out, void *buf, size_t cap)
+QL_HD static inline void ql_rpc_out_init(struct ql_rpc_out *out, void *buf, size_t cap)
 {
 	out->start = out->p = (uint8_t *)buf;
 	out->end = out->start + cap;
@@ -100,12 +103,12 @@ static inline void ql_rpc_out_init(struct ql_rpc_out *out, void *buf, size_t cap
 }
 
 /* Bytes written (reserved) so far. */
-static inline size_t ql_rpc_out_len(const struct ql_rpc_out *out)
+QL_HD static inline size_t ql_rpc_out_len(const struct ql_rpc_out *out)
 {
 	return (size_t)(out->p - out->start);
 }
 
-static inline size_t ql_rpc_out_left(const struct ql_rpc_out *out)
+QL_HD static inline size_t ql_rpc_out_left(const struct ql_rpc_out *out)
 {
 	return (size_t)(out->end - out->p);
 }
@@ -113,7 +116,7 @@ static inline size_t ql_rpc_out_left(const struct ql_rpc_out *out)
 /* Pointer to the next n bytes of the output to fill in place, and advance;
  * NULL and a sticky -ENOSPC if fewer than n are left. The bytes are not
  * cleared. */
-static inline uint8_t *ql_rpc_out_reserve(struct ql_rpc_out *out, size_t n)
+QL_HD static inline uint8_t *ql_rpc_out_reserve(struct ql_rpc_out *out, size_t n)
 {
 	uint8_t *p = out->p;
 
@@ -125,7 +128,7 @@ static inline uint8_t *ql_rpc_out_reserve(struct ql_rpc_out *out, size_t n)
 	return p;
 }
 
-static inline int ql_rpc_write_bytes(struct ql_rpc_out *out, const void *src, size_t n)
+QL_HD static inline int ql_rpc_write_bytes(struct ql_rpc_out *out, const void *src, size_t n)
 {
 	uint8_t *p = ql_rpc_out_reserve(out, n);
 
@@ -135,13 +138,13 @@ static inline int ql_rpc_write_bytes(struct ql_rpc_out *out, const void *src, si
 	return 0;
 }
 
-#define QL_RPC__WRITE(sfx, type)                                              \
-	static inline void ql_rpc_write_##sfx(struct ql_rpc_out *out, type v) \
-	{                                                                     \
-		uint8_t *p = ql_rpc_out_reserve(out, sizeof(type));           \
-                                                                              \
-		if (p)                                                        \
-			ql_rpc_put_##sfx(p, v);                               \
+#define QL_RPC__WRITE(sfx, type)                                                    \
+	QL_HD static inline void ql_rpc_write_##sfx(struct ql_rpc_out *out, type v) \
+	{                                                                           \
+		uint8_t *p = ql_rpc_out_reserve(out, sizeof(type));                 \
+                                                                                    \
+		if (p)                                                              \
+			ql_rpc_put_##sfx(p, v);                                     \
 	}
 QL_RPC__WRITE(u8, uint8_t)
 QL_RPC__WRITE(i32, int32_t)
@@ -166,41 +169,47 @@ QL_RPC__WRITE(f64, double)
  * For results, _begin gives the handler a zeroed array to fill (in place in
  * the response when aligned, else tmp) and _end encodes tmp into the
  * response if that was used. p is the reserved response region.
+ *
+ * "Aligned" is the type's alignment (__alignof__), the condition a `type *`
+ * needs, on the host and on the device alike (CUDA gives these types their
+ * host alignment). The GPU's former copy of these streams tested sizeof:
+ * the same number for int32/float/double on every target, but a second
+ * rule that could drift; there is one now.
  */
-#define QL_RPC__ARRAY(sfx, type)                                                            \
-	static inline const type *ql_rpc_read_##sfx##_array(struct ql_rpc_in *in, size_t n, \
-							    type *tmp)                      \
-	{                                                                                   \
-		const uint8_t *p;                                                           \
-                                                                                            \
-		if (n > SIZE_MAX / sizeof(type)) {                                          \
-			in->err = -EBADMSG;                                                 \
-			return tmp;                                                         \
-		}                                                                           \
-		p = ql_rpc_in_view(in, n * sizeof(type));                                   \
-		if (!p)                                                                     \
-			return tmp;                                                         \
-		if (QL_RPC_HOST_LE && ((uintptr_t)p & (__alignof__(type) - 1)) == 0)        \
-			return (const type *)(const void *)p;                               \
-		for (size_t i = 0; i < n; i++)                                              \
-			tmp[i] = ql_rpc_get_##sfx(p + i * sizeof(type));                    \
-		return tmp;                                                                 \
-	}                                                                                   \
-	static inline type *ql_rpc__res_##sfx##_begin(uint8_t *p, size_t n, type *tmp)      \
-	{                                                                                   \
-		if (QL_RPC_HOST_LE && ((uintptr_t)p & (__alignof__(type) - 1)) == 0) {      \
-			memset(p, 0, n * sizeof(type));                                     \
-			return (type *)(void *)p;                                           \
-		}                                                                           \
-		memset(tmp, 0, n * sizeof(type));                                           \
-		return tmp;                                                                 \
-	}                                                                                   \
-	static inline void ql_rpc__res_##sfx##_end(uint8_t *p, size_t n, const type *v)     \
-	{                                                                                   \
-		if ((const void *)v == (const void *)p)                                     \
-			return;                                                             \
-		for (size_t i = 0; i < n; i++)                                              \
-			ql_rpc_put_##sfx(p + i * sizeof(type), v[i]);                       \
+#define QL_RPC__ARRAY(sfx, type)                                                                  \
+	QL_HD static inline const type *ql_rpc_read_##sfx##_array(struct ql_rpc_in *in, size_t n, \
+								  type *tmp)                      \
+	{                                                                                         \
+		const uint8_t *p;                                                                 \
+                                                                                                  \
+		if (n > SIZE_MAX / sizeof(type)) {                                                \
+			in->err = -EBADMSG;                                                       \
+			return tmp;                                                               \
+		}                                                                                 \
+		p = ql_rpc_in_view(in, n * sizeof(type));                                         \
+		if (!p)                                                                           \
+			return tmp;                                                               \
+		if (QL_RPC_HOST_LE && ((uintptr_t)p & (__alignof__(type) - 1)) == 0)              \
+			return (const type *)(const void *)p;                                     \
+		for (size_t i = 0; i < n; i++)                                                    \
+			tmp[i] = ql_rpc_get_##sfx(p + i * sizeof(type));                          \
+		return tmp;                                                                       \
+	}                                                                                         \
+	QL_HD static inline type *ql_rpc__res_##sfx##_begin(uint8_t *p, size_t n, type *tmp)      \
+	{                                                                                         \
+		if (QL_RPC_HOST_LE && ((uintptr_t)p & (__alignof__(type) - 1)) == 0) {            \
+			memset(p, 0, n * sizeof(type));                                           \
+			return (type *)(void *)p;                                                 \
+		}                                                                                 \
+		memset(tmp, 0, n * sizeof(type));                                                 \
+		return tmp;                                                                       \
+	}                                                                                         \
+	QL_HD static inline void ql_rpc__res_##sfx##_end(uint8_t *p, size_t n, const type *v)     \
+	{                                                                                         \
+		if ((const void *)v == (const void *)p)                                           \
+			return;                                                                   \
+		for (size_t i = 0; i < n; i++)                                                    \
+			ql_rpc_put_##sfx(p + i * sizeof(type), v[i]);                             \
 	}
 QL_RPC__ARRAY(i32, int32_t)
 QL_RPC__ARRAY(f32, float)
@@ -211,7 +220,7 @@ QL_RPC__ARRAY(f64, double)
 
 /* Start a request in buf: reserve the header; then write the arguments with
  * ql_rpc_write_*() and finish with ql_rpc_request_finish(). */
-static inline void ql_rpc_request_begin(struct ql_rpc_out *out, void *buf, size_t cap)
+QL_HD static inline void ql_rpc_request_begin(struct ql_rpc_out *out, void *buf, size_t cap)
 {
 	ql_rpc_out_init(out, buf, cap);
 	ql_rpc_out_reserve(out, QL_RPC_HEADER_SIZE);
@@ -219,8 +228,8 @@ static inline void ql_rpc_request_begin(struct ql_rpc_out *out, void *buf, size_
 
 /* Fill in the header (arg_len from what was written). Returns the message
  * length, or the stream's negative error if anything did not fit. */
-static inline long ql_rpc_request_finish(struct ql_rpc_out *out, uint32_t function_id,
-					 uint32_t request_id, uint64_t ptp_timestamp)
+QL_HD static inline long ql_rpc_request_finish(struct ql_rpc_out *out, uint32_t function_id,
+					       uint32_t request_id, uint64_t ptp_timestamp)
 {
 	struct ql_rpc_header h;
 	size_t len = ql_rpc_out_len(out);
@@ -241,8 +250,8 @@ static inline long ql_rpc_request_finish(struct ql_rpc_out *out, uint32_t functi
 /* Parse a response of len bytes: decode the header into r and point results
  * at its result_len bytes. -EBADMSG if it is shorter than a header, has the
  * wrong magic, or result_len runs past len. */
-static inline int ql_rpc_response_parse(const void *msg, size_t len, struct ql_rpc_response *r,
-					struct ql_rpc_in *results)
+QL_HD static inline int ql_rpc_response_parse(const void *msg, size_t len,
+					      struct ql_rpc_response *r, struct ql_rpc_in *results)
 {
 	if (len < QL_RPC_RESPONSE_SIZE)
 		return -EBADMSG;

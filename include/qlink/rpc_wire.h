@@ -19,6 +19,17 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Host and device: `__host__ __device__` under nvcc (the GPU dispatcher's
+ * body and its handlers use these inline functions on the device), nothing
+ * for a C or C++ host compiler. */
+#ifndef QL_HD
+#if defined(__CUDACC__)
+#define QL_HD __host__ __device__
+#else
+#define QL_HD
+#endif
+#endif
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -80,12 +91,12 @@ const char *ql_rpc_err_kind_str(enum ql_rpc_err_kind kind);
 #endif
 
 /* memcpy of a constant size compiles to one (unaligned) load or store. */
-static inline uint8_t ql_rpc_get_u8(const void *p)
+QL_HD static inline uint8_t ql_rpc_get_u8(const void *p)
 {
 	return *(const uint8_t *)p;
 }
 
-static inline uint32_t ql_rpc_get_u32(const void *p)
+QL_HD static inline uint32_t ql_rpc_get_u32(const void *p)
 {
 	uint32_t v;
 
@@ -93,7 +104,7 @@ static inline uint32_t ql_rpc_get_u32(const void *p)
 	return QL_RPC_HOST_LE ? v : __builtin_bswap32(v);
 }
 
-static inline uint64_t ql_rpc_get_u64(const void *p)
+QL_HD static inline uint64_t ql_rpc_get_u64(const void *p)
 {
 	uint64_t v;
 
@@ -101,17 +112,17 @@ static inline uint64_t ql_rpc_get_u64(const void *p)
 	return QL_RPC_HOST_LE ? v : __builtin_bswap64(v);
 }
 
-static inline int32_t ql_rpc_get_i32(const void *p)
+QL_HD static inline int32_t ql_rpc_get_i32(const void *p)
 {
 	return (int32_t)ql_rpc_get_u32(p);
 }
 
-static inline int64_t ql_rpc_get_i64(const void *p)
+QL_HD static inline int64_t ql_rpc_get_i64(const void *p)
 {
 	return (int64_t)ql_rpc_get_u64(p);
 }
 
-static inline float ql_rpc_get_f32(const void *p)
+QL_HD static inline float ql_rpc_get_f32(const void *p)
 {
 	uint32_t u = ql_rpc_get_u32(p);
 	float v;
@@ -120,7 +131,7 @@ static inline float ql_rpc_get_f32(const void *p)
 	return v;
 }
 
-static inline double ql_rpc_get_f64(const void *p)
+QL_HD static inline double ql_rpc_get_f64(const void *p)
 {
 	uint64_t u = ql_rpc_get_u64(p);
 	double v;
@@ -129,34 +140,34 @@ static inline double ql_rpc_get_f64(const void *p)
 	return v;
 }
 
-static inline void ql_rpc_put_u8(void *p, uint8_t v)
+QL_HD static inline void ql_rpc_put_u8(void *p, uint8_t v)
 {
 	*(uint8_t *)p = v;
 }
 
-static inline void ql_rpc_put_u32(void *p, uint32_t v)
+QL_HD static inline void ql_rpc_put_u32(void *p, uint32_t v)
 {
 	v = QL_RPC_HOST_LE ? v : __builtin_bswap32(v);
 	memcpy(p, &v, sizeof(v));
 }
 
-static inline void ql_rpc_put_u64(void *p, uint64_t v)
+QL_HD static inline void ql_rpc_put_u64(void *p, uint64_t v)
 {
 	v = QL_RPC_HOST_LE ? v : __builtin_bswap64(v);
 	memcpy(p, &v, sizeof(v));
 }
 
-static inline void ql_rpc_put_i32(void *p, int32_t v)
+QL_HD static inline void ql_rpc_put_i32(void *p, int32_t v)
 {
 	ql_rpc_put_u32(p, (uint32_t)v);
 }
 
-static inline void ql_rpc_put_i64(void *p, int64_t v)
+QL_HD static inline void ql_rpc_put_i64(void *p, int64_t v)
 {
 	ql_rpc_put_u64(p, (uint64_t)v);
 }
 
-static inline void ql_rpc_put_f32(void *p, float v)
+QL_HD static inline void ql_rpc_put_f32(void *p, float v)
 {
 	uint32_t u;
 
@@ -164,7 +175,7 @@ static inline void ql_rpc_put_f32(void *p, float v)
 	ql_rpc_put_u32(p, u);
 }
 
-static inline void ql_rpc_put_f64(void *p, double v)
+QL_HD static inline void ql_rpc_put_f64(void *p, double v)
 {
 	uint64_t u;
 
@@ -195,7 +206,7 @@ struct ql_rpc_response {
 };
 
 /* Write h into buf[0..24). */
-static inline void ql_rpc_header_encode(void *buf, const struct ql_rpc_header *h)
+QL_HD static inline void ql_rpc_header_encode(void *buf, const struct ql_rpc_header *h)
 {
 	uint8_t *b = (uint8_t *)buf;
 
@@ -207,7 +218,7 @@ static inline void ql_rpc_header_encode(void *buf, const struct ql_rpc_header *h
 }
 
 /* Read buf[0..24) into h. No validation: the caller checks magic and lengths. */
-static inline void ql_rpc_header_decode(const void *buf, struct ql_rpc_header *h)
+QL_HD static inline void ql_rpc_header_decode(const void *buf, struct ql_rpc_header *h)
 {
 	const uint8_t *b = (const uint8_t *)buf;
 
@@ -218,7 +229,7 @@ static inline void ql_rpc_header_decode(const void *buf, struct ql_rpc_header *h
 	h->ptp_timestamp = ql_rpc_get_u64(b + 16);
 }
 
-static inline void ql_rpc_response_encode(void *buf, const struct ql_rpc_response *r)
+QL_HD static inline void ql_rpc_response_encode(void *buf, const struct ql_rpc_response *r)
 {
 	uint8_t *b = (uint8_t *)buf;
 
@@ -229,7 +240,7 @@ static inline void ql_rpc_response_encode(void *buf, const struct ql_rpc_respons
 	ql_rpc_put_u64(b + 16, r->ptp_timestamp);
 }
 
-static inline void ql_rpc_response_decode(const void *buf, struct ql_rpc_response *r)
+QL_HD static inline void ql_rpc_response_decode(const void *buf, struct ql_rpc_response *r)
 {
 	const uint8_t *b = (const uint8_t *)buf;
 
@@ -244,7 +255,7 @@ static inline void ql_rpc_response_decode(const void *buf, struct ql_rpc_respons
 
 /* 32-bit FNV-1a of len bytes: the function_id of a handler name. Inline so
  * that an id computed from a string literal folds to a constant. */
-static inline uint32_t ql_rpc_fnv1a_len(const void *data, size_t len)
+QL_HD static inline uint32_t ql_rpc_fnv1a_len(const void *data, size_t len)
 {
 	const uint8_t *p = (const uint8_t *)data;
 	uint32_t h = QL_RPC_FNV1A_OFFSET;
@@ -257,7 +268,7 @@ static inline uint32_t ql_rpc_fnv1a_len(const void *data, size_t len)
 }
 
 /* FNV-1a of a NUL-terminated name (the NUL is not hashed). */
-static inline uint32_t ql_rpc_fnv1a(const char *name)
+QL_HD static inline uint32_t ql_rpc_fnv1a(const char *name)
 {
 	uint32_t h = QL_RPC_FNV1A_OFFSET;
 
@@ -326,18 +337,18 @@ size_t ql_rpc_schema_results_size(const struct ql_rpc_schema *s);
 
 /* ---- bit-packed data ------------------------------------------------------- */
 
-static inline size_t ql_rpc_bits_size(size_t nbits)
+QL_HD static inline size_t ql_rpc_bits_size(size_t nbits)
 {
 	return nbits / 8 + (nbits % 8 != 0);
 }
 
 /* Bit i: byte i / 8, bit i % 8 counted from the least significant. */
-static inline int ql_rpc_bit_get(const uint8_t *bytes, size_t i)
+QL_HD static inline int ql_rpc_bit_get(const uint8_t *bytes, size_t i)
 {
 	return (bytes[i >> 3] >> (i & 7)) & 1;
 }
 
-static inline void ql_rpc_bit_set(uint8_t *bytes, size_t i, int v)
+QL_HD static inline void ql_rpc_bit_set(uint8_t *bytes, size_t i, int v)
 {
 	uint8_t m = (uint8_t)(1u << (i & 7));
 
@@ -348,7 +359,7 @@ static inline void ql_rpc_bit_set(uint8_t *bytes, size_t i, int v)
 }
 
 /* Zero the unused high bits of the last byte, as the format requires. */
-static inline void ql_rpc_bits_clear_tail(uint8_t *bytes, size_t nbits)
+QL_HD static inline void ql_rpc_bits_clear_tail(uint8_t *bytes, size_t nbits)
 {
 	if (nbits & 7)
 		bytes[nbits >> 3] &= (uint8_t)((1u << (nbits & 7)) - 1);

@@ -509,123 +509,6 @@ static bool owns_endpoint(struct ql_ctl_server *srv, const struct ql_conn_params
 	return false;
 }
 
-/* Run one new request of an existing session; fills the reply. */
-static void session_request(struct ql_ctl_server *srv, struct ql_ctl_session *s,
-			    const struct ql_ctl_msg *req, struct ql_ctl_msg *r)
-{
-	const struct ql_ctl_server_ops *ops = &srv->ops;
-	enum ql_ctl_state st = s->state, next = st;
-	int ret = 0;
-
-	memset(r, 0, sizeof(*r));
-	r->type = QL_CTL_OK;
-	r->session = s->id;
-	r->seq = req->seq;
-	r->re = req->type;
-	ql_error_clear();
-	switch (req->type) {
-	case QL_CTL_ACK:
-		if (st != QL_CTL_S_OFFERED)
-			goto bad_state;
-		if (req->nchannels != s->nchannels) {
-			error_msg(r, req, "malformed",
-				  "ACK must carry one entry per offered channel");
-			STAT_INC(srv, malformed);
-			STAT_INC(srv, rejected);
-			return;
-		}
-		if (owns_endpoint(srv, req->ch, req->nchannels)) {
-			/* Connecting the RTH's QP to itself or to another of its own QPs
-			 * would loop its ring into itself: refused, and the offer released. */
-			STAT_INC(srv, self_connect);
-			ret = ql_error_set(-EINVAL, "the ACK names an endpoint of this RTH");
-		} else {
-			ret = ops->accept ? ops->accept(srv->ctx, s, req->ch, req->nchannels) : 0;
-		}
-		if (op_result(r, req, ret, "accept")) {
-			/* The offer reserved resources: release them through abort. */
-			end_session(s, QL_CTL_S_ABORTED);
-			if (ops->abort)
-				ops->abort(srv->ctx, s);
-			goto refused;
-		}
-		next = QL_CTL_S_CONNECTED;
-		break;
-	case QL_CTL_START:
-		if (st != QL_CTL_S_CONNECTED && st != QL_CTL_S_STOPPED)
-			goto bad_state;
-		ret = ops->start ? ops->start(srv->ctx, s) : 0;
-		if (op_result(r, req, ret, "start"))
-			goto refused;
-		next = QL_CTL_S_RUNNING;
-		break;
-	case QL_CTL_STOP:
-		if (st != QL_CTL_S_RUNNING)
-			goto bad_state;
-		ret = ops->stop ? ops->stop(srv->ctx, s) : 0;
-		if (op_result(r, req, ret, "stop"))
-			goto refused;
-		next = QL_CTL_S_STOPPED;
-		break;
-	case QL_CTL_COMPLETE:
-		if (st != QL_CTL_S_CONNECTED && st != QL_CTL_S_RUNNING && st != QL_CTL_S_STOPPED)
-			goto bad_state;
-		end_session(s, QL_CTL_S_COMPLETE);
-		ret = ops->complete ? ops->complete(srv->ctx, s) : 0;
-		if (op_result(r, req, ret, "complete"))
-			goto refused;
-		next = QL_CTL_S_COMPLETE;
-		break;
-	case QL_CTL_ABORT:
-		if (!state_open(st))
-			goto bad_state;
-		end_session(s, QL_CTL_S_ABORTED);
-		ret = ops->abort ? ops->abort(srv->ctx, s) : 0;
-		if (op_result(r, req, ret, "abort"))
-			goto refused;
-		next = QL_CTL_S_ABORTED;
-		break;
-	case QL_CTL_KEEPALIVE:
-		break;
-	case QL_CTL_STATUS:
-		r->type = QL_CTL_STATUS_REPLY;
-		r->re = QL_CTL_NONE;
-		r->state = st;
-		if (ops->status && st >= QL_CTL_S_CONNECTED && st <= QL_CTL_S_STOPPED) {
-			ret = ops->status(srv->ctx, s, r->status, sizeof(r->status));
-			r->status[sizeof(r->status) - 1] = 0;
-			if (op_result(r, req, ret, "status"))
-				goto refused;
-		} else {
-			snprintf(r->status, sizeof(r->status), "{\"requests\":%llu}",
-				 (unsigned long long)s->requests);
-		}
-		return;
-	case QL_CTL_DISCOVER:
-	default:
-		goto bad_state;
-	}
-	s->state = next;
-	r->state = next;
-	return;
-bad_state:
-	STAT_INC(srv, bad_state);
-	STAT_INC(srv, rejected);
-	{
-		char text[QL_CTL_TEXT_MAX];
-
-		snprintf(text, sizeof(text), "%s is not valid in state %s",
-			 ql_ctl_type_name(req->type), ql_ctl_state_name(st));
-		error_msg(r, req, "bad_state", text);
-	}
-	return;
-refused:
-	STAT_INC(srv, refused);
-	STAT_INC(srv, rejected);
-	ql_log_warn("control", "session %016llx (%s): %s", (unsigned long long)s->id, s->peer_str,
-		    r->text);
-}
-
 static void session_discover(struct ql_ctl_server *srv, const struct ql_ctl_msg *req,
 			     const struct sockaddr_in *from, uint64_t now)
 {
@@ -797,12 +680,300 @@ static void session_ended(struct ql_ctl_server *srv, struct ended *e, const stru
 	}
 }
 
+/* ---- the request handlers: one per message type, and their table ---- */
+
+/* What one request carries into its handler. */
+struct ctl_in {
+	const struct ql_ctl_msg *req;
+	const struct sockaddr_in *from;
+	uint64_t now;
+	struct ql_ctl_session *s; /* CTL_AUTH_SESSION: the sender's session */
+	struct ql_ctl_msg *r;	  /* CTL_AUTH_SESSION: the reply (OK, header filled) */
+};
+
+/* What a session handler returns besides the session's next state (>= 0). */
+enum {
+	CTL_REFUSED = -1, /* the RTH refused it: r holds the ERROR */
+	CTL_REPLIED = -2, /* r holds the answer; the state does not move */
+};
+
+static int on_ack(struct ql_ctl_server *srv, struct ctl_in *in)
+{
+	const struct ql_ctl_server_ops *ops = &srv->ops;
+	const struct ql_ctl_msg *req = in->req;
+	struct ql_ctl_session *s = in->s;
+	int ret;
+
+	if (req->nchannels != s->nchannels) {
+		error_msg(in->r, req, "malformed", "ACK must carry one entry per offered channel");
+		STAT_INC(srv, malformed);
+		STAT_INC(srv, rejected);
+		return CTL_REPLIED;
+	}
+	if (owns_endpoint(srv, req->ch, req->nchannels)) {
+		/* Connecting the RTH's QP to itself or to another of its own QPs
+		 * would loop its ring into itself: refused, and the offer released. */
+		STAT_INC(srv, self_connect);
+		ret = ql_error_set(-EINVAL, "the ACK names an endpoint of this RTH");
+	} else {
+		ret = ops->accept ? ops->accept(srv->ctx, s, req->ch, req->nchannels) : 0;
+	}
+	if (op_result(in->r, req, ret, "accept")) {
+		/* The offer reserved resources: release them through abort. */
+		end_session(s, QL_CTL_S_ABORTED);
+		if (ops->abort)
+			ops->abort(srv->ctx, s);
+		return CTL_REFUSED;
+	}
+	return QL_CTL_S_CONNECTED;
+}
+
+static int on_start(struct ql_ctl_server *srv, struct ctl_in *in)
+{
+	int ret = srv->ops.start ? srv->ops.start(srv->ctx, in->s) : 0;
+
+	return op_result(in->r, in->req, ret, "start") ? CTL_REFUSED : QL_CTL_S_RUNNING;
+}
+
+static int on_stop(struct ql_ctl_server *srv, struct ctl_in *in)
+{
+	int ret = srv->ops.stop ? srv->ops.stop(srv->ctx, in->s) : 0;
+
+	return op_result(in->r, in->req, ret, "stop") ? CTL_REFUSED : QL_CTL_S_STOPPED;
+}
+
+static int on_complete(struct ql_ctl_server *srv, struct ctl_in *in)
+{
+	int ret;
+
+	end_session(in->s, QL_CTL_S_COMPLETE);
+	ret = srv->ops.complete ? srv->ops.complete(srv->ctx, in->s) : 0;
+	return op_result(in->r, in->req, ret, "complete") ? CTL_REFUSED : QL_CTL_S_COMPLETE;
+}
+
+static int on_abort(struct ql_ctl_server *srv, struct ctl_in *in)
+{
+	int ret;
+
+	end_session(in->s, QL_CTL_S_ABORTED);
+	ret = srv->ops.abort ? srv->ops.abort(srv->ctx, in->s) : 0;
+	return op_result(in->r, in->req, ret, "abort") ? CTL_REFUSED : QL_CTL_S_ABORTED;
+}
+
+static int on_keepalive(struct ql_ctl_server *srv, struct ctl_in *in)
+{
+	(void)srv;
+	return (int)in->s->state;
+}
+
+static int on_status(struct ql_ctl_server *srv, struct ctl_in *in)
+{
+	const struct ql_ctl_server_ops *ops = &srv->ops;
+	struct ql_ctl_session *s = in->s;
+	struct ql_ctl_msg *r = in->r;
+	enum ql_ctl_state st = s->state;
+
+	r->type = QL_CTL_STATUS_REPLY;
+	r->re = QL_CTL_NONE;
+	r->state = st;
+	if (ops->status && st >= QL_CTL_S_CONNECTED && st <= QL_CTL_S_STOPPED) {
+		int ret = ops->status(srv->ctx, s, r->status, sizeof(r->status));
+
+		r->status[sizeof(r->status) - 1] = 0;
+		if (op_result(r, in->req, ret, "status"))
+			return CTL_REFUSED;
+	} else {
+		snprintf(r->status, sizeof(r->status), "{\"requests\":%llu}",
+			 (unsigned long long)s->requests);
+	}
+	return CTL_REPLIED;
+}
+
+static int on_discover(struct ql_ctl_server *srv, struct ctl_in *in)
+{
+	session_discover(srv, in->req, in->from, in->now);
+	return 0;
+}
+
+static int on_answer(struct ql_ctl_server *srv, struct ctl_in *in)
+{
+	rth_answer(srv, in->req, in->from, in->now);
+	return 0;
+}
+
+/* Who may send a message type to the RTH, and what proves it. */
+enum ctl_auth {
+	CTL_AUTH_SESSION, /* a session open from the sender's address */
+	CTL_AUTH_COOKIE,  /* opens a session: a cookie proves the address (DISCOVER) */
+	CTL_AUTH_ANSWER,  /* the QCS's answer to an RTH request (rseq set); else SERVER */
+	CTL_AUTH_SERVER,  /* sent by servers only: refused */
+};
+
+#define ST(x) (1u << QL_CTL_S_##x)
+#define ST_OPEN (ST(OFFERED) | ST(CONNECTED) | ST(RUNNING) | ST(STOPPED))
+#define ST_ANY ((1u << QL_CTL_S_COUNT) - 1)
+_Static_assert(QL_CTL_S_COUNT <= 16, "the states column is 16 bits");
+
+/* The table: type -> handler. min_len: datagram bytes at least (checked
+ * once the sender is otherwise admissible); states: for CTL_AUTH_SESSION,
+ * the session states the request is valid in (else bad_state). A type
+ * without a row (NONE) is a session request valid in no state. */
+static const struct ctl_handler {
+	enum ctl_auth auth;
+	uint16_t min_len;
+	uint16_t states;
+	int (*fn)(struct ql_ctl_server *srv, struct ctl_in *in);
+} ctl_handlers[QL_CTL_TYPE_COUNT] = {
+	[QL_CTL_DISCOVER] = { CTL_AUTH_COOKIE, QL_CTL_DISCOVER_MIN, 0, on_discover },
+	[QL_CTL_CONNECTION_PARAMS] = { CTL_AUTH_SERVER, 0, 0, NULL },
+	[QL_CTL_ACK] = { CTL_AUTH_SESSION, 0, ST(OFFERED), on_ack },
+	[QL_CTL_START] = { CTL_AUTH_SESSION, 0, ST(CONNECTED) | ST(STOPPED), on_start },
+	[QL_CTL_STOP] = { CTL_AUTH_SESSION, 0, ST(RUNNING), on_stop },
+	[QL_CTL_ABORT] = { CTL_AUTH_SESSION, 0, ST_OPEN, on_abort },
+	[QL_CTL_COMPLETE] = { CTL_AUTH_SESSION, 0, ST(CONNECTED) | ST(RUNNING) | ST(STOPPED),
+			      on_complete },
+	[QL_CTL_STATUS] = { CTL_AUTH_SESSION, 0, ST_ANY, on_status },
+	[QL_CTL_STATUS_REPLY] = { CTL_AUTH_SERVER, 0, 0, NULL },
+	[QL_CTL_KEEPALIVE] = { CTL_AUTH_SESSION, 0, ST_ANY, on_keepalive },
+	[QL_CTL_OK] = { CTL_AUTH_ANSWER, 0, 0, on_answer },
+	[QL_CTL_ERROR] = { CTL_AUTH_ANSWER, 0, 0, on_answer },
+	[QL_CTL_PROGRAM] = { CTL_AUTH_SERVER, 0, 0, NULL },
+	[QL_CTL_TRIGGER] = { CTL_AUTH_SERVER, 0, 0, NULL },
+	[QL_CTL_RETRY] = { CTL_AUTH_SERVER, 0, 0, NULL },
+};
+
+static const struct ctl_handler *handler_of(enum ql_ctl_type t)
+{
+	static const struct ctl_handler none = { CTL_AUTH_SESSION, 0, 0, NULL };
+
+	return (unsigned)t < QL_CTL_TYPE_COUNT ? &ctl_handlers[t] : &none;
+}
+
+/* Run one new request of an existing session; fills the reply. */
+static void session_request(struct ql_ctl_server *srv, struct ql_ctl_session *s,
+			    const struct ctl_handler *h, struct ctl_in *in)
+{
+	const struct ql_ctl_msg *req = in->req;
+	struct ql_ctl_msg *r = in->r;
+	enum ql_ctl_state st = s->state;
+	int next;
+
+	memset(r, 0, sizeof(*r));
+	r->type = QL_CTL_OK;
+	r->session = s->id;
+	r->seq = req->seq;
+	r->re = req->type;
+	ql_error_clear();
+	if (h->auth != CTL_AUTH_SESSION || !h->fn || (unsigned)st >= QL_CTL_S_COUNT ||
+	    !(h->states & (1u << st))) {
+		char text[QL_CTL_TEXT_MAX];
+
+		STAT_INC(srv, bad_state);
+		STAT_INC(srv, rejected);
+		snprintf(text, sizeof(text), "%s is not valid in state %s",
+			 ql_ctl_type_name(req->type), ql_ctl_state_name(st));
+		error_msg(r, req, "bad_state", text);
+		return;
+	}
+	next = h->fn(srv, in);
+	if (next == CTL_REPLIED)
+		return;
+	if (next == CTL_REFUSED) {
+		STAT_INC(srv, refused);
+		STAT_INC(srv, rejected);
+		ql_log_warn("control", "session %016llx (%s): %s", (unsigned long long)s->id,
+			    s->peer_str, r->text);
+		return;
+	}
+	s->state = (enum ql_ctl_state)next;
+	r->state = (enum ql_ctl_state)next;
+}
+
+/* A datagram that did not parse: counted, logged and answered (bounded). */
+static void reject_unparsed(struct ql_ctl_server *srv, const struct sockaddr_in *from,
+			    struct ql_ctl_msg *req, int ret, size_t len, size_t real_len)
+{
+	const char *code, *text;
+
+	if (real_len > len)
+		memset(req, 0, sizeof(*req));
+	switch (ret) {
+	case -EMSGSIZE:
+		STAT_INC(srv, too_big);
+		code = "too_big";
+		text = "datagram longer than 1400 bytes";
+		break;
+	case -EPROTONOSUPPORT:
+		STAT_INC(srv, bad_version);
+		code = "bad_version";
+		text = "protocol version not supported (this server speaks v=1)";
+		break;
+	case -EOPNOTSUPP:
+		STAT_INC(srv, bad_type);
+		code = "bad_type";
+		text = "unknown message type";
+		break;
+	case -EACCES:
+		STAT_INC(srv, bad_mac);
+		code = "bad_mac";
+		text = "message authentication failed (MAC missing or wrong)";
+		break;
+	default:
+		STAT_INC(srv, malformed);
+		code = "malformed";
+		text = "not a valid control message (JSON object with v, type, session, seq)";
+		break;
+	}
+	STAT_INC(srv, rejected);
+	reject_log(srv, from, "%s (%zu bytes)", code, real_len);
+	reply_error(srv, from, req, code, text);
+}
+
+/* A request that opens a session (CTL_AUTH_COOKIE) from an address with none. */
+static void session_open(struct ql_ctl_server *srv, const struct ctl_handler *h, struct ctl_in *in,
+			 size_t len)
+{
+	const struct ql_ctl_msg *req = in->req;
+	const struct sockaddr_in *from = in->from;
+
+	if (session_find(srv, req->session)) {
+		STAT_INC(srv, bad_state);
+		STAT_INC(srv, rejected);
+		reject_log(srv, from, "session id already in use from another address");
+		reply_error(srv, from, req, "bad_state", "session id in use");
+		return;
+	}
+	if (len < h->min_len) {
+		char text[QL_CTL_TEXT_MAX];
+
+		STAT_INC(srv, malformed);
+		STAT_INC(srv, rejected);
+		reject_log(srv, from, "%s of %zu bytes, not padded to %d",
+			   ql_ctl_type_name(req->type), len, h->min_len);
+		snprintf(text, sizeof(text), "%s must be padded to %d bytes",
+			 ql_ctl_type_name(req->type), h->min_len);
+		reply_error(srv, from, req, "malformed", text);
+		return;
+	}
+	cookie_rotate(srv, in->now);
+	if (!cookie_ok(srv, req, from)) {
+		/* No state for an address not yet shown to be real. */
+		if (req->cookie[0])
+			STAT_INC(srv, bad_cookie);
+		send_retry(srv, req, from);
+		return;
+	}
+	h->fn(srv, in);
+}
+
 static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, size_t real_len,
 		   const struct sockaddr_in *from)
 {
 	uint64_t now = ql_ctl_now_ns();
+	const struct ctl_handler *h;
 	struct ql_ctl_session *s;
 	struct ql_ctl_msg req, r;
+	struct ctl_in in = { .req = &req, .from = from, .now = now, .r = &r };
 	int ret;
 
 	STAT_INC(srv, received);
@@ -821,62 +992,21 @@ static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, si
 	else
 		ret = ql_ctl_parse(buf, len, srv->secret, srv->secret_len, &req);
 	if (ret) {
-		const char *code, *text;
-
-		if (real_len > len)
-			memset(&req, 0, sizeof(req));
-		switch (ret) {
-		case -EMSGSIZE:
-			STAT_INC(srv, too_big);
-			code = "too_big";
-			text = "datagram longer than 1400 bytes";
-			break;
-		case -EPROTONOSUPPORT:
-			STAT_INC(srv, bad_version);
-			code = "bad_version";
-			text = "protocol version not supported (this server speaks v=1)";
-			break;
-		case -EOPNOTSUPP:
-			STAT_INC(srv, bad_type);
-			code = "bad_type";
-			text = "unknown message type";
-			break;
-		case -EACCES:
-			STAT_INC(srv, bad_mac);
-			code = "bad_mac";
-			text = "message authentication failed (MAC missing or wrong)";
-			break;
-		default:
-			STAT_INC(srv, malformed);
-			code = "malformed";
-			text = "not a valid control message (JSON object with v, type, session, seq)";
-			break;
-		}
-		STAT_INC(srv, rejected);
-		reject_log(srv, from, "%s (%zu bytes)", code, real_len);
-		reply_error(srv, from, &req, code, text);
+		reject_unparsed(srv, from, &req, ret, len, real_len);
 		return;
 	}
-	if (req.rseq && (req.type == QL_CTL_OK || req.type == QL_CTL_ERROR)) {
-		rth_answer(srv, &req, from, now);
+	h = handler_of(req.type);
+	if (h->auth == CTL_AUTH_ANSWER && req.rseq) {
+		h->fn(srv, &in);
 		return;
 	}
-	switch (req.type) {
-	case QL_CTL_CONNECTION_PARAMS:
-	case QL_CTL_STATUS_REPLY:
-	case QL_CTL_OK:
-	case QL_CTL_ERROR:
-	case QL_CTL_PROGRAM:
-	case QL_CTL_TRIGGER:
-	case QL_CTL_RETRY:
+	if (h->auth == CTL_AUTH_ANSWER || h->auth == CTL_AUTH_SERVER) {
 		STAT_INC(srv, bad_type);
 		STAT_INC(srv, rejected);
 		reject_log(srv, from, "%s is sent by servers only", ql_ctl_type_name(req.type));
 		reply_error(srv, from, &req, "bad_type",
 			    "this message type is sent by servers only");
 		return;
-	default:
-		break;
 	}
 	s = session_find(srv, req.session);
 	if (s && !same_peer(&s->peer, from))
@@ -888,33 +1018,8 @@ static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, si
 			session_ended(srv, e, &req, from);
 			return;
 		}
-		if (req.type == QL_CTL_DISCOVER) {
-			if (session_find(srv, req.session)) {
-				STAT_INC(srv, bad_state);
-				STAT_INC(srv, rejected);
-				reject_log(srv, from,
-					   "session id already in use from another address");
-				reply_error(srv, from, &req, "bad_state", "session id in use");
-				return;
-			}
-			if (len < QL_CTL_DISCOVER_MIN) {
-				STAT_INC(srv, malformed);
-				STAT_INC(srv, rejected);
-				reject_log(srv, from, "DISCOVER of %zu bytes, not padded to %d",
-					   len, QL_CTL_DISCOVER_MIN);
-				reply_error(srv, from, &req, "malformed",
-					    "DISCOVER must be padded to 256 bytes");
-				return;
-			}
-			cookie_rotate(srv, now);
-			if (!cookie_ok(srv, &req, from)) {
-				/* No state for an address not yet shown to be real. */
-				if (req.cookie[0])
-					STAT_INC(srv, bad_cookie);
-				send_retry(srv, &req, from);
-				return;
-			}
-			session_discover(srv, &req, from, now);
+		if (h->auth == CTL_AUTH_COOKIE) {
+			session_open(srv, h, &in, len);
 			return;
 		}
 		STAT_INC(srv, unknown_session);
@@ -945,7 +1050,8 @@ static void handle(struct ql_ctl_server *srv, const uint8_t *buf, size_t len, si
 	s->last_seq = req.seq;
 	s->last_rx_ns = now;
 	s->requests++;
-	session_request(srv, s, &req, &r);
+	in.s = s;
+	session_request(srv, s, h, &in);
 	if (r.type == QL_CTL_ERROR && !strcmp(r.code, "bad_state"))
 		reject_log(srv, from, "%s", r.text);
 	s->reply_len = encode(srv, &r, s->reply);

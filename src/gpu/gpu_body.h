@@ -11,8 +11,9 @@
  * rewrites the slot meanwhile cannot change what was checked; run the
  * handler from the function table; write the response into a response
  * buffer; post it as a SEND on the QP's mlx5 send queue (gpu_tx.h); poll
- * the send CQ. The checks, their order and the statuses are those of
- * ql_rpc_dispatch (rpc_table.h) and the daemon's canary: the QCS is
+ * the send CQ. The checks, their order and the statuses are
+ * ql_rpc_dispatch's own (rpc/dispatch_core.h, shared with the CPU
+ * dispatcher) and the daemon's canary: the QCS is
  * untrusted (docs/design.md "Trust"), nothing it writes is taken on faith.
  *
  * On the hsb transport (hsb.pages set) the turn takes a receive CQE
@@ -33,6 +34,7 @@
 #include "qlink/mlx5.h"
 #include "qlink/ring.h"
 #include "qlink/rpc_wire.h"
+#include "rpc/dispatch_core.h"
 
 #ifndef QL_GPU_TX_CUSTOM
 #include "gpu/gpu_tx.h"
@@ -61,9 +63,8 @@ struct ql_gpu_shared {
 	struct ql_gpu_stats st; /* body: published counters */
 };
 
-/* Bytes past a response's capacity the canary takes. */
-#define QL_GPU_CANARY 8u
-#define QL_GPU_CANARY_VALUE 0x5ca1ab1ec0ffee17ull
+/* Bytes past a response's capacity the canary takes (the dispatch core's). */
+#define QL_GPU_CANARY QL_RPC__CANARY_BYTES
 
 /* Empty polls between two looks at the stop word (on a GPU a look costs a
  * round trip to host memory). */
@@ -194,104 +195,54 @@ QL_HD static inline const struct ql_gpu_entry *ql_gpu_find(const struct ql_gpu_b
 
 /*
  * msg[0..msg_len) in, the response into resp (capacity resp_cap >= 24,
- * with QL_GPU_CANARY writable bytes after it). The statuses and their
- * order are ql_rpc_dispatch's.
+ * with QL_GPU_CANARY writable bytes after it). The checks, their order and
+ * the response header are the dispatch core's (rpc/dispatch_core.h), the
+ * very functions ql_rpc_dispatch runs; here the lookup in the device table,
+ * the canary always (the daemon's guard), and the handler's cycles.
  */
 QL_HD static inline void ql_gpu_dispatch(const struct ql_gpu_body *b, const uint8_t *msg,
 					 uint32_t msg_len, uint8_t *resp, uint32_t resp_cap,
 					 struct ql_gpu_result *r)
 {
-	const struct ql_gpu_entry *e;
+	struct ql_rpc_header h = { 0, 0, 0, 0, 0 };
+	const struct ql_gpu_entry *e = (const struct ql_gpu_entry *)0;
+	enum ql_rpc_err_kind kind;
 	struct ql_gpu_in in;
 	struct ql_gpu_out out;
-	uint32_t magic = 0, fid = 0, arg_len = 0, req_id = 0, cap;
-	uint64_t ts = 0, t0;
+	size_t cap = resp_cap - QL_RPC_RESPONSE_SIZE;
+	uint64_t t0;
 	int32_t ret;
 
-	r->status = 0;
 	r->result_len = 0;
-	r->kind = QL_RPC_ERR_NONE;
 	r->overrun = 0;
 	r->handled = 0;
 	r->cycles = 0;
-	if (msg_len < QL_RPC_HEADER_SIZE) {
-		r->status = QL_RPC_E_SHORT;
-		r->kind = QL_RPC_ERR_SHORT;
+	r->status = ql_rpc__check_header(msg, msg_len, &h, &kind);
+	if (r->status)
 		goto respond;
-	}
-	magic = ql_gpu_get_u32(msg);
-	fid = ql_gpu_get_u32(msg + 4);
-	arg_len = ql_gpu_get_u32(msg + 8);
-	req_id = ql_gpu_get_u32(msg + 12);
-	ts = ql_gpu_get_u64(msg + 16);
-	if (magic != QL_RPC_MAGIC_REQUEST) {
-		r->status = QL_RPC_E_BAD_MAGIC;
-		r->kind = QL_RPC_ERR_BAD_MAGIC;
+	e = ql_gpu_find(b, h.function_id);
+	r->status = ql_rpc__check_call(e != 0, e && e->typed, e ? e->args_size : 0,
+				       e ? e->results_size : 0, h.arg_len, &cap, &kind);
+	if (r->status)
 		goto respond;
-	}
-	if (arg_len > msg_len - QL_RPC_HEADER_SIZE) {
-		r->status = QL_RPC_E_BAD_LENGTH;
-		r->kind = QL_RPC_ERR_BAD_LENGTH;
-		goto respond;
-	}
-	e = ql_gpu_find(b, fid);
-	if (!e) {
-		r->status = QL_RPC_E_UNKNOWN_FUNCTION;
-		r->kind = QL_RPC_ERR_UNKNOWN_FUNCTION;
-		goto respond;
-	}
-	cap = resp_cap - QL_RPC_RESPONSE_SIZE;
-	if (e->typed) {
-		if (arg_len != e->args_size) {
-			r->status = QL_RPC_E_ARGS_MISMATCH;
-			r->kind = QL_RPC_ERR_ARGS_MISMATCH;
-			goto respond;
-		}
-		if (e->results_size > cap) {
-			r->status = QL_RPC_E_RESULT_OVERFLOW;
-			r->kind = QL_RPC_ERR_RESULT_OVERFLOW;
-			goto respond;
-		}
-		cap = e->results_size; /* no writing past the declared results */
-	}
-	ql_gpu_in_init(&in, msg + QL_RPC_HEADER_SIZE, arg_len);
+	ql_gpu_in_init(&in, msg + QL_RPC_HEADER_SIZE, h.arg_len);
 	ql_gpu_out_init(&out, resp + QL_RPC_RESPONSE_SIZE, cap);
-	ql_gpu_put_u64(resp + QL_RPC_RESPONSE_SIZE + cap, QL_GPU_CANARY_VALUE);
+	ql_rpc__canary_set(resp + QL_RPC_RESPONSE_SIZE + cap);
 	t0 = ql_gpu_cycles();
 	ret = e->fn(&in, &out, e->ctx);
 	r->cycles = ql_gpu_cycles() - t0;
 	r->handled = 1;
-	if (ql_gpu_get_u64(resp + QL_RPC_RESPONSE_SIZE + cap) != QL_GPU_CANARY_VALUE) {
+	if (!ql_rpc__canary_ok(resp + QL_RPC_RESPONSE_SIZE + cap)) {
 		r->overrun = 1;
 		r->status = QL_RPC_E_INTERNAL;
-		r->kind = QL_RPC_ERR_INTERNAL;
+		kind = QL_RPC_ERR_INTERNAL;
 		goto respond;
 	}
-	/* stream errors first, then what the handler said (as the CPU path) */
-	if (in.err) {
-		r->status = QL_RPC_E_ARGS_MISMATCH;
-		r->kind = QL_RPC_ERR_ARGS_MISMATCH;
-	} else if (out.err) {
-		r->status = QL_RPC_E_RESULT_OVERFLOW;
-		r->kind = QL_RPC_ERR_RESULT_OVERFLOW;
-	} else if (ret < 0 || out.p < out.start || out.p > out.end) {
-		r->status = QL_RPC_E_INTERNAL;
-		r->kind = QL_RPC_ERR_INTERNAL;
-	} else if (ret > 0) {
-		r->status = ret;
-		r->kind = QL_RPC_ERR_HANDLER;
-	} else if (e->typed && ql_gpu_out_len(&out) != e->results_size) {
-		r->status = QL_RPC_E_INTERNAL;
-		r->kind = QL_RPC_ERR_INTERNAL;
-	} else {
-		r->result_len = (uint32_t)ql_gpu_out_len(&out);
-	}
+	r->status = ql_rpc__check_return(ret, &in, &out, e->typed, e->results_size, &r->result_len,
+					 &kind);
 respond:
-	ql_gpu_put_u32(resp, QL_RPC_MAGIC_RESPONSE);
-	ql_gpu_put_i32(resp + 4, r->status);
-	ql_gpu_put_u32(resp + 8, r->result_len);
-	ql_gpu_put_u32(resp + 12, req_id);
-	ql_gpu_put_u64(resp + 16, ts);
+	r->kind = kind;
+	ql_rpc__respond(resp, r->status, r->result_len, &h);
 }
 
 /* ---- counters ------------------------------------------------------------ */

@@ -13,25 +13,25 @@
 #include <string.h>
 
 #include "qlink/rpc.h"
+#include "rpc/dispatch_core.h"
 #include "rpc/dispatch_int.h"
 
-/* Not a value a handler writes by chance (nor zeros, nor a small integer). */
-static const uint64_t canary_value = 0x5ca1ab1ec0ffee17ull;
-
 /* The one implementation, inlined twice: guarded (cur_name and overrun
- * given) for the daemon, plain for ql_rpc_dispatch. */
+ * given) for the daemon, plain for ql_rpc_dispatch. The checks are the
+ * dispatch core's (dispatch_core.h), the GPU body's too; the frame
+ * handlers' path is the CPU's own. */
 static inline __attribute__((always_inline)) int32_t
 dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t msg_len, uint8_t *resp,
 	 size_t resp_cap, size_t *resp_len, struct ql_rpc_dispatch_info *info,
 	 const char **cur_name, bool *overrun)
 {
 	struct ql_rpc_header h = { 0 };
-	const struct ql_rpc_table_entry *e;
-	enum ql_rpc_err_kind kind = QL_RPC_ERR_NONE;
+	const struct ql_rpc_table_entry *e = NULL;
+	enum ql_rpc_err_kind kind;
 	struct ql_rpc_response r;
 	struct ql_rpc_in in;
 	struct ql_rpc_out out;
-	int32_t status = 0, ret;
+	int32_t status, ret;
 	uint32_t result_len = 0;
 	size_t cap;
 	int index = -1;
@@ -46,60 +46,29 @@ dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t msg_len, uint8
 		return QL_RPC_E_INTERNAL;
 	}
 
-	if (!msg || msg_len < QL_RPC_HEADER_SIZE) {
-		status = QL_RPC_E_SHORT;
-		kind = QL_RPC_ERR_SHORT;
+	status = ql_rpc__check_header(msg, msg_len, &h, &kind);
+	if (status)
 		goto respond;
-	}
-	/* From here on request_id and ptp_timestamp are echoed, even for a bad
-	 * magic: the sender may still recognise its message by them. */
-	ql_rpc_header_decode(msg, &h);
-	if (h.magic != QL_RPC_MAGIC_REQUEST) {
-		status = QL_RPC_E_BAD_MAGIC;
-		kind = QL_RPC_ERR_BAD_MAGIC;
-		goto respond;
-	}
-	if (h.arg_len > msg_len - QL_RPC_HEADER_SIZE) {
-		status = QL_RPC_E_BAD_LENGTH;
-		kind = QL_RPC_ERR_BAD_LENGTH;
-		goto respond;
-	}
 	index = t ? ql_rpc_table_find(t, h.function_id) : -1;
-	if (index < 0) {
-		status = QL_RPC_E_UNKNOWN_FUNCTION;
-		kind = QL_RPC_ERR_UNKNOWN_FUNCTION;
-		goto respond;
+	if (index >= 0) {
+		e = &t->entries[index];
+		if (e->f.frame)
+			goto frame;
 	}
-	e = &t->entries[index];
-	if (e->f.frame)
-		goto frame;
 	cap = resp_cap - QL_RPC_RESPONSE_SIZE;
-	if (e->f.schema) {
-		if (h.arg_len != e->args_size) {
-			status = QL_RPC_E_ARGS_MISMATCH;
-			kind = QL_RPC_ERR_ARGS_MISMATCH;
-			goto respond;
-		}
-		if (e->results_size > cap) {
-			status = QL_RPC_E_RESULT_OVERFLOW;
-			kind = QL_RPC_ERR_RESULT_OVERFLOW;
-			goto respond;
-		}
-		/* a typed handler cannot write past its declared results */
-		cap = e->results_size;
-	} else if (cap > UINT32_MAX) {
-		cap = UINT32_MAX; /* result_len is 32 bits */
-	}
+	status = ql_rpc__check_call(index >= 0, e && e->f.schema, e ? e->args_size : 0,
+				    e ? e->results_size : 0, h.arg_len, &cap, &kind);
+	if (status)
+		goto respond;
 
 	ql_rpc_in_init(&in, msg + QL_RPC_HEADER_SIZE, h.arg_len);
 	ql_rpc_out_init(&out, resp + QL_RPC_RESPONSE_SIZE, cap);
 	if (cur_name) {
-		memcpy(resp + QL_RPC_RESPONSE_SIZE + cap, &canary_value, sizeof(canary_value));
+		ql_rpc__canary_set(resp + QL_RPC_RESPONSE_SIZE + cap);
 		__atomic_store_n(cur_name, e->f.name, __ATOMIC_RELAXED);
 	}
 	ret = e->f.fn(&in, &out, e->f.ctx);
-	if (cur_name &&
-	    memcmp(resp + QL_RPC_RESPONSE_SIZE + cap, &canary_value, sizeof(canary_value))) {
+	if (cur_name && !ql_rpc__canary_ok(resp + QL_RPC_RESPONSE_SIZE + cap)) {
 		/* it wrote past its capacity: whatever it returned, its
 		 * results are not to be trusted */
 		*overrun = true;
@@ -107,30 +76,8 @@ dispatch(const struct ql_rpc_table *t, const uint8_t *msg, size_t msg_len, uint8
 		kind = QL_RPC_ERR_INTERNAL;
 		goto respond;
 	}
-
-	/* Stream errors first: they are facts about the message, whatever the
-	 * handler made of them. A cursor outside its buffer means the handler
-	 * wrote to the stream structs directly. */
-	if (in.err) {
-		status = QL_RPC_E_ARGS_MISMATCH;
-		kind = QL_RPC_ERR_ARGS_MISMATCH;
-	} else if (out.err) {
-		status = QL_RPC_E_RESULT_OVERFLOW;
-		kind = QL_RPC_ERR_RESULT_OVERFLOW;
-	} else if (ret < 0 || out.p < out.start || out.p > out.end) {
-		status = QL_RPC_E_INTERNAL;
-		kind = QL_RPC_ERR_INTERNAL;
-	} else if (ret > 0) {
-		status = ret;
-		kind = QL_RPC_ERR_HANDLER;
-	} else if (e->f.schema && ql_rpc_out_len(&out) != e->results_size) {
-		/* a typed handler that wrote fewer results than it declared */
-		status = QL_RPC_E_INTERNAL;
-		kind = QL_RPC_ERR_INTERNAL;
-	} else {
-		result_len = (uint32_t)ql_rpc_out_len(&out);
-	}
-
+	status = ql_rpc__check_return(ret, &in, &out, e->f.schema != NULL, e->results_size,
+				      &result_len, &kind);
 	goto respond;
 
 frame:
@@ -142,11 +89,11 @@ frame:
 	/* A handler that writes no header must not send a stale one. */
 	memset(resp, 0, QL_RPC_RESPONSE_SIZE);
 	if (cur_name) {
-		memcpy(resp + cap, &canary_value, sizeof(canary_value));
+		ql_rpc__canary_set(resp + cap);
 		__atomic_store_n(cur_name, e->f.name, __ATOMIC_RELAXED);
 	}
 	ret = e->f.frame(msg, QL_RPC_HEADER_SIZE + (size_t)h.arg_len, resp, cap, e->f.ctx);
-	if (cur_name && memcmp(resp + cap, &canary_value, sizeof(canary_value))) {
+	if (cur_name && !ql_rpc__canary_ok(resp + cap)) {
 		*overrun = true;
 		status = QL_RPC_E_INTERNAL;
 		kind = QL_RPC_ERR_INTERNAL;
@@ -173,12 +120,7 @@ frame:
 		result_len = r.result_len;
 
 respond:
-	r.magic = QL_RPC_MAGIC_RESPONSE;
-	r.status = status;
-	r.result_len = result_len;
-	r.request_id = h.request_id;
-	r.ptp_timestamp = h.ptp_timestamp;
-	ql_rpc_response_encode(resp, &r);
+	ql_rpc__respond(resp, status, result_len, &h);
 	if (resp_len)
 		*resp_len = QL_RPC_RESPONSE_SIZE + (size_t)result_len;
 	if (info) {

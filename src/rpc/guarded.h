@@ -11,9 +11,10 @@
 #include <stdbool.h>
 
 #include "qlink/rpc.h"
+#include "rpc/dispatch_core.h"
 
 /* Bytes the caller leaves writable past resp_cap for the canary. */
-#define QL__RPC_CANARY_SIZE 8
+#define QL__RPC_CANARY_SIZE QL_RPC__CANARY_BYTES
 
 /*
  * ql_rpc_dispatch, and besides:

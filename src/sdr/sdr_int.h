@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sdr_int: the inside of an SDR connection, shared by the core (sdr.c,
- * mem.c) and the reliability schemes (rel_none.c, rel_sr.c, ec.c).
+ * sdr_ctrl.c, sdr_send.c, sdr_recv.c, sdr_poll.c, mem.c) and the
+ * reliability schemes (rel.c, ec.c).
  *
  * A reliability scheme is a table of hooks (struct ql_sdr_ops) the core
  * calls on a message's events, and a set of helpers it may call back: queue
@@ -374,5 +375,72 @@ uint16_t ql_sdr__ec_code(const struct ql_sdr_config *cfg);
 /* control message encoding (also used by the tests' hostile peer) */
 size_t ql_sdr__ctrl_pack(const struct ql_sdr_ctrl *m, uint8_t *buf);
 int ql_sdr__ctrl_unpack(const uint8_t *buf, size_t len, struct ql_sdr_ctrl *m);
+
+/* ---- the core's own seams (sdr.c, sdr_ctrl.c, sdr_send.c, sdr_recv.c,
+ * sdr_poll.c); not for the schemes ------------------------------------- */
+
+/* big-endian fields of the control messages and the HELLO */
+static inline void ql_sdr__put16(uint8_t *p, uint16_t v)
+{
+	p[0] = (uint8_t)(v >> 8);
+	p[1] = (uint8_t)v;
+}
+static inline void ql_sdr__put32(uint8_t *p, uint32_t v)
+{
+	ql_sdr__put16(p, (uint16_t)(v >> 16));
+	ql_sdr__put16(p + 2, (uint16_t)v);
+}
+static inline void ql_sdr__put64(uint8_t *p, uint64_t v)
+{
+	ql_sdr__put32(p, (uint32_t)(v >> 32));
+	ql_sdr__put32(p + 4, (uint32_t)v);
+}
+static inline uint16_t ql_sdr__get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+static inline uint32_t ql_sdr__get32(const uint8_t *p)
+{
+	return (uint32_t)ql_sdr__get16(p) << 16 | ql_sdr__get16(p + 2);
+}
+static inline uint64_t ql_sdr__get64(const uint8_t *p)
+{
+	return (uint64_t)ql_sdr__get32(p) << 32 | ql_sdr__get32(p + 4);
+}
+
+/* connection (sdr.c): the peer's HELLO validated into h; 0 or -EPROTO */
+int ql_sdr__hello_unpack(const uint8_t *p, uint32_t len, struct ql_sdr_peer *h);
+
+/* control path (sdr_ctrl.c) */
+/* The receive buffer of control ring entry i. */
+static inline uint8_t *ql_sdr__ctrl_rbuf(struct ql_sdr_conn *c, uint32_t i)
+{
+	return c->ctrl_buf + (size_t)i * QL_SDR_CTRL_MAX;
+}
+/* (Re-)post control receive i. */
+int ql_sdr__ctrl_post_recv(struct ql_sdr_conn *c, uint32_t i);
+/* Move backlogged control messages to the send queue while it has room. */
+void ql_sdr__ctrl_flush(struct ql_sdr_conn *c);
+/* Send one control message (the credit filled in); backlogged when the
+ * send queue is full, -EAGAIN when the backlog is full too, -EMSGSIZE for
+ * a payload above what a message carries. */
+int ql_sdr__msg_ctrl(struct ql_sdr_conn *c, uint8_t type, enum ql_sdr_rel rel, uint32_t id,
+		     uint32_t gen, uint32_t a, uint32_t b, const void *payload, uint32_t plen);
+
+/* sender (sdr_send.c) */
+/* Start sends whose clear-to-send has come, in order. */
+void ql_sdr__tx_match(struct ql_sdr_conn *c);
+/* The user-visible end of a send whose posted packets are complete. */
+void ql_sdr__tx_finish(struct ql_sdr_send *tx);
+/* Post packets of the active sends as credits and the send queue allow;
+ * returns the packets posted. */
+int ql_sdr__tx_pump(struct ql_sdr_conn *c, uint64_t now);
+
+/* receiver (sdr_recv.c) */
+/* Post n data receives (zero-length: RDMA WRITE with immediate). */
+int ql_sdr__post_data_recvs(struct ql_sdr_conn *c, uint32_t n);
+/* Drain the data receive CQ into the bitmaps, receives re-posted; the
+ * completions handled or a negative errno. */
+int ql_sdr__rx_drain(struct ql_sdr_conn *c, uint64_t now);
 
 #endif
