@@ -77,7 +77,7 @@ void tool_hsb_print(FILE *f, uint32_t vp, const struct ql_hsb_dataplane *dp)
 	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 	char ip[INET6_ADDRSTRLEN + 4];
 
-	/* a host GID that is not IPv4-mapped (soft, DP_HOST_GID) is shown whole */
+	/* a host GID that is not IPv4-mapped (soft, the GID extension) is shown whole */
 	if (memcmp(dp->gid, v4mapped, sizeof(v4mapped))) {
 		memcpy(ip, "gid ", 4);
 		inet_ntop(AF_INET6, dp->gid, ip + 4, INET6_ADDRSTRLEN);
