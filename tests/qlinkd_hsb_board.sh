@@ -106,7 +106,7 @@ conf "$dir/dead.yaml" "$dead" "    qp: $qpn
 timeout 30 "$qlinkd" --config "$dir/dead.yaml" >"$dir/dead.out" 2>"$dir/dead.err"
 rc=$?
 [ $rc -eq 1 ] || fail "qlinkd with no board exited $rc, not 1"
-grep -q "qlinkd: qcs board 127.0.0.1:$dead VP 0: hololink 127.0.0.1:$dead: no reply to RD_DWORD of 0x0000080c after 4 tries" \
+grep -q "qlinkd: qcs board 127.0.0.1:$dead VP 0: hololink 127.0.0.1:$dead: no reply to RD_DWORD of 0x00000080 after 4 tries" \
 	"$dir/dead.err" || fail "no timeout message naming the board"
 grep -q "board \"not programmed: session failed\" board=127.0.0.1:$dead vp=0 board_qpn=$qpn " \
 	"$dir/dead.err" || fail "no structured log of the failure"

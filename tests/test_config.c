@@ -465,6 +465,9 @@ static void test_qcs_hsb(void **state)
 						 "    vp: 3\n"
 						 "    vp_address: 0x2000\n"
 						 "    hif_address: 0x0900\n"
+						 "    data_plane: 1\n"
+						 "    mtu: 9000\n"
+						 "    hsb_version: 2.5\n"
 						 "    qp: 0x123\n"
 						 "    gid: fd71:201::1\n");
 	struct ql_config *c;
@@ -489,7 +492,19 @@ static void test_qcs_hsb(void **state)
 	assert_int_equal(c->qcs[1].vp, 3);
 	assert_int_equal(c->qcs[1].vp_address, 0x2000);
 	assert_int_equal(c->qcs[1].hif_address, 0x900);
+	/* upstream's defaults: Ethernet MTU 1500, layout 2.6, data plane 0 */
+	assert_int_equal(c->qcs[0].mtu, 1500);
+	assert_int_equal(c->qcs[0].layout, QL_HSB_LAYOUT_2_6);
+	assert_int_equal(c->qcs[0].data_plane, 0);
+	assert_int_equal(c->qcs[1].mtu, 9000);
+	assert_int_equal(c->qcs[1].layout, QL_HSB_LAYOUT_2_5);
+	assert_int_equal(c->qcs[1].data_plane, 1);
 	ql_config_free(c);
+	expect_error(
+		"transport: hsb\nqcs:\n  - { kind: hsb, address: 10.0.0.2, hsb_version: 2.4 }\n", 3,
+		"'2.4' is not a supported HSB version");
+	expect_error("transport: hsb\nqcs:\n  - { kind: hsb, address: 10.0.0.2, mtu: 100 }\n", 3,
+		     "qcs.0.mtu: 100 is out of range");
 	expect_error("transport: hsb\nqcs:\n  - { kind: fpga, address: 10.0.0.2 }\n", 3,
 		     "'fpga' is not a QCS kind");
 	expect_error("transport: hsb\nqcs:\n  - { address: 10.0.0.2 }\n", 3,

@@ -29,20 +29,26 @@ static void hl_usage(FILE *f)
 {
 	fprintf(f, "usage: qlink hololink [options] HOST[:PORT] read ADDR...\n"
 		   "       qlink hololink [options] HOST[:PORT] write ADDR VALUE [ADDR VALUE]...\n"
-		   "       qlink hololink --serve [ADDR:]PORT [--vps N]\n"
+		   "       qlink hololink --serve [ADDR:]PORT [--vps N] [--allow ADDR[/LEN]]...\n"
+		   "                      [--announce ADDR[:PORT]] [--hsb-version 2.6|2.5]\n"
 		   "\n"
 		   "Read or write 32-bit registers of a Hololink board over its UDP register\n"
 		   "protocol (docs/hololink.md; default port 8192, the VPPU's is 8193). One\n"
 		   "register is a RD_DWORD/WR_DWORD, several one RD_BLOCK/WR_BLOCK. read prints\n"
 		   "`ADDR VALUE` per register in hex. With --serve it is an emulated board\n"
 		   "(the VPPU's) that prints each VP's parameters when its enable bit is set,\n"
-		   "until SIGINT/SIGTERM. Exit 1 on any error (the board's status or silence).\n"
+		   "until SIGINT/SIGTERM; it answers only the first host that talks to it, or\n"
+		   "the --allow ones. Exit 1 on any error (the board's status or silence; the\n"
+		   "message counts the replies ignored and says why).\n"
 		   "\n"
 		   "options:\n"
 		   "  --timeout MS     wait per try (default 200)\n"
 		   "  --retries N      retransmissions after the first try (default 3)\n"
 		   "  --serve ADDR     be the board, on [ADDR:]PORT (bare PORT: 0.0.0.0)\n"
 		   "  --vps N          VPs of the served board (default 1)\n"
+		   "  --allow A[/LEN]  answer only these hosts (up to 8; default: the first)\n"
+		   "  --announce A[:P] send an enumeration packet to A:P (12267) every second\n"
+		   "  --hsb-version V  register layout of the served board: 2.6 (default), 2.5\n"
 		   "  -h, --help       this text\n");
 }
 
@@ -71,7 +77,7 @@ void tool_hsb_print(FILE *f, uint32_t vp, const struct ql_hsb_dataplane *dp)
 	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 	char ip[INET6_ADDRSTRLEN + 4];
 
-	/* a host GID that is not IPv4-mapped (soft, DP_HOST_GID) is shown whole */
+	/* a host GID that is not IPv4-mapped (soft, the GID extension) is shown whole */
 	if (memcmp(dp->gid, v4mapped, sizeof(v4mapped))) {
 		memcpy(ip, "gid ", 4);
 		inet_ntop(AF_INET6, dp->gid, ip + 4, INET6_ADDRSTRLEN);
@@ -143,16 +149,30 @@ static void serve_report(void *arg, uint32_t vp, const struct ql_hsb_dataplane *
 	tool_hsb_print(stdout, vp, dp);
 }
 
-static int hl_serve(const char *spec, uint32_t vps)
+static int hl_serve(const char *spec, struct ql_hl_server_config *cfg_in, const char *announce)
 {
-	struct ql_hl_server_config cfg = { .num_vps = vps };
+	struct ql_hl_server_config cfg = *cfg_in;
 	struct ql_hl_server *s;
-	char addr[64];
+	uint32_t vps = cfg.num_vps;
+	char addr[64], ann[64];
 	int ret;
 
 	if (parse_listen(spec, addr, sizeof(addr), &cfg.port))
 		return tool_bad("hololink", "--serve", spec);
 	cfg.address = addr;
+	if (announce) {
+		const char *colon = strrchr(announce, ':');
+		uint32_t p = QL_HL_ENUM_PORT;
+
+		snprintf(ann, sizeof(ann), "%s", announce);
+		if (colon) {
+			ann[colon - announce] = 0;
+			if (tool_u32(colon + 1, 1, 65535, &p))
+				return tool_bad("hololink", "--announce", announce);
+		}
+		cfg.announce_addr = ann;
+		cfg.announce_port = (uint16_t)p;
+	}
 	ret = ql_hl_server_create(&cfg, serve_report, NULL, &s);
 	if (ret) {
 		tool_fail("hololink", "starting the board", ret);
@@ -175,12 +195,16 @@ int tool_hololink(int argc, char **argv)
 		{ "retries", required_argument, NULL, 'r' },
 		{ "serve", required_argument, NULL, 's' },
 		{ "vps", required_argument, NULL, 'v' },
+		{ "allow", required_argument, NULL, 'a' },
+		{ "announce", required_argument, NULL, 'A' },
+		{ "hsb-version", required_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct ql_hl_reg regs[QL_HL_BLOCK_MAX];
 	uint32_t timeout = 200, retries = 3, vps = 1, port = QL_HL_PORT;
-	const char *serve = NULL;
+	const char *serve = NULL, *announce = NULL;
+	struct ql_hl_server_config scfg = { 0 };
 	char host[256];
 	struct ql_hl *h;
 	size_t n = 0;
@@ -206,6 +230,20 @@ int tool_hololink(int argc, char **argv)
 			if (tool_u32(optarg, 1, QL_HSB_MAX_VPS, &vps))
 				return tool_bad("hololink", "--vps", optarg);
 			break;
+		case 'a':
+			if (scfg.n_allow == QL_HL_ALLOW_MAX ||
+			    ql_hl_allow_parse(optarg, &scfg.allow[scfg.n_allow],
+					      &scfg.allow_len[scfg.n_allow]))
+				return tool_bad("hololink", "--allow", optarg);
+			scfg.n_allow++;
+			break;
+		case 'A':
+			announce = optarg;
+			break;
+		case 'V':
+			if (ql_hsb_layout_parse(optarg, &scfg.layout))
+				return tool_bad("hololink", "--hsb-version", optarg);
+			break;
 		case 'h':
 			hl_usage(stdout);
 			return 0;
@@ -219,7 +257,8 @@ int tool_hololink(int argc, char **argv)
 			fprintf(stderr, "qlink hololink: --serve takes no other arguments\n");
 			return 2;
 		}
-		return hl_serve(serve, vps);
+		scfg.num_vps = vps;
+		return hl_serve(serve, &scfg, announce);
 	}
 	if (argc - optind < 3 ||
 	    (strcmp(argv[optind + 1], "read") && strcmp(argv[optind + 1], "write"))) {

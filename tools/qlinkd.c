@@ -1318,13 +1318,16 @@ static int host_mac(const uint8_t gid[16], uint8_t mac[6])
 static int board_open(struct qlinkd *q, const struct ql_config_qcs *b)
 {
 	const struct ql_hsb_target t = { .vp = b->vp,
+					 .data_plane = b->data_plane,
 					 .vp_address = b->vp_address,
-					 .hif_address = b->hif_address };
+					 .hif_address = b->hif_address,
+					 .layout = b->layout };
 	struct ql_hsb_dataplane dp = { 0 };
 	struct ql_conn_params board = { 0 };
 	struct qlinkd_session *s = NULL;
 	struct ql_hsb_params hp;
 	char gid[INET6_ADDRSTRLEN];
+	uint32_t ip_version = 0;
 	int ret;
 
 	inet_ntop(AF_INET6, b->gid, gid, sizeof(gid));
@@ -1349,9 +1352,12 @@ static int board_open(struct qlinkd *q, const struct ql_config_qcs *b)
 		if (host_mac(dp.gid, dp.mac) && !memcmp(dp.gid + 10, "\xff\xff", 2))
 			qlog(QL_LOG_WARN, "board", "no interface holds the host IP: MAC 0",
 			     "board=%s:%u vp=%u", b->address, b->port, b->vp);
-		dp.mtu = 128u << hp.mtu; /* IBV_MTU_256 = 1 ... IBV_MTU_4096 = 5 */
+		/* DP_PACKET_SIZE follows the Ethernet MTU (qcs.mtu, 1500), not
+		 * the IB path MTU, as upstream's host sets it */
+		dp.mtu = b->mtu;
 		ret = ql_hsb_configure_board(b->address, (uint16_t)b->port, &t, &dp,
-					     QLINKD_BOARD_TIMEOUT_MS, QLINKD_BOARD_RETRIES);
+					     QLINKD_BOARD_TIMEOUT_MS, QLINKD_BOARD_RETRIES,
+					     &ip_version);
 	}
 	if (ret) {
 		qlog(QL_LOG_ERROR, "board", "not programmed: session failed",
@@ -1363,10 +1369,12 @@ static int board_open(struct qlinkd *q, const struct ql_config_qcs *b)
 		return ret;
 	}
 	qlog(QL_LOG_INFO, "board", "programmed",
-	     "session=%u board=%s:%u vp=%u board_qpn=%u board_gid=%s qpn=%u rkey=0x%x pages=%u "
-	     "page_size=%u frame_len=%u mac=%02x:%02x:%02x:%02x:%02x:%02x",
-	     s->id, b->address, b->port, b->vp, b->qp, gid, hp.qpn, hp.rkey, hp.num_pages,
-	     hp.page_size, hp.frame_len, dp.mac[0], dp.mac[1], dp.mac[2], dp.mac[3], dp.mac[4],
+	     "session=%u board=%s:%u vp=%u board_qpn=%u board_gid=%s hsb_ip_version=0x%04x "
+	     "hsb_version=%s qpn=%u rkey=0x%x pages=%u page_size=%u frame_len=%u mtu=%u "
+	     "mac=%02x:%02x:%02x:%02x:%02x:%02x",
+	     s->id, b->address, b->port, b->vp, b->qp, gid, ip_version,
+	     ql_hsb_layout_name(b->layout), hp.qpn, hp.rkey, hp.num_pages, hp.page_size,
+	     hp.frame_len, b->mtu, dp.mac[0], dp.mac[1], dp.mac[2], dp.mac[3], dp.mac[4],
 	     dp.mac[5]);
 	return 0;
 }

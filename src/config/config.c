@@ -24,6 +24,7 @@
 #include "qlink/dispatcher.h"
 #include "qlink/error.h"
 #include "qlink/gpu.h"
+#include "qlink/hololink.h"
 #include "qlink/hsb.h"
 #include "qlink/ring.h"
 #include "qlink/udp.h"
@@ -74,6 +75,9 @@ struct raw_qcs {
 	int64_t *vp;
 	int64_t *vp_address;
 	int64_t *hif_address;
+	int64_t *data_plane;
+	int64_t *mtu;
+	char *hsb_version;
 	int64_t *qp;
 	char *gid;
 };
@@ -187,6 +191,9 @@ static const cyaml_schema_field_t qcs_fields[] = {
 	CYAML_FIELD_INT_PTR("vp", OPT, struct raw_qcs, vp),
 	CYAML_FIELD_INT_PTR("vp_address", OPT, struct raw_qcs, vp_address),
 	CYAML_FIELD_INT_PTR("hif_address", OPT, struct raw_qcs, hif_address),
+	CYAML_FIELD_INT_PTR("data_plane", OPT, struct raw_qcs, data_plane),
+	CYAML_FIELD_INT_PTR("mtu", OPT, struct raw_qcs, mtu),
+	STR("hsb_version", struct raw_qcs, hsb_version),
 	CYAML_FIELD_INT_PTR("qp", OPT, struct raw_qcs, qp),
 	STR("gid", struct raw_qcs, gid),
 	CYAML_FIELD_END,
@@ -612,6 +619,19 @@ static int convert_qcs(struct ql_yaml_file *f, const struct raw_config *r, struc
 		snprintf(key, sizeof(key), "qcs.%u.hif_address", i);
 		q->hif_address =
 			(uint32_t)int_key(f, rq->hif_address, key, 0, UINT32_MAX - 0x10, 0, NULL);
+		snprintf(key, sizeof(key), "qcs.%u.data_plane", i);
+		q->data_plane = (uint32_t)int_key(f, rq->data_plane, key, 0,
+						  QL_HSB_MAX_DATA_PLANES - 1, 0,
+						  "the board's data plane (HIF block)");
+		snprintf(key, sizeof(key), "qcs.%u.mtu", i);
+		q->mtu = (uint32_t)int_key(f, rq->mtu, key, QL_HSB_ROCE_OVERHEAD + QL_HSB_PAGE,
+					   9216, QL_HSB_ETH_MTU,
+					   "the Ethernet MTU (sets DP_PACKET_SIZE)");
+		if (rq->hsb_version && ql_hsb_layout_parse(rq->hsb_version, &q->layout))
+			ql__diag_add(f, ql__yaml_linef(f, "qcs.%u.hsb_version", i),
+				     "qcs[%u].hsb_version: '%s' is not a supported HSB version "
+				     "(2.6: 2.6.0 and later; 2.5: before 2.6.0)",
+				     i, rq->hsb_version);
 		snprintf(key, sizeof(key), "qcs.%u.qp", i);
 		q->qp = (uint32_t)int_key(f, rq->qp, key, 1, 0xffffff, 2,
 					  "the board's QP number (24 bits)");

@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "qlink/daemon.h"
+#include "qlink/hololink.h"
 #include "qlink/log.h"
 #include "yamlfile/diag.h" /* struct ql_diags */
 
@@ -69,6 +70,9 @@ struct ql_config_qcs {
 	uint32_t port;			  /* its register port; default 8192 (QL_HL_PORT) */
 	uint32_t vp;			  /* the VP qlinkd configures, 0..31 */
 	uint32_t vp_address, hif_address; /* 0: the defaults (hololink.h) */
+	uint32_t data_plane;		  /* its HIF block: 0x02000300 + 0x10000 x this */
+	uint32_t mtu;			  /* Ethernet MTU; default 1500 (DP_PACKET_SIZE 11) */
+	enum ql_hsb_layout layout;	  /* hsb_version: 2.6 (default) or 2.5 */
 	uint32_t qp;			  /* the board's QP number; default 2 */
 	uint8_t gid[16];		  /* the board's GID; default ::ffff:address */
 	unsigned line;

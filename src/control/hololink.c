@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Hololink register protocol, client side, and the data-plane configuration
- * built on it. Replies are hostile input: only a datagram with the opcode and
- * a sequence number of the current request is looked at, and then its length
- * and address echo must be exactly right.
+ * built on it. Replies are hostile input: a datagram is looked at only when
+ * it comes from the board's address and carries the current request's
+ * sequence number and reply opcode, and then its status and address echo
+ * decide; anything else is ignored and counted by reason (docs/hololink.md
+ * "Replies").
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,7 +29,9 @@
 
 struct ql_hl {
 	int fd;
-	uint16_t seq; /* last sequence number used */
+	struct sockaddr_in board;
+	uint16_t seq; /* the next request's sequence number */
+	bool first;   /* no request yet: send it without SEQUENCE_CHECK */
 	uint32_t timeout_ms;
 	uint32_t retries;
 	char peer[80];
@@ -128,24 +132,23 @@ int ql_hl_open(const char *address, uint16_t port, uint32_t timeout_ms, uint32_t
 	h->timeout_ms = timeout_ms ? timeout_ms : 200;
 	h->retries = retries;
 	snprintf(h->peer, sizeof(h->peer), "%s:%s", address, service);
-	/* A random first number: a restarted host does not replay old numbers. */
+	/* A random first number: an off-path sender cannot predict the
+	 * sequence numbers a reply must carry (upstream starts at 0x100). */
 	if (getrandom(&h->seq, sizeof(h->seq), GRND_NONBLOCK) != sizeof(h->seq))
-		h->seq = (uint16_t)now_ms();
+		h->seq = (uint16_t)(now_ms() ^ QL_HL_SEQ_FIRST);
+	h->first = true;
+	memcpy(&h->board, ai->ai_addr, sizeof(h->board));
+	/* Not connected: a board on loopback bound to INADDR_ANY answers from
+	 * 127.0.0.1 whatever address was asked, which a connected socket would
+	 * drop; the source is checked here instead (reply_source_ok). */
 	h->fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (h->fd < 0) {
 		ret = ql_error_set(-errno, "hololink: socket: %s", strerror(errno));
 		goto fail;
 	}
-	/* Connected: the kernel drops datagrams from any other source. */
-	if (connect(h->fd, ai->ai_addr, ai->ai_addrlen) < 0) {
-		ret = ql_error_set(-errno, "hololink: connect %s: %s", h->peer, strerror(errno));
-		goto fail_fd;
-	}
 	freeaddrinfo(ai);
 	*out = h;
 	return 0;
-fail_fd:
-	close(h->fd);
 fail:
 	freeaddrinfo(ai);
 	free(h);
@@ -170,9 +173,14 @@ void ql_hl_stats(const struct ql_hl *h, struct ql_hl_stats *out)
 	*out = h->stats;
 }
 
+void ql_hl_set_sequence(struct ql_hl *h, uint16_t next, bool first)
+{
+	h->seq = next;
+	h->first = first;
+}
+
 /* One request/reply exchange. req has its opcode and body; the header's
- * flags and sequence are set per attempt. check() validates a reply whose
- * opcode and sequence match: 0 accept, <0 fail with that error. */
+ * flags and sequence are set here. */
 struct xact {
 	uint8_t op;
 	uint8_t *req;
@@ -182,6 +190,26 @@ struct xact {
 	uint32_t *values; /* read results */
 };
 
+/* Why replies to the current request were ignored. */
+struct ignored {
+	uint32_t source, sequence, opcode, malformed;
+	struct in_addr last_source;
+};
+
+/* The board's address; for a board on another loopback address also
+ * 127.0.0.1, where a board bound to INADDR_ANY answers from. */
+static bool reply_source_ok(const struct ql_hl *h, const struct sockaddr_in *from, socklen_t len)
+{
+	uint32_t want = ntohl(h->board.sin_addr.s_addr), got;
+
+	if (len < sizeof(*from) || from->sin_family != AF_INET)
+		return false;
+	got = ntohl(from->sin_addr.s_addr);
+	return got == want || (want >> 24 == 127 && got == 0x7f000001u);
+}
+
+/* A reply with the right source, sequence and opcode: 1 when it is
+ * malformed (ignored), 0 accepted, <0 the board's error status. */
 static int check_reply(struct ql_hl *h, const struct xact *x, const uint8_t *r, size_t len)
 {
 	uint8_t code = r[4];
@@ -192,92 +220,133 @@ static int check_reply(struct ql_hl *h, const struct xact *x, const uint8_t *r, 
 				    h->peer, op_name(x->op), x->regs[0].addr,
 				    x->n > 1 ? " and following" : "", code,
 				    ql_hl_status_name(code));
-	switch (x->op) {
-	case QL_HL_WR_DWORD:
-	case QL_HL_WR_BLOCK:
-		if (len != 5)
-			goto shape;
-		return 0;
-	case QL_HL_RD_DWORD:
-		if (len != 16 || r[5] != 0)
-			goto shape;
-		if (hl_pair_addr(r, 0) != x->regs[0].addr)
-			goto echo;
-		x->values[0] = hl_pair_value(r, 0);
-		return 0;
-	case QL_HL_RD_BLOCK:
-		if (len != QL_HL_HEADER + 8 * x->n + 2 || r[5] != 0)
-			goto shape;
-		for (size_t i = 0; i < x->n; i++)
-			if (hl_pair_addr(r, i) != x->regs[i].addr)
-				goto echo;
+	/* Every reply echoes the request's pairs (writes too); the trailer and
+	 * anything after it are not looked at. */
+	if (len < QL_HL_HEADER + 8 * x->n)
+		return 1;
+	for (size_t i = 0; i < x->n; i++)
+		if (hl_pair_addr(r, i) != x->regs[i].addr)
+			return 1;
+	if (x->values)
 		for (size_t i = 0; i < x->n; i++)
 			x->values[i] = hl_pair_value(r, i);
-		return 0;
-	}
-shape:
-	return ql_error_set(-EPROTO, "hololink %s: malformed %zu-byte reply to %s of 0x%08x",
-			    h->peer, len, op_name(x->op), x->regs[0].addr);
-echo:
-	return ql_error_set(-EPROTO, "hololink %s: reply to %s of 0x%08x echoes another address",
-			    h->peer, op_name(x->op), x->regs[0].addr);
+	return 0;
+}
+
+static void ignored_detail(const struct ignored *ig, char *buf, size_t cap)
+{
+	char src[INET_ADDRSTRLEN];
+	int n = 0;
+
+	buf[0] = 0;
+	inet_ntop(AF_INET, &ig->last_source, src, sizeof(src));
+	if (ig->source)
+		n += snprintf(buf + n, cap - (size_t)n, "%s%u from another address (%s)",
+			      n ? ", " : "", ig->source, src);
+	if (ig->sequence && (size_t)n < cap)
+		n += snprintf(buf + n, cap - (size_t)n, "%s%u with another sequence number",
+			      n ? ", " : "", ig->sequence);
+	if (ig->opcode && (size_t)n < cap)
+		n += snprintf(buf + n, cap - (size_t)n, "%s%u with another opcode", n ? ", " : "",
+			      ig->opcode);
+	if (ig->malformed && (size_t)n < cap)
+		snprintf(buf + n, cap - (size_t)n,
+			 "%s%u malformed (short, or addresses not echoed)", n ? ", " : "",
+			 ig->malformed);
 }
 
 static int transact(struct ql_hl *h, const struct xact *x)
 {
-	uint16_t seqs[HL_RETRIES_MAX + 1];
 	uint8_t r[QL_HL_DGRAM_MAX + 64];
+	struct ignored ig = { 0 };
+	/* One sequence number per request, repeated on retransmission. */
+	uint16_t seq = h->seq++;
+	uint32_t total;
+	char why[256];
 
 	h->stats.requests++;
+	x->req[0] = x->op;
+	x->req[2] = (uint8_t)(seq >> 8);
+	x->req[3] = (uint8_t)seq;
+	x->req[4] = x->req[5] = 0;
 	for (uint32_t attempt = 0; attempt <= h->retries; attempt++) {
 		uint64_t deadline = now_ms() + h->timeout_ms;
-		uint16_t seq = ++h->seq;
 
-		seqs[attempt] = seq;
 		if (attempt)
 			h->stats.retransmits++;
-		x->req[0] = x->op;
-		x->req[1] = QL_HL_FLAG_ACK_REQUEST;
-		x->req[2] = (uint8_t)(seq >> 8);
-		x->req[3] = (uint8_t)seq;
-		x->req[4] = x->req[5] = 0;
-		/* ECONNREFUSED from an earlier ICMP port-unreachable is a lost try. */
-		if (send(h->fd, x->req, x->req_len, 0) < 0 && errno != ECONNREFUSED)
+		/* The board checks the sequence from the second request on; a
+		 * retransmission may find the first try latched: no check. */
+		x->req[1] = QL_HL_FLAG_ACK_REQUEST |
+			    (h->first || attempt ? 0 : QL_HL_FLAG_SEQUENCE_CHECK);
+		if (sendto(h->fd, x->req, x->req_len, 0, (struct sockaddr *)&h->board,
+			   sizeof(h->board)) < 0 &&
+		    errno != ECONNREFUSED)
 			return ql_error_set(-errno, "hololink %s: send: %s", h->peer,
 					    strerror(errno));
 		for (;;) {
 			uint64_t now = now_ms();
 			struct pollfd pfd = { .fd = h->fd, .events = POLLIN };
+			struct sockaddr_in from;
+			socklen_t flen = sizeof(from);
 			ssize_t len;
-			uint16_t rseq;
-			bool ours = false;
+			int ret;
 
 			if (now >= deadline)
 				break;
 			if (poll(&pfd, 1, (int)(deadline - now)) <= 0)
 				continue;
-			len = recv(h->fd, r, sizeof(r), MSG_DONTWAIT);
+			len = recvfrom(h->fd, r, sizeof(r), MSG_DONTWAIT, (struct sockaddr *)&from,
+				       &flen);
 			if (len < 0)
 				continue;
-			if (len < 5 || r[0] != x->op) {
-				h->stats.stale++;
+			if (!reply_source_ok(h, &from, flen)) {
+				ig.source++;
+				ig.last_source = from.sin_addr;
+				h->stats.wrong_source++;
 				continue;
 			}
-			rseq = (uint16_t)(r[2] << 8 | r[3]);
-			/* A late reply to an earlier attempt of this request also answers
-			 * it (registers are idempotent); others are stale. */
-			for (uint32_t i = 0; i <= attempt; i++)
-				ours |= seqs[i] == rseq;
-			if (!ours) {
-				h->stats.stale++;
+			if (len < 5) {
+				ig.malformed++;
+				h->stats.malformed++;
 				continue;
 			}
-			return check_reply(h, x, r, (size_t)len);
+			if ((uint16_t)(r[2] << 8 | r[3]) != seq) {
+				ig.sequence++;
+				h->stats.wrong_sequence++;
+				continue;
+			}
+			/* Upstream's host ignores the opcode; checking it keeps a
+			 * reflected request (opcode without 0x80) from acking itself. */
+			if (r[0] != (x->op | QL_HL_REPLY)) {
+				ig.opcode++;
+				h->stats.wrong_opcode++;
+				continue;
+			}
+			ret = check_reply(h, x, r, (size_t)len);
+			if (ret == 1) {
+				ig.malformed++;
+				h->stats.malformed++;
+				continue;
+			}
+			h->first = false;
+			h->stats.ignored = h->stats.wrong_source + h->stats.wrong_sequence +
+					   h->stats.wrong_opcode + h->stats.malformed;
+			return ret;
 		}
 	}
 	h->stats.timeouts++;
-	return ql_error_set(-ETIMEDOUT, "hololink %s: no reply to %s of 0x%08x after %u tries",
-			    h->peer, op_name(x->op), x->regs[0].addr, h->retries + 1);
+	h->stats.ignored = h->stats.wrong_source + h->stats.wrong_sequence + h->stats.wrong_opcode +
+			   h->stats.malformed;
+	total = ig.source + ig.sequence + ig.opcode + ig.malformed;
+	if (!total)
+		return ql_error_set(-ETIMEDOUT,
+				    "hololink %s: no reply to %s of 0x%08x after %u tries", h->peer,
+				    op_name(x->op), x->regs[0].addr, h->retries + 1);
+	ignored_detail(&ig, why, sizeof(why));
+	return ql_error_set(-ETIMEDOUT,
+			    "hololink %s: no valid reply to %s of 0x%08x after %u tries: "
+			    "%u replies ignored: %s",
+			    h->peer, op_name(x->op), x->regs[0].addr, h->retries + 1, total, why);
 }
 
 static int check_regs(const struct ql_hl_reg *regs, size_t n)
@@ -356,22 +425,43 @@ int ql_hl_read_block(struct ql_hl *h, struct ql_hl_reg *regs, size_t n)
 
 /* ------------------------------------------------------ data-plane configure */
 
+int ql_hsb_layout_parse(const char *s, enum ql_hsb_layout *out)
+{
+	if (!s || !out)
+		return -EINVAL;
+	if (!strcmp(s, "2.6") || !strcmp(s, "2.6.0") || !strcmp(s, "2.6.x")) {
+		*out = QL_HSB_LAYOUT_2_6;
+		return 0;
+	}
+	if (!strcmp(s, "2.5") || !strcmp(s, "2.5.0") || !strcmp(s, "2.5.x")) {
+		*out = QL_HSB_LAYOUT_2_5;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+const char *ql_hsb_layout_name(enum ql_hsb_layout l)
+{
+	return l == QL_HSB_LAYOUT_2_5 ? "2.5" : "2.6";
+}
+
 static const char *const vp_reg_names[QL_HSB_VP_SIZE / 4] = {
 	"DP_QP",	   "DP_RKEY",	       "DP_PAGE_LSB",	   "DP_PAGE_MSB",
-	"DP_PAGE_INC",	   "DP_MAX_BUFF",      "DP_BUFFER_LENGTH", "DP_BUFFER_MASK",
+	"DP_PAGE_INC",	   "DP_MAX_BUFF",      "DP_BUFFER_LENGTH", "VP+0x1c",
 	"DP_HOST_MAC_LOW", "DP_HOST_MAC_HIGH", "DP_HOST_IP",	   "DP_HOST_UDP_PORT",
-	"DP_HOST_GID0",	   "DP_HOST_GID1",     "DP_HOST_GID2",	   "DP_HOST_GID3",
+	"VP+0x30",	   "DP_VLAN",	       "VP+0x38",	   "VP+0x3c",
 };
 
 static void target_addrs(const struct ql_hsb_target *t, uint32_t *vp, uint32_t *hif)
 {
 	*vp = t->vp_address ? t->vp_address : QL_HSB_VP_BASE + t->vp * QL_HSB_VP_STRIDE;
-	*hif = t->hif_address ? t->hif_address : QL_HSB_HIF_BASE;
+	*hif = t->hif_address ? t->hif_address :
+				QL_HSB_HIF_BASE + t->data_plane * QL_HSB_HIF_STRIDE;
 }
 
 static const char *reg_name(const struct ql_hsb_target *t, uint32_t addr)
 {
-	uint32_t vp, hif;
+	uint32_t vp, hif, ext = QL_HSB_EXT_GID + t->vp * QL_HSB_EXT_GID_STRIDE;
 
 	target_addrs(t, &vp, &hif);
 	if (addr >= vp && addr - vp < QL_HSB_VP_SIZE)
@@ -382,6 +472,8 @@ static const char *reg_name(const struct ql_hsb_target *t, uint32_t addr)
 		return "DP_PACKET_UDP_PORT";
 	if (addr == hif + QL_HSB_DP_VP_MASK)
 		return "DP_VP_MASK";
+	if (addr >= ext && addr - ext < QL_HSB_EXT_GID_STRIDE)
+		return "qlink host GID extension";
 	return "register";
 }
 
@@ -389,7 +481,7 @@ int ql_hsb_dataplane_regs(const struct ql_hsb_target *t, const struct ql_hsb_dat
 			  struct ql_hl_reg *regs, size_t cap)
 {
 	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	uint32_t vp, hif, mtu = dp && dp->mtu ? dp->mtu : 4096;
+	uint32_t vp, hif, mtu = dp && dp->mtu ? dp->mtu : QL_HSB_ETH_MTU;
 	uint64_t end;
 	size_t n = 0;
 	bool mapped = dp && !memcmp(dp->gid, v4mapped, sizeof(v4mapped));
@@ -401,28 +493,41 @@ int ql_hsb_dataplane_regs(const struct ql_hsb_target *t, const struct ql_hsb_dat
 	if (t->vp >= QL_HSB_MAX_VPS)
 		return ql_error_set(-EINVAL, "hsb: VP %u out of range (0..%d)", t->vp,
 				    QL_HSB_MAX_VPS - 1);
+	if (t->data_plane >= QL_HSB_MAX_DATA_PLANES)
+		return ql_error_set(-EINVAL, "hsb: data plane %u out of range (0..%d)",
+				    t->data_plane, QL_HSB_MAX_DATA_PLANES - 1);
+	if (t->layout != QL_HSB_LAYOUT_2_6 && t->layout != QL_HSB_LAYOUT_2_5)
+		return ql_error_set(-EINVAL, "hsb: unknown register layout %d", (int)t->layout);
 	if (dp->page_addr % QL_HSB_PAGE || !dp->page_inc || dp->page_inc % QL_HSB_PAGE)
-		return ql_error_set(-EINVAL,
-				    "hsb: ring base 0x%llx and stride %u must be multiples of %d",
-				    (unsigned long long)dp->page_addr, dp->page_inc, QL_HSB_PAGE);
+		return ql_error_set(
+			-EINVAL, "hsb: ring base 0x%llx and page size %u must be multiples of %d",
+			(unsigned long long)dp->page_addr, dp->page_inc, QL_HSB_PAGE);
+	if (dp->page_inc / QL_HSB_PAGE > 0xffff)
+		return ql_error_set(-EINVAL, "hsb: page size %u too large (DP_PAGE_INC is 16 bits)",
+				    dp->page_inc);
 	if (!dp->num_pages || dp->num_pages > QL_HSB_MAX_PAGES)
-		return ql_error_set(-EINVAL, "hsb: %u slots, not 1..%d", dp->num_pages,
-				    QL_HSB_MAX_PAGES);
+		return ql_error_set(-EINVAL, "hsb: %u pages, not 1..%u", dp->num_pages,
+				    (unsigned)QL_HSB_MAX_PAGES);
 	if (!dp->frame_len || dp->frame_len > dp->page_inc)
-		return ql_error_set(-EINVAL, "hsb: frame length %u must be 1..stride (%u)",
+		return ql_error_set(-EINVAL, "hsb: frame length %u must be 1..page size (%u)",
 				    dp->frame_len, dp->page_inc);
 	end = dp->page_addr + (uint64_t)dp->page_inc * dp->num_pages;
-	if (dp->page_addr >> 39 || (end - 1) >> 39)
+	if (end < dp->page_addr)
+		return ql_error_set(-EINVAL, "hsb: ring 0x%llx wraps",
+				    (unsigned long long)dp->page_addr);
+	/* Before 2.6 DP_PAGE_LSB holds a page number: the ring below 2^39. */
+	if (t->layout == QL_HSB_LAYOUT_2_5 && (end - 1) >> 39)
 		return ql_error_set(-EINVAL,
-				    "hsb: ring 0x%llx..0x%llx does not lie below 2^39 "
-				    "(register it at iova 0)",
+				    "hsb: ring 0x%llx..0x%llx does not lie below 2^39, which "
+				    "hsb_version 2.5 boards address (register it at iova 0)",
 				    (unsigned long long)dp->page_addr, (unsigned long long)end);
 	if (dp->qpn >> 24)
 		return ql_error_set(-EINVAL, "hsb: QP number 0x%x is wider than 24 bits", dp->qpn);
-	if (mtu < 256 || mtu > 9216)
-		return ql_error_set(-EINVAL, "hsb: MTU %u out of range (256..9216)", mtu);
+	if (mtu < QL_HSB_ROCE_OVERHEAD + QL_HSB_PAGE || mtu > 9216)
+		return ql_error_set(-EINVAL, "hsb: Ethernet MTU %u out of range (%d..9216)", mtu,
+				    QL_HSB_ROCE_OVERHEAD + QL_HSB_PAGE);
 	target_addrs(t, &vp, &hif);
-	/* The host library's order: HIF, then the VP's addressing registers. */
+	/* Upstream's host's order: HIF, then the VP's addressing registers. */
 	regs[n++] = (struct ql_hl_reg){ hif + QL_HSB_DP_PACKET_SIZE,
 					(mtu - QL_HSB_ROCE_OVERHEAD) / QL_HSB_PAGE };
 	regs[n++] = (struct ql_hl_reg){ hif + QL_HSB_DP_PACKET_UDP_PORT,
@@ -434,17 +539,21 @@ int ql_hsb_dataplane_regs(const struct ql_hsb_target *t, const struct ql_hsb_dat
 	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_MAC_HIGH,
 					(uint32_t)dp->mac[0] << 8 | dp->mac[1] };
 	/* not IPv4-mapped (soft provider): a loopback IP, the GID in the
-	 * emulated board's extension registers */
+	 * emulated board's extension registers, outside the VP block */
 	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_IP,
 					mapped ? hl_get32(dp->gid + 12) : 0x7f000001u };
 	for (uint32_t i = 0; !mapped && i < 4; i++)
-		regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_GID + 4 * i,
-						hl_get32(dp->gid + 4 * i) };
+		regs[n++] =
+			(struct ql_hl_reg){ QL_HSB_EXT_GID + t->vp * QL_HSB_EXT_GID_STRIDE + 4 * i,
+					    hl_get32(dp->gid + 4 * i) };
 	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_HOST_UDP_PORT,
 					dp->udp_port ? dp->udp_port : QL_HSB_ROCE_PORT };
 	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_QP, dp->qpn };
 	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_RKEY, dp->rkey };
-	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_PAGE_LSB, (uint32_t)(dp->page_addr >> 7) };
+	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_PAGE_LSB,
+					t->layout == QL_HSB_LAYOUT_2_5 ?
+						(uint32_t)(dp->page_addr >> 7) :
+						(uint32_t)dp->page_addr };
 	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_PAGE_MSB, (uint32_t)(dp->page_addr >> 32) };
 	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_PAGE_INC, dp->page_inc / QL_HSB_PAGE };
 	regs[n++] = (struct ql_hl_reg){ vp + QL_HSB_DP_MAX_BUFF, dp->num_pages - 1 };
@@ -472,10 +581,10 @@ static int verify(struct ql_hl *h, const struct ql_hsb_target *t, const struct q
 }
 
 int ql_hsb_configure(struct ql_hl *h, const struct ql_hsb_target *t,
-		     const struct ql_hsb_dataplane *dp)
+		     const struct ql_hsb_dataplane *dp, uint32_t *ip_version)
 {
 	struct ql_hl_reg regs[QL_HSB_CONFIG_REGS_MAX], mask;
-	uint32_t vp, hif;
+	uint32_t vp, hif, version;
 	int n, ret;
 
 	if (!h)
@@ -484,6 +593,12 @@ int ql_hsb_configure(struct ql_hl *h, const struct ql_hsb_target *t,
 	if (n < 0)
 		return n;
 	target_addrs(t, &vp, &hif);
+	/* As upstream's host starts: the version, without SEQUENCE_CHECK. */
+	ret = ql_hl_read_dword(h, QL_HSB_REG_IP_VERSION, &version);
+	if (ret)
+		return ret;
+	if (ip_version)
+		*ip_version = version;
 	mask.addr = hif + QL_HSB_DP_VP_MASK;
 	/* Stop the VP while its addressing changes. */
 	ret = ql_hl_read_dword(h, mask.addr, &mask.value);
@@ -510,7 +625,8 @@ int ql_hsb_configure(struct ql_hl *h, const struct ql_hsb_target *t,
 }
 
 int ql_hsb_configure_board(const char *address, uint16_t port, const struct ql_hsb_target *t,
-			   const struct ql_hsb_dataplane *dp, uint32_t timeout_ms, uint32_t retries)
+			   const struct ql_hsb_dataplane *dp, uint32_t timeout_ms, uint32_t retries,
+			   uint32_t *ip_version)
 {
 	struct ql_hl *h;
 	int ret;
@@ -518,7 +634,7 @@ int ql_hsb_configure_board(const char *address, uint16_t port, const struct ql_h
 	ret = ql_hl_open(address, port, timeout_ms, timeout_ms || retries ? retries : 3, &h);
 	if (ret)
 		return ret;
-	ret = ql_hsb_configure(h, t, dp);
+	ret = ql_hsb_configure(h, t, dp, ip_version);
 	ql_hl_close(h);
 	return ret;
 }
