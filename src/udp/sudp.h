@@ -57,6 +57,15 @@
 
 enum sudp_poll_mode { SUDP_POLL_ADAPTIVE, SUDP_POLL_BUSY };
 
+/* peer_port=: which UDP source port a connected peer's packets must come
+ * from (docs/soft-udp.md 8) */
+enum sudp_peer_port {
+	SUDP_PEER_PORT_ANY,  /* any (the default) */
+	SUDP_PEER_PORT_SAME, /* this device's own port: what qlink peers send from */
+	SUDP_PEER_PORT_RXE,  /* kernel rxe's: 0xc000 + hash_32(peer QPN, 14) */
+	SUDP_PEER_PORT_FIXED /* the number given */
+};
+
 /* One send work request as the NIC sees it. wr.sg_list points to the
  * QP's own copy of the SGEs (or to the inline copy). */
 struct sudp_swqe {
@@ -182,7 +191,9 @@ struct sudp_qp {
 	uint32_t unacked;
 	bool in_send, in_write, drop_msg;
 	uint64_t recv_off;
-	uint8_t *wr_ptr; /* WRITE in progress: where the next byte goes */
+	uint8_t *wr_ptr;  /* WRITE in progress: where the next byte goes */
+	uint32_t wr_rkey; /* ... in the MR of this rkey, re-checked per packet:
+			     a dereg between packets ends the message */
 	uint64_t wr_left;
 	uint64_t wr_total;
 	struct {
@@ -191,6 +202,18 @@ struct sudp_qp {
 		bool valid;
 	} atom[SUDP_MAX_RD_ATOMIC];
 	uint32_t atom_next;
+	/* the last READ requests executed (the responder resources of IBTA
+	 * 9.7.5.1.4): a duplicate READ is executed again only if it asks for
+	 * the rest of one of these from one of its PSNs (o9-...: "valid
+	 * duplicate"); any other duplicate READ is dropped */
+	struct {
+		uint64_t va;
+		uint32_t psn, npkts, rkey, len;
+		bool valid;
+	} rd[SUDP_MAX_RD_ATOMIC];
+	uint32_t rd_next;
+	uint16_t peer_sport; /* accept packets only from this UDP source
+				port, 0: any (the device's peer_port=) */
 
 	bool flushed; /* ERR: queues flushed up to the indices seen */
 };
@@ -242,6 +265,8 @@ struct sudp_device {
 	enum sudp_poll_mode poll_mode;
 	uint32_t idle_us;
 	int cpu; /* the NIC thread's CPU, -1: any */
+	enum sudp_peer_port peer_port;
+	uint16_t peer_port_n; /* SUDP_PEER_PORT_FIXED */
 	enum ibv_mtu active_mtu;
 	pthread_t thread;
 	_Atomic bool stop;
@@ -312,6 +337,20 @@ SUDP_HIDDEN int sudp_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int a
 SUDP_HIDDEN int sudp_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 			      struct ql_qp_init_attr *init_attr);
 SUDP_HIDDEN bool sudp_mr_referenced(struct sudp_device *dev, uint32_t lkey);
+
+/* The UDP source port kernel rxe sends a QP's packets from
+ * (rxe_qp.c: RXE_ROCE_V2_SPORT + (hash_32(qp_num, 14) & 0x3fff), hash_32 the
+ * multiplicative hash of include/linux/hash.h, GOLDEN_RATIO_32 0x61c88647). */
+static inline uint16_t sudp_rxe_sport(uint32_t qpn)
+{
+	return (uint16_t)(0xc000u + (((qpn * 0x61c88647u) >> (32 - 14)) & 0x3fffu));
+}
+
+/* device.c: getrandom (setup calls only) */
+SUDP_HIDDEN void sudp_random(void *buf, size_t len);
+
+/* qp.c: the port a QP's peer must send from (0: any) */
+SUDP_HIDDEN uint16_t sudp_peer_sport(const struct sudp_device *dev, uint32_t dest_qpn);
 
 /* nic.c */
 SUDP_HIDDEN void *sudp_nic_main(void *arg);
