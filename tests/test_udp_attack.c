@@ -506,14 +506,23 @@ static void test_peer_port_option(void **s)
 	struct ql_device *d;
 
 	(void)s;
-	/* rxe_qp.c: RXE_ROCE_V2_SPORT (0xc000) + (hash_32(qpn, 14) & 0x3fff),
-	 * hash_32(v, 14) = (v * 0x61c88647) >> 18 (include/linux/hash.h) */
-	assert_int_equal(sudp_rxe_sport(17), 0xc000 + ((17u * 0x61c88647u) >> 18));
-	assert_int_equal(sudp_rxe_sport(17), 0xdf94); /* rxe's first QP */
-	assert_int_equal(sudp_rxe_sport(0), 0xc000);
-	assert_true(sudp_rxe_sport(0xffffff) >= 0xc000);
-	for (uint32_t q = 17; q < 300; q++)
-		assert_true(sudp_rxe_sport(q) >= 0xc000);
+	/* Linux <= 5.17, rxe_qp.c: RXE_ROCE_V2_SPORT (0xc000) +
+	 * (hash_32(qpn, 14) & 0x3fff), hash_32(v, 14) = (v * 0x61c88647) >> 18
+	 * (include/linux/hash.h) */
+	assert_int_equal(sudp_rxe_sport_old(17), 0xc000 + ((17u * 0x61c88647u) >> 18));
+	assert_int_equal(sudp_rxe_sport_old(17), 0xdf94); /* rxe's first QP */
+	assert_int_equal(sudp_rxe_sport_old(0), 0xc000);
+	/* Linux >= 5.18, rdma_get_udp_sport(0, lqpn, rqpn), include/rdma/ib_verbs.h:
+	 * v = lqpn * rqpn; v ^= v >> 20; v ^= v >> 40; fl = v & 0xfffff;
+	 * port = ((fl & 0x3fff) ^ ((fl & 0xfc000) >> 14)) | 0xc000.
+	 * 17 * 0x123456 = 0x13579b6; ^ (>> 20 = 0x13) = 0x13579a5; fl = 0x579a5;
+	 * low 14 bits 0x39a5 ^ (0x54000 >> 14 = 0x15) = 0x39b0 */
+	assert_int_equal(sudp_rxe_sport(17, 0x123456), 0xc000 | 0x39b0);
+	assert_int_equal(sudp_rxe_sport(0x123456, 17), sudp_rxe_sport(17, 0x123456));
+	for (uint32_t q = 17; q < 300; q++) {
+		assert_true(sudp_rxe_sport_old(q) >= 0xc000);
+		assert_true(sudp_rxe_sport(q, 0xabcdef) >= 0xc000);
+	}
 
 	open_with("peer_port=rxe", &d);
 	ql_device_close(d);

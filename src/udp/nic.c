@@ -1383,7 +1383,7 @@ static void rx_datagram(struct sudp_device *dev, const uint8_t *buf, size_t len,
 	op = ROCE_OPCODE_OP(p.bth.opcode);
 	/* only from the address the QP is connected to, of its own type */
 	if (!qp->connected || memcmp(a.src, qp->peer_ip, dev->family == AF_INET ? 4 : 16) != 0 ||
-	    (qp->peer_sport && a.sport != qp->peer_sport) ||
+	    (qp->peer_sport[0] && a.sport != qp->peer_sport[0] && a.sport != qp->peer_sport[1]) ||
 	    (tr == ROCE_TR_RC) != (qp->type == IBV_QPT_RC) ||
 	    (tr != ROCE_TR_RC && tr != ROCE_TR_UC)) {
 		sudp_cnt(dev, SC_RX_BAD);

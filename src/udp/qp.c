@@ -270,7 +270,7 @@ int sudp_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 	if (mask & M(DEST_QPN)) {
 		qp->dest_qpn = a->dest_qp_num;
 		qp->attr.dest_qp_num = a->dest_qp_num;
-		qp->peer_sport = sudp_peer_sport(dev, a->dest_qp_num);
+		sudp_peer_sport(qp, qp->peer_sport);
 	}
 	if (mask & M(ACCESS_FLAGS))
 		qp->attr.qp_access_flags = a->qp_access_flags;
@@ -362,17 +362,25 @@ int sudp_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct ql_qp
 	return 0;
 }
 
-uint16_t sudp_peer_sport(const struct sudp_device *dev, uint32_t dest_qpn)
+void sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2])
 {
+	const struct sudp_device *dev = qp->dev;
+
 	switch (dev->peer_port) {
 	case SUDP_PEER_PORT_SAME:
-		return dev->port;
+		port[0] = port[1] = dev->port;
+		break;
 	case SUDP_PEER_PORT_RXE:
-		return sudp_rxe_sport(dest_qpn);
+		/* either kernel generation's rule */
+		port[0] = sudp_rxe_sport(qp->dest_qpn, qp->base.qp_num);
+		port[1] = sudp_rxe_sport_old(qp->dest_qpn);
+		break;
 	case SUDP_PEER_PORT_FIXED:
-		return dev->peer_port_n;
+		port[0] = port[1] = dev->peer_port_n;
+		break;
 	default:
-		return 0;
+		port[0] = port[1] = 0;
+		break;
 	}
 }
 

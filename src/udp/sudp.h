@@ -62,7 +62,7 @@ enum sudp_poll_mode { SUDP_POLL_ADAPTIVE, SUDP_POLL_BUSY };
 enum sudp_peer_port {
 	SUDP_PEER_PORT_ANY,  /* any (the default) */
 	SUDP_PEER_PORT_SAME, /* this device's own port: what qlink peers send from */
-	SUDP_PEER_PORT_RXE,  /* kernel rxe's: 0xc000 + hash_32(peer QPN, 14) */
+	SUDP_PEER_PORT_RXE,  /* kernel rxe's, derived from the QPNs (sudp_rxe_sport) */
 	SUDP_PEER_PORT_FIXED /* the number given */
 };
 
@@ -212,8 +212,8 @@ struct sudp_qp {
 		bool valid;
 	} rd[SUDP_MAX_RD_ATOMIC];
 	uint32_t rd_next;
-	uint16_t peer_sport; /* accept packets only from this UDP source
-				port, 0: any (the device's peer_port=) */
+	uint16_t peer_sport[2]; /* accept packets only from these UDP source
+				   ports, [0] = 0: any (the device's peer_port=) */
 
 	bool flushed; /* ERR: queues flushed up to the indices seen */
 };
@@ -338,19 +338,37 @@ SUDP_HIDDEN int sudp_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int at
 			      struct ql_qp_init_attr *init_attr);
 SUDP_HIDDEN bool sudp_mr_referenced(struct sudp_device *dev, uint32_t lkey);
 
-/* The UDP source port kernel rxe sends a QP's packets from
- * (rxe_qp.c: RXE_ROCE_V2_SPORT + (hash_32(qp_num, 14) & 0x3fff), hash_32 the
- * multiplicative hash of include/linux/hash.h, GOLDEN_RATIO_32 0x61c88647). */
-static inline uint16_t sudp_rxe_sport(uint32_t qpn)
+/* The UDP source ports kernel rxe sends a QP's packets from (requests and
+ * responses alike). Linux <= 5.17 (rxe_qp.c): RXE_ROCE_V2_SPORT (0xc000) +
+ * (hash_32(qp_num, 14) & 0x3fff), hash_32 the multiplicative hash of
+ * include/linux/hash.h (GOLDEN_RATIO_32 0x61c88647). Linux >= 5.18
+ * (rxe_modify_qp): rdma_get_udp_sport(flow_label, own QPN, peer QPN) of
+ * include/rdma/ib_verbs.h, with flow label 0: the 20-bit fold of
+ * lqpn * rqpn (rdma_calc_flow_label), its high 6 bits XORed into the low 14,
+ * | 0xc000 (rdma_flow_label_to_udp_sport). rxe_qpn: the rxe QP's number
+ * (our dest_qpn), our_qpn: ours. */
+static inline uint16_t sudp_rxe_sport_old(uint32_t rxe_qpn)
 {
-	return (uint16_t)(0xc000u + (((qpn * 0x61c88647u) >> (32 - 14)) & 0x3fffu));
+	return (uint16_t)(0xc000u + (((rxe_qpn * 0x61c88647u) >> (32 - 14)) & 0x3fffu));
+}
+
+static inline uint16_t sudp_rxe_sport(uint32_t rxe_qpn, uint32_t our_qpn)
+{
+	uint64_t v = (uint64_t)rxe_qpn * our_qpn;
+	uint32_t fl, lo;
+
+	v ^= v >> 20;
+	v ^= v >> 40;
+	fl = (uint32_t)(v & 0xfffffu);
+	lo = (fl & 0x3fffu) ^ ((fl & 0xfc000u) >> 14);
+	return (uint16_t)(lo | 0xc000u);
 }
 
 /* device.c: getrandom (setup calls only) */
 SUDP_HIDDEN void sudp_random(void *buf, size_t len);
 
-/* qp.c: the port a QP's peer must send from (0: any) */
-SUDP_HIDDEN uint16_t sudp_peer_sport(const struct sudp_device *dev, uint32_t dest_qpn);
+/* qp.c: the ports a QP's peer may send from (0: any) */
+SUDP_HIDDEN void sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2]);
 
 /* nic.c */
 SUDP_HIDDEN void *sudp_nic_main(void *arg);
