@@ -6,8 +6,9 @@
 #     $QL_TEST_PLUGIN_MARKER) does not run; with --load-plugins it does.
 #  2. a plugin anyone else could have written is refused by --check-config
 #     and --config, naming the file or directory and why, before any of its
-#     code runs: in a private directory under /tmp (1777), a 0666 file, and
-#     (as root) a file owned by nobody.
+#     code runs: a 0666 file, and (as root) a file owned by nobody, or in a
+#     directory under /tmp (1777) that nobody created first; a private
+#     directory of ours under /tmp is trusted (the sticky bit protects it).
 set -u
 qlinkd=$1 plugin=$2 scratch=$3
 . "$(dirname "$0")/qlinkd_lib.sh"
@@ -36,10 +37,15 @@ refused() { # name, yaml, message
 	grep -q -- "$3" "$dir/r.out" || fail "$1: --config message"
 	[ ! -e "$QL_TEST_PLUGIN_MARKER" ] || fail "$1: the plugin's constructor ran"
 }
-# $dir is mktemp -d: 0700 and ours, but under /tmp (1777)
+# $dir is mktemp -d: 0700 and ours, under /tmp (1777, sticky): trusted
 cp "$plugin" "$dir/marker.so"
 conf "$dir/marker.so" tmp.yaml
-refused "under /tmp" tmp.yaml "refused: directory '/tmp' is world-writable (mode 1777); sticky"
+"$qlinkd" --check-config "$dir/tmp.yaml" >"$dir/r.out" 2>&1 || fail "a plugin in a private directory under /tmp refused"
+if [ "$(id -u)" = 0 ]; then
+	mkdir "$dir/squat" && cp "$plugin" "$dir/squat/marker.so" && chown 65534:65534 "$dir/squat"
+	conf "$dir/squat/marker.so" squat.yaml
+	refused "a directory nobody created" squat.yaml "refused: directory '$dir/squat' is owned by uid 65534"
+fi
 cp "$plugin" "$trusted/marker.so"
 chmod 0666 "$trusted/marker.so"
 conf "$trusted/marker.so" mode.yaml

@@ -317,12 +317,13 @@ static void test_untrusted(void **state)
 	expect_untrusted(file, file, "world-writable");
 	assert_int_equal(chmod(file, 0755), 0);
 
-	/* a world-writable directory above it, sticky (as /tmp) or not, and
-	 * a group-writable one */
+	/* a world-writable directory above it and a group-writable one; a
+	 * sticky one (as /tmp) of ours or root's is no way in while the file
+	 * in it is ours (only its owner may rename or remove it) */
 	assert_int_equal(chmod(dir, 0777), 0);
 	expect_untrusted(file, dir, "is world-writable (mode 0777)");
 	assert_int_equal(chmod(dir, 01777), 0);
-	expect_untrusted(file, dir, "sticky");
+	assert_int_equal(ql_plugin_check(file), 0);
 	assert_int_equal(chmod(dir, 0775), 0);
 	expect_untrusted(file, dir, "group-writable");
 	assert_int_equal(chmod(dir, 0755), 0);
@@ -338,8 +339,8 @@ static void test_untrusted(void **state)
 	}
 	assert_int_equal(chmod(dir, 0755), 0);
 
-	/* /tmp itself (1777): a plugin in a private directory under it is
-	 * refused, as sshd's StrictModes refuses it */
+	/* /tmp itself (1777): a plugin in a private directory of ours under
+	 * it is trusted (the sticky bit keeps others from replacing it) */
 	snprintf(tmpdir, sizeof(tmpdir), "/tmp/ql-plugin-XXXXXX");
 	assert_non_null(mkdtemp(tmpdir));
 	snprintf(tmpfile, sizeof(tmpfile), "%s/marker.so", tmpdir);
@@ -348,8 +349,18 @@ static void test_untrusted(void **state)
 		struct stat st;
 
 		assert_int_equal(stat("/tmp", &st), 0);
-		if (st.st_mode & S_IWOTH)
-			expect_untrusted(tmpfile, "'/tmp'", "sticky");
+		if ((st.st_mode & S_IWOTH) && (st.st_mode & S_ISVTX))
+			assert_int_equal(ql_plugin_check(tmpfile), 0);
+		/* but not when the directory under /tmp is world-writable */
+		assert_int_equal(chmod(tmpdir, 0777), 0);
+		expect_untrusted(tmpfile, tmpdir, "is world-writable (mode 0777)");
+		assert_int_equal(chmod(tmpdir, 0700), 0);
+		/* nor when someone else created it first (as root: nobody) */
+		if (root) {
+			assert_int_equal(chown(tmpdir, 65534, 65534), 0);
+			expect_untrusted(tmpfile, tmpdir, "is owned by uid 65534");
+			assert_int_equal(chown(tmpdir, 0, 0), 0);
+		}
 	}
 	unlink(tmpfile);
 	rmdir(tmpdir);

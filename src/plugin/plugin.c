@@ -74,8 +74,14 @@ static int fail(struct ql_plugin *p, int err, const char *fmt, const char *a, co
  * been able to choose or change its bytes. The file and every directory
  * from / down to it (the canonical path, symbolic links resolved) must be
  * owned by root or the effective uid and writable by neither group nor
- * world; a sticky world-writable directory (/tmp) is refused too, as in
- * sshd: anyone may create the name there first.
+ * world. One exception, where sshd's StrictModes is stricter than the
+ * threat: a sticky directory (/tmp, mode 1777) may be writable by others,
+ * because the sticky bit lets nobody but an entry's owner (or root)
+ * rename or remove that entry, and the entry below it on the path is
+ * itself checked here (owned by root or us): someone who created the name
+ * first owns it and is refused. A clone or build tree in a private
+ * directory under /tmp is therefore trusted; a plugin file directly in
+ * /tmp is trusted only when it is ours and not group/world-writable.
  */
 static int untrusted(const char *path, const char *what, const char *shown, const struct stat *st)
 {
@@ -91,15 +97,13 @@ static int untrusted(const char *path, const char *what, const char *shown, cons
 				    "(the user qlinkd runs as)",
 				    path, what, shown, (unsigned)st->st_uid, self);
 	}
+	if (S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX))
+		return 0; /* sticky: what lies below is checked in turn */
 	if (st->st_mode & (S_IWGRP | S_IWOTH))
 		return ql_error_set(-EPERM,
-				    "plugin %s: refused: %s '%s' is %s-writable (mode %04o)%s",
-				    path, what, shown, (st->st_mode & S_IWOTH) ? "world" : "group",
-				    (unsigned)(st->st_mode & 07777),
-				    S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX) ?
-					    "; sticky shared directories such as /tmp are refused "
-					    "too" :
-					    "");
+				    "plugin %s: refused: %s '%s' is %s-writable (mode %04o)", path,
+				    what, shown, (st->st_mode & S_IWOTH) ? "world" : "group",
+				    (unsigned)(st->st_mode & 07777));
 	return 0;
 }
 
