@@ -23,32 +23,32 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 [ -n "$port" ] || fail "no register server line"
-b="$qlink hololink --timeout 500 127.0.0.1:$port"
+b() { "$qlink" hololink --timeout 500 "127.0.0.1:$port" "$@"; }
 
 # no register there: the board's status
-$b write 0x7000 1 2>"$tmp/err" && fail "write to no register accepted"
+b write 0x7000 1 2>"$tmp/err" && fail "write to no register accepted"
 grep -q "status 0x03 (invalid address)" "$tmp/err" || fail "no status in: $(cat "$tmp/err")"
 # enabling before configuring: general error
-$b write 0x0200030c 1 2>"$tmp/err" && fail "enable of an unconfigured VP accepted"
+b write 0x0200030c 1 2>"$tmp/err" && fail "enable of an unconfigured VP accepted"
 grep -q "status 0x02 (general error)" "$tmp/err" || fail "no status in: $(cat "$tmp/err")"
 # what upstream's host writes at start is taken (VSYNC, PTP, events, APB RAM, I2C)
-$b write 0x70000000 0 0x104 2 0x200 0 0x20c 0xffffffff 0x2080 0 0x03000200 0 ||
+b write 0x70000000 0 0x104 2 0x200 0 0x20c 0xffffffff 0x2080 0 0x03000200 0 ||
 	fail "start-up registers refused"
 # host 10.0.0.1, MAC 02:11:22:33:44:55, QP 0x11, rkey 0x2233, base 0x100000000,
 # page 384, 64 pages, frame 256, DP_PACKET_SIZE 11 (Ethernet MTU 1500)
-$b write 0x02000304 11 0x02000308 12288 0x1018 256 0x1020 0x22334455 0x1024 0x0211 \
+b write 0x02000304 11 0x02000308 12288 0x1018 256 0x1020 0x22334455 0x1024 0x0211 \
 	0x1028 0x0a000001 0x102c 4791 0x1000 0x11 0x1004 0x2233 0x1008 0 0x100c 1 \
 	0x1010 3 0x1014 63 || fail "configuration block refused"
-$b read 0x1004 0x1014 >"$tmp/read" || fail "read"
+b read 0x1004 0x1014 >"$tmp/read" || fail "read"
 printf '0x00001004 0x00002233\n0x00001014 0x0000003f\n' | cmp -s - "$tmp/read" ||
 	fail "read back: $(cat "$tmp/read")"
 # a third party (another loopback address) is not answered: the board
 # belongs to the first host that talked to it
 "$qlink" hololink --timeout 100 --retries 0 "127.0.0.2:$port" write 0x1004 0x6666 \
 	2>"$tmp/err" && fail "third-party write answered"
-$b read 0x1004 >"$tmp/read" && grep -q "0x00001004 0x00002233" "$tmp/read" ||
+b read 0x1004 >"$tmp/read" && grep -q "0x00001004 0x00002233" "$tmp/read" ||
 	fail "third party changed DP_RKEY: $(cat "$tmp/read")"
-$b write 0x0200030c 1 || fail "enable refused"
+b write 0x0200030c 1 || fail "enable refused"
 wait "$pid" || fail "vppu --hsb-listen exited $?"
 pid=
 grep -q "^hsb: VP 0 configured: qpn 0x11 rkey 0x2233 page_addr 0x100000000 stride 384 pages 64 frame 256 host 10.0.0.1 mac 02:11:22:33:44:55 udp_port 4791 mtu 1482 src_port 12288$" \

@@ -28,6 +28,7 @@
 
 #include "qlink/error.h"
 #include "qlink/hsb.h"
+#include "verbs/provider.h"
 
 #define HSB_CLIENT_BATCH 16u
 
@@ -183,6 +184,7 @@ int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_confi
 	ret = ql_qp_create(c->pd, &ia, &c->qp);
 	if (ret)
 		goto err;
+	c->qp->init_psn = 0; /* a board's PSNs count from 0 (the immediate carries them) */
 	c->max_inline = ia.cap.max_inline_data;
 	for (uint32_t i = 0; i < HSB_CLIENT_BATCH; i++) {
 		c->rsge[i].length = c->recv_size;
