@@ -722,7 +722,13 @@ static int accept_all(struct ql_ep_server *s)
 			memcpy(src, &((struct sockaddr_in *)&ss)->sin_addr, 4);
 			has_src = 1;
 		} else if (ss.ss_family == AF_INET6) {
-			memcpy(src, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+			const struct in6_addr *a6 = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+
+			/* an IPv4-mapped source counts as the IPv4 address it is */
+			if (IN6_IS_ADDR_V4MAPPED(a6))
+				memcpy(src, &a6->s6_addr[12], 4);
+			else
+				memcpy(src, a6, 16);
 			has_src = 1;
 		}
 		sl = sizeof(ss);
