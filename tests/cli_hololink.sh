@@ -57,7 +57,33 @@ grep -q "^hsb: VP 0 configured: qpn 0x11 rkey 0x2233 page_addr 0x100000000 strid
 "$qlink" hololink --timeout 50 --retries 1 "127.0.0.1:$port" read 0x1000 2>"$tmp/err" &&
 	fail "read from nobody succeeded"
 grep -q "no reply to RD_DWORD of 0x00001000 after 2 tries" "$tmp/err" || fail "timeout: $(cat "$tmp/err")"
+# --allow on the vppu's board: a listed network is answered, a host not in
+# the list is not, even the first one to talk (no trust on first use)
+start_board() {
+	"$qlink" vppu --hsb-listen 127.0.0.1:0 --timeout 20 "$@" >"$tmp/vppu.out" 2>&1 &
+	pid=$!
+	port=
+	for _ in $(seq 100); do
+		port=$(sed -n 's/^hsb: register server on 127.0.0.1:\([0-9]*\), VP 0$/\1/p' "$tmp/vppu.out")
+		[ -n "$port" ] && break
+		sleep 0.1
+	done
+	[ -n "$port" ] || fail "no register server line ($*)"
+}
+stop_board() { kill "$pid"; wait "$pid" 2>/dev/null; pid=; }
+start_board --allow 10.0.0.0/8 --allow 192.168.1.7
+"$qlink" hololink --timeout 100 --retries 1 "127.0.0.1:$port" read 0x1004 2>"$tmp/err" &&
+	fail "a host outside --allow answered"
+grep -q "no reply to RD_DWORD" "$tmp/err" || fail "refused: $(cat "$tmp/err")"
+stop_board
+start_board --allow 127.0.0.0/8
+"$qlink" hololink --timeout 500 "127.0.0.1:$port" read 0x1004 >"$tmp/read" ||
+	fail "a host in --allow not answered: $(cat "$tmp/read")"
+stop_board
+"$qlink" vppu --hsb-listen 0 --allow 300.1.2.3 2>/dev/null; [ $? -eq 2 ] || fail "bad --allow not a usage error"
+"$qlink" vppu --hsb-listen 0 --allow ::1 2>/dev/null; [ $? -eq 2 ] || fail "IPv6 --allow not a usage error"
+"$qlink" vppu --allow 127.0.0.1 --count 1 2>/dev/null; [ $? -eq 2 ] || fail "--allow without --hsb-listen not a usage error"
 # usage errors
 "$qlink" hololink 127.0.0.1 write 0x1002 1 2>/dev/null; [ $? -eq 2 ] || fail "misaligned ADDR not a usage error"
 "$qlink" hololink 127.0.0.1 poke 0x1000 2>/dev/null; [ $? -eq 2 ] || fail "unknown verb not a usage error"
-echo "PASS: hsb listener configured over the register protocol, readback, refusals, timeout"
+echo "PASS: hsb listener configured over the register protocol, readback, refusals, timeout, --allow"

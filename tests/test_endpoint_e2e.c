@@ -324,6 +324,31 @@ static void test_tcp(void **state)
 	assert_int_equal(ql_ep_client_connect(dev_cli, "nohost", &c), -EINVAL);
 }
 
+/* IPv6: "[::1]:0" listens on ::1 and names itself "[::1]:PORT"; a
+ * client connects to it; an unbracketed IPv6 address is refused (it cannot
+ * be split from its port), as are malformed brackets. */
+static void test_tcp_ipv6(void **state)
+{
+	struct ept_server t;
+	struct ql_ep_client *c;
+	char buf[32];
+
+	(void)state;
+	ept_server_start(&t, dev_srv, "[::1]:0", 0);
+	assert_non_null(strstr(t.addr, "[::1]:"));
+	c = connect_ok(t.addr);
+	assert_int_equal(ql_ep_write(c, "/data", "six", 3), 0);
+	assert_int_equal(ql_ep_read(c, "/data", buf, 3), 0);
+	assert_memory_equal(buf, "six", 3);
+	ql_ep_client_close(c);
+	assert_int_equal(ept_server_stop(&t), 0);
+	assert_int_equal(ql_ep_client_connect(dev_cli, "::1:7471", &c), -EINVAL);
+	assert_int_equal(ql_ep_client_connect(dev_cli, "[::1:7471", &c), -EINVAL);
+	assert_int_equal(ql_ep_client_connect(dev_cli, "[::1]7471", &c), -EINVAL);
+	assert_int_equal(ql_ep_client_connect(dev_cli, "[]:7471", &c), -EINVAL);
+	assert_int_equal(ql_ep_client_connect(dev_cli, "[127.0.0.1]:7471", &c), -EINVAL);
+}
+
 /* Issue 22 item 6: 200 idle TCP connections (connected, no hello) held
  * every slot for the hello deadline (5 s), and a client that says its hello
  * was refused. Now a connection still in its hello gives way to a newer
@@ -368,7 +393,7 @@ int main(void)
 		cmocka_unit_test(test_every_type),	 cmocka_unit_test(test_errors_keep_serving),
 		cmocka_unit_test(test_write_then_exit),	 cmocka_unit_test(test_many_clients),
 		cmocka_unit_test(test_connection_limit), cmocka_unit_test(test_tcp),
-		cmocka_unit_test(test_idle_flood),
+		cmocka_unit_test(test_tcp_ipv6),	 cmocka_unit_test(test_idle_flood),
 	};
 	const char *d = getenv("QLINK_TEST_EP_DEVICE");
 	const char *a = getenv("QLINK_TEST_IBV_A"), *b = getenv("QLINK_TEST_IBV_B");

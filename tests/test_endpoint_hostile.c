@@ -440,6 +440,73 @@ static void test_ring_rules(void **state)
 	expect_serving();
 }
 
+/* RDMA WRITE one word from a's control QP to addr/rkey (another
+ * connection's, as an attacker who learned them would); the completion's
+ * status. */
+static int write_as(struct raw *a, uint64_t addr, uint32_t rkey, uint64_t word)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)(a->mem + 4096),
+			       .length = 8,
+			       .lkey = ql_mr_lkey(a->mr) };
+	struct ibv_send_wr wr = { .wr_id = 1,
+				  .sg_list = &sge,
+				  .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE,
+				  .send_flags = IBV_SEND_SIGNALED };
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+	int n = 0;
+
+	memcpy(a->mem + 4096, &word, 8);
+	wr.wr.rdma.remote_addr = addr;
+	wr.wr.rdma.rkey = rkey;
+	assert_int_equal(ql_qp_post_send(a->ctl, &wr, &bad), 0);
+	for (int i = 0; i < 5000000 && n == 0; i++) {
+		n = ql_cq_poll(a->cq, 1, &wc);
+		if (n == 1 && wc.wr_id != 1)
+			n = 0;
+	}
+	assert_int_equal(n, 1);
+	return (int)wc.status;
+}
+
+/* Client B knows client A's ack ring (address and rkey: read from A's
+ * hello here, as an attacker who guessed them) and writes A's next ack
+ * into it from its own QP. Each connection has its own protection domain,
+ * so B's QP gets a remote access error, nothing lands in A's ring (no ack
+ * taken, no violation), and A's own ack then works. */
+static void test_cross_client_rkey(void **state)
+{
+	struct ql_ep_server_stats st0, st1;
+	struct raw a, b;
+	uint32_t id;
+	int status;
+
+	(void)state;
+	raw_open(&a);
+	raw_open(&b);
+	id = describe(&a, QL_EP_WRITE, "/data");
+	(void)describe(&b, QL_EP_WRITE, "/data");
+	stats(&st0);
+	status = write_as(&b, a.srv.vaddr, a.srv.rkey, ql_epa_word(1, id, 0, 1));
+	assert_int_equal(status, IBV_WC_REM_ACCESS_ERR);
+	usleep(50000);
+	stats(&st1);
+	assert_int_equal(st1.acks, st0.acks);
+	assert_int_equal(st1.violations, st0.violations);
+	/* a wrong ack would have closed A: its own is taken */
+	ring_write(&a, 0, ql_epa_word(1, id, 0, 1));
+	for (int i = 0; i < 100 && st1.acks < st0.acks + 1; i++) {
+		usleep(10000);
+		stats(&st1);
+	}
+	assert_int_equal(st1.acks, st0.acks + 1);
+	assert_int_equal(st1.violations, st0.violations);
+	raw_close(&b);
+	raw_close(&a);
+	expect_serving();
+}
+
 static void test_bad_hellos(void **state)
 {
 	struct ql_ep_server_stats st0, st1;
@@ -575,6 +642,7 @@ int main(void)
 		cmocka_unit_test(test_malformed),
 		cmocka_unit_test(test_ring_rules),
 		cmocka_unit_test(test_bad_hellos),
+		cmocka_unit_test(test_cross_client_rkey),
 		cmocka_unit_test(test_killed_mid_transfer),
 	};
 

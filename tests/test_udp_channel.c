@@ -511,6 +511,7 @@ static void test_allowlist(void **state)
 {
 	static const char *const other[] = { "10.0.0.0/8", "fd00::/8" };
 	static const char *const lo32[] = { "127.0.0.1/32" };
+	static const char *const mapped[] = { "::ffff:127.0.0.1" };
 	static const char *const bad[] = { "127.0.0.1/33" };
 	struct ql_udp_channel_config cc = { .address = "127.0.0.1" };
 	struct ql_udp_channel_stats us;
@@ -554,6 +555,28 @@ static void test_allowlist(void **state)
 		assert_int_equal(ql_udp_client_create(&uc, &f.cl[0]), 0);
 		send_inc(f.cl[0], 4, 16, 4);
 		check_inc(buf, await_one(&f, f.cl[0], buf), 4, 16, 4);
+		fx_close(&f);
+
+		/* the mapped source is the IPv4 address it carries: refused by
+		 * a list without it (no IPv6 entry admits it) */
+		fx_extra.allow = other;
+		fx_extra.allow_count = 2;
+		fx_open(&f, "::", 4, 256, 0, 0, 0);
+		uc.port = f.port;
+		assert_int_equal(ql_udp_client_create(&uc, &f.cl[0]), 0);
+		send_inc(f.cl[0], 5, 16, 5);
+		expect_silence(&f, f.cl[0], 200);
+		assert_int_equal(ql_udp_channel_stats(f.ch, &us), 0);
+		assert_int_equal(us.not_allowed, 1);
+		fx_close(&f);
+		/* written as ::ffff:127.0.0.1 it is that IPv4 entry */
+		fx_extra.allow = mapped;
+		fx_extra.allow_count = 1;
+		fx_open(&f, "::", 4, 256, 0, 0, 0);
+		uc.port = f.port;
+		assert_int_equal(ql_udp_client_create(&uc, &f.cl[0]), 0);
+		send_inc(f.cl[0], 6, 16, 6);
+		check_inc(buf, await_one(&f, f.cl[0], buf), 6, 16, 6);
 		fx_close(&f);
 	}
 	cc.allow = bad;

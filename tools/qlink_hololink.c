@@ -94,9 +94,9 @@ void tool_hsb_print(FILE *f, uint32_t vp, const struct ql_hsb_dataplane *dp)
 	fflush(f);
 }
 
-int tool_hsb_listen(const char *spec, uint32_t vp, double timeout_s,
-		    const volatile sig_atomic_t *stop, struct ql_hl_server **srv,
-		    struct ql_hsb_dataplane *out)
+int tool_hsb_listen(const char *spec, uint32_t vp, const uint32_t *allow, const uint32_t *allow_len,
+		    uint32_t n_allow, double timeout_s, const volatile sig_atomic_t *stop,
+		    struct ql_hl_server **srv, struct ql_hsb_dataplane *out)
 {
 	int left = (int)(timeout_s * 1000);
 	struct ql_hl_server_config cfg = { .num_vps = vp + 1 };
@@ -107,6 +107,13 @@ int tool_hsb_listen(const char *spec, uint32_t vp, double timeout_s,
 		return ql_error_set(-EINVAL, "'%s' is not [ADDR:]PORT", spec);
 	if (vp >= QL_HSB_MAX_VPS)
 		return ql_error_set(-EINVAL, "VP %u out of range (0..%d)", vp, QL_HSB_MAX_VPS - 1);
+	if (n_allow > QL_HL_ALLOW_MAX)
+		return ql_error_set(-EINVAL, "more than %d allowed hosts", QL_HL_ALLOW_MAX);
+	for (uint32_t i = 0; i < n_allow; i++) {
+		cfg.allow[i] = allow[i];
+		cfg.allow_len[i] = allow_len[i];
+	}
+	cfg.n_allow = n_allow;
 	cfg.address = addr;
 	ret = ql_hl_server_create(&cfg, NULL, NULL, srv);
 	if (ret)

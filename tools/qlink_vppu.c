@@ -508,7 +508,8 @@ static void vppu_usage(FILE *f)
 		"usage: qlink vppu --connect HOST:PORT [--program FILE | --device] [options]\n"
 		"       qlink vppu --params-file FILE [options]\n"
 		"       qlink vppu --transport udp --connect HOST:PORT [options]\n"
-		"       qlink vppu --hsb-listen [ADDR:]PORT [--hsb-vp N] [--count N | --seconds S]\n"
+		"       qlink vppu --hsb-listen [ADDR:]PORT [--hsb-vp N] [--allow ADDR[/LEN]]...\n"
+		"                  [--count N | --seconds S]\n"
 		"\n"
 		"The virtual PPU: a software QCS. With --connect it discovers a qlinkd through\n"
 		"the UDP control plane (DISCOVER, ACK, START ... STOP, COMPLETE), connects its QP\n"
@@ -563,6 +564,8 @@ static void vppu_usage(FILE *f)
 		"                       and GID (for qlinkd's qcs qp/gid), then stream the\n"
 		"                       calls by WRITE WITH IMMEDIATE once enabled\n"
 		"  --hsb-vp N           the VP the host configures (default 0)\n"
+		"  --allow A[/LEN]      with --hsb-listen: answer only these hosts (up to 8;\n"
+		"                       default: the first host that talks to the board)\n"
 		"  -h, --help           this text\n");
 }
 
@@ -821,7 +824,9 @@ struct vppu_opts {
 	struct ql_vppu_config cfg;
 	const char *file, *uri, *connect, *program, *secret_file, *name;
 	const char *hsb_listen; /* [ADDR:]PORT of the hsb register server */
-	const char *function;	/* without --program: qlink_parity or rpc_increment */
+	/* --allow: the hosts the board answers (none: the first, TOFU) */
+	uint32_t hsb_allow[QL_HL_ALLOW_MAX], hsb_allow_len[QL_HL_ALLOW_MAX], n_hsb_allow;
+	const char *function; /* without --program: qlink_parity or rpc_increment */
 	uint32_t hsb_vp;
 	uint32_t arg_len;   /* rpc_increment's argument bytes */
 	uint32_t slot_size; /* udp: the stride */
@@ -884,6 +889,7 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 		{ "json", no_argument, NULL, 'j' },
 		{ "hsb-listen", required_argument, NULL, 'H' },
 		{ "hsb-vp", required_argument, NULL, 'V' },
+		{ "allow", required_argument, NULL, 'A' },
 		{ "function", required_argument, NULL, 'F' },
 		{ "arg-len", required_argument, NULL, 'L' },
 		{ "slot-size", required_argument, NULL, 'z' },
@@ -990,6 +996,13 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 			if (tool_u32(optarg, 0, QL_HSB_MAX_VPS - 1, &o->hsb_vp))
 				return tool_bad("vppu", "--hsb-vp", optarg);
 			break;
+		case 'A':
+			if (o->n_hsb_allow == QL_HL_ALLOW_MAX ||
+			    ql_hl_allow_parse(optarg, &o->hsb_allow[o->n_hsb_allow],
+					      &o->hsb_allow_len[o->n_hsb_allow]))
+				return tool_bad("vppu", "--allow", optarg);
+			o->n_hsb_allow++;
+			break;
 		case 'h':
 			vppu_usage(stdout);
 			return -1;
@@ -1002,6 +1015,10 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 		o->cfg.duration_ns = (uint64_t)(o->seconds * 1e9);
 	o->cfg.timeout_ns = (uint64_t)(o->call_timeout * 1e9);
 	o->cfg.stop = &stop_requested;
+	if (o->n_hsb_allow && !o->hsb_listen) {
+		fprintf(stderr, "qlink vppu: --allow is the board's (with --hsb-listen)\n");
+		return 2;
+	}
 	/* --hsb-listen: the hsb personality (the board; no server to find) */
 	if (o->hsb_listen && !o->file && !o->connect && !o->program && !o->device && optind == argc)
 		return 0;
@@ -1328,7 +1345,8 @@ static int vppu_board(struct vppu *v)
 	inet_ntop(AF_INET6, lp.gid.raw, gid, sizeof(gid));
 	printf("hsb: data plane qpn 0x%x (%u) gid %s\n", lp.qpn, lp.qpn, gid);
 	fflush(stdout);
-	ret = tool_hsb_listen(o->hsb_listen, o->hsb_vp, o->timeout, &stop_requested, &v->hs, &dp);
+	ret = tool_hsb_listen(o->hsb_listen, o->hsb_vp, o->hsb_allow, o->hsb_allow_len,
+			      o->n_hsb_allow, o->timeout, &stop_requested, &v->hs, &dp);
 	if (ret) {
 		tool_fail("vppu", "hsb register server", ret);
 		return -1;
@@ -1381,7 +1399,8 @@ int tool_vppu(int argc, char **argv)
 		struct ql_hl_server *hs = NULL;
 		struct ql_hsb_dataplane dp;
 
-		ret = tool_hsb_listen(o.hsb_listen, o.hsb_vp, o.timeout, NULL, &hs, &dp);
+		ret = tool_hsb_listen(o.hsb_listen, o.hsb_vp, o.hsb_allow, o.hsb_allow_len,
+				      o.n_hsb_allow, o.timeout, NULL, &hs, &dp);
 		if (ret)
 			tool_fail("vppu", "hsb register server", ret);
 		ql_hl_server_destroy(hs);

@@ -73,9 +73,9 @@ int tool_sdr(int argc, char **argv); /* qlink_sdr.c */
 struct ql_hl_server;
 struct ql_hsb_dataplane;
 /* stop (may be NULL): set by a signal handler, ends the wait (-EINTR). */
-int tool_hsb_listen(const char *spec, uint32_t vp, double timeout_s,
-		    const volatile sig_atomic_t *stop, struct ql_hl_server **srv,
-		    struct ql_hsb_dataplane *out);
+int tool_hsb_listen(const char *spec, uint32_t vp, const uint32_t *allow, const uint32_t *allow_len,
+		    uint32_t n_allow, double timeout_s, const volatile sig_atomic_t *stop,
+		    struct ql_hl_server **srv, struct ql_hsb_dataplane *out);
 void tool_hsb_print(FILE *f, uint32_t vp, const struct ql_hsb_dataplane *dp);
 
 #endif

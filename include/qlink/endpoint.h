@@ -99,9 +99,10 @@ typedef int (*ql_ep_handler_fn)(struct ql_ep_call *call, void *arg);
 
 struct ql_ep_server_opts {
 	const char *device; /* verbs device URI; NULL: "soft+shm://qlink-ep" */
-	const char *listen; /* "HOST:PORT" (TCP) or "unix:PATH"; NULL: "127.0.0.1:7471" */
-	int max_conns;	    /* 0: QL_EP_DEFAULT_MAX_CONNS */
-	int handshake_ms;   /* a client must finish its hello in this; 0: 1000 */
+	const char *
+		listen; /* "HOST:PORT", "[IPV6]:PORT" (TCP) or "unix:PATH"; NULL: "127.0.0.1:7471" */
+	int max_conns;	/* 0: QL_EP_DEFAULT_MAX_CONNS */
+	int handshake_ms; /* a client must finish its hello in this; 0: 1000 */
 	/* after this long without an event, ql_ep_server_poll sleeps in
 	 * poll(2) on the sockets for 1 ms at a time (a request then waits up to
 	 * that); 0: 1000 us; < 0: never sleep (busy-poll, for benchmarks) */
@@ -158,7 +159,7 @@ void ql_ep_server_destroy(struct ql_ep_server *srv);
 struct ql_ep_client;
 
 /* Open `device` (a verbs URI), connect to the server at `address`
- * ("HOST:PORT" or "unix:PATH"). -ECONNREFUSED, -ETIMEDOUT, -EPROTO (not an
+ * ("HOST:PORT", "[IPV6]:PORT" or "unix:PATH"). -ECONNREFUSED, -ETIMEDOUT, -EPROTO (not an
  * endpoint server), or what the server refused with. */
 int ql_ep_client_connect(const char *device, const char *address, struct ql_ep_client **c);
 void ql_ep_client_close(struct ql_ep_client *c);

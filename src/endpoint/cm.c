@@ -26,15 +26,24 @@
 union ep_sockaddr {
 	struct sockaddr sa;
 	struct sockaddr_in in;
+	struct sockaddr_in6 in6;
 	struct sockaddr_un un;
 };
 
+/* "HOST:PORT" (HOST an IPv4 address or a name resolved to IPv4, as
+ * before), "[IPV6]:PORT" (an IPv6 address, or a name resolved to IPv6,
+ * in brackets) or "unix:PATH". An unbracketed HOST with a colon in it is
+ * refused: "::1:7471" cannot be split safely. */
 static int parse_address(const char *address, union ep_sockaddr *sa, socklen_t *salen)
 {
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM };
+	struct addrinfo *res = NULL;
 	char host[64];
-	const char *colon;
+	const char *h, *colon;
+	size_t hlen;
 	char *end;
 	unsigned long port;
+	int v6;
 
 	memset(sa, 0, sizeof(*sa));
 	if (!address)
@@ -50,28 +59,50 @@ static int parse_address(const char *address, union ep_sockaddr *sa, socklen_t *
 		*salen = (socklen_t)sizeof(sa->un);
 		return 0;
 	}
-	colon = strrchr(address, ':');
-	if (!colon || colon == address || (size_t)(colon - address) >= sizeof(host))
-		return ql_error_set(-EINVAL, "address '%s': expected HOST:PORT or unix:PATH",
+	v6 = address[0] == '[';
+	if (v6) {
+		const char *close = strchr(address, ']');
+
+		if (!close || close[1] != ':')
+			return ql_error_set(-EINVAL, "address '%s': expected [IPV6]:PORT", address);
+		h = address + 1;
+		hlen = (size_t)(close - h);
+		colon = close + 1;
+	} else {
+		colon = strrchr(address, ':');
+		h = address;
+		hlen = colon ? (size_t)(colon - address) : 0;
+		if (colon && memchr(address, ':', hlen))
+			return ql_error_set(-EINVAL,
+					    "address '%s': an IPv6 address goes in brackets, "
+					    "[ADDR]:PORT",
+					    address);
+	}
+	if (!colon || hlen == 0 || hlen >= sizeof(host))
+		return ql_error_set(-EINVAL,
+				    "address '%s': expected HOST:PORT, [IPV6]:PORT or unix:PATH",
 				    address);
-	memcpy(host, address, (size_t)(colon - address));
-	host[colon - address] = '\0';
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
 	errno = 0;
 	port = strtoul(colon + 1, &end, 10);
-	if (errno || *end || end == colon + 1 || port > 65535)
+	if (errno || *end || end == colon + 1 || port > 65535 || colon[1] == '-' ||
+	    colon[1] == '+' || colon[1] == ' ')
 		return ql_error_set(-EINVAL, "address '%s': bad port", address);
-	sa->in.sin_family = AF_INET;
-	sa->in.sin_port = htons((uint16_t)port);
-	if (inet_pton(AF_INET, host, &sa->in.sin_addr) != 1) {
-		struct addrinfo hints = { .ai_family = AF_INET, .ai_socktype = SOCK_STREAM };
-		struct addrinfo *res = NULL;
-
-		if (getaddrinfo(host, NULL, &hints, &res) || !res)
-			return ql_error_set(-EINVAL, "address '%s': unknown host", address);
+	hints.ai_family = v6 ? AF_INET6 : AF_INET;
+	if (getaddrinfo(host, NULL, &hints, &res) || !res)
+		return ql_error_set(-EINVAL, "address '%s': unknown host", address);
+	if (v6) {
+		memcpy(&sa->in6, res->ai_addr, sizeof(sa->in6));
+		sa->in6.sin6_port = htons((uint16_t)port);
+		*salen = (socklen_t)sizeof(sa->in6);
+	} else {
+		sa->in.sin_family = AF_INET;
+		sa->in.sin_port = htons((uint16_t)port);
 		sa->in.sin_addr = ((struct sockaddr_in *)(void *)res->ai_addr)->sin_addr;
-		freeaddrinfo(res);
+		*salen = (socklen_t)sizeof(sa->in);
 	}
-	*salen = (socklen_t)sizeof(sa->in);
+	freeaddrinfo(res);
 	return 0;
 }
 
@@ -97,10 +128,14 @@ int ql__ep_listen(const char *address, int *fdp, char *bound, size_t bound_len)
 	fd = open_socket(address, &sa, &salen);
 	if (fd < 0)
 		return fd;
-	if (sa.sa.sa_family == AF_INET)
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	else
+	if (sa.sa.sa_family == AF_UNIX) {
 		unlink(sa.un.sun_path); /* a stale socket of an earlier server */
+	} else {
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		/* [::] is IPv6 only: IPv4 clients come to an IPv4 address */
+		if (sa.sa.sa_family == AF_INET6)
+			setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	}
 	if (bind(fd, &sa.sa, salen) || listen(fd, 64)) {
 		ret = -errno;
 		close(fd);
@@ -113,6 +148,13 @@ int ql__ep_listen(const char *address, int *fdp, char *bound, size_t bound_len)
 		getsockname(fd, &sa.sa, &salen);
 		inet_ntop(AF_INET, &sa.in.sin_addr, ip, sizeof(ip));
 		snprintf(bound, bound_len, "%s:%u", ip, ntohs(sa.in.sin_port));
+	} else if (sa.sa.sa_family == AF_INET6) {
+		char ip[INET6_ADDRSTRLEN];
+
+		salen = sizeof(sa.in6);
+		getsockname(fd, &sa.sa, &salen);
+		inet_ntop(AF_INET6, &sa.in6.sin6_addr, ip, sizeof(ip));
+		snprintf(bound, bound_len, "[%s]:%u", ip, ntohs(sa.in6.sin6_port));
 	} else {
 		snprintf(bound, bound_len, "unix:%s", sa.un.sun_path);
 	}
@@ -131,7 +173,7 @@ int ql__ep_connect(const char *address, int timeout_ms, int *fdp)
 	fd = open_socket(address, &sa, &salen);
 	if (fd < 0)
 		return fd;
-	if (sa.sa.sa_family == AF_INET)
+	if (sa.sa.sa_family != AF_UNIX)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (connect(fd, &sa.sa, salen) && errno != EINPROGRESS) {
 		ret = -errno;

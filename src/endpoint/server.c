@@ -38,7 +38,7 @@ enum { WR_CTL_RECV = 1, WR_CTL_SEND, WR_DATA_RECV, WR_DATA_SEND, WR_CREDIT };
 struct ep_endpoint {
 	struct ql_ep_spec_entry e;
 	void *buf;
-	struct ql_mr *mr;
+	int access; /* what a connection's registration of buf allows */
 	ql_ep_handler_fn fn;
 	void *arg;
 	uint64_t busy_conn; /* send: the connection whose data receive is posted */
@@ -58,6 +58,11 @@ struct ep_conn {
 	struct ql_cq *cq;  /* control QP both ways, data QP receives */
 	struct ql_cq *dcq; /* data QP sends: waited for alone */
 	struct ql_qp *ctl, *data;
+	/* Its own protection domain: its QPs, its ack ring and its own
+	 * registrations of the endpoint buffers it described (epmr), so an
+	 * rkey it learns of another connection's is refused by the NIC. */
+	struct ql_pd *pd;
+	struct ql_mr *epmr[QL_EP_MAX_ENDPOINTS];
 	uint8_t *mem;
 	struct ql_mr *mr;
 	unsigned send_next;
@@ -210,14 +215,19 @@ static void conn_close(struct ql_ep_server *s, struct ep_conn *c, const char *wh
 		ql_cq_destroy(c->cq);
 	if (c->dcq)
 		ql_cq_destroy(c->dcq);
+	for (int i = 0; i < s->nep; i++)
+		if (c->epmr[i])
+			ql_mr_dereg(c->epmr[i]);
 	if (c->mr)
 		ql_mr_dereg(c->mr);
 	if (c->mem)
-		ql_pd_mem_free(s->pd, c->mem);
+		ql_pd_mem_free(c->pd, c->mem);
 	if (c->ring_mr)
 		ql_mr_dereg(c->ring_mr);
 	if (c->ring)
-		ql_pd_mem_free(s->pd, (void *)(uintptr_t)c->ring);
+		ql_pd_mem_free(c->pd, (void *)(uintptr_t)c->ring);
+	if (c->pd)
+		ql_pd_free(c->pd);
 	if (c->fd >= 0)
 		close(c->fd);
 	memset(c, 0, sizeof(*c));
@@ -270,11 +280,12 @@ static int send_reply(struct ep_conn *c, const struct ql_epw_msg *m)
 /* Post the data of a receive endpoint (len bytes, maybe 0) on the data QP
  * and wait for it to leave: the endpoint's buffer is shared by every
  * connection and a handler may rewrite it as soon as we return. */
-static int send_data(struct ep_conn *c, struct ep_endpoint *ep, size_t len, int status)
+static int send_data(struct ep_conn *c, struct ep_endpoint *ep, struct ql_mr *mr, size_t len,
+		     int status)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)ep->buf,
 			       .length = (uint32_t)len,
-			       .lkey = ql_mr_lkey(ep->mr) };
+			       .lkey = mr ? ql_mr_lkey(mr) : 0 };
 	struct ibv_send_wr wr = {
 		.wr_id = WR_ID(WR_DATA_SEND, 0),
 		.sg_list = len ? &sge : NULL,
@@ -298,10 +309,23 @@ static int send_data(struct ep_conn *c, struct ep_endpoint *ep, size_t len, int 
 	return n < 0 || wc.status != IBV_WC_SUCCESS || (wc.wr_id >> 32) != WR_DATA_SEND ? -EIO : 0;
 }
 
+/* The connection's own registration of endpoint i's buffer, made on its
+ * first request for it (a setup step, once per connection and endpoint);
+ * NULL if the device has no memory region left. */
+static struct ql_mr *conn_ep_mr(struct ql_ep_server *s, struct ep_conn *c, int i)
+{
+	struct ep_endpoint *ep = &s->ep[i];
+
+	if (!c->epmr[i] && ql_mr_reg(c->pd, ep->buf, ep->e.size, ep->access, &c->epmr[i]))
+		c->epmr[i] = NULL;
+	return c->epmr[i];
+}
+
 static void on_request(struct ql_ep_server *s, struct ep_conn *c, const struct ql_epw_msg *m)
 {
 	struct ql_epw_msg r = { .kind = QL_EPW_REPLY, .op = m->op, .seq = m->seq };
 	struct ep_endpoint *ep = NULL;
+	struct ql_mr *mr = NULL;
 	int other, i, status = 0;
 	size_t len = 0;
 
@@ -317,12 +341,14 @@ static void on_request(struct ql_ep_server *s, struct ep_conn *c, const struct q
 		ep = &s->ep[i];
 	if (!status && m->op != QL_EP_RECEIVE && m->length > ep->e.size)
 		status = -EMSGSIZE;
+	if (!status && !(mr = conn_ep_mr(s, c, i)))
+		status = -ENOMEM;
 	if (!status) {
 		switch (m->op) {
 		case QL_EP_SEND: {
 			struct ibv_sge sge = { .addr = (uintptr_t)ep->buf,
 					       .length = (uint32_t)ep->e.size,
-					       .lkey = ql_mr_lkey(ep->mr) };
+					       .lkey = ql_mr_lkey(mr) };
 			struct ibv_recv_wr wr = { .wr_id = WR_ID(WR_DATA_RECV, i),
 						  .sg_list = &sge,
 						  .num_sge = 1 };
@@ -361,7 +387,7 @@ static void on_request(struct ql_ep_server *s, struct ep_conn *c, const struct q
 			if (r.flags)
 				c->ring_fast = 1;
 			r.ep_id = (uint32_t)i;
-			r.rkey = ql_mr_rkey(ep->mr);
+			r.rkey = ql_mr_rkey(mr);
 			r.addr = (uintptr_t)ep->buf;
 			r.length = ep->e.size;
 			break;
@@ -374,7 +400,8 @@ static void on_request(struct ql_ep_server *s, struct ep_conn *c, const struct q
 	r.status = status;
 	/* a receive request is answered on the data QP too, always: the
 	 * client has a receive posted there for it */
-	if (m->op == QL_EP_RECEIVE && send_data(c, ep ? ep : &s->ep[0], status ? 0 : len, status)) {
+	if (m->op == QL_EP_RECEIVE &&
+	    send_data(c, ep ? ep : &s->ep[0], mr, status ? 0 : len, status)) {
 		conn_close(s, c, "data send failed");
 		return;
 	}
@@ -582,22 +609,25 @@ static int conn_setup(struct ql_ep_server *s, struct ep_conn *c)
 	if ((ret = ql_cq_create(s->dev, 2 * (CTL_RECVS + CTL_SENDS) + 8, &c->cq)) ||
 	    (ret = ql_cq_create(s->dev, 8, &c->dcq)))
 		return ret;
-	ret = ql_pd_mem_alloc(s->pd, CONN_MEM, (void **)&c->mem);
+	ret = ql_pd_alloc(s->dev, &c->pd);
 	if (ret)
 		return ret;
-	ret = ql_mr_reg(s->pd, c->mem, CONN_MEM, IBV_ACCESS_LOCAL_WRITE, &c->mr);
+	ret = ql_pd_mem_alloc(c->pd, CONN_MEM, (void **)&c->mem);
+	if (ret)
+		return ret;
+	ret = ql_mr_reg(c->pd, c->mem, CONN_MEM, IBV_ACCESS_LOCAL_WRITE, &c->mr);
 	if (ret)
 		return ret;
 	if (pc.length < 8 || !pc.rkey)
 		return ql_error_set(-EPROTO, "the hello names no credit word");
 	c->credit_addr = pc.vaddr;
 	c->credit_rkey = pc.rkey;
-	ret = ql_pd_mem_alloc(s->pd, RING_BYTES, &ring);
+	ret = ql_pd_mem_alloc(c->pd, RING_BYTES, &ring);
 	if (ret)
 		return ret;
 	c->ring = ring;
 	c->ack_seq = 1;
-	ret = ql_mr_reg(s->pd, ring, RING_BYTES, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+	ret = ql_mr_reg(c->pd, ring, RING_BYTES, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
 			&c->ring_mr);
 	if (ret)
 		return ret;
@@ -614,14 +644,14 @@ static int conn_setup(struct ql_ep_server *s, struct ep_conn *c)
 	a.cap.max_recv_wr = CTL_RECVS;
 	a.cap.max_send_sge = 1;
 	a.cap.max_recv_sge = 1;
-	ret = ql_qp_create(s->pd, &a, &c->ctl);
+	ret = ql_qp_create(c->pd, &a, &c->ctl);
 	if (ret)
 		return ret;
 	a.send_cq = c->dcq;
 	a.recv_cq = c->dcq;
 	a.cap.max_send_wr = 2;
 	a.cap.max_recv_wr = 2;
-	ret = ql_qp_create(s->pd, &a, &c->data);
+	ret = ql_qp_create(c->pd, &a, &c->data);
 	if (ret)
 		return ret;
 	ql_qp_connect_opts_default(&o);
@@ -692,7 +722,13 @@ static int accept_all(struct ql_ep_server *s)
 			memcpy(src, &((struct sockaddr_in *)&ss)->sin_addr, 4);
 			has_src = 1;
 		} else if (ss.ss_family == AF_INET6) {
-			memcpy(src, &((struct sockaddr_in6 *)&ss)->sin6_addr, 16);
+			const struct in6_addr *a6 = &((struct sockaddr_in6 *)&ss)->sin6_addr;
+
+			/* an IPv4-mapped source counts as the IPv4 address it is */
+			if (IN6_IS_ADDR_V4MAPPED(a6))
+				memcpy(src, &a6->s6_addr[12], 4);
+			else
+				memcpy(src, a6, 16);
 			has_src = 1;
 		}
 		sl = sizeof(ss);
@@ -928,13 +964,11 @@ int ql_ep_server_create(const struct ql_ep_spec *spec, const struct ql_ep_server
 			access |= IBV_ACCESS_REMOTE_WRITE;
 		else if (ep->e.type == QL_EP_READ)
 			access |= IBV_ACCESS_REMOTE_READ;
+		ep->access = access;
 		ret = ql_pd_mem_alloc(s->pd, ep->e.size, &ep->buf);
 		if (ret)
 			goto fail;
 		s->nep = i + 1;
-		ret = ql_mr_reg(s->pd, ep->buf, ep->e.size, access, &ep->mr);
-		if (ret)
-			goto fail;
 	}
 	ret = ql__ep_listen(d.listen, &s->lfd, s->addr, sizeof(s->addr));
 	if (ret)
@@ -954,8 +988,6 @@ void ql_ep_server_destroy(struct ql_ep_server *s)
 		if (s->conns[i].state != CONN_FREE)
 			conn_close(s, &s->conns[i], "server destroyed");
 	for (int i = 0; i < s->nep; i++) {
-		if (s->ep[i].mr)
-			ql_mr_dereg(s->ep[i].mr);
 		if (s->ep[i].buf)
 			ql_pd_mem_free(s->pd, s->ep[i].buf);
 	}
