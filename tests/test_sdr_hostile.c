@@ -454,12 +454,54 @@ static void test_hostile_confined(void **state)
 	sp_pair_close(&h.pp);
 }
 
+/* The control QP carries SENDs only: a peer's RDMA WRITE over it (into the
+ * root buffer, whose rkey it holds) is refused by the NIC, not placed
+ * (the QPs are connected with the access they need: the control QP none,
+ * the data QP REMOTE_WRITE; docs/sdr.md "Trust"). The peer breaks its own
+ * connection doing so, nothing else. */
+static void test_hostile_ctrl_qp_rdma(void **state)
+{
+	const struct vt_param *p = *state;
+	struct hx h;
+	const uint8_t *root;
+	bool landed = false;
+
+	hx_open(p, &h);
+	root = (const uint8_t *)(uintptr_t)h.root;
+	memset(h.src, 0xee, 64);
+	{
+		struct ibv_sge sge = { (uintptr_t)h.src, 64, ql_mr_lkey(h.mr) };
+		struct ibv_send_wr wr = { .sg_list = &sge,
+					  .num_sge = 1,
+					  .opcode = IBV_WR_RDMA_WRITE,
+					  .wr.rdma = { h.root + 128, h.rkey } },
+				   *bad;
+
+		assert_int_equal(ql_qp_post_send(h.pp.s->ctrl_qp, &wr, &bad), 0);
+	}
+	{
+		uint64_t end = ql_clock_ns() + 300000000ull;
+
+		while (ql_clock_ns() < end && !landed) {
+			ql_sdr_progress(h.pp.r);
+			ql_sdr_progress(h.pp.s);
+			landed = root[128] == 0xee && root[191] == 0xee;
+		}
+	}
+	assert_false(landed);
+	ql_sdr_buf_free(h.pp.r, h.cbuf[0], h.cmr[0]);
+	ql_sdr_buf_free(h.pp.s, h.cbuf[1], h.cmr[1]);
+	ql_sdr_buf_free(h.pp.s, h.src, h.mr);
+	sp_pair_close(&h.pp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hostile_packets),
 		cmocka_unit_test(test_hostile_control),
 		cmocka_unit_test(test_hostile_confined),
+		cmocka_unit_test(test_hostile_ctrl_qp_rdma),
 	};
 
 	return VT_RUN_PER_URI(tests);

@@ -465,7 +465,20 @@ static void test_local_params(void **state)
 	assert_memory_equal(p.gid.raw, pr->a.attr.gid.raw, 16);
 	/* the port's active MTU: 4096 on the soft NIC, the link's on a real one */
 	assert_int_equal(p.mtu, pr->a.attr.port.active_mtu);
-	assert_int_equal(p.psn, 0);
+	/* the first PSN the QP sends: random on soft+udp (docs/soft-udp.md
+	 * 11), 0 elsewhere; what ql_qp_connect gave the QP as its sq_psn */
+	assert_true(p.psn <= 0xffffff);
+	{
+		struct ibv_qp_attr qa;
+		struct ql_qp_init_attr ia;
+
+		assert_int_equal(ql_qp_query(pr->a.qp, &qa, IBV_QP_SQ_PSN, &ia), 0);
+		assert_int_equal(qa.sq_psn, p.psn);
+	}
+	if (pr->param->udp)
+		assert_int_not_equal(p.psn, 0); /* 2^-24 of the time it would be 0 */
+	else
+		assert_int_equal(p.psn, 0);
 	assert_int_equal(p.vaddr, 0);
 	assert_int_equal(p.rkey, 0);
 	assert_int_equal(p.length, 0);

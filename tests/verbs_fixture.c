@@ -231,8 +231,14 @@ int vt_modify_rtr(struct ql_qp *qp, enum ibv_qp_type type, const struct ql_conn_
 
 int vt_modify_rts(struct ql_qp *qp, enum ibv_qp_type type)
 {
+	struct ql_conn_params lp;
 	struct ibv_qp_attr a;
 	int mask = vt_attr_rts(&a, type);
+
+	/* send from the PSN the peer was told (vt_end's params: random on
+	 * soft+udp) */
+	if (ql_qp_local_params(qp, &lp) == 0)
+		a.sq_psn = lp.psn;
 
 	return modify(qp, &a, mask, "-> RTS");
 }

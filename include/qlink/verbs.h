@@ -268,7 +268,9 @@ struct ql_conn_params {
  * negative errno. */
 int ql_conn_params_format(const struct ql_conn_params *p, char *buf, size_t len);
 int ql_conn_params_parse(const char *text, struct ql_conn_params *p);
-/* Fill qpn, gid and mtu of a local QP (psn = 0, no memory region). */
+/* Fill qpn, psn, gid and mtu of a local QP (no memory region). psn is the
+ * first PSN the QP sends when connected with ql_qp_connect: random on
+ * soft+udp (docs/soft-udp.md 11), 0 on the other providers. */
 int ql_qp_local_params(struct ql_qp *qp, struct ql_conn_params *p);
 
 struct ql_qp_connect_opts {

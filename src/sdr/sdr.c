@@ -685,6 +685,7 @@ static int post_data_recvs(struct ql_sdr_conn *c, uint32_t n)
 static int handshake(struct ql_sdr_conn *c, const struct ql_conn_params *data,
 		     const struct ql_conn_params *ctrl, int timeout_ms, bool connector)
 {
+	struct ql_qp_connect_opts o;
 	uint8_t hello[HELLO_LEN];
 	uint64_t end;
 	int rc;
@@ -693,10 +694,16 @@ static int handshake(struct ql_sdr_conn *c, const struct ql_conn_params *data,
 		return ql_error_set(-EINVAL, "sdr: NULL argument");
 	if (c->connected || c->handshaking)
 		return ql_error_set(-EISCONN, "sdr: already connected");
-	rc = ql_qp_connect(c->data_qp, data, NULL);
+	/* the access each QP needs, no more: the peer WRITEs (with
+	 * immediate) on the data QP, and only SENDs on the control QP (with
+	 * the defaults, REMOTE_WRITE/READ/ATOMIC, it could RDMA over it) */
+	ql_qp_connect_opts_default(&o);
+	o.access = IBV_ACCESS_REMOTE_WRITE;
+	rc = ql_qp_connect(c->data_qp, data, &o);
 	if (rc)
 		return rc;
-	rc = ql_qp_connect(c->ctrl_qp, ctrl, NULL);
+	o.access = 0;
+	rc = ql_qp_connect(c->ctrl_qp, ctrl, &o);
 	if (rc)
 		return rc;
 	for (uint32_t i = 0; i < c->ctrl_depth; i++)

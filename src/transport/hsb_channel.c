@@ -39,6 +39,7 @@
 #include "qlink/hsb.h"
 #include "transport/hsb_int.h"
 #include "transport/txq.h"
+#include "verbs/provider.h"
 
 #define HCH_IDLE_CHECK 65536
 #define HCH_REPOST_BATCH 16u
@@ -302,6 +303,7 @@ static int create_qp(struct hch *c)
 	ret = ql_qp_create(c->pd, &ia, &c->qp);
 	if (ret)
 		return ret;
+	c->qp->init_psn = 0; /* HSB starts both directions at PSN 0 */
 	c->tx.max_inline = ia.cap.max_inline_data;
 	/* the re-post chain: WQEs without SGEs (WRITE WITH IMMEDIATE places
 	 * nothing); wr_id means nothing, the page is the immediate's */

@@ -36,7 +36,7 @@ static struct sudp_device *to_dev(struct ql_device *d)
 	return (struct sudp_device *)d;
 }
 
-static void random_fill(void *buf, size_t len)
+void sudp_random(void *buf, size_t len)
 {
 	uint8_t *p = buf;
 
@@ -76,6 +76,8 @@ struct sudp_opts {
 	uint32_t idle_us;
 	int cpu;
 	enum ibv_mtu mtu;
+	enum sudp_peer_port peer_port;
+	uint16_t peer_port_n;
 	char pcap[QL_DEVICE_URI_MAX];
 	char fault_q[QL_DEVICE_URI_MAX];
 };
@@ -118,6 +120,21 @@ static int parse_query(const char *uri, const char *q, struct sudp_opts *o)
 			if (errno || end == v || *end || *v == '-' || n >= CPU_SETSIZE)
 				goto bad;
 			o->cpu = (int)n;
+		} else if (!strcmp(kv, "peer_port")) {
+			if (!strcmp(v, "any")) {
+				o->peer_port = SUDP_PEER_PORT_ANY;
+			} else if (!strcmp(v, "same")) {
+				o->peer_port = SUDP_PEER_PORT_SAME;
+			} else if (!strcmp(v, "rxe")) {
+				o->peer_port = SUDP_PEER_PORT_RXE;
+			} else {
+				errno = 0;
+				n = strtoul(v, &end, 10);
+				if (errno || end == v || *end || *v == '-' || n == 0 || n > 65535)
+					goto bad;
+				o->peer_port = SUDP_PEER_PORT_FIXED;
+				o->peer_port_n = (uint16_t)n;
+			}
 		} else if (!strcmp(kv, "mtu")) {
 			n = strtoul(v, &end, 10);
 			if (*end)
@@ -155,7 +172,7 @@ bad:
 	return ql_error_set(
 		-EINVAL,
 		"'%s': the query takes poll=busy|adaptive, idle_us=N, cpu=N, pcap=FILE, "
-		"mtu=256|512|1024|2048|4096 and the fault options of "
+		"mtu=256|512|1024|2048|4096, peer_port=any|same|rxe|N and the fault options of "
 		"docs/soft-udp.md, joined by '&'",
 		uri);
 }
@@ -375,6 +392,8 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 	dev->poll_mode = o.poll;
 	dev->cpu = o.cpu;
 	dev->idle_us = o.idle_us;
+	dev->peer_port = o.peer_port;
+	dev->peer_port_n = o.peer_port_n;
 	ret = open_socket(uri, dev);
 	if (ret)
 		goto err;
@@ -406,9 +425,9 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 	}
 	pthread_mutex_init(&dev->setup, NULL);
 	dev->next_pd_id = 1;
-	random_fill(dev->key_secret, sizeof(dev->key_secret));
-	random_fill(dev->mr_epoch, sizeof(dev->mr_epoch));
-	random_fill(dev->qp_gen, sizeof(dev->qp_gen));
+	sudp_random(dev->key_secret, sizeof(dev->key_secret));
+	sudp_random(dev->mr_epoch, sizeof(dev->mr_epoch));
+	sudp_random(dev->qp_gen, sizeof(dev->qp_gen));
 	dev->base.ops = &sudp_device_ops;
 	ret = pthread_create(&dev->thread, NULL, sudp_nic_main, dev);
 	if (ret) {

@@ -186,9 +186,12 @@ void sudp_qp_reset_transport(struct sudp_qp *qp)
 	qp->in_send = qp->in_write = qp->drop_msg = false;
 	qp->recv_off = 0;
 	qp->wr_ptr = NULL;
+	qp->wr_rkey = 0;
 	qp->wr_left = qp->wr_total = 0;
 	memset(qp->atom, 0, sizeof(qp->atom));
 	qp->atom_next = 0;
+	memset(qp->rd, 0, sizeof(qp->rd));
+	qp->rd_next = 0;
 	qp->flushed = false;
 }
 
@@ -965,11 +968,32 @@ static void rx_dup(struct sudp_qp *qp, const struct roce_pkt *p)
 
 	sudp_cnt(qp->dev, SC_DUP);
 	if (op == ROCE_OP_RDMA_READ_REQUEST) {
-		/* re-executed: READ has no side effect */
-		uint32_t msn = qp->msn;
+		/* re-executed (READ has no side effect), but only as a valid
+		 * duplicate (IBTA 9.7.5.1.4, as rxe): the rest of a READ we
+		 * executed, asked from one of its PSNs. Anything else is
+		 * dropped silently, and never a reason for a NAK: a replayed
+		 * or forged old READ cannot kill the QP. */
+		for (uint32_t i = 0; i < SUDP_MAX_RD_ATOMIC; i++) {
+			const uint32_t k = (uint32_t)sudp_psn_diff(p->bth.psn, qp->rd[i].psn);
+			const uint64_t off = (uint64_t)k * qp->mtu;
+			const uint8_t *src = NULL;
 
-		(void)do_read(qp, p);
-		qp->msn = msn;
+			if (!qp->rd[i].valid || sudp_psn_diff(p->bth.psn, qp->rd[i].psn) < 0 ||
+			    k >= qp->rd[i].npkts || p->reth.rkey != qp->rd[i].rkey ||
+			    p->reth.va != qp->rd[i].va + off ||
+			    (uint64_t)p->reth.dma_len + off != qp->rd[i].len)
+				continue;
+			if (p->reth.dma_len) {
+				/* the MR may be gone since: dropped then */
+				src = check_remote(qp, p->reth.rkey, p->reth.va, p->reth.dma_len,
+						   IBV_ACCESS_REMOTE_READ);
+				if (!src)
+					return;
+				atomic_thread_fence(memory_order_acquire);
+			}
+			send_read_resp(qp, p->bth.psn, src, p->reth.dma_len);
+			return;
+		}
 		return;
 	}
 	if (op == ROCE_OP_COMPARE_SWAP || op == ROCE_OP_FETCH_ADD) {
@@ -1141,6 +1165,7 @@ static void rx_write(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 		}
 		qp->in_write = true;
 		qp->wr_ptr = dst;
+		qp->wr_rkey = p->reth.rkey;
 		qp->wr_left = p->reth.dma_len;
 		qp->wr_total = p->reth.dma_len;
 	}
@@ -1153,6 +1178,17 @@ static void rx_write(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 	}
 	if (last && imm && !rq_has(qp)) {
 		no_recv(qp, p);
+		return;
+	}
+	/* the MR may have been deregistered (and unmapped) since the FIRST
+	 * packet: ql_mr_dereg serialises with this thread and clears the
+	 * entry, so a MIDDLE or LAST packet places bytes only while the MR
+	 * the RETH named is still registered (a new MR in its slot has
+	 * another rkey). One load and compare per packet, no lock. */
+	if (p->payload_len &&
+	    sudp_unlikely(qp->dev->mr[qp->wr_rkey & (SUDP_MAX_MR - 1)].rkey != qp->wr_rkey)) {
+		qp->in_write = false;
+		refuse(qp, p, ROCE_NAK_REMOTE_ACCESS, SC_NAK_ACCESS, SC_UC_DROP_ACCESS);
 		return;
 	}
 	if (p->payload_len) {
@@ -1271,8 +1307,16 @@ static void rx_request(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 
 		flush_ack(qp);
 		qp->msn++;
-		if (do_read(qp, p))
+		if (do_read(qp, p)) {
+			qp->rd[qp->rd_next].psn = p->bth.psn;
+			qp->rd[qp->rd_next].npkts = n;
+			qp->rd[qp->rd_next].va = p->reth.va;
+			qp->rd[qp->rd_next].rkey = p->reth.rkey;
+			qp->rd[qp->rd_next].len = p->reth.dma_len;
+			qp->rd[qp->rd_next].valid = true;
+			qp->rd_next = (qp->rd_next + 1) % SUDP_MAX_RD_ATOMIC;
 			qp->epsn = psn_add(p->bth.psn, n);
+		}
 		return;
 	} else {
 		rx_atomic(qp, p, op);
@@ -1339,6 +1383,7 @@ static void rx_datagram(struct sudp_device *dev, const uint8_t *buf, size_t len,
 	op = ROCE_OPCODE_OP(p.bth.opcode);
 	/* only from the address the QP is connected to, of its own type */
 	if (!qp->connected || memcmp(a.src, qp->peer_ip, dev->family == AF_INET ? 4 : 16) != 0 ||
+	    (qp->peer_sport[0] && a.sport != qp->peer_sport[0] && a.sport != qp->peer_sport[1]) ||
 	    (tr == ROCE_TR_RC) != (qp->type == IBV_QPT_RC) ||
 	    (tr != ROCE_TR_RC && tr != ROCE_TR_UC)) {
 		sudp_cnt(dev, SC_RX_BAD);

@@ -49,7 +49,7 @@ int sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	struct sudp_cq *scq = (struct sudp_cq *)ia->send_cq, *rcq = (struct sudp_cq *)ia->recv_cq;
 	struct ibv_qp_cap *cap = &ia->cap;
 	struct sudp_qp *qp;
-	uint32_t idx, sq_size, rq_size;
+	uint32_t idx, sq_size, rq_size, rnd[3];
 
 	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UC)
 		return ql_error_set(-EOPNOTSUPP,
@@ -106,9 +106,21 @@ int sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	qp->cap = *cap;
 	atomic_init(&qp->state, IBV_QPS_RESET);
 
+	/* QP number and initial PSN unpredictable to a third party (a forged
+	 * packet must guess both, docs/soft-udp.md 11): a free slot from a
+	 * random start, its generation moved on by a random step, the
+	 * initial send PSN random (24 bits each, read at setup only) */
+	sudp_random(rnd, sizeof(rnd));
 	pthread_mutex_lock(&dev->setup);
-	for (idx = 2; idx < SUDP_MAX_QP && dev->qps[idx]; idx++)
-		;
+	idx = SUDP_MAX_QP;
+	for (uint32_t i = 0; i < SUDP_MAX_QP - 2; i++) {
+		uint32_t k = 2 + (rnd[0] + i) % (SUDP_MAX_QP - 2);
+
+		if (!dev->qps[k]) {
+			idx = k;
+			break;
+		}
+	}
 	if (idx == SUDP_MAX_QP) {
 		pthread_mutex_unlock(&dev->setup);
 		qp_free(qp);
@@ -116,7 +128,14 @@ int sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 				    SUDP_MAX_QP - 2);
 	}
 	qp->idx = idx;
-	qp->base.qp_num = (((++dev->qp_gen[idx]) & 0x3fff) << SUDP_QP_IDX_BITS) | idx;
+	do {
+		/* a step of 1 .. 2^13: a new QP in a slot never repeats the
+		 * number of the one before it */
+		dev->qp_gen[idx] += 1 + (rnd[1] & 0x1fff);
+		rnd[1] = rnd[1] * 1664525u + 1013904223u;
+		qp->base.qp_num = ((dev->qp_gen[idx] & 0x3fff) << SUDP_QP_IDX_BITS) | idx;
+	} while (qp->base.qp_num == ROCE_QPN_MASK); /* 0xffffff: IB's multicast QPN */
+	qp->base.init_psn = rnd[2] & ROCE_PSN_MASK;
 	pd->nqp++;
 	scq->nrefs++;
 	rcq->nrefs++;
@@ -251,6 +270,7 @@ int sudp_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 	if (mask & M(DEST_QPN)) {
 		qp->dest_qpn = a->dest_qp_num;
 		qp->attr.dest_qp_num = a->dest_qp_num;
+		sudp_peer_sport(qp, qp->peer_sport);
 	}
 	if (mask & M(ACCESS_FLAGS))
 		qp->attr.qp_access_flags = a->qp_access_flags;
@@ -340,6 +360,28 @@ int sudp_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct ql_qp
 		ia->qp_context = qp->qp_context;
 	}
 	return 0;
+}
+
+void sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2])
+{
+	const struct sudp_device *dev = qp->dev;
+
+	switch (dev->peer_port) {
+	case SUDP_PEER_PORT_SAME:
+		port[0] = port[1] = dev->port;
+		break;
+	case SUDP_PEER_PORT_RXE:
+		/* either kernel generation's rule */
+		port[0] = sudp_rxe_sport(qp->dest_qpn, qp->base.qp_num);
+		port[1] = sudp_rxe_sport_old(qp->dest_qpn);
+		break;
+	case SUDP_PEER_PORT_FIXED:
+		port[0] = port[1] = dev->peer_port_n;
+		break;
+	default:
+		port[0] = port[1] = 0;
+		break;
+	}
 }
 
 /* Caller holds the device lock. */

@@ -57,6 +57,15 @@
 
 enum sudp_poll_mode { SUDP_POLL_ADAPTIVE, SUDP_POLL_BUSY };
 
+/* peer_port=: which UDP source port a connected peer's packets must come
+ * from (docs/soft-udp.md 8) */
+enum sudp_peer_port {
+	SUDP_PEER_PORT_ANY,  /* any (the default) */
+	SUDP_PEER_PORT_SAME, /* this device's own port: what qlink peers send from */
+	SUDP_PEER_PORT_RXE,  /* kernel rxe's, derived from the QPNs (sudp_rxe_sport) */
+	SUDP_PEER_PORT_FIXED /* the number given */
+};
+
 /* One send work request as the NIC sees it. wr.sg_list points to the
  * QP's own copy of the SGEs (or to the inline copy). */
 struct sudp_swqe {
@@ -182,7 +191,9 @@ struct sudp_qp {
 	uint32_t unacked;
 	bool in_send, in_write, drop_msg;
 	uint64_t recv_off;
-	uint8_t *wr_ptr; /* WRITE in progress: where the next byte goes */
+	uint8_t *wr_ptr;  /* WRITE in progress: where the next byte goes */
+	uint32_t wr_rkey; /* ... in the MR of this rkey, re-checked per packet:
+			     a dereg between packets ends the message */
 	uint64_t wr_left;
 	uint64_t wr_total;
 	struct {
@@ -191,6 +202,18 @@ struct sudp_qp {
 		bool valid;
 	} atom[SUDP_MAX_RD_ATOMIC];
 	uint32_t atom_next;
+	/* the last READ requests executed (the responder resources of IBTA
+	 * 9.7.5.1.4): a duplicate READ is executed again only if it asks for
+	 * the rest of one of these from one of its PSNs (o9-...: "valid
+	 * duplicate"); any other duplicate READ is dropped */
+	struct {
+		uint64_t va;
+		uint32_t psn, npkts, rkey, len;
+		bool valid;
+	} rd[SUDP_MAX_RD_ATOMIC];
+	uint32_t rd_next;
+	uint16_t peer_sport[2]; /* accept packets only from these UDP source
+				   ports, [0] = 0: any (the device's peer_port=) */
 
 	bool flushed; /* ERR: queues flushed up to the indices seen */
 };
@@ -242,6 +265,8 @@ struct sudp_device {
 	enum sudp_poll_mode poll_mode;
 	uint32_t idle_us;
 	int cpu; /* the NIC thread's CPU, -1: any */
+	enum sudp_peer_port peer_port;
+	uint16_t peer_port_n; /* SUDP_PEER_PORT_FIXED */
 	enum ibv_mtu active_mtu;
 	pthread_t thread;
 	_Atomic bool stop;
@@ -312,6 +337,38 @@ SUDP_HIDDEN int sudp_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int a
 SUDP_HIDDEN int sudp_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 			      struct ql_qp_init_attr *init_attr);
 SUDP_HIDDEN bool sudp_mr_referenced(struct sudp_device *dev, uint32_t lkey);
+
+/* The UDP source ports kernel rxe sends a QP's packets from (requests and
+ * responses alike). Linux <= 5.17 (rxe_qp.c): RXE_ROCE_V2_SPORT (0xc000) +
+ * (hash_32(qp_num, 14) & 0x3fff), hash_32 the multiplicative hash of
+ * include/linux/hash.h (GOLDEN_RATIO_32 0x61c88647). Linux >= 5.18
+ * (rxe_modify_qp): rdma_get_udp_sport(flow_label, own QPN, peer QPN) of
+ * include/rdma/ib_verbs.h, with flow label 0: the 20-bit fold of
+ * lqpn * rqpn (rdma_calc_flow_label), its high 6 bits XORed into the low 14,
+ * | 0xc000 (rdma_flow_label_to_udp_sport). rxe_qpn: the rxe QP's number
+ * (our dest_qpn), our_qpn: ours. */
+static inline uint16_t sudp_rxe_sport_old(uint32_t rxe_qpn)
+{
+	return (uint16_t)(0xc000u + (((rxe_qpn * 0x61c88647u) >> (32 - 14)) & 0x3fffu));
+}
+
+static inline uint16_t sudp_rxe_sport(uint32_t rxe_qpn, uint32_t our_qpn)
+{
+	uint64_t v = (uint64_t)rxe_qpn * our_qpn;
+	uint32_t fl, lo;
+
+	v ^= v >> 20;
+	v ^= v >> 40;
+	fl = (uint32_t)(v & 0xfffffu);
+	lo = (fl & 0x3fffu) ^ ((fl & 0xfc000u) >> 14);
+	return (uint16_t)(lo | 0xc000u);
+}
+
+/* device.c: getrandom (setup calls only) */
+SUDP_HIDDEN void sudp_random(void *buf, size_t len);
+
+/* qp.c: the ports a QP's peer may send from (0: any) */
+SUDP_HIDDEN void sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2]);
 
 /* nic.c */
 SUDP_HIDDEN void *sudp_nic_main(void *arg);

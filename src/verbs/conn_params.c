@@ -189,6 +189,7 @@ int ql_qp_local_params(struct ql_qp *qp, struct ql_conn_params *p)
 		return ret;
 	memset(p, 0, sizeof(*p));
 	p->qpn = qp->qp_num;
+	p->psn = qp->init_psn;
 	p->qp_type = qp->qp_type;
 	p->gid = attr.gid;
 	p->mtu = attr.port.active_mtu;
@@ -263,7 +264,7 @@ int ql_qp_connect(struct ql_qp *qp, const struct ql_conn_params *remote,
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
+	a.sq_psn = qp->init_psn;
 	a.timeout = opts->timeout;
 	a.retry_cnt = opts->retry_cnt;
 	a.rnr_retry = opts->rnr_retry;

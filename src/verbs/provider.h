@@ -95,6 +95,9 @@ struct ql_qp {
 	struct ql_device *dev;
 	struct ql_pd *pd;
 	uint32_t qp_num;
+	uint32_t init_psn; /* the first PSN it sends: ql_qp_local_params gives
+			      it, ql_qp_connect uses it (the provider may
+			      choose it at create, e.g. at random; 0 else) */
 	enum ibv_qp_type qp_type;
 	unsigned int flags; /* QL_QP_INIT_*: set by the verbs layer */
 };

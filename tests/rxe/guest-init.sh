@@ -577,7 +577,7 @@ if [ "$QL_INTEROP" -eq 1 ]; then
 	QL_LOSSY=1
 	ix_case rxe-rxe-netem interop_loss_check netem_on veth1 3% interop_pair ibv://rxe0 ibv://rxe1 - b
 	QL_LOSSY=0
-	ix_case rxe-udp interop_check interop_pair ibv://rxe2 soft+udp://198.18.1.2 qns - \
+	ix_case rxe-udp interop_check interop_pair ibv://rxe2 "soft+udp://198.18.1.2?peer_port=rxe" qns - \
 		vq0 qns 198.18.1.1 rxe-udp
 	QL_LOSSY=1
 	ix_case rxe-udp-loss interop_loss_check interop_pair ibv://rxe2 \
