@@ -3,7 +3,7 @@
  * roce_pcap_gen: writes a pcap of one RoCEv2 packet per opcode the codec
  * knows (RC and UC), plus each AETH kind (ACK, RNR NAK, the NAK codes),
  * over IPv4 (random Identification, as rdma_rxe sends) and IPv6, built by
- * src/udp/roce.c and framed by src/udp/pcap.c. tests/roce_tshark.sh decodes
+ * src/providers/sudp/roce.c and framed by src/providers/sudp/pcap.c. tests/roce_tshark.sh decodes
  * it with tshark.
  *
  *   roce_pcap_gen FILE          prints the number of packets written
@@ -18,8 +18,8 @@
 
 #include <qlink/error.h>
 
-#include "udp/pcap.h"
-#include "udp/roce.h"
+#include "providers/sudp/pcap.h"
+#include "providers/sudp/roce.h"
 
 static const uint8_t opcodes[] = {
 	0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b,

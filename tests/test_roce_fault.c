@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_roce_fault: fault injection in the soft+udp transmit path
- * (src/udp/fault.c): the URI options and their errors, each kind at its
+ * (src/providers/sudp/fault.c): the URI options and their errors, each kind at its
  * rate (statistically), seeds reproducible, drop_nth and drop_once exact,
  * what each kind does to the packet stream (a duplicate follows its
  * original, a reordered packet goes out after the next one, a delayed one
@@ -25,8 +25,8 @@
 #include <qlink/error.h>
 
 #include "hotpath.h"
-#include "udp/fault.h"
-#include "udp/roce.h"
+#include "providers/sudp/fault.h"
+#include "providers/sudp/roce.h"
 
 static struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = 0xb712 };
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_roce_wire: the RoCEv2 codec (src/udp/roce.c, docs/soft-udp.md).
+ * test_roce_wire: the RoCEv2 codec (src/providers/sudp/roce.c, docs/soft-udp.md).
  *
  * The ICRC is checked against a second, deliberately naive implementation
  * here (bit-at-a-time CRC-32 over an explicitly assembled pseudo-packet),
@@ -30,8 +30,8 @@
 
 #include <qlink/error.h>
 
-#include "udp/fault.h"
-#include "udp/roce.h"
+#include "providers/sudp/fault.h"
+#include "providers/sudp/roce.h"
 
 /* ---- the independent reference ---------------------------------------- */
 

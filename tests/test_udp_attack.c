@@ -33,8 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "udp/roce.h"
-#include "udp/sudp.h"
+#include "providers/sudp/roce.h"
+#include "providers/sudp/sudp.h"
 
 static const struct vt_param *udp(void)
 {

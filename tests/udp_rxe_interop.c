@@ -50,7 +50,7 @@
  * ICRC computed here, and the packet in hex.
  *
  * --verify-vectors: recompute the ICRC of every such file in DIR, and
- * have soft+udp's codec (src/udp/roce.c) parse each and solve for its IPv4
+ * have soft+udp's codec (src/providers/sudp/roce.c) parse each and solve for its IPv4
  * Identification, which must be the one the kernel sent.
  *
  * Exit status: 0 every case passed, 1 a case failed, 2 usage or setup.
@@ -83,7 +83,7 @@
 #include <qlink/error.h>
 #include <qlink/verbs.h>
 
-#include "roce.h" /* src/udp: the soft+udp codec, checked against the kernel's packets */
+#include "roce.h" /* src/providers/sudp: the soft+udp codec, checked against the kernel's packets */
 #include "transport/rendezvous.h"
 
 #define IX_BUF_LEN (2u << 20) /* the MR: [0, half) the peer's, [half, end) local */

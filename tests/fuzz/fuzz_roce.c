@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for the RoCEv2 codec (src/udp/roce.c) as a hostile peer
+ * libFuzzer target for the RoCEv2 codec (src/providers/sudp/roce.c) as a hostile peer
  * sees it: any UDP payload through roce_parse, roce_icrc_check and
  * roce_icrc_solve_id, and any query through roce_fault_parse. Checked
  * guarantees: no crash or sanitizer report; a packet that parses rebuilds
@@ -16,8 +16,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "udp/fault.h"
-#include "udp/roce.h"
+#include "providers/sudp/fault.h"
+#include "providers/sudp/roce.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

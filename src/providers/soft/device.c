@@ -14,11 +14,11 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "providers/common/soft_nic.h"
+#include "providers/soft/soft.h"
 #include "qlink/error.h"
 #include "qlink/log.h"
-#include "soft/soft.h"
 #include "verbs/registry.h"
-#include "verbs/soft_nic.h"
 
 #define DEV_MAGIC 0x3156454448534c51ull /* "QLSHDEV1" */
 #define KEY_TAG_BITS (32 - SOFT_MR_IDX_BITS)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* pcap capture of soft+udp packets (pcap.h, docs/soft-udp.md). */
-#include "udp/pcap.h"
+#include "providers/sudp/pcap.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "providers/common/soft_nic.h"
+#include "providers/sudp/sudp.h"
 #include "qlink/error.h"
-#include "udp/sudp.h"
 #include "verbs/qp_fsm.h"
-#include "verbs/soft_nic.h"
 
 #define M(x) IBV_QP_##x
 

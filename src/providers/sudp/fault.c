@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Fault injection in the soft+udp transmit path (fault.h, docs/soft-udp.md). */
-#include "udp/fault.h"
+#include "providers/sudp/fault.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -29,9 +29,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "udp/fault.h"
-#include "udp/pcap.h"
-#include "udp/roce.h"
+#include "providers/sudp/fault.h"
+#include "providers/sudp/pcap.h"
+#include "providers/sudp/roce.h"
 #include "verbs/provider.h"
 
 #define SUDP_HIDDEN __attribute__((visibility("hidden")))

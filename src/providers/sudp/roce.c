@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The RoCEv2 packet codec (roce.h, docs/soft-udp.md). */
-#include "udp/roce.h"
+#include "providers/sudp/roce.h"
 
 #include <errno.h>
 #include <stdbool.h>

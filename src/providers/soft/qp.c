@@ -13,9 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "providers/soft/soft.h"
 #include "qlink/error.h"
 #include "qlink/log.h"
-#include "soft/soft.h"
 #include "verbs/qp_fsm.h"
 
 #define M(x) IBV_QP_##x

@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "udp/sudp.h"
-#include "verbs/soft_nic.h"
+#include "providers/common/soft_nic.h"
+#include "providers/sudp/sudp.h"
 
 #define AETH_ACK ROCE_AETH_ACK(ROCE_AETH_CREDITS_INVALID)
 

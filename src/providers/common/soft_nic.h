@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * soft_nic: what the two software NICs (the soft provider, src/soft, and
- * soft+udp, src/udp) share below their wires: the completion opcode of a
+ * soft_nic: what the two software NICs (the soft provider, src/providers/soft, and
+ * soft+udp, src/providers/sudp) share below their wires: the completion opcode of a
  * work request, and the keyed bijection that makes an MR's keys differ from
  * registration to registration of one MR slot without revealing each other.
  */
-#ifndef QL_VERBS_SOFT_NIC_H
-#define QL_VERBS_SOFT_NIC_H
+#ifndef QL_PROVIDERS_SOFT_NIC_H
+#define QL_PROVIDERS_SOFT_NIC_H
 
 #include <errno.h>
 #include <stdint.h>

@@ -14,7 +14,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "udp/roce.h"
+#include "providers/sudp/roce.h"
 
 struct roce_pcap;
 

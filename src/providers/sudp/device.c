@@ -20,11 +20,11 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "providers/common/soft_nic.h"
+#include "providers/sudp/sudp.h"
 #include "qlink/error.h"
 #include "qlink/log.h"
-#include "udp/sudp.h"
 #include "verbs/registry.h"
-#include "verbs/soft_nic.h"
 
 #define KEY_TAG_BITS (32 - SUDP_MR_IDX_BITS)
 #define KEY_TAG_MASK ((1u << KEY_TAG_BITS) - 1)
