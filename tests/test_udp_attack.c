@@ -92,7 +92,7 @@ static void atk_send(struct atk *k, struct roce_pkt *p)
 	int n;
 
 	p->bth.pkey = ROCE_DEFAULT_PKEY;
-	n = roce_build(buf, sizeof(buf), p, &k->ra);
+	n = ql__roce_build(buf, sizeof(buf), p, &k->ra);
 	assert_true(n > 0);
 	assert_int_equal(sendto(k->fd, buf, (size_t)n, 0, (struct sockaddr *)&k->to, sizeof(k->to)),
 			 n);

@@ -1097,10 +1097,10 @@ static int verify_vectors(const char *dir)
 			memcpy(ra.dst, pkt + 16, 4);
 			ra.sport = (uint16_t)(pkt[ihl] << 8 | pkt[ihl + 1]);
 			ra.dport = (uint16_t)(pkt[ihl + 2] << 8 | pkt[ihl + 3]);
-			pr = roce_parse(pkt + ihl + 8, len - ihl - 8, &rp);
-			sr = roce_icrc_solve_id(pkt + ihl + 8, len - ihl - 8, &ra, &solved);
+			pr = ql__roce_parse(pkt + ihl + 8, len - ihl - 8, &rp);
+			sr = ql__roce_icrc_solve_id(pkt + ihl + 8, len - ihl - 8, &ra, &solved);
 			if (pr || sr || solved != ((uint16_t)(pkt[4] << 8 | pkt[5]))) {
-				printf("FAIL: %s: roce_parse %d, roce_icrc_solve_id %d (id 0x%04x, sent "
+				printf("FAIL: %s: ql__roce_parse %d, ql__roce_icrc_solve_id %d (id 0x%04x, sent "
 				       "0x%02x%02x)\n",
 				       path, pr, sr, solved, pkt[4], pkt[5]);
 				bad++;

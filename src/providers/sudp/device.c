@@ -36,7 +36,7 @@ static struct sudp_device *to_dev(struct ql_device *d)
 	return (struct sudp_device *)d;
 }
 
-void sudp_random(void *buf, size_t len)
+void ql__sudp_random(void *buf, size_t len)
 {
 	uint8_t *p = buf;
 
@@ -53,20 +53,20 @@ void sudp_random(void *buf, size_t len)
 	}
 }
 
-void sudp_kick_always(struct sudp_device *d)
+void ql__sudp_kick_always(struct sudp_device *d)
 {
 	uint64_t one = 1;
 
 	(void)!write(d->efd, &one, sizeof(one));
 }
 
-void sudp_kick(struct sudp_device *d)
+void ql__sudp_kick(struct sudp_device *d)
 {
 	/* pairs with the NIC's store of need_wakeup and its re-check of the
 	 * queues before it sleeps */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (sudp_unlikely(atomic_load_explicit(&d->need_wakeup, memory_order_relaxed)))
-		sudp_kick_always(d);
+		ql__sudp_kick_always(d);
 }
 
 /* ---- the URI ------------------------------------------------------------ */
@@ -368,16 +368,16 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 		if (ret)
 			goto err;
 	}
-	ret = roce_fault_parse(o.fault_q, false, &dev->fault_cfg);
+	ret = ql__roce_fault_parse(o.fault_q, false, &dev->fault_cfg);
 	if (ret)
 		goto err;
-	if (roce_fault_cfg_on(&dev->fault_cfg)) {
+	if (ql__roce_fault_cfg_on(&dev->fault_cfg)) {
 		dev->fault = calloc(1, sizeof(*dev->fault));
 		if (!dev->fault) {
 			ret = -ENOMEM;
 			goto err;
 		}
-		ret = roce_fault_init(dev->fault, &dev->fault_cfg);
+		ret = ql__roce_fault_init(dev->fault, &dev->fault_cfg);
 		if (ret) {
 			free(dev->fault);
 			dev->fault = NULL;
@@ -385,7 +385,7 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 		}
 	}
 	if (o.pcap[0]) {
-		ret = roce_pcap_open(&dev->pcap, o.pcap);
+		ret = ql__roce_pcap_open(&dev->pcap, o.pcap);
 		if (ret)
 			goto err;
 	}
@@ -425,11 +425,11 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 	}
 	pthread_mutex_init(&dev->setup, NULL);
 	dev->next_pd_id = 1;
-	sudp_random(dev->key_secret, sizeof(dev->key_secret));
-	sudp_random(dev->mr_epoch, sizeof(dev->mr_epoch));
-	sudp_random(dev->qp_gen, sizeof(dev->qp_gen));
+	ql__sudp_random(dev->key_secret, sizeof(dev->key_secret));
+	ql__sudp_random(dev->mr_epoch, sizeof(dev->mr_epoch));
+	ql__sudp_random(dev->qp_gen, sizeof(dev->qp_gen));
 	dev->base.ops = &sudp_device_ops;
-	ret = pthread_create(&dev->thread, NULL, sudp_nic_main, dev);
+	ret = pthread_create(&dev->thread, NULL, ql__sudp_nic_main, dev);
 	if (ret) {
 		pthread_mutex_destroy(&dev->setup);
 		ret = ql_error_set(-ret, "soft+udp: cannot start the NIC thread");
@@ -438,13 +438,13 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 	*out = &dev->base;
 	return 0;
 err:
-	roce_pcap_close(dev->pcap);
+	ql__roce_pcap_close(dev->pcap);
 	if (dev->sock >= 0)
 		close(dev->sock);
 	if (dev->efd >= 0)
 		close(dev->efd);
 	if (dev->fault) {
-		roce_fault_fini(dev->fault);
+		ql__roce_fault_fini(dev->fault);
 		free(dev->fault);
 	}
 	free(dev->tx);
@@ -458,13 +458,13 @@ static int sudp_close(struct ql_device *d)
 	struct sudp_device *dev = to_dev(d);
 
 	atomic_store(&dev->stop, true);
-	sudp_kick_always(dev);
+	ql__sudp_kick_always(dev);
 	pthread_join(dev->thread, NULL);
 	close(dev->sock);
 	close(dev->efd);
-	roce_pcap_close(dev->pcap);
+	ql__roce_pcap_close(dev->pcap);
 	if (dev->fault) {
-		roce_fault_fini(dev->fault);
+		ql__roce_fault_fini(dev->fault);
 		free(dev->fault);
 	}
 	pthread_mutex_destroy(&dev->setup);
@@ -661,7 +661,7 @@ static int sudp_mr_dereg(struct ql_mr *m)
 
 	pthread_mutex_lock(&dev->setup);
 	sudp_dev_lock(dev);
-	if (sudp_mr_referenced(dev, m->lkey)) {
+	if (ql__sudp_mr_referenced(dev, m->lkey)) {
 		sudp_dev_unlock(dev);
 		pthread_mutex_unlock(&dev->setup);
 		return ql_error_set(-EBUSY,
@@ -697,7 +697,7 @@ static int sudp_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 		free(cq);
 		return -ENOMEM;
 	}
-	cq->base.head.ops = &sudp_cq_ops;
+	cq->base.head.ops = &ql__sudp_cq_ops;
 	cq->base.dev = d;
 	cq->base.cqe = cqe;
 	cq->dev = dev;
@@ -731,14 +731,14 @@ static int sudp_qp_fault(struct ql_qp *q, const char *spec)
 	struct roce_fault *f = NULL, *old;
 	int ret;
 
-	ret = roce_fault_parse(spec ? spec : "", false, &cfg);
+	ret = ql__roce_fault_parse(spec ? spec : "", false, &cfg);
 	if (ret)
 		return ret;
-	if (roce_fault_cfg_on(&cfg)) {
+	if (ql__roce_fault_cfg_on(&cfg)) {
 		f = calloc(1, sizeof(*f));
 		if (!f)
 			return -ENOMEM;
-		ret = roce_fault_init(f, &cfg);
+		ret = ql__roce_fault_init(f, &cfg);
 		if (ret) {
 			free(f);
 			return ret;
@@ -752,7 +752,7 @@ static int sudp_qp_fault(struct ql_qp *q, const char *spec)
 	sudp_dev_unlock(dev);
 	if (old) {
 		/* copies it still held are lost: as on a wire, RC resends */
-		roce_fault_fini(old);
+		ql__roce_fault_fini(old);
 		free(old);
 	}
 	return 0;
@@ -769,10 +769,10 @@ static const struct ql_device_ops sudp_device_ops = {
 	.mr_dereg = sudp_mr_dereg,
 	.cq_create = sudp_cq_create,
 	.cq_destroy = sudp_cq_destroy,
-	.qp_create = sudp_qp_create,
-	.qp_destroy = sudp_qp_destroy,
-	.qp_modify = sudp_qp_modify,
-	.qp_query = sudp_qp_query,
+	.qp_create = ql__sudp_qp_create,
+	.qp_destroy = ql__sudp_qp_destroy,
+	.qp_modify = ql__sudp_qp_modify,
+	.qp_query = ql__sudp_qp_query,
 	.qp_fault = sudp_qp_fault,
 };
 

@@ -46,7 +46,7 @@ static uint16_t csum_fold(uint32_t sum)
 	return (uint16_t)~sum;
 }
 
-int roce_pcap_open(struct roce_pcap **out, const char *path)
+int ql__roce_pcap_open(struct roce_pcap **out, const char *path)
 {
 	struct roce_pcap *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -74,8 +74,8 @@ int roce_pcap_open(struct roce_pcap **out, const char *path)
 	return 0;
 }
 
-int roce_pcap_write(struct roce_pcap *p, uint64_t ts_ns, const struct roce_addr *a,
-		    const struct iovec *iov, int n)
+int ql__roce_pcap_write(struct roce_pcap *p, uint64_t ts_ns, const struct roce_addr *a,
+			const struct iovec *iov, int n)
 {
 	size_t len = 0;
 	for (int i = 0; i < n; i++)
@@ -139,7 +139,7 @@ int roce_pcap_write(struct roce_pcap *p, uint64_t ts_ns, const struct roce_addr 
 	return 0;
 }
 
-int roce_pcap_close(struct roce_pcap *p)
+int ql__roce_pcap_close(struct roce_pcap *p)
 {
 	if (!p)
 		return 0;

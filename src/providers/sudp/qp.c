@@ -36,13 +36,13 @@ static void qp_free(struct sudp_qp *qp)
 	free(qp->rq_num);
 	free(qp->rq_sge);
 	if (qp->fault) {
-		roce_fault_fini(qp->fault);
+		ql__roce_fault_fini(qp->fault);
 		free(qp->fault);
 	}
 	free(qp);
 }
 
-int sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **out)
+int ql__sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **out)
 {
 	struct sudp_pd *pd = (struct sudp_pd *)p;
 	struct sudp_device *dev = (struct sudp_device *)p->dev;
@@ -92,7 +92,7 @@ int sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	qp->sq_mask = sq_size - 1;
 	qp->rq_mask = rq_size - 1;
 
-	qp->base.head.ops = &sudp_qp_ops;
+	qp->base.head.ops = &ql__sudp_qp_ops;
 	qp->base.dev = &dev->base;
 	qp->base.pd = p;
 	qp->base.qp_type = ia->qp_type;
@@ -110,7 +110,7 @@ int sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	 * packet must guess both, docs/soft-udp.md 11): a free slot from a
 	 * random start, its generation moved on by a random step, the
 	 * initial send PSN random (24 bits each, read at setup only) */
-	sudp_random(rnd, sizeof(rnd));
+	ql__sudp_random(rnd, sizeof(rnd));
 	pthread_mutex_lock(&dev->setup);
 	idx = SUDP_MAX_QP;
 	for (uint32_t i = 0; i < SUDP_MAX_QP - 2; i++) {
@@ -169,7 +169,7 @@ static void cq_clean(struct sudp_cq *cq, struct sudp_qp *qp)
 	atomic_store(&cq->tail, w);
 }
 
-int sudp_qp_destroy(struct ql_qp *q)
+int ql__sudp_qp_destroy(struct ql_qp *q)
 {
 	struct sudp_qp *qp = (struct sudp_qp *)q;
 	struct sudp_device *dev = qp->dev;
@@ -246,7 +246,7 @@ static int resolve_peer(struct sudp_qp *qp, const struct ibv_ah_attr *ah)
 	return 0;
 }
 
-int sudp_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
+int ql__sudp_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 {
 	const struct ql_qp_fsm_limits lim = { .max_rd_atomic = SUDP_MAX_RD_ATOMIC };
 	struct sudp_qp *qp = (struct sudp_qp *)q;
@@ -270,7 +270,7 @@ int sudp_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 	if (mask & M(DEST_QPN)) {
 		qp->dest_qpn = a->dest_qp_num;
 		qp->attr.dest_qp_num = a->dest_qp_num;
-		sudp_peer_sport(qp, qp->peer_sport);
+		ql__sudp_peer_sport(qp, qp->peer_sport);
 	}
 	if (mask & M(ACCESS_FLAGS))
 		qp->attr.qp_access_flags = a->qp_access_flags;
@@ -315,7 +315,7 @@ int sudp_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 			atomic_store(&qp->rq_pi, 0);
 			qp->rq_retired = 0;
 			qp->rq_ci = 0;
-			sudp_qp_reset_transport(qp);
+			ql__sudp_qp_reset_transport(qp);
 			memset(&qp->attr, 0, sizeof(qp->attr));
 			qp->dest_qpn = 0;
 			qp->connected = false;
@@ -336,11 +336,11 @@ out:
 	sudp_dev_unlock(dev);
 	pthread_mutex_unlock(&dev->setup);
 	if (!ret)
-		sudp_kick_always(dev);
+		ql__sudp_kick_always(dev);
 	return ret;
 }
 
-int sudp_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct ql_qp_init_attr *ia)
+int ql__sudp_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct ql_qp_init_attr *ia)
 {
 	struct sudp_qp *qp = (struct sudp_qp *)q;
 
@@ -362,7 +362,7 @@ int sudp_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct ql_qp
 	return 0;
 }
 
-void sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2])
+void ql__sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2])
 {
 	const struct sudp_device *dev = qp->dev;
 
@@ -385,7 +385,7 @@ void sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2])
 }
 
 /* Caller holds the device lock. */
-bool sudp_mr_referenced(struct sudp_device *dev, uint32_t lkey)
+bool ql__sudp_mr_referenced(struct sudp_device *dev, uint32_t lkey)
 {
 	for (uint32_t q = 0; q < dev->nlive; q++) {
 		struct sudp_qp *qp = dev->live[q];
@@ -466,7 +466,7 @@ static int sudp_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_se
 		pi++;
 	}
 	atomic_store_explicit(&qp->sq_pi, pi, memory_order_release);
-	sudp_kick(qp->dev);
+	ql__sudp_kick(qp->dev);
 	return ret;
 }
 
@@ -505,7 +505,7 @@ static int sudp_post_recv(struct ql_qp *q, struct ibv_recv_wr *wr, struct ibv_re
 		*bad_wr = wr;
 	atomic_store_explicit(&qp->rq_pi, t, memory_order_release);
 	if (sudp_unlikely(atomic_load_explicit(&qp->state, memory_order_relaxed) == IBV_QPS_ERR))
-		sudp_kick(qp->dev);
+		ql__sudp_kick(qp->dev);
 	return ret;
 }
 
@@ -540,11 +540,11 @@ static int sudp_poll(struct ql_cq *c, int n, struct ibv_wc *wc)
 	return 0;
 }
 
-const struct ql__qp_ops sudp_qp_ops = {
+const struct ql__qp_ops ql__sudp_qp_ops = {
 	.post_send = sudp_post_send,
 	.post_recv = sudp_post_recv,
 };
 
-const struct ql__cq_ops sudp_cq_ops = {
+const struct ql__cq_ops ql__sudp_cq_ops = {
 	.poll = sudp_poll,
 };
