@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "providers/common/nic.h"
 #include "providers/common/soft_nic.h"
 #include "providers/soft/soft.h"
 #include "qlink/error.h"
@@ -472,13 +473,12 @@ static int soft_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 {
 	struct soft_device *dev = to_dev(d);
 	struct soft_cq *cq;
-	uint32_t size = 1;
+	uint32_t size;
 
 	if (cqe < 1 || cqe > SOFT_MAX_CQE)
 		return ql_error_set(-EINVAL, "ql_cq_create: cqe %d outside 1..%d", cqe,
 				    SOFT_MAX_CQE);
-	while (size < (uint32_t)cqe)
-		size <<= 1;
+	size = ql__nic_pow2_at_least((uint32_t)cqe);
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -ENOMEM;

@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "providers/common/nic.h"
 #include "providers/soft/soft.h"
 #include "qlink/error.h"
 #include "qlink/log.h"
@@ -328,15 +329,6 @@ bool ql__soft_mr_referenced(struct soft_device *dev, uint32_t lkey)
 	return false;
 }
 
-static uint32_t pow2_at_least(uint32_t v)
-{
-	uint32_t p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
-}
-
 int ql__soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **out)
 {
 	struct soft_pd *pd = (struct soft_pd *)p;
@@ -381,7 +373,7 @@ int ql__soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	sq_size = pow2_at_least(cap->max_send_wr);
+	sq_size = ql__nic_pow2_at_least(cap->max_send_wr);
 	nsge = cap->max_send_sge ? cap->max_send_sge : 1;
 	qp->sq = calloc(sq_size, sizeof(*qp->sq));
 	qp->sq_sge = calloc((size_t)sq_size * nsge, sizeof(*qp->sq_sge));
@@ -395,7 +387,7 @@ int ql__soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 		qp->sq[i].wr.sg_list = &qp->sq_sge[(size_t)i * nsge];
 	qp->sq_mask = sq_size - 1;
 
-	qp->rq_slots = pow2_at_least(cap->max_recv_wr);
+	qp->rq_slots = ql__nic_pow2_at_least(cap->max_recv_wr);
 	qp->rq_mask = qp->rq_slots - 1;
 	nsge = cap->max_recv_sge ? cap->max_recv_sge : 1;
 	slot_size = soft_rq_slot_bytes(nsge);

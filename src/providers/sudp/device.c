@@ -20,6 +20,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "providers/common/nic.h"
 #include "providers/common/soft_nic.h"
 #include "providers/sudp/sudp.h"
 #include "qlink/error.h"
@@ -682,13 +683,12 @@ static int sudp_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 {
 	struct sudp_device *dev = to_dev(d);
 	struct sudp_cq *cq;
-	uint32_t size = 1;
+	uint32_t size;
 
 	if (cqe < 1 || cqe > SUDP_MAX_CQE)
 		return ql_error_set(-EINVAL, "ql_cq_create: cqe %d outside 1..%d", cqe,
 				    SUDP_MAX_CQE);
-	while (size < (uint32_t)cqe + SUDP_CQ_SLACK)
-		size <<= 1;
+	size = ql__nic_pow2_at_least((uint32_t)cqe + SUDP_CQ_SLACK);
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -ENOMEM;

@@ -10,21 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "providers/common/nic.h"
 #include "providers/common/soft_nic.h"
 #include "providers/sudp/sudp.h"
 #include "qlink/error.h"
 #include "verbs/qp_fsm.h"
 
 #define M(x) IBV_QP_##x
-
-static uint32_t pow2_at_least(uint32_t v)
-{
-	uint32_t p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
-}
 
 static void qp_free(struct sudp_qp *qp)
 {
@@ -70,13 +62,13 @@ int ql__sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	sq_size = pow2_at_least(cap->max_send_wr);
+	sq_size = ql__nic_pow2_at_least(cap->max_send_wr);
 	qp->sq_nsge = cap->max_send_sge ? cap->max_send_sge : 1;
 	qp->sq = calloc(sq_size, sizeof(*qp->sq));
 	qp->sq_sge = calloc((size_t)sq_size * qp->sq_nsge, sizeof(*qp->sq_sge));
 	if (cap->max_inline_data)
 		qp->sq_inline = calloc(sq_size, cap->max_inline_data);
-	rq_size = pow2_at_least(cap->max_recv_wr);
+	rq_size = ql__nic_pow2_at_least(cap->max_recv_wr);
 	qp->rq_nsge = cap->max_recv_sge ? cap->max_recv_sge : 1;
 	qp->rq_wrid = calloc(rq_size, sizeof(*qp->rq_wrid));
 	qp->rq_len = calloc(rq_size, sizeof(*qp->rq_len));

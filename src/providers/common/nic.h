@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nic: the PD/MR/CQ/QP bookkeeping the two software NICs (src/providers/soft
+ * and src/providers/sudp) share, as functions (soft_nic.h holds the inline
+ * checks of their hot paths). Set-up paths only: no function here is called
+ * by post, poll or the NIC's packet path.
+ */
+#ifndef QL_PROVIDERS_NIC_H
+#define QL_PROVIDERS_NIC_H
+
+#include <stdint.h>
+
+#define QL__NIC_HIDDEN __attribute__((visibility("hidden")))
+
+/* The smallest power of two >= v (1 for 0): queue and CQ ring sizes. */
+QL__NIC_HIDDEN uint32_t ql__nic_pow2_at_least(uint32_t v);
+
+#endif
