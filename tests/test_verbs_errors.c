@@ -166,6 +166,37 @@ static void test_loc_outside_mr(void **state)
 	assert_int_equal(ql_mr_dereg(mr), 0);
 }
 
+/* The software NICs' own checks of ql_mr_reg, past the verbs layer's:
+ * max_mr_size (2^46 bytes) and the access flags they implement (MW_BIND is
+ * not one); each refusal names the provider (a real device has its own). */
+static void test_mr_reg_soft_limits(void **state)
+{
+	struct vt_pair *pr = pair_simple(state, IBV_QPT_RC);
+	struct ql_mr *mr = NULL;
+	const char *who = pr->param->udp ? "soft+udp" : "soft";
+
+	if (pr->param->ibv)
+		skip();
+	assert_int_equal(ql_mr_reg(pr->a.pd, pr->a.buf, (1ull << 46) + 1, IBV_ACCESS_LOCAL_WRITE,
+				   &mr),
+			 -EINVAL);
+	assert_non_null(strstr(ql_error_detail(), "exceeds max_mr_size"));
+	assert_int_equal(ql_mr_reg(pr->a.pd, pr->a.buf, 4096,
+				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND, &mr),
+			 -EOPNOTSUPP);
+	assert_non_null(strstr(ql_error_detail(), "access flags 0x10 not supported by"));
+	assert_string_equal(strrchr(ql_error_detail(), ' ') + 1, who);
+	assert_null(mr);
+	/* a page with every implemented flag passes them */
+	assert_int_equal(ql_mr_reg(pr->a.pd, pr->a.buf, 4096,
+				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+					   IBV_ACCESS_RELAXED_ORDERING,
+				   &mr),
+			 0);
+	assert_int_equal(ql_mr_dereg(mr), 0);
+}
+
 static void test_loc_read_into_readonly_mr(void **state)
 {
 	struct vt_pair *pr = pair_simple(state, IBV_QPT_RC);
@@ -1119,6 +1150,7 @@ int main(void)
 		T(test_loc_bad_lkey_rc),
 		T(test_loc_bad_lkey_uc),
 		T(test_loc_outside_mr),
+		T(test_mr_reg_soft_limits),
 		T(test_loc_read_into_readonly_mr),
 		T(test_loc_atomic_into_readonly_mr),
 		T(test_rc_bad_rkey),

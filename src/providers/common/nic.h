@@ -8,11 +8,18 @@
 #ifndef QL_PROVIDERS_NIC_H
 #define QL_PROVIDERS_NIC_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #define QL__NIC_HIDDEN __attribute__((visibility("hidden")))
 
 /* The smallest power of two >= v (1 for 0): queue and CQ ring sizes. */
 QL__NIC_HIDDEN uint32_t ql__nic_pow2_at_least(uint32_t v);
+
+/* The checks of ql_mr_reg a software NIC adds to the verbs layer's: length
+ * within max_mr_size (2^46) and only access flags it implements (LOCAL_WRITE,
+ * REMOTE_WRITE/READ/ATOMIC, RELAXED_ORDERING). 0, or -EINVAL / -EOPNOTSUPP
+ * with a detail naming `provider`. */
+QL__NIC_HIDDEN int ql__nic_mr_check(size_t length, int access, const char *provider);
 
 #endif

@@ -340,9 +340,6 @@ static void pin_warn_once(size_t length, int err)
 static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t iova, int access,
 			    struct ql_mr **out)
 {
-	const int known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-			  IBV_ACCESS_RELAXED_ORDERING;
 	const int remote = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			   IBV_ACCESS_REMOTE_ATOMIC;
 	struct soft_pd *pd = (struct soft_pd *)p;
@@ -352,15 +349,13 @@ static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 	uint32_t idx, lkey, rkey;
 	uintptr_t pa;
 	bool in_heap;
+	int ret;
 
 	/* NULL, zero length, wrap-around, REMOTE_* without LOCAL_WRITE: the
 	 * verbs layer has refused them */
-	if (length > (1ull << 46))
-		return ql_error_set(-EINVAL, "ql_mr_reg: length exceeds max_mr_size");
-	if (access & ~known)
-		return ql_error_set(-EOPNOTSUPP,
-				    "ql_mr_reg: access flags 0x%x not supported by soft",
-				    access & ~known);
+	ret = ql__nic_mr_check(length, access, "soft");
+	if (ret)
+		return ret;
 	in_heap = ql__soft_heap_contains(addr, length);
 	if (dev->wire == SOFT_WIRE_SHM && (access & remote) && !in_heap)
 		return ql_error_set(-EINVAL,

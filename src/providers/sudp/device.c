@@ -591,21 +591,16 @@ static int sudp_pd_free(struct ql_pd *p)
 static int sudp_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t iova, int access,
 			    struct ql_mr **out)
 {
-	const int known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-			  IBV_ACCESS_RELAXED_ORDERING;
 	struct sudp_pd *pd = (struct sudp_pd *)p;
 	struct sudp_device *dev = to_dev(p->dev);
 	struct sudp_mr_entry *e;
 	struct sudp_mr *mr;
 	uint32_t idx, lkey, rkey;
+	int ret;
 
-	if (length > (1ull << 46))
-		return ql_error_set(-EINVAL, "ql_mr_reg: length exceeds max_mr_size");
-	if (access & ~known)
-		return ql_error_set(-EOPNOTSUPP,
-				    "ql_mr_reg: access flags 0x%x not supported by soft+udp",
-				    access & ~known);
+	ret = ql__nic_mr_check(length, access, "soft+udp");
+	if (ret)
+		return ret;
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return -ENOMEM;
