@@ -29,3 +29,29 @@ int ql__nic_mr_check(size_t length, int access, const char *provider)
 				    access & ~known, provider);
 	return 0;
 }
+
+/* A keyed bijection on the low bits of mask (mask = 2^n - 1, n >= 13):
+ * distinct epochs x of one MR slot give distinct tags, and a tag does not
+ * reveal the others without the device's secret. */
+static uint32_t key_tag(uint32_t x, uint32_t secret, uint32_t mask)
+{
+	x = (x + secret) & mask;
+	x = (x * 0x9e3b5u) & mask;
+	x ^= x >> 9;
+	x = (x * 0x5a4c3u) & mask;
+	x ^= x >> 7;
+	return x ^ ((secret >> 12) & mask);
+}
+
+void ql__nic_mr_keys(uint32_t *epoch, const uint32_t secret[2], uint32_t idx_bits, uint32_t idx,
+		     uint32_t *lkey, uint32_t *rkey)
+{
+	const uint32_t mask = (1u << (32 - idx_bits)) - 1;
+
+	do {
+		uint32_t ep = ++*epoch;
+
+		*lkey = (key_tag(ep, secret[0], mask) << idx_bits) | idx;
+		*rkey = (key_tag(ep, secret[1], mask) << idx_bits) | idx;
+	} while (*lkey == *rkey);
+}

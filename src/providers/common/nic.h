@@ -22,4 +22,12 @@ QL__NIC_HIDDEN uint32_t ql__nic_pow2_at_least(uint32_t v);
  * with a detail naming `provider`. */
 QL__NIC_HIDDEN int ql__nic_mr_check(size_t length, int access, const char *provider);
 
+/* The keys of a new registration of MR slot idx (idx < 2^idx_bits, idx_bits
+ * <= 19): the slot's epoch (*epoch) advances, and lkey and rkey are idx
+ * under tags of the epoch keyed by secret[0] and secret[1] (a keyed
+ * bijection: the keys differ from registration to registration of one slot,
+ * and one does not reveal the other without the secret); lkey != rkey. */
+QL__NIC_HIDDEN void ql__nic_mr_keys(uint32_t *epoch, const uint32_t secret[2], uint32_t idx_bits,
+				    uint32_t idx, uint32_t *lkey, uint32_t *rkey);
+
 #endif

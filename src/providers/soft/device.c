@@ -22,8 +22,6 @@
 #include "verbs/registry.h"
 
 #define DEV_MAGIC 0x3156454448534c51ull /* "QLSHDEV1" */
-#define KEY_TAG_BITS (32 - SOFT_MR_IDX_BITS)
-#define KEY_TAG_MASK ((1u << KEY_TAG_BITS) - 1)
 
 static const struct ql_device_ops soft_device_ops;
 static int soft_cq_destroy(struct ql_cq *c);
@@ -374,14 +372,7 @@ static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 		free(mr);
 		return ql_error_set(-ENOMEM, "soft: all %u memory regions in use", SOFT_MAX_MR - 1);
 	}
-	do {
-		uint32_t ep = ++dev->mr_epoch[idx];
-
-		lkey = (ql__key_tag(ep, dev->key_secret[0], KEY_TAG_MASK) << SOFT_MR_IDX_BITS) |
-		       idx;
-		rkey = (ql__key_tag(ep, dev->key_secret[1], KEY_TAG_MASK) << SOFT_MR_IDX_BITS) |
-		       idx;
-	} while (lkey == rkey);
+	ql__nic_mr_keys(&dev->mr_epoch[idx], dev->key_secret, SOFT_MR_IDX_BITS, idx, &lkey, &rkey);
 	dev->mrs[idx] = mr;
 	pd->nmr++;
 	pthread_mutex_unlock(&dev->lock);

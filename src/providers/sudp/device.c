@@ -27,9 +27,6 @@
 #include "qlink/log.h"
 #include "verbs/registry.h"
 
-#define KEY_TAG_BITS (32 - SUDP_MR_IDX_BITS)
-#define KEY_TAG_MASK ((1u << KEY_TAG_BITS) - 1)
-
 static const struct ql_device_ops sudp_device_ops;
 
 static struct sudp_device *to_dev(struct ql_device *d)
@@ -613,14 +610,7 @@ static int sudp_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 		return ql_error_set(-ENOMEM, "soft+udp: all %u memory regions in use",
 				    SUDP_MAX_MR - 1);
 	}
-	do {
-		uint32_t ep = ++dev->mr_epoch[idx];
-
-		lkey = (ql__key_tag(ep, dev->key_secret[0], KEY_TAG_MASK) << SUDP_MR_IDX_BITS) |
-		       idx;
-		rkey = (ql__key_tag(ep, dev->key_secret[1], KEY_TAG_MASK) << SUDP_MR_IDX_BITS) |
-		       idx;
-	} while (lkey == rkey);
+	ql__nic_mr_keys(&dev->mr_epoch[idx], dev->key_secret, SUDP_MR_IDX_BITS, idx, &lkey, &rkey);
 	dev->mrs[idx] = mr;
 	pd->nmr++;
 	mr->idx = idx;
