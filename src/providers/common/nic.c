@@ -55,3 +55,18 @@ void ql__nic_mr_keys(uint32_t *epoch, const uint32_t secret[2], uint32_t idx_bit
 		*rkey = (key_tag(ep, secret[1], mask) << idx_bits) | idx;
 	} while (*lkey == *rkey);
 }
+
+bool ql__nic_sge_names_lkey(const struct ibv_sge *sg, uint32_t n, uint32_t lkey)
+{
+	for (uint32_t k = 0; k < n; k++)
+		if (sg[k].lkey == lkey && sg[k].length)
+			return true;
+	return false;
+}
+
+bool ql__nic_swr_names_lkey(const struct ibv_send_wr *wr, uint32_t lkey)
+{
+	if ((wr->send_flags & IBV_SEND_INLINE) || wr->num_sge <= 0)
+		return false;
+	return ql__nic_sge_names_lkey(wr->sg_list, (uint32_t)wr->num_sge, lkey);
+}

@@ -8,8 +8,11 @@
 #ifndef QL_PROVIDERS_NIC_H
 #define QL_PROVIDERS_NIC_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "qlink/verbs.h"
 
 #define QL__NIC_HIDDEN __attribute__((visibility("hidden")))
 
@@ -29,5 +32,13 @@ QL__NIC_HIDDEN int ql__nic_mr_check(size_t length, int access, const char *provi
  * and one does not reveal the other without the secret); lkey != rkey. */
 QL__NIC_HIDDEN void ql__nic_mr_keys(uint32_t *epoch, const uint32_t secret[2], uint32_t idx_bits,
 				    uint32_t idx, uint32_t *lkey, uint32_t *rkey);
+
+/* Whether one of the n SGEs names lkey with a non-zero length (what keeps
+ * an MR from being deregistered while a posted work request names it). */
+QL__NIC_HIDDEN bool ql__nic_sge_names_lkey(const struct ibv_sge *sg, uint32_t n, uint32_t lkey);
+
+/* The same for a posted send work request: its SGEs unless it is inline
+ * (an inline WR's data was copied when posted). */
+QL__NIC_HIDDEN bool ql__nic_swr_names_lkey(const struct ibv_send_wr *wr, uint32_t lkey);
 
 #endif

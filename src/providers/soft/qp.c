@@ -312,19 +312,12 @@ bool ql__soft_mr_referenced(struct soft_device *dev, uint32_t lkey)
 			/* the slot is peer-writable: at most what it can hold */
 			if (n > qp->cap.max_recv_sge)
 				n = qp->cap.max_recv_sge;
-			for (uint32_t k = 0; k < n; k++)
-				if (s->sge[k].lkey == lkey && s->sge[k].length)
-					return true;
+			if (ql__nic_sge_names_lkey(s->sge, n, lkey))
+				return true;
 		}
-		for (uint64_t i = qp->sq_exec; i < qp->sq_pi; i++) {
-			struct soft_swqe *w = &qp->sq[i & qp->sq_mask];
-
-			if (w->wr.send_flags & IBV_SEND_INLINE)
-				continue;
-			for (int k = 0; k < w->wr.num_sge; k++)
-				if (w->wr.sg_list[k].lkey == lkey && w->wr.sg_list[k].length)
-					return true;
-		}
+		for (uint64_t i = qp->sq_exec; i < qp->sq_pi; i++)
+			if (ql__nic_swr_names_lkey(&qp->sq[i & qp->sq_mask].wr, lkey))
+				return true;
 	}
 	return false;
 }

@@ -383,22 +383,13 @@ bool ql__sudp_mr_referenced(struct sudp_device *dev, uint32_t lkey)
 		struct sudp_qp *qp = dev->live[q];
 		uint64_t pi = atomic_load(&qp->sq_pi), rpi = atomic_load(&qp->rq_pi);
 
-		for (uint64_t i = qp->sq_ci; i < pi; i++) {
-			struct sudp_swqe *w = &qp->sq[i & qp->sq_mask];
-
-			if (w->wr.send_flags & IBV_SEND_INLINE)
-				continue;
-			for (int k = 0; k < w->wr.num_sge; k++)
-				if (w->wr.sg_list[k].lkey == lkey && w->wr.sg_list[k].length)
-					return true;
-		}
-		for (uint64_t i = qp->rq_ci; i < rpi; i++) {
-			const struct ibv_sge *sg = &qp->rq_sge[(i & qp->rq_mask) * qp->rq_nsge];
-
-			for (uint32_t k = 0; k < qp->rq_num[i & qp->rq_mask]; k++)
-				if (sg[k].lkey == lkey && sg[k].length)
-					return true;
-		}
+		for (uint64_t i = qp->sq_ci; i < pi; i++)
+			if (ql__nic_swr_names_lkey(&qp->sq[i & qp->sq_mask].wr, lkey))
+				return true;
+		for (uint64_t i = qp->rq_ci; i < rpi; i++)
+			if (ql__nic_sge_names_lkey(&qp->rq_sge[(i & qp->rq_mask) * qp->rq_nsge],
+						   qp->rq_num[i & qp->rq_mask], lkey))
+				return true;
 	}
 	return false;
 }
