@@ -197,6 +197,51 @@ static void test_mr_reg_soft_limits(void **state)
 	assert_int_equal(ql_mr_dereg(mr), 0);
 }
 
+/* The software NICs' checks of ql_qp_create: RC and UC only (the refusal
+ * names the provider), 1..16384 WRs per queue, 16 SGEs per WR, 256 bytes
+ * inline (docs/soft-provider.md, limits). */
+static void test_qp_create_soft_limits(void **state)
+{
+	struct vt_pair *pr = pair_simple(state, IBV_QPT_RC);
+	const char *who = pr->param->udp ? "soft+udp" : "soft";
+	struct ql_qp_init_attr ia;
+	struct ql_qp *qp = NULL;
+	char want[64];
+
+	if (pr->param->ibv)
+		skip();
+	ia = (struct ql_qp_init_attr){
+		.send_cq = pr->a.scq,
+		.recv_cq = pr->a.rcq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_UD
+	};
+	assert_int_equal(ql_qp_create(pr->a.pd, &ia, &qp), -EOPNOTSUPP);
+	snprintf(want, sizeof(want), "%s: QP type %d not supported", who, IBV_QPT_UD);
+	assert_non_null(strstr(ql_error_detail(), want));
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_recv_wr = 16385;
+	assert_int_equal(ql_qp_create(pr->a.pd, &ia, &qp), -EINVAL);
+	assert_non_null(strstr(ql_error_detail(), "max_send_wr/max_recv_wr must be 1..16384"));
+	ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = 17;
+	assert_int_equal(ql_qp_create(pr->a.pd, &ia, &qp), -EINVAL);
+	assert_non_null(strstr(ql_error_detail(), "at most 16 SGEs per WR"));
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_inline_data = 257;
+	assert_int_equal(ql_qp_create(pr->a.pd, &ia, &qp), -EINVAL);
+	assert_non_null(strstr(ql_error_detail(), "max_inline_data above 256"));
+	assert_null(qp);
+	/* the limits themselves are granted */
+	ia.cap = (struct ibv_qp_cap){ .max_send_wr = 16384,
+				      .max_recv_wr = 1,
+				      .max_send_sge = 16,
+				      .max_recv_sge = 16,
+				      .max_inline_data = 256 };
+	assert_int_equal(ql_qp_create(pr->a.pd, &ia, &qp), 0);
+	assert_int_equal(ql_qp_destroy(qp), 0);
+}
+
 static void test_loc_read_into_readonly_mr(void **state)
 {
 	struct vt_pair *pr = pair_simple(state, IBV_QPT_RC);
@@ -1151,6 +1196,7 @@ int main(void)
 		T(test_loc_bad_lkey_uc),
 		T(test_loc_outside_mr),
 		T(test_mr_reg_soft_limits),
+		T(test_qp_create_soft_limits),
 		T(test_loc_read_into_readonly_mr),
 		T(test_loc_atomic_into_readonly_mr),
 		T(test_rc_bad_rkey),

@@ -70,3 +70,24 @@ bool ql__nic_swr_names_lkey(const struct ibv_send_wr *wr, uint32_t lkey)
 		return false;
 	return ql__nic_sge_names_lkey(wr->sg_list, (uint32_t)wr->num_sge, lkey);
 }
+
+int ql__nic_qp_type_check(enum ibv_qp_type type, const char *provider)
+{
+	if (type != IBV_QPT_RC && type != IBV_QPT_UC)
+		return ql_error_set(-EOPNOTSUPP, "%s: QP type %d not supported (RC and UC are)",
+				    provider, type);
+	return 0;
+}
+
+int ql__nic_qp_cap_check(const struct ibv_qp_cap *cap, int max_wr, int max_sge, int max_inline)
+{
+	if (cap->max_send_wr < 1 || cap->max_send_wr > (uint32_t)max_wr || cap->max_recv_wr < 1 ||
+	    cap->max_recv_wr > (uint32_t)max_wr)
+		return ql_error_set(-EINVAL, "ql_qp_create: max_send_wr/max_recv_wr must be 1..%d",
+				    max_wr);
+	if (cap->max_send_sge > (uint32_t)max_sge || cap->max_recv_sge > (uint32_t)max_sge)
+		return ql_error_set(-EINVAL, "ql_qp_create: at most %d SGEs per WR", max_sge);
+	if (cap->max_inline_data > (uint32_t)max_inline)
+		return ql_error_set(-EINVAL, "ql_qp_create: max_inline_data above %d", max_inline);
+	return 0;
+}

@@ -41,4 +41,12 @@ QL__NIC_HIDDEN bool ql__nic_sge_names_lkey(const struct ibv_sge *sg, uint32_t n,
  * (an inline WR's data was copied when posted). */
 QL__NIC_HIDDEN bool ql__nic_swr_names_lkey(const struct ibv_send_wr *wr, uint32_t lkey);
 
+/* ql_qp_create's checks of a software NIC, in their order around the
+ * provider's own CQ check: the QP type (RC and UC; -EOPNOTSUPP naming
+ * `provider`), then the capabilities (1..max_wr WRs per queue, at most
+ * max_sge SGEs per WR, at most max_inline inline bytes; -EINVAL). */
+QL__NIC_HIDDEN int ql__nic_qp_type_check(enum ibv_qp_type type, const char *provider);
+QL__NIC_HIDDEN int ql__nic_qp_cap_check(const struct ibv_qp_cap *cap, int max_wr, int max_sge,
+					int max_inline);
+
 #endif

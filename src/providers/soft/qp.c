@@ -335,21 +335,15 @@ int ql__soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 	const bool mlx5 = ia->flags & QL_QP_INIT_MLX5;
 	int ret;
 
-	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UC)
-		return ql_error_set(-EOPNOTSUPP, "soft: QP type %d not supported (RC and UC are)",
-				    ia->qp_type);
+	ret = ql__nic_qp_type_check(ia->qp_type, "soft");
+	if (ret)
+		return ret;
 	if (!scq || !rcq || scq->dev != dev || rcq->dev != dev)
 		return ql_error_set(-EINVAL, "ql_qp_create: send_cq and recv_cq must be CQs of the "
 					     "QP's device");
-	if (cap->max_send_wr < 1 || cap->max_send_wr > SOFT_MAX_QP_WR || cap->max_recv_wr < 1 ||
-	    cap->max_recv_wr > SOFT_MAX_QP_WR)
-		return ql_error_set(-EINVAL, "ql_qp_create: max_send_wr/max_recv_wr must be 1..%d",
-				    SOFT_MAX_QP_WR);
-	if (cap->max_send_sge > SOFT_MAX_SGE || cap->max_recv_sge > SOFT_MAX_SGE)
-		return ql_error_set(-EINVAL, "ql_qp_create: at most %d SGEs per WR", SOFT_MAX_SGE);
-	if (cap->max_inline_data > SOFT_MAX_INLINE)
-		return ql_error_set(-EINVAL, "ql_qp_create: max_inline_data above %d",
-				    SOFT_MAX_INLINE);
+	ret = ql__nic_qp_cap_check(cap, SOFT_MAX_QP_WR, SOFT_MAX_SGE, SOFT_MAX_INLINE);
+	if (ret)
+		return ret;
 	if (mlx5 != !!scq->mx || mlx5 != !!rcq->mx)
 		return ql_error_set(-EINVAL, "ql_qp_create: an mlx5-mode QP needs mlx5-mode CQs, "
 					     "and only it");

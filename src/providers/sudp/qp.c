@@ -42,23 +42,17 @@ int ql__sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 	struct ibv_qp_cap *cap = &ia->cap;
 	struct sudp_qp *qp;
 	uint32_t idx, sq_size, rq_size, rnd[3];
+	int ret;
 
-	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UC)
-		return ql_error_set(-EOPNOTSUPP,
-				    "soft+udp: QP type %d not supported (RC and UC are)",
-				    ia->qp_type);
+	ret = ql__nic_qp_type_check(ia->qp_type, "soft+udp");
+	if (ret)
+		return ret;
 	if (!scq || !rcq || scq->dev != dev || rcq->dev != dev)
 		return ql_error_set(-EINVAL, "ql_qp_create: send_cq and recv_cq must be CQs of the "
 					     "QP's device");
-	if (cap->max_send_wr < 1 || cap->max_send_wr > SUDP_MAX_QP_WR || cap->max_recv_wr < 1 ||
-	    cap->max_recv_wr > SUDP_MAX_QP_WR)
-		return ql_error_set(-EINVAL, "ql_qp_create: max_send_wr/max_recv_wr must be 1..%d",
-				    SUDP_MAX_QP_WR);
-	if (cap->max_send_sge > SUDP_MAX_SGE || cap->max_recv_sge > SUDP_MAX_SGE)
-		return ql_error_set(-EINVAL, "ql_qp_create: at most %d SGEs per WR", SUDP_MAX_SGE);
-	if (cap->max_inline_data > SUDP_MAX_INLINE)
-		return ql_error_set(-EINVAL, "ql_qp_create: max_inline_data above %d",
-				    SUDP_MAX_INLINE);
+	ret = ql__nic_qp_cap_check(cap, SUDP_MAX_QP_WR, SUDP_MAX_SGE, SUDP_MAX_INLINE);
+	if (ret)
+		return ret;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
