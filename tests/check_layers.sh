@@ -28,7 +28,8 @@ src=${1:?usage: check_layers.sh SOURCE-DIR}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
-# module:layer. 0 util, 1 verbs, 2 providers, 3 transport, 4 rpc,
+# module:layer. 0 util, 1 verbs (with providers/common, the base the
+# software NICs share, below them), 2 providers, 3 transport, 4 rpc,
 # 5 service modules (libqlink's and libqlink-control's), 6 qlinkd's private
 # code (the qlinkd_private library: config and program files, the plugin
 # loader, the demo function; no installed library may use it), 7 apps
@@ -37,8 +38,8 @@ trap 'rm -rf "$tmp"' EXIT
 # qlink/error.h, hence util's layer.
 LAYERS="
 util:0 yamlfile:0
-verbs:1
-soft:2 udp:2 ibv:2 providers/*:2
+verbs:1 providers/common:1
+providers/*:2
 transport:3
 rpc:4
 daemon:5 gpu:5 vppu:5 sdr:5 qec:5 control:5 endpoint:5

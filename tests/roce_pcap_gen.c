@@ -3,7 +3,7 @@
  * roce_pcap_gen: writes a pcap of one RoCEv2 packet per opcode the codec
  * knows (RC and UC), plus each AETH kind (ACK, RNR NAK, the NAK codes),
  * over IPv4 (random Identification, as rdma_rxe sends) and IPv6, built by
- * src/udp/roce.c and framed by src/udp/pcap.c. tests/roce_tshark.sh decodes
+ * src/providers/sudp/roce.c and framed by src/providers/sudp/pcap.c. tests/roce_tshark.sh decodes
  * it with tshark.
  *
  *   roce_pcap_gen FILE          prints the number of packets written
@@ -18,8 +18,8 @@
 
 #include <qlink/error.h>
 
-#include "udp/pcap.h"
-#include "udp/roce.h"
+#include "providers/sudp/pcap.h"
+#include "providers/sudp/roce.h"
 
 static const uint8_t opcodes[] = {
 	0x00, 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08, 0x09, 0x0a, 0x0b,
@@ -46,7 +46,7 @@ static int emit_seed(const struct roce_addr *a, const uint8_t *buf, size_t n)
 static int emit(struct roce_pcap *pc, struct roce_addr *a, struct roce_pkt *p, uint64_t *ts)
 {
 	static uint8_t buf[2048];
-	int n = roce_build(buf, sizeof(buf), p, a);
+	int n = ql__roce_build(buf, sizeof(buf), p, a);
 	if (n < 0) {
 		fprintf(stderr, "roce_pcap_gen: build of opcode 0x%02x: %d\n", p->bth.opcode, n);
 		return -1;
@@ -55,7 +55,7 @@ static int emit(struct roce_pcap *pc, struct roce_addr *a, struct roce_pkt *p, u
 		return emit_seed(a, buf, (size_t)n);
 	struct iovec iov = { buf, (size_t)n };
 	*ts += 1000;
-	return roce_pcap_write(pc, *ts, a, &iov, 1);
+	return ql__roce_pcap_write(pc, *ts, a, &iov, 1);
 }
 
 int main(int argc, char **argv)
@@ -67,7 +67,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct roce_pcap *pc = NULL;
-	if (!corpus_dir && roce_pcap_open(&pc, argv[1])) {
+	if (!corpus_dir && ql__roce_pcap_open(&pc, argv[1])) {
 		fprintf(stderr, "roce_pcap_gen: %s\n", ql_error_detail());
 		return 1;
 	}
@@ -120,7 +120,7 @@ int main(int argc, char **argv)
 			p.atomic_orig = 0x1122334455667788ull;
 			p.imm = 0xcafef00d;
 			p.inv_rkey = 0x9abc;
-			if (roce_opcode_headers(op) & ROCE_HAS_PAYLOAD) {
+			if (ql__roce_opcode_headers(op) & ROCE_HAS_PAYLOAD) {
 				p.payload = payload;
 				p.payload_len = not_last ? 1024 : 13 + (uint32_t)i;
 			}
@@ -173,7 +173,7 @@ int main(int argc, char **argv)
 		printf("%d\n", corpus_n);
 		return 0;
 	}
-	if (roce_pcap_close(pc)) {
+	if (ql__roce_pcap_close(pc)) {
 		fprintf(stderr, "roce_pcap_gen: close failed\n");
 		return 1;
 	}

@@ -14,7 +14,7 @@
 #
 # Also recomputes each packet's ICRC from the fields tshark decoded (python3's
 # zlib.crc32 over the masked pseudo-header of docs/soft-udp.md), independently
-# of src/udp/roce.c, when python3 is installed.
+# of src/providers/sudp/roce.c, when python3 is installed.
 # Exit 77 (skipped) without tshark: scripts/deps.sh test installs it.
 set -euo pipefail
 gen=$1

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # roce_tshark_live.sh: a real soft+udp verbs run, recorded by the devices'
-# pcap=FILE option (src/udp/pcap.c; no root needed) and, when run as root,
+# pcap=FILE option (src/providers/sudp/pcap.c; no root needed) and, when run as root,
 # also captured on the loopback interface by tshark; every file decoded by
 # tests/roce_tshark.sh (no expert info, every frame InfiniBand, each ICRC
 # recomputed from the decoded fields). The run: qlink-bench-verbs between

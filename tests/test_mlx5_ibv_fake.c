@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The ibv provider's mlx5 glue (src/ibv/ibv_mlx5.c) against a stand-in
+ * The ibv provider's mlx5 glue (src/providers/ibv/ibv_mlx5.c) against a stand-in
  * libibverbs and libmlx5, on a machine with no RDMA device: as in
  * test_ibv_fake.c, this program defines the entry points the provider calls
  * (the linker binds the provider to them), here with mlx5dv_is_supported,

@@ -125,7 +125,7 @@ static int pow2(uint32_t v)
 	return v && !(v & (v - 1));
 }
 
-/* The views of the soft NIC's mlx5 mode (engineer mlx5nic's src/soft/). */
+/* The views of the soft NIC's mlx5 mode (engineer mlx5nic's src/providers/soft/). */
 static void contract_on(const char *uri)
 {
 	struct ql_device *dev;

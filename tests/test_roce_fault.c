@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * test_roce_fault: fault injection in the soft+udp transmit path
- * (src/udp/fault.c): the URI options and their errors, each kind at its
+ * (src/providers/sudp/fault.c): the URI options and their errors, each kind at its
  * rate (statistically), seeds reproducible, drop_nth and drop_once exact,
  * what each kind does to the packet stream (a duplicate follows its
  * original, a reordered packet goes out after the next one, a delayed one
@@ -25,40 +25,40 @@
 #include <qlink/error.h>
 
 #include "hotpath.h"
-#include "udp/fault.h"
-#include "udp/roce.h"
+#include "providers/sudp/fault.h"
+#include "providers/sudp/roce.h"
 
 static struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = 0xb712 };
 
 static int tx(struct roce_fault *f, uint64_t now, const void *buf, size_t len)
 {
 	struct iovec iov = { (void *)buf, len };
-	return roce_fault_tx(f, now, &iov, 1, &peer, sizeof(peer));
+	return ql__roce_fault_tx(f, now, &iov, 1, &peer, sizeof(peer));
 }
 
 static void setup_fault(struct roce_fault *f, const char *q)
 {
 	struct roce_fault_cfg cfg;
-	assert_int_equal(roce_fault_parse(q, false, &cfg), 0);
-	assert_int_equal(roce_fault_init(f, &cfg), 0);
+	assert_int_equal(ql__roce_fault_parse(q, false, &cfg), 0);
+	assert_int_equal(ql__roce_fault_init(f, &cfg), 0);
 }
 
 static void test_parse(void **state)
 {
 	(void)state;
 	struct roce_fault_cfg c;
-	assert_int_equal(roce_fault_parse("", false, &c), 0);
-	assert_false(roce_fault_cfg_on(&c));
+	assert_int_equal(ql__roce_fault_parse("", false, &c), 0);
+	assert_false(ql__roce_fault_cfg_on(&c));
 	assert_int_equal(c.delay_us, 200);
 	assert_int_equal(c.queue_slots, 64);
-	assert_int_equal(roce_fault_parse(NULL, false, &c), 0);
+	assert_int_equal(ql__roce_fault_parse(NULL, false, &c), 0);
 	assert_int_equal(
-		roce_fault_parse("drop=0.01&dup=0.02&reorder=0.03&delay=0.04&corrupt=0.05&"
-				 "delay_us=300&seed=7&drop_nth=5&drop_once=9&reorder_max_us=50&"
-				 "fault_slots=8",
-				 false, &c),
+		ql__roce_fault_parse("drop=0.01&dup=0.02&reorder=0.03&delay=0.04&corrupt=0.05&"
+				     "delay_us=300&seed=7&drop_nth=5&drop_once=9&reorder_max_us=50&"
+				     "fault_slots=8",
+				     false, &c),
 		0);
-	assert_true(roce_fault_cfg_on(&c));
+	assert_true(ql__roce_fault_cfg_on(&c));
 	assert_true(c.rate[ROCE_FAULT_DROP] == 0.01 && c.rate[ROCE_FAULT_DUP] == 0.02 &&
 		    c.rate[ROCE_FAULT_REORDER] == 0.03 && c.rate[ROCE_FAULT_DELAY] == 0.04 &&
 		    c.rate[ROCE_FAULT_CORRUPT] == 0.05);
@@ -69,12 +69,12 @@ static void test_parse(void **state)
 	assert_int_equal(c.reorder_max_us, 50);
 	assert_int_equal(c.queue_slots, 8);
 	/* the soft provider's name */
-	assert_int_equal(roce_fault_parse("loss=0.5", false, &c), 0);
+	assert_int_equal(ql__roce_fault_parse("loss=0.5", false, &c), 0);
 	assert_true(c.rate[ROCE_FAULT_DROP] == 0.5);
-	assert_int_equal(roce_fault_parse("drop_nth=3", false, &c), 0);
-	assert_true(roce_fault_cfg_on(&c));
+	assert_int_equal(ql__roce_fault_parse("drop_nth=3", false, &c), 0);
+	assert_true(ql__roce_fault_cfg_on(&c));
 	/* the provider's own options pass when unknown_ok */
-	assert_int_equal(roce_fault_parse("pcap=/tmp/x.pcap&drop=0.1&flag", true, &c), 0);
+	assert_int_equal(ql__roce_fault_parse("pcap=/tmp/x.pcap&drop=0.1&flag", true, &c), 0);
 	assert_true(c.rate[ROCE_FAULT_DROP] == 0.1);
 
 	const char *bad[] = { "drop=1.5",
@@ -96,14 +96,14 @@ static void test_parse(void **state)
 			      "drop=nan" };
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ql_error_clear();
-		assert_int_equal(roce_fault_parse(bad[i], false, &c), -EINVAL);
+		assert_int_equal(ql__roce_fault_parse(bad[i], false, &c), -EINVAL);
 		assert_true(strlen(ql_error_detail()) > 0);
 	}
-	roce_fault_parse("drop=0.6&dup=0.6", false, &c);
+	ql__roce_fault_parse("drop=0.6&dup=0.6", false, &c);
 	assert_non_null(strstr(ql_error_detail(), "must not exceed 1"));
-	roce_fault_parse("bogus=1", false, &c);
+	ql__roce_fault_parse("bogus=1", false, &c);
 	assert_non_null(strstr(ql_error_detail(), "bogus"));
-	assert_string_equal(roce_fault_kind_name(ROCE_FAULT_CORRUPT), "corrupt");
+	assert_string_equal(ql__roce_fault_kind_name(ROCE_FAULT_CORRUPT), "corrupt");
 }
 
 /* each kind alone at 10 %, and all five at 5 % at once: counts within 5
@@ -122,7 +122,7 @@ static void test_rates(void **state)
 			p = 0.05;
 		} else {
 			snprintf(q, sizeof(q), "%s=0.1&seed=%d",
-				 roce_fault_kind_name((enum roce_fault_kind)k), k + 11);
+				 ql__roce_fault_kind_name((enum roce_fault_kind)k), k + 11);
 			p = 0.1;
 		}
 		struct roce_fault f;
@@ -131,8 +131,8 @@ static void test_rates(void **state)
 		for (int i = 0; i < n; i++) {
 			tx(&f, now, pkt, sizeof(pkt));
 			now += 1000000000; /* every delay is over by the next packet */
-			while (roce_fault_next(&f, now))
-				roce_fault_pop(&f);
+			while (ql__roce_fault_next(&f, now))
+				ql__roce_fault_pop(&f);
 		}
 		double sd = 5 * sqrt(n * p * (1 - p));
 		for (int j = 0; j < ROCE_FAULT_NKINDS; j++) {
@@ -140,12 +140,12 @@ static void test_rates(void **state)
 			double got = (double)f.count[j];
 			if (got < want - sd || got > want + sd)
 				fail_msg("%s: %s counted %.0f, expected %.0f +- %.0f", q,
-					 roce_fault_kind_name((enum roce_fault_kind)j), got, want,
-					 sd);
+					 ql__roce_fault_kind_name((enum roce_fault_kind)j), got,
+					 want, sd);
 		}
 		assert_int_equal(f.queue_full, 0);
 		assert_int_equal(f.used, 0);
-		roce_fault_fini(&f);
+		ql__roce_fault_fini(&f);
 	}
 }
 
@@ -165,10 +165,10 @@ static void test_seeds(void **state)
 			uint64_t before = f.count[ROCE_FAULT_DUP];
 			fate[r][i] = tx(&f, (uint64_t)i * 1000000000ull, pkt, sizeof(pkt)) * 2 +
 				     (f.count[ROCE_FAULT_DUP] != before);
-			while (roce_fault_next(&f, (uint64_t)i * 1000000000ull + 500000000))
-				roce_fault_pop(&f);
+			while (ql__roce_fault_next(&f, (uint64_t)i * 1000000000ull + 500000000))
+				ql__roce_fault_pop(&f);
 		}
-		roce_fault_fini(&f);
+		ql__roce_fault_fini(&f);
 	}
 	assert_memory_equal(fate[0], fate[1], sizeof(fate[0]));
 	assert_memory_not_equal(fate[0], fate[2], sizeof(fate[0]));
@@ -184,13 +184,13 @@ static void test_drop_nth_once(void **state)
 		assert_int_equal(tx(&f, 0, pkt, sizeof(pkt)),
 				 i % 5 == 0 ? ROCE_FAULT_CONSUMED : ROCE_FAULT_SEND);
 	assert_int_equal(f.count[ROCE_FAULT_DROP], 20);
-	roce_fault_fini(&f);
+	ql__roce_fault_fini(&f);
 	setup_fault(&f, "drop_once=7");
 	for (int i = 1; i <= 100; i++)
 		assert_int_equal(tx(&f, 0, pkt, sizeof(pkt)),
 				 i == 7 ? ROCE_FAULT_CONSUMED : ROCE_FAULT_SEND);
 	assert_int_equal(f.count[ROCE_FAULT_DROP], 1);
-	roce_fault_fini(&f);
+	ql__roce_fault_fini(&f);
 }
 
 /* the stream the NIC puts on the wire, as packet ids */
@@ -201,12 +201,12 @@ static void nic_send(struct roce_fault *f, uint64_t now, uint8_t id)
 	if (tx(f, now, pkt, sizeof(pkt)) == ROCE_FAULT_SEND)
 		wire[nwire++] = id;
 	const struct roce_fault_pkt *q;
-	while ((q = roce_fault_next(f, now))) {
+	while ((q = ql__roce_fault_next(f, now))) {
 		assert_int_equal(q->len, 8);
 		assert_int_equal(q->peerlen, sizeof(peer));
 		assert_memory_equal(&q->peer, &peer, sizeof(peer));
 		wire[nwire++] = q->data[0];
-		roce_fault_pop(f);
+		ql__roce_fault_pop(f);
 	}
 }
 
@@ -220,32 +220,32 @@ static void test_dup_reorder_delay(void **state)
 	nic_send(&f, 0, 2);
 	assert_int_equal(nwire, 4);
 	assert_true(wire[0] == 1 && wire[1] == 1 && wire[2] == 2 && wire[3] == 2);
-	roce_fault_fini(&f);
+	ql__roce_fault_fini(&f);
 
 	/* every packet held until the next one went: 1 waits for 2, which waits for 3 ... */
 	setup_fault(&f, "reorder=1&reorder_max_us=100");
 	nwire = 0;
 	nic_send(&f, 0, 1);
 	assert_int_equal(nwire, 0);
-	assert_int_equal(roce_fault_next_due(&f), 100000);
+	assert_int_equal(ql__roce_fault_next_due(&f), 100000);
 	nic_send(&f, 10, 2);
 	assert_int_equal(nwire, 1);
 	assert_int_equal(wire[0], 1);
 	/* the last one goes out after reorder_max_us even if nothing follows */
-	assert_null(roce_fault_next(&f, 100009));
-	assert_non_null(roce_fault_next(&f, 100010));
-	roce_fault_pop(&f);
+	assert_null(ql__roce_fault_next(&f, 100009));
+	assert_non_null(ql__roce_fault_next(&f, 100010));
+	ql__roce_fault_pop(&f);
 	assert_int_equal(f.count[ROCE_FAULT_REORDER], 2);
-	roce_fault_fini(&f);
+	ql__roce_fault_fini(&f);
 
 	/* reorder at 50 %: every packet arrives exactly once */
 	setup_fault(&f, "reorder=0.5&seed=5");
 	nwire = 0;
 	for (uint8_t id = 1; id <= 40; id++)
 		nic_send(&f, id, id);
-	while (roce_fault_next(&f, UINT64_MAX - 1)) {
+	while (ql__roce_fault_next(&f, UINT64_MAX - 1)) {
 		wire[nwire++] = f.slots[f.cur].data[0];
-		roce_fault_pop(&f);
+		ql__roce_fault_pop(&f);
 	}
 	assert_int_equal(nwire, 40);
 	int seen[41] = { 0 }, swapped = 0;
@@ -257,18 +257,18 @@ static void test_dup_reorder_delay(void **state)
 	for (int id = 1; id <= 40; id++)
 		assert_int_equal(seen[id], 1);
 	assert_true(swapped > 0);
-	roce_fault_fini(&f);
+	ql__roce_fault_fini(&f);
 
 	setup_fault(&f, "delay=1&delay_us=200");
 	nwire = 0;
 	nic_send(&f, 1000, 1);
 	assert_int_equal(nwire, 0);
-	assert_int_equal(roce_fault_next_due(&f), 201000);
-	assert_null(roce_fault_next(&f, 200999));
-	assert_non_null(roce_fault_next(&f, 201000));
-	roce_fault_pop(&f);
-	assert_int_equal(roce_fault_next_due(&f), UINT64_MAX);
-	roce_fault_fini(&f);
+	assert_int_equal(ql__roce_fault_next_due(&f), 201000);
+	assert_null(ql__roce_fault_next(&f, 200999));
+	assert_non_null(ql__roce_fault_next(&f, 201000));
+	ql__roce_fault_pop(&f);
+	assert_int_equal(ql__roce_fault_next_due(&f), UINT64_MAX);
+	ql__roce_fault_fini(&f);
 }
 
 /* a corrupted copy differs from the packet in one bit, never in BTH byte 4,
@@ -292,12 +292,12 @@ static void test_corrupt(void **state)
 					       .psn = (uint32_t)i },
 				      .payload = payload,
 				      .payload_len = (uint32_t)(i % 100) };
-		int n = roce_build(buf, sizeof(buf), &p, &a);
+		int n = ql__roce_build(buf, sizeof(buf), &p, &a);
 		assert_true(n > 0);
 		memcpy(orig, buf, (size_t)n);
 		assert_int_equal(tx(&f, 0, buf, (size_t)n), ROCE_FAULT_CONSUMED);
 		assert_memory_equal(buf, orig, (size_t)n);
-		const struct roce_fault_pkt *q = roce_fault_next(&f, 0);
+		const struct roce_fault_pkt *q = ql__roce_fault_next(&f, 0);
 		assert_non_null(q);
 		assert_int_equal(q->len, n);
 		int bits = 0, where = -1;
@@ -309,13 +309,13 @@ static void test_corrupt(void **state)
 		assert_int_equal(bits, 1);
 		assert_int_not_equal(where, 4);
 		hits[where]++;
-		assert_int_equal(roce_icrc_check(q->data, q->len, &a), -EBADMSG);
-		roce_fault_pop(&f);
+		assert_int_equal(ql__roce_icrc_check(q->data, q->len, &a), -EBADMSG);
+		ql__roce_fault_pop(&f);
 	}
 	/* first bytes, the ICRC and the payload are all hit */
 	assert_true(hits[0] && hits[5] && hits[20]);
 	assert_int_equal(f.count[ROCE_FAULT_CORRUPT], 2000);
-	roce_fault_fini(&f);
+	ql__roce_fault_fini(&f);
 }
 
 static void test_queue_full(void **state)
@@ -329,16 +329,16 @@ static void test_queue_full(void **state)
 	assert_int_equal(tx(&f, 0, pkt, sizeof(pkt)), ROCE_FAULT_SEND); /* not applied */
 	assert_int_equal(f.queue_full, 1);
 	assert_int_equal(f.count[ROCE_FAULT_DELAY], 2);
-	roce_fault_fini(&f);
+	ql__roce_fault_fini(&f);
 	/* a packet larger than a slot is sent as is */
 	struct roce_fault_cfg c;
-	assert_int_equal(roce_fault_parse("dup=1", false, &c), 0);
+	assert_int_equal(ql__roce_fault_parse("dup=1", false, &c), 0);
 	c.slot_bytes = 8;
-	assert_int_equal(roce_fault_init(&f, &c), 0);
+	assert_int_equal(ql__roce_fault_init(&f, &c), 0);
 	assert_int_equal(tx(&f, 0, pkt, sizeof(pkt)), ROCE_FAULT_SEND);
-	assert_null(roce_fault_next(&f, 0));
+	assert_null(ql__roce_fault_next(&f, 0));
 	assert_int_equal(f.queue_full, 1);
-	roce_fault_fini(&f);
+	ql__roce_fault_fini(&f);
 }
 
 /* the NIC's per-packet work: build, fault, drain, parse, check */
@@ -360,20 +360,21 @@ static int hot_loop(void *arg)
 					       .psn = (uint32_t)i },
 				      .payload = h->payload,
 				      .payload_len = (uint32_t)(i % 1000) };
-		int n = roce_build(h->buf, sizeof(h->buf), &p, &a);
+		int n = ql__roce_build(h->buf, sizeof(h->buf), &p, &a);
 		if (n < 0)
 			return -1;
 		struct iovec iov = { h->buf, (size_t)n };
-		roce_fault_tx(&h->f, (uint64_t)i * 1000, &iov, 1, &peer, sizeof(peer));
+		ql__roce_fault_tx(&h->f, (uint64_t)i * 1000, &iov, 1, &peer, sizeof(peer));
 		const struct roce_fault_pkt *q;
-		while ((q = roce_fault_next(&h->f, (uint64_t)i * 1000))) {
+		while ((q = ql__roce_fault_next(&h->f, (uint64_t)i * 1000))) {
 			struct roce_pkt r;
-			if (roce_parse(q->data, q->len, &r) == 0)
-				(void)roce_icrc_check(q->data, q->len, &a);
-			roce_fault_pop(&h->f);
+			if (ql__roce_parse(q->data, q->len, &r) == 0)
+				(void)ql__roce_icrc_check(q->data, q->len, &a);
+			ql__roce_fault_pop(&h->f);
 		}
 		struct roce_pkt r;
-		if (roce_parse(h->buf, (size_t)n, &r) || roce_icrc_check(h->buf, (size_t)n, &a))
+		if (ql__roce_parse(h->buf, (size_t)n, &r) ||
+		    ql__roce_icrc_check(h->buf, (size_t)n, &a))
 			return -1;
 	}
 	return 0;
@@ -388,7 +389,7 @@ static void test_hotpath(void **state)
 	int r = hp_check(hot_loop, &h, why, sizeof(why));
 	if (r)
 		fail_msg("%s", why);
-	roce_fault_fini(&h.f);
+	ql__roce_fault_fini(&h.f);
 }
 
 int main(void)

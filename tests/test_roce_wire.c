@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * test_roce_wire: the RoCEv2 codec (src/udp/roce.c, docs/soft-udp.md).
+ * test_roce_wire: the RoCEv2 codec (src/providers/sudp/roce.c, docs/soft-udp.md).
  *
  * The ICRC is checked against a second, deliberately naive implementation
  * here (bit-at-a-time CRC-32 over an explicitly assembled pseudo-packet),
@@ -30,8 +30,8 @@
 
 #include <qlink/error.h>
 
-#include "udp/fault.h"
-#include "udp/roce.h"
+#include "providers/sudp/fault.h"
+#include "providers/sudp/roce.h"
 
 /* ---- the independent reference ---------------------------------------- */
 
@@ -166,7 +166,7 @@ static void random_pkt(struct roce_pkt *p, uint8_t op, uint8_t *payload, uint32_
 	p->atomic_orig = rnd();
 	p->imm = (uint32_t)rnd();
 	p->inv_rkey = (uint32_t)rnd();
-	uint32_t h = roce_opcode_headers(op);
+	uint32_t h = ql__roce_opcode_headers(op);
 	if (!(h & ROCE_HAS_PAYLOAD))
 		plen = 0;
 	uint8_t o = ROCE_OPCODE_OP(op);
@@ -197,7 +197,7 @@ static void assert_same_pkt(const struct roce_pkt *a, const struct roce_pkt *b)
 	assert_int_equal(a->bth.ackreq, b->bth.ackreq);
 	assert_int_equal(a->bth.psn, b->bth.psn);
 	uint32_t h = b->has;
-	assert_int_equal(h, roce_opcode_headers(a->bth.opcode));
+	assert_int_equal(h, ql__roce_opcode_headers(a->bth.opcode));
 	if (h & ROCE_HAS_RETH) {
 		assert_true(a->reth.va == b->reth.va);
 		assert_int_equal(a->reth.rkey, b->reth.rkey);
@@ -258,23 +258,23 @@ static void test_opcode_table(void **state)
 		{ 0x2b, ROCE_HAS_PAYLOAD | ROCE_HAS_RETH | ROCE_HAS_IMMDT, 32 },
 	};
 	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
-		assert_int_equal(roce_opcode_headers(t[i].op), t[i].has);
-		assert_int_equal(roce_hdr_len(t[i].op), t[i].len);
-		assert_true(roce_hdr_len(t[i].op) <= ROCE_HDR_MAX);
+		assert_int_equal(ql__roce_opcode_headers(t[i].op), t[i].has);
+		assert_int_equal(ql__roce_hdr_len(t[i].op), t[i].len);
+		assert_true(ql__roce_hdr_len(t[i].op) <= ROCE_HDR_MAX);
 	}
 	/* reserved, RC-only-in-UC, RD, UD, CNP, XRC */
 	const uint8_t bad[] = { 0x15, 0x18, 0x1f, 0x2c, 0x2d, 0x31, 0x34,
 				0x36, 0x40, 0x64, 0x81, 0xa0, 0xff };
 	for (size_t i = 0; i < sizeof(bad); i++) {
 		errno = 0;
-		assert_int_equal(roce_opcode_headers(bad[i]), 0);
+		assert_int_equal(ql__roce_opcode_headers(bad[i]), 0);
 		assert_int_equal(errno, EINVAL);
-		assert_int_equal(roce_hdr_len(bad[i]), -EINVAL);
-		assert_string_equal(roce_opcode_name(bad[i]), "?");
+		assert_int_equal(ql__roce_hdr_len(bad[i]), -EINVAL);
+		assert_string_equal(ql__roce_opcode_name(bad[i]), "?");
 	}
-	assert_string_equal(roce_opcode_name(0x04), "RC SEND_ONLY");
-	assert_string_equal(roce_opcode_name(0x2a), "UC RDMA_WRITE_ONLY");
-	assert_string_equal(roce_opcode_name(0x14), "RC FETCH_ADD");
+	assert_string_equal(ql__roce_opcode_name(0x04), "RC SEND_ONLY");
+	assert_string_equal(ql__roce_opcode_name(0x2a), "UC RDMA_WRITE_ONLY");
+	assert_string_equal(ql__roce_opcode_name(0x14), "RC FETCH_ADD");
 }
 
 /* ---- golden packets ----------------------------------------------------------- */
@@ -295,15 +295,15 @@ static void test_icrc_reference(void **state)
 			random_pkt(&p, all_opcodes[i], payload, plen == 11 ? 3001 : plen);
 			for (int fam = 0; fam < 2; fam++) {
 				struct roce_addr *a = fam ? &a6 : &a4;
-				int n = roce_build(buf, sizeof(buf), &p, a);
+				int n = ql__roce_build(buf, sizeof(buf), &p, a);
 				assert_true(n > 0);
 				assert_int_equal(n % 4, 0);
-				assert_int_equal(n, roce_hdr_len(p.bth.opcode) +
+				assert_int_equal(n, ql__roce_hdr_len(p.bth.opcode) +
 							    (int)p.payload_len +
 							    (int)ROCE_PAD(p.payload_len) + 4);
 				assert_int_equal(wire_icrc(buf, (size_t)n),
 						 ref_icrc(a, buf, (size_t)n));
-				assert_int_equal(roce_icrc_check(buf, (size_t)n, a), 0);
+				assert_int_equal(ql__roce_icrc_check(buf, (size_t)n, a), 0);
 				/* BTH bytes by hand */
 				assert_int_equal(buf[0], p.bth.opcode);
 				assert_int_equal(buf[1], (p.bth.se << 7) | (p.bth.mig << 6) |
@@ -335,7 +335,7 @@ static void test_crc_engines(void **state)
 	for (size_t i = 0; i < sizeof(raw); i++)
 		raw[i] = (uint8_t)rnd();
 	for (int engine = 0; engine < 2; engine++) {
-		bool clmul = roce_crc_use_clmul(engine == 0);
+		bool clmul = ql__roce_crc_use_clmul(engine == 0);
 		if (engine == 0 && !clmul)
 			printf("# no PCLMULQDQ: table only\n");
 		for (int i = 0; i < 2000; i++) {
@@ -353,10 +353,10 @@ static void test_crc_engines(void **state)
 			}
 			iov[n++] = (struct iovec){ pkt + off, left };
 			a.family = (i & 1) ? AF_INET6 : AF_INET;
-			assert_int_equal(roce_icrc_iov(&a, iov, n), ref_icrc(&a, pkt, len));
+			assert_int_equal(ql__roce_icrc_iov(&a, iov, n), ref_icrc(&a, pkt, len));
 		}
 	}
-	roce_crc_use_clmul(true);
+	ql__roce_crc_use_clmul(true);
 }
 
 /* header fields at their byte offsets, one opcode per extension header */
@@ -378,7 +378,7 @@ static void test_header_layout(void **state)
 	p.imm = 0xdeadbeef;
 	p.payload = (const uint8_t *)"hello";
 	p.payload_len = 5;
-	assert_int_equal(roce_build(buf, sizeof(buf), &p, &a), 32 + 8 + 4);
+	assert_int_equal(ql__roce_build(buf, sizeof(buf), &p, &a), 32 + 8 + 4);
 	const uint8_t want[] = { 0x0b, 0x30, 0xff, 0xff, 0x00, 0x00, 0x00, 0x11, 0x80, 0xab,
 				 0xcd, 0xef, 1,	   2,	 3,    4,    5,	   6,	 7,    8,
 				 0x11, 0x22, 0x33, 0x44, 0,    0,    0,	   5,	 0xde, 0xad,
@@ -391,7 +391,7 @@ static void test_header_layout(void **state)
 	c.atomic.rkey = 0x77;
 	c.atomic.swap_add = 0xaaaaaaaabbbbbbbbull;
 	c.atomic.compare = 0xccccccccddddddddull;
-	assert_int_equal(roce_build(buf, sizeof(buf), &c, &a), 12 + 28 + 4);
+	assert_int_equal(ql__roce_build(buf, sizeof(buf), &c, &a), 12 + 28 + 4);
 	const uint8_t wantc[] = { 0,	0,    0,    0,	  0,	0,    0x10, 0,	  0,	0,
 				  0,	0x77, 0xaa, 0xaa, 0xaa, 0xaa, 0xbb, 0xbb, 0xbb, 0xbb,
 				  0xcc, 0xcc, 0xcc, 0xcc, 0xdd, 0xdd, 0xdd, 0xdd };
@@ -402,7 +402,7 @@ static void test_header_layout(void **state)
 	k.aeth.syndrome = ROCE_AETH_ACK(ROCE_AETH_CREDITS_INVALID);
 	k.aeth.msn = 0x123456;
 	k.atomic_orig = 0x8877665544332211ull;
-	assert_int_equal(roce_build(buf, sizeof(buf), &k, &a), 12 + 4 + 8 + 4);
+	assert_int_equal(ql__roce_build(buf, sizeof(buf), &k, &a), 12 + 4 + 8 + 4);
 	const uint8_t wantk[] = { 0x1f, 0x12, 0x34, 0x56, 0x88, 0x77,
 				  0x66, 0x55, 0x44, 0x33, 0x22, 0x11 };
 	assert_memory_equal(buf + 12, wantk, sizeof(wantk));
@@ -431,13 +431,13 @@ static void test_scapy_example(void **state)
 	p.payload = pay;
 	p.payload_len = sizeof(pay);
 	uint8_t buf[64];
-	int n = roce_build(buf, sizeof(buf), &p, &a);
+	int n = ql__roce_build(buf, sizeof(buf), &p, &a);
 	assert_int_equal(n, 36); /* UDP length 44 */
 	assert_int_equal(buf[1], 0x60);
 	const uint8_t icrc[4] = { 0x78, 0xf3, 0x53, 0xf3 };
 	assert_memory_equal(buf + 32, icrc, 4);
 	uint16_t id = 0;
-	assert_int_equal(roce_icrc_solve_id(buf, (size_t)n, &a, &id), 0);
+	assert_int_equal(ql__roce_icrc_solve_id(buf, (size_t)n, &a, &id), 0);
 	assert_int_equal(id, 1144);
 }
 
@@ -483,26 +483,26 @@ static void test_golden_vectors(void **state)
 		int n = unhex(hex, pkt, sizeof(pkt));
 		assert_true(n > 0);
 		uint16_t id = 0xffff;
-		assert_int_equal(roce_icrc_solve_id(pkt, (size_t)n, &a, &id), 0);
+		assert_int_equal(ql__roce_icrc_solve_id(pkt, (size_t)n, &a, &id), 0);
 		if (fam == 4)
 			assert_int_equal(id, (uint16_t)strtoul(idtxt, NULL, 16));
 		a.ip_id = id;
 		/* the codec's ICRC over the captured bytes matches the capture */
 		struct iovec iov = { pkt, (size_t)n - 4 };
-		assert_int_equal(roce_icrc_iov(&a, &iov, 1), wire_icrc(pkt, (size_t)n));
+		assert_int_equal(ql__roce_icrc_iov(&a, &iov, 1), wire_icrc(pkt, (size_t)n));
 		assert_int_equal(ref_icrc(&a, pkt, (size_t)n), wire_icrc(pkt, (size_t)n));
 		/* one flipped bit anywhere is refused */
 		for (int bit = 0; bit < n * 8; bit += 7) {
 			if (bit / 8 == 4)
 				continue; /* resv8a: masked, not covered */
 			pkt[bit / 8] ^= (uint8_t)(1u << (bit % 8));
-			assert_int_equal(roce_icrc_check(pkt, (size_t)n, &a), -EBADMSG);
+			assert_int_equal(ql__roce_icrc_check(pkt, (size_t)n, &a), -EBADMSG);
 			pkt[bit / 8] ^= (uint8_t)(1u << (bit % 8));
 		}
 		if (!strcmp(mode, "parse")) {
 			struct roce_pkt p;
-			assert_int_equal(roce_parse(pkt, (size_t)n, &p), 0);
-			assert_int_equal(roce_build(re, sizeof(re), &p, &a), n);
+			assert_int_equal(ql__roce_parse(pkt, (size_t)n, &p), 0);
+			assert_int_equal(ql__roce_build(re, sizeof(re), &p, &a), n);
 			/* equal but for the masked resv8a byte, which we send as the spec says */
 			re[4] = pkt[4];
 			assert_memory_equal(re, pkt, (size_t)n - 4);
@@ -526,22 +526,22 @@ static void test_roundtrip_all_opcodes(void **state)
 			struct roce_pkt p, q;
 			uint32_t plen = (uint32_t)(rnd() % (round < 100 ? 16 : 8900));
 			random_pkt(&p, all_opcodes[i], payload, plen);
-			int n = roce_build(buf, sizeof(buf), &p, &a);
+			int n = ql__roce_build(buf, sizeof(buf), &p, &a);
 			assert_true(n > 0);
 			memset(&q, 0xa5, sizeof(q));
-			assert_int_equal(roce_parse(buf, (size_t)n, &q), 0);
+			assert_int_equal(ql__roce_parse(buf, (size_t)n, &q), 0);
 			assert_same_pkt(&p, &q);
-			assert_ptr_equal(q.payload, buf + roce_hdr_len(p.bth.opcode));
+			assert_ptr_equal(q.payload, buf + ql__roce_hdr_len(p.bth.opcode));
 			/* the scatter form gives the same bytes */
 			uint8_t hdr[ROCE_HDR_MAX], tail[4];
-			int h = roce_build_hdr(hdr, sizeof(hdr), &p);
-			assert_int_equal(h, roce_hdr_len(p.bth.opcode));
+			int h = ql__roce_build_hdr(hdr, sizeof(hdr), &p);
+			assert_int_equal(h, ql__roce_hdr_len(p.bth.opcode));
 			assert_memory_equal(hdr, buf, (size_t)h);
 			struct iovec iov[3] = { { hdr, (size_t)h },
 						{ (void *)p.payload, p.payload_len },
-						{ (void *)roce_zero_pad,
+						{ (void *)ql__roce_zero_pad,
 						  ROCE_PAD(p.payload_len) } };
-			roce_put_icrc(tail, roce_icrc_iov(&a, iov, 3));
+			ql__roce_put_icrc(tail, ql__roce_icrc_iov(&a, iov, 3));
 			assert_memory_equal(tail, buf + n - 4, 4);
 		}
 	}
@@ -555,34 +555,34 @@ static void test_build_refusals(void **state)
 	addr4(&a, "127.0.0.1", "127.0.0.1", 0xc000);
 	struct roce_pkt p = { 0 };
 	p.bth.opcode = 0x15;
-	assert_int_equal(roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
+	assert_int_equal(ql__roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
 	p.bth.opcode = ROCE_RC(ROCE_OP_ACKNOWLEDGE);
 	p.payload = pay;
 	p.payload_len = 4; /* an ACK carries no payload */
-	assert_int_equal(roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
+	assert_int_equal(ql__roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
 	p.payload_len = 0;
 	p.bth.psn = 1u << 24;
-	assert_int_equal(roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
+	assert_int_equal(ql__roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
 	p.bth.psn = 0;
 	p.bth.dqpn = 1u << 24;
-	assert_int_equal(roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
+	assert_int_equal(ql__roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
 	p.bth.dqpn = 0;
 	p.bth.tver = 1;
-	assert_int_equal(roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
+	assert_int_equal(ql__roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
 	p.bth.tver = 0;
 	p.aeth.msn = 1u << 24;
-	assert_int_equal(roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
+	assert_int_equal(ql__roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
 	p.aeth.msn = 0;
-	assert_int_equal(roce_build(buf, 19, &p, &a), -EMSGSIZE);
-	assert_int_equal(roce_build(buf, 20, &p, &a), 20);
+	assert_int_equal(ql__roce_build(buf, 19, &p, &a), -EMSGSIZE);
+	assert_int_equal(ql__roce_build(buf, 20, &p, &a), 20);
 	/* FIRST/MIDDLE: whole words, not empty */
 	p.bth.opcode = ROCE_RC(ROCE_OP_SEND_FIRST);
 	p.payload_len = 6;
-	assert_int_equal(roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
+	assert_int_equal(ql__roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
 	p.payload_len = 0;
-	assert_int_equal(roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
+	assert_int_equal(ql__roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
 	p.payload_len = 8;
-	assert_int_equal(roce_build(buf, sizeof(buf), &p, &a), 24);
+	assert_int_equal(ql__roce_build(buf, sizeof(buf), &p, &a), 24);
 	/* fields of headers the opcode does not carry are ignored (a parsed
 	 * packet leaves them as they were) */
 	struct roce_pkt g;
@@ -590,12 +590,13 @@ static void test_build_refusals(void **state)
 	g.bth = (struct roce_bth){ .opcode = ROCE_RC(ROCE_OP_SEND_ONLY) };
 	g.payload = pay;
 	g.payload_len = 3;
-	assert_int_equal(roce_build(buf, sizeof(buf), &g, &a), 20);
+	assert_int_equal(ql__roce_build(buf, sizeof(buf), &g, &a), 20);
 	/* UC has no READ */
 	p.bth.opcode = ROCE_UC(ROCE_OP_RDMA_READ_REQUEST);
 	p.payload_len = 0;
-	assert_int_equal(roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
-	assert_int_equal(roce_build_hdr(buf, 11, &(struct roce_pkt){ .bth.opcode = 4 }), -EMSGSIZE);
+	assert_int_equal(ql__roce_build(buf, sizeof(buf), &p, &a), -EINVAL);
+	assert_int_equal(ql__roce_build_hdr(buf, 11, &(struct roce_pkt){ .bth.opcode = 4 }),
+			 -EMSGSIZE);
 }
 
 /* ---- malformed input ------------------------------------------------------------ */
@@ -607,7 +608,7 @@ static int build_good(uint8_t *buf, uint8_t op, uint32_t plen)
 	addr4(&a, "127.0.0.1", "127.0.0.1", 0xc000);
 	struct roce_pkt p;
 	random_pkt(&p, op, payload, plen);
-	int n = roce_build(buf, 512, &p, &a);
+	int n = ql__roce_build(buf, 512, &p, &a);
 	assert_true(n > 0);
 	return n;
 }
@@ -622,13 +623,14 @@ static void test_parse_malformed(void **state)
 	/* truncated: every length short of a whole packet, every opcode */
 	for (size_t i = 0; i < sizeof(all_opcodes); i++) {
 		n = build_good(buf, all_opcodes[i], 0);
-		assert_int_equal(roce_parse(buf, (size_t)n, &p), 0);
+		assert_int_equal(ql__roce_parse(buf, (size_t)n, &p), 0);
 		for (int l = 0; l < n; l++) {
 			/* a FIRST/MIDDLE packet (built with 256 bytes) cut by whole
 			 * words is still a well-formed, shorter one */
-			bool shorter_ok = l % 4 == 0 && l >= roce_hdr_len(buf[0]) + 8 &&
-					  (roce_opcode_headers(buf[0]) & ROCE_HAS_PAYLOAD);
-			assert_int_equal(roce_parse(buf, (size_t)l, &p), shorter_ok ? 0 : -EBADMSG);
+			bool shorter_ok = l % 4 == 0 && l >= ql__roce_hdr_len(buf[0]) + 8 &&
+					  (ql__roce_opcode_headers(buf[0]) & ROCE_HAS_PAYLOAD);
+			assert_int_equal(ql__roce_parse(buf, (size_t)l, &p),
+					 shorter_ok ? 0 : -EBADMSG);
 		}
 	}
 	/* unknown opcodes */
@@ -636,45 +638,45 @@ static void test_parse_malformed(void **state)
 	const uint8_t bad[] = { 0x15, 0x18, 0x2c, 0x33, 0x40, 0x64, 0x81, 0xe0 };
 	for (size_t i = 0; i < sizeof(bad); i++) {
 		buf[0] = bad[i];
-		assert_int_equal(roce_parse(buf, (size_t)n, &p), -EBADMSG);
+		assert_int_equal(ql__roce_parse(buf, (size_t)n, &p), -EBADMSG);
 	}
 	/* transport header version other than 0 */
 	for (int v = 1; v < 16; v++) {
 		n = build_good(buf, ROCE_RC(ROCE_OP_SEND_ONLY), 8);
 		buf[1] = (uint8_t)((buf[1] & 0xf0) | v);
-		assert_int_equal(roce_parse(buf, (size_t)n, &p), -EBADMSG);
+		assert_int_equal(ql__roce_parse(buf, (size_t)n, &p), -EBADMSG);
 	}
 	/* length not a whole number of words */
 	n = build_good(buf, ROCE_RC(ROCE_OP_SEND_ONLY), 8);
-	assert_int_equal(roce_parse(buf, (size_t)n + 1, &p), -EBADMSG);
-	assert_int_equal(roce_parse(buf, (size_t)n - 2, &p), -EBADMSG);
+	assert_int_equal(ql__roce_parse(buf, (size_t)n + 1, &p), -EBADMSG);
+	assert_int_equal(ql__roce_parse(buf, (size_t)n - 2, &p), -EBADMSG);
 	/* pad larger than the bytes after the headers */
 	n = build_good(buf, ROCE_RC(ROCE_OP_SEND_ONLY), 0);
 	buf[1] = (uint8_t)((buf[1] & ~0x30) | 0x30);
-	assert_int_equal(roce_parse(buf, (size_t)n, &p), -EBADMSG);
+	assert_int_equal(ql__roce_parse(buf, (size_t)n, &p), -EBADMSG);
 	/* pad on a packet without payload */
 	n = build_good(buf, ROCE_RC(ROCE_OP_ACKNOWLEDGE), 0);
 	buf[1] |= 0x10;
-	assert_int_equal(roce_parse(buf, (size_t)n, &p), -EBADMSG);
+	assert_int_equal(ql__roce_parse(buf, (size_t)n, &p), -EBADMSG);
 	/* bytes after the headers of a packet without payload */
 	n = build_good(buf, ROCE_RC(ROCE_OP_RDMA_READ_REQUEST), 0);
-	assert_int_equal(roce_parse(buf, (size_t)n + 4, &p), -EBADMSG);
+	assert_int_equal(ql__roce_parse(buf, (size_t)n + 4, &p), -EBADMSG);
 	n = build_good(buf, ROCE_RC(ROCE_OP_FETCH_ADD), 0);
-	assert_int_equal(roce_parse(buf, (size_t)n + 4, &p), -EBADMSG);
+	assert_int_equal(ql__roce_parse(buf, (size_t)n + 4, &p), -EBADMSG);
 	/* pad on a FIRST or MIDDLE packet, or an empty one */
 	n = build_good(buf, ROCE_RC(ROCE_OP_RDMA_WRITE_MIDDLE), 16);
 	buf[1] |= 0x20;
-	assert_int_equal(roce_parse(buf, (size_t)n, &p), -EBADMSG);
+	assert_int_equal(ql__roce_parse(buf, (size_t)n, &p), -EBADMSG);
 	n = build_good(buf, ROCE_UC(ROCE_OP_SEND_FIRST), 16);
-	assert_int_equal(roce_parse(buf, 16, &p), -EBADMSG);
+	assert_int_equal(ql__roce_parse(buf, 16, &p), -EBADMSG);
 	/* pad count 3 on a 4-byte payload: 1 byte of payload, legal */
 	n = build_good(buf, ROCE_RC(ROCE_OP_SEND_ONLY), 4);
 	buf[1] = (uint8_t)((buf[1] & ~0x30) | 0x30);
-	assert_int_equal(roce_parse(buf, (size_t)n, &p), 0);
+	assert_int_equal(ql__roce_parse(buf, (size_t)n, &p), 0);
 	assert_int_equal(p.payload_len, 1);
 	/* NULL-free tiny inputs */
-	assert_int_equal(roce_parse(buf, 0, &p), -EBADMSG);
-	assert_int_equal(roce_parse(buf, 12, &p), -EBADMSG);
+	assert_int_equal(ql__roce_parse(buf, 0, &p), -EBADMSG);
+	assert_int_equal(ql__roce_parse(buf, 12, &p), -EBADMSG);
 }
 
 /* ---- the IPv4 Identification solver ----------------------------------------- */
@@ -696,11 +698,11 @@ static void test_id_solver(void **state)
 		if (i == 1)
 			want = 0xffff;
 		a.ip_id = want;
-		int n = roce_build(buf, sizeof(buf), &p, &a);
+		int n = ql__roce_build(buf, sizeof(buf), &p, &a);
 		assert_true(n > 0);
 		assert_int_equal(wire_icrc(buf, (size_t)n), ref_icrc(&a, buf, (size_t)n));
 		uint16_t got = (uint16_t)~want;
-		assert_int_equal(roce_icrc_solve_id(buf, (size_t)n, &a, &got), 0);
+		assert_int_equal(ql__roce_icrc_solve_id(buf, (size_t)n, &a, &got), 0);
 		assert_int_equal(got, want);
 		/* a packet corrupted in one random bit (not the masked byte 4),
 		 * or in a random 32-bit word, is refused whatever its ID */
@@ -713,17 +715,17 @@ static void test_id_solver(void **state)
 			buf[pos] ^= (uint8_t)(1u << (rnd() % 8));
 		else
 			buf[pos] ^= (uint8_t)(1 + rnd() % 255);
-		if (roce_icrc_check(buf, (size_t)n, &a) == 0)
+		if (ql__roce_icrc_check(buf, (size_t)n, &a) == 0)
 			accepted_corrupt++;
 		buf[pos] = save;
 		/* another address is another packet */
 		struct roce_addr b = a;
 		b.dst[3] ^= 1;
-		if (roce_icrc_check(buf, (size_t)n, &b) == 0)
+		if (ql__roce_icrc_check(buf, (size_t)n, &b) == 0)
 			accepted_corrupt++;
 		b = a;
 		b.sport ^= 0x100;
-		if (roce_icrc_check(buf, (size_t)n, &b) == 0)
+		if (ql__roce_icrc_check(buf, (size_t)n, &b) == 0)
 			accepted_corrupt++;
 	}
 	/* 9000 tries at 2^-16 each: ~0.14 expected; the seed is fixed */
@@ -734,13 +736,13 @@ static void test_id_solver(void **state)
 	addr6(&a6);
 	struct roce_pkt p;
 	random_pkt(&p, ROCE_RC(ROCE_OP_SEND_ONLY), payload, 100);
-	int n = roce_build(buf, sizeof(buf), &p, &a6);
-	assert_int_equal(roce_icrc_check(buf, (size_t)n, &a6), 0);
+	int n = ql__roce_build(buf, sizeof(buf), &p, &a6);
+	assert_int_equal(ql__roce_icrc_check(buf, (size_t)n, &a6), 0);
 	a6.ip_id = 77; /* ignored for IPv6 */
-	assert_int_equal(roce_icrc_check(buf, (size_t)n, &a6), 0);
+	assert_int_equal(ql__roce_icrc_check(buf, (size_t)n, &a6), 0);
 	buf[20] ^= 1;
-	assert_int_equal(roce_icrc_check(buf, (size_t)n, &a6), -EBADMSG);
-	assert_int_equal(roce_icrc_check(buf, 8, &a6), -EBADMSG);
+	assert_int_equal(ql__roce_icrc_check(buf, (size_t)n, &a6), -EBADMSG);
+	assert_int_equal(ql__roce_icrc_check(buf, 8, &a6), -EBADMSG);
 }
 
 /* ---- what Linux puts in the ID field of our packets ------------------------------ */
@@ -809,7 +811,7 @@ static void test_corpus_replay(void **state)
 			in[n] = 0;
 			struct roce_fault_cfg cfg;
 			ql_error_clear();
-			if (roce_fault_parse((const char *)in + 1, in[0] & 4, &cfg))
+			if (ql__roce_fault_parse((const char *)in + 1, in[0] & 4, &cfg))
 				assert_true(strlen(ql_error_detail()) > 0);
 			queries++;
 			continue;
@@ -820,13 +822,13 @@ static void test_corpus_replay(void **state)
 				       .sport = 0xc000,
 				       .dport = ROCE_UDP_PORT };
 		struct roce_pkt p, q;
-		assert_int_equal(roce_icrc_check(in + 1, n - 1, &a), 0);
-		assert_int_equal(roce_parse(in + 1, n - 1, &p), 0);
-		int m = roce_build(re, sizeof(re), &p, &a);
+		assert_int_equal(ql__roce_icrc_check(in + 1, n - 1, &a), 0);
+		assert_int_equal(ql__roce_parse(in + 1, n - 1, &p), 0);
+		int m = ql__roce_build(re, sizeof(re), &p, &a);
 		assert_int_equal(m, (int)n - 1);
 		re[4] = in[1 + 4];
 		assert_memory_equal(re, in + 1, n - 1 - 4);
-		assert_int_equal(roce_parse(re, (size_t)m, &q), 0);
+		assert_int_equal(ql__roce_parse(re, (size_t)m, &q), 0);
 		assert_same_pkt(&p, &q);
 		packets++;
 	}

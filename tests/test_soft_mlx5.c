@@ -58,7 +58,7 @@
 
 #include "hotpath.h"
 
-/* internal hooks of the soft provider (src/soft/mlx5_engine.c) */
+/* internal hooks of the soft provider (src/providers/soft/mlx5_engine.c) */
 int ql__soft_mlx5_engine_manual(struct ql_device *d);
 int ql__soft_mlx5_engine_poll(struct ql_device *d);
 bool ql__soft_mlx5_engine_running(struct ql_device *d);

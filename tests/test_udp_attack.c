@@ -33,8 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "udp/roce.h"
-#include "udp/sudp.h"
+#include "providers/sudp/roce.h"
+#include "providers/sudp/sudp.h"
 
 static const struct vt_param *udp(void)
 {
@@ -92,7 +92,7 @@ static void atk_send(struct atk *k, struct roce_pkt *p)
 	int n;
 
 	p->bth.pkey = ROCE_DEFAULT_PKEY;
-	n = roce_build(buf, sizeof(buf), p, &k->ra);
+	n = ql__roce_build(buf, sizeof(buf), p, &k->ra);
 	assert_true(n > 0);
 	assert_int_equal(sendto(k->fd, buf, (size_t)n, 0, (struct sockaddr *)&k->to, sizeof(k->to)),
 			 n);

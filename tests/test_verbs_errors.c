@@ -166,6 +166,82 @@ static void test_loc_outside_mr(void **state)
 	assert_int_equal(ql_mr_dereg(mr), 0);
 }
 
+/* The software NICs' own checks of ql_mr_reg, past the verbs layer's:
+ * max_mr_size (2^46 bytes) and the access flags they implement (MW_BIND is
+ * not one); each refusal names the provider (a real device has its own). */
+static void test_mr_reg_soft_limits(void **state)
+{
+	struct vt_pair *pr = pair_simple(state, IBV_QPT_RC);
+	struct ql_mr *mr = NULL;
+	const char *who = pr->param->udp ? "soft+udp" : "soft";
+
+	if (pr->param->ibv)
+		skip();
+	assert_int_equal(ql_mr_reg(pr->a.pd, pr->a.buf, (1ull << 46) + 1, IBV_ACCESS_LOCAL_WRITE,
+				   &mr),
+			 -EINVAL);
+	assert_non_null(strstr(ql_error_detail(), "exceeds max_mr_size"));
+	assert_int_equal(ql_mr_reg(pr->a.pd, pr->a.buf, 4096,
+				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND, &mr),
+			 -EOPNOTSUPP);
+	assert_non_null(strstr(ql_error_detail(), "access flags 0x10 not supported by"));
+	assert_string_equal(strrchr(ql_error_detail(), ' ') + 1, who);
+	assert_null(mr);
+	/* a page with every implemented flag passes them */
+	assert_int_equal(ql_mr_reg(pr->a.pd, pr->a.buf, 4096,
+				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+					   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+					   IBV_ACCESS_RELAXED_ORDERING,
+				   &mr),
+			 0);
+	assert_int_equal(ql_mr_dereg(mr), 0);
+}
+
+/* The software NICs' checks of ql_qp_create: RC and UC only (the refusal
+ * names the provider), 1..16384 WRs per queue, 16 SGEs per WR, 256 bytes
+ * inline (docs/soft-provider.md, limits). */
+static void test_qp_create_soft_limits(void **state)
+{
+	struct vt_pair *pr = pair_simple(state, IBV_QPT_RC);
+	const char *who = pr->param->udp ? "soft+udp" : "soft";
+	struct ql_qp_init_attr ia;
+	struct ql_qp *qp = NULL;
+	char want[64];
+
+	if (pr->param->ibv)
+		skip();
+	ia = (struct ql_qp_init_attr){
+		.send_cq = pr->a.scq,
+		.recv_cq = pr->a.rcq,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1, .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_UD
+	};
+	assert_int_equal(ql_qp_create(pr->a.pd, &ia, &qp), -EOPNOTSUPP);
+	snprintf(want, sizeof(want), "%s: QP type %d not supported", who, IBV_QPT_UD);
+	assert_non_null(strstr(ql_error_detail(), want));
+	ia.qp_type = IBV_QPT_RC;
+	ia.cap.max_recv_wr = 16385;
+	assert_int_equal(ql_qp_create(pr->a.pd, &ia, &qp), -EINVAL);
+	assert_non_null(strstr(ql_error_detail(), "max_send_wr/max_recv_wr must be 1..16384"));
+	ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = 17;
+	assert_int_equal(ql_qp_create(pr->a.pd, &ia, &qp), -EINVAL);
+	assert_non_null(strstr(ql_error_detail(), "at most 16 SGEs per WR"));
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_inline_data = 257;
+	assert_int_equal(ql_qp_create(pr->a.pd, &ia, &qp), -EINVAL);
+	assert_non_null(strstr(ql_error_detail(), "max_inline_data above 256"));
+	assert_null(qp);
+	/* the limits themselves are granted */
+	ia.cap = (struct ibv_qp_cap){ .max_send_wr = 16384,
+				      .max_recv_wr = 1,
+				      .max_send_sge = 16,
+				      .max_recv_sge = 16,
+				      .max_inline_data = 256 };
+	assert_int_equal(ql_qp_create(pr->a.pd, &ia, &qp), 0);
+	assert_int_equal(ql_qp_destroy(qp), 0);
+}
+
 static void test_loc_read_into_readonly_mr(void **state)
 {
 	struct vt_pair *pr = pair_simple(state, IBV_QPT_RC);
@@ -1119,6 +1195,8 @@ int main(void)
 		T(test_loc_bad_lkey_rc),
 		T(test_loc_bad_lkey_uc),
 		T(test_loc_outside_mr),
+		T(test_mr_reg_soft_limits),
+		T(test_qp_create_soft_limits),
 		T(test_loc_read_into_readonly_mr),
 		T(test_loc_atomic_into_readonly_mr),
 		T(test_rc_bad_rkey),

@@ -11,7 +11,7 @@
  * gets the IB error the violation maps to, and every refusal to connect
  * reads the same (docs/soft-provider.md, "Trust").
  *
- * The child knows the provider's shared layout (src/soft/soft.h), as an
+ * The child knows the provider's shared layout (src/providers/soft/soft.h), as an
  * attacker who read the source would.
  */
 #define _GNU_SOURCE
@@ -30,7 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "soft/soft.h"
+#include "providers/soft/soft.h"
 
 #define BUF_LEN (64 * 1024)
 #define CANARY_LEN 4096

@@ -50,7 +50,7 @@
  * ICRC computed here, and the packet in hex.
  *
  * --verify-vectors: recompute the ICRC of every such file in DIR, and
- * have soft+udp's codec (src/udp/roce.c) parse each and solve for its IPv4
+ * have soft+udp's codec (src/providers/sudp/roce.c) parse each and solve for its IPv4
  * Identification, which must be the one the kernel sent.
  *
  * Exit status: 0 every case passed, 1 a case failed, 2 usage or setup.
@@ -83,7 +83,7 @@
 #include <qlink/error.h>
 #include <qlink/verbs.h>
 
-#include "roce.h" /* src/udp: the soft+udp codec, checked against the kernel's packets */
+#include "roce.h" /* src/providers/sudp: the soft+udp codec, checked against the kernel's packets */
 #include "transport/rendezvous.h"
 
 #define IX_BUF_LEN (2u << 20) /* the MR: [0, half) the peer's, [half, end) local */
@@ -1097,10 +1097,10 @@ static int verify_vectors(const char *dir)
 			memcpy(ra.dst, pkt + 16, 4);
 			ra.sport = (uint16_t)(pkt[ihl] << 8 | pkt[ihl + 1]);
 			ra.dport = (uint16_t)(pkt[ihl + 2] << 8 | pkt[ihl + 3]);
-			pr = roce_parse(pkt + ihl + 8, len - ihl - 8, &rp);
-			sr = roce_icrc_solve_id(pkt + ihl + 8, len - ihl - 8, &ra, &solved);
+			pr = ql__roce_parse(pkt + ihl + 8, len - ihl - 8, &rp);
+			sr = ql__roce_icrc_solve_id(pkt + ihl + 8, len - ihl - 8, &ra, &solved);
 			if (pr || sr || solved != ((uint16_t)(pkt[4] << 8 | pkt[5]))) {
-				printf("FAIL: %s: roce_parse %d, roce_icrc_solve_id %d (id 0x%04x, sent "
+				printf("FAIL: %s: ql__roce_parse %d, ql__roce_icrc_solve_id %d (id 0x%04x, sent "
 				       "0x%02x%02x)\n",
 				       path, pr, sr, solved, pkt[4], pkt[5]);
 				bad++;

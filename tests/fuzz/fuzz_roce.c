@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer target for the RoCEv2 codec (src/udp/roce.c) as a hostile peer
- * sees it: any UDP payload through roce_parse, roce_icrc_check and
- * roce_icrc_solve_id, and any query through roce_fault_parse. Checked
+ * libFuzzer target for the RoCEv2 codec (src/providers/sudp/roce.c) as a hostile peer
+ * sees it: any UDP payload through ql__roce_parse, ql__roce_icrc_check and
+ * ql__roce_icrc_solve_id, and any query through ql__roce_fault_parse. Checked
  * guarantees: no crash or sanitizer report; a packet that parses rebuilds
- * (roce_build) to one that parses to the same fields; a payload lies inside
+ * (ql__roce_build) to one that parses to the same fields; a payload lies inside
  * the input; an IPv4 ICRC accepted with the solved ID is exactly the ICRC the
  * codec computes for that ID.
  *
@@ -16,8 +16,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "udp/fault.h"
-#include "udp/roce.h"
+#include "providers/sudp/fault.h"
+#include "providers/sudp/roce.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -62,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(q, data, size);
 		q[size] = 0;
 		struct roce_fault_cfg cfg;
-		if (roce_fault_parse(q, mode & 4, &cfg) == 0) {
+		if (ql__roce_fault_parse(q, mode & 4, &cfg) == 0) {
 			double sum = 0;
 			for (int k = 0; k < ROCE_FAULT_NKINDS; k++) {
 				if (!(cfg.rate[k] >= 0 && cfg.rate[k] <= 1))
@@ -81,13 +81,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			       .sport = 0xc000,
 			       .dport = ROCE_UDP_PORT };
 	uint16_t id;
-	if (roce_icrc_solve_id(data, size, &a, &id) == 0) {
-		if (roce_icrc_check(data, size, &a))
+	if (ql__roce_icrc_solve_id(data, size, &a, &id) == 0) {
+		if (ql__roce_icrc_check(data, size, &a))
 			abort();
 		if (a.family == AF_INET) {
 			a.ip_id = id;
 			struct iovec iov = { (void *)data, size - ROCE_ICRC_LEN };
-			uint32_t c = roce_icrc_iov(&a, &iov, 1);
+			uint32_t c = ql__roce_icrc_iov(&a, &iov, 1);
 			const uint8_t *w = data + size - 4;
 			if (c != ((uint32_t)w[0] | (uint32_t)w[1] << 8 | (uint32_t)w[2] << 16 |
 				  (uint32_t)w[3] << 24))
@@ -95,14 +95,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 	}
 	struct roce_pkt p, q;
-	if (roce_parse(data, size, &p))
+	if (ql__roce_parse(data, size, &p))
 		return 0;
 	if (p.payload < data || p.payload + p.payload_len > data + size)
 		abort();
-	int n = roce_build(re, sizeof(re), &p, &a);
+	int n = ql__roce_build(re, sizeof(re), &p, &a);
 	if (n < 0)
 		abort(); /* whatever parses must build */
-	if (roce_parse(re, (size_t)n, &q) || roce_icrc_check(re, (size_t)n, &a))
+	if (ql__roce_parse(re, (size_t)n, &q) || ql__roce_icrc_check(re, (size_t)n, &a))
 		abort();
 	check_same(&p, &q);
 	return 0;

@@ -14,19 +14,19 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-#include "udp/roce.h"
+#include "providers/sudp/roce.h"
 
 struct roce_pcap;
 
 /* creates path, a new file (mode 0600): an existing file or a symbolic link
  * at path is refused (-EEXIST/-ELOOP); 0 or a negative errno (ql_error_set
  * detail) */
-int roce_pcap_open(struct roce_pcap **out, const char *path);
+int ql__roce_pcap_open(struct roce_pcap **out, const char *path);
 /* one packet: the UDP payload in iov (ICRC included), timestamp in ns
  * (CLOCK_REALTIME for readable captures); 0 or a negative errno */
-int roce_pcap_write(struct roce_pcap *p, uint64_t ts_ns, const struct roce_addr *a,
-		    const struct iovec *iov, int n);
+int ql__roce_pcap_write(struct roce_pcap *p, uint64_t ts_ns, const struct roce_addr *a,
+			const struct iovec *iov, int n);
 /* flushes and closes; 0 or a negative errno; NULL is fine */
-int roce_pcap_close(struct roce_pcap *p);
+int ql__roce_pcap_close(struct roce_pcap *p);
 
 #endif

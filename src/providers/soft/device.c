@@ -14,15 +14,14 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "providers/common/nic.h"
+#include "providers/common/soft_nic.h"
+#include "providers/soft/soft.h"
 #include "qlink/error.h"
 #include "qlink/log.h"
-#include "soft/soft.h"
 #include "verbs/registry.h"
-#include "verbs/soft_nic.h"
 
 #define DEV_MAGIC 0x3156454448534c51ull /* "QLSHDEV1" */
-#define KEY_TAG_BITS (32 - SOFT_MR_IDX_BITS)
-#define KEY_TAG_MASK ((1u << KEY_TAG_BITS) - 1)
 
 static const struct ql_device_ops soft_device_ops;
 static int soft_cq_destroy(struct ql_cq *c);
@@ -339,9 +338,6 @@ static void pin_warn_once(size_t length, int err)
 static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t iova, int access,
 			    struct ql_mr **out)
 {
-	const int known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-			  IBV_ACCESS_RELAXED_ORDERING;
 	const int remote = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			   IBV_ACCESS_REMOTE_ATOMIC;
 	struct soft_pd *pd = (struct soft_pd *)p;
@@ -351,15 +347,13 @@ static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 	uint32_t idx, lkey, rkey;
 	uintptr_t pa;
 	bool in_heap;
+	int ret;
 
 	/* NULL, zero length, wrap-around, REMOTE_* without LOCAL_WRITE: the
 	 * verbs layer has refused them */
-	if (length > (1ull << 46))
-		return ql_error_set(-EINVAL, "ql_mr_reg: length exceeds max_mr_size");
-	if (access & ~known)
-		return ql_error_set(-EOPNOTSUPP,
-				    "ql_mr_reg: access flags 0x%x not supported by soft",
-				    access & ~known);
+	ret = ql__nic_mr_check(length, access, "soft");
+	if (ret)
+		return ret;
 	in_heap = ql__soft_heap_contains(addr, length);
 	if (dev->wire == SOFT_WIRE_SHM && (access & remote) && !in_heap)
 		return ql_error_set(-EINVAL,
@@ -378,14 +372,7 @@ static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 		free(mr);
 		return ql_error_set(-ENOMEM, "soft: all %u memory regions in use", SOFT_MAX_MR - 1);
 	}
-	do {
-		uint32_t ep = ++dev->mr_epoch[idx];
-
-		lkey = (ql__key_tag(ep, dev->key_secret[0], KEY_TAG_MASK) << SOFT_MR_IDX_BITS) |
-		       idx;
-		rkey = (ql__key_tag(ep, dev->key_secret[1], KEY_TAG_MASK) << SOFT_MR_IDX_BITS) |
-		       idx;
-	} while (lkey == rkey);
+	ql__nic_mr_keys(&dev->mr_epoch[idx], dev->key_secret, SOFT_MR_IDX_BITS, idx, &lkey, &rkey);
 	dev->mrs[idx] = mr;
 	pd->nmr++;
 	pthread_mutex_unlock(&dev->lock);
@@ -472,13 +459,12 @@ static int soft_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 {
 	struct soft_device *dev = to_dev(d);
 	struct soft_cq *cq;
-	uint32_t size = 1;
+	uint32_t size;
 
 	if (cqe < 1 || cqe > SOFT_MAX_CQE)
 		return ql_error_set(-EINVAL, "ql_cq_create: cqe %d outside 1..%d", cqe,
 				    SOFT_MAX_CQE);
-	while (size < (uint32_t)cqe)
-		size <<= 1;
+	size = ql__nic_pow2_at_least((uint32_t)cqe);
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -ENOMEM;

@@ -13,9 +13,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "providers/common/nic.h"
+#include "providers/soft/soft.h"
 #include "qlink/error.h"
 #include "qlink/log.h"
-#include "soft/soft.h"
 #include "verbs/qp_fsm.h"
 
 #define M(x) IBV_QP_##x
@@ -311,30 +312,14 @@ bool ql__soft_mr_referenced(struct soft_device *dev, uint32_t lkey)
 			/* the slot is peer-writable: at most what it can hold */
 			if (n > qp->cap.max_recv_sge)
 				n = qp->cap.max_recv_sge;
-			for (uint32_t k = 0; k < n; k++)
-				if (s->sge[k].lkey == lkey && s->sge[k].length)
-					return true;
+			if (ql__nic_sge_names_lkey(s->sge, n, lkey))
+				return true;
 		}
-		for (uint64_t i = qp->sq_exec; i < qp->sq_pi; i++) {
-			struct soft_swqe *w = &qp->sq[i & qp->sq_mask];
-
-			if (w->wr.send_flags & IBV_SEND_INLINE)
-				continue;
-			for (int k = 0; k < w->wr.num_sge; k++)
-				if (w->wr.sg_list[k].lkey == lkey && w->wr.sg_list[k].length)
-					return true;
-		}
+		for (uint64_t i = qp->sq_exec; i < qp->sq_pi; i++)
+			if (ql__nic_swr_names_lkey(&qp->sq[i & qp->sq_mask].wr, lkey))
+				return true;
 	}
 	return false;
-}
-
-static uint32_t pow2_at_least(uint32_t v)
-{
-	uint32_t p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
 }
 
 int ql__soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **out)
@@ -350,21 +335,15 @@ int ql__soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 	const bool mlx5 = ia->flags & QL_QP_INIT_MLX5;
 	int ret;
 
-	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UC)
-		return ql_error_set(-EOPNOTSUPP, "soft: QP type %d not supported (RC and UC are)",
-				    ia->qp_type);
+	ret = ql__nic_qp_type_check(ia->qp_type, "soft");
+	if (ret)
+		return ret;
 	if (!scq || !rcq || scq->dev != dev || rcq->dev != dev)
 		return ql_error_set(-EINVAL, "ql_qp_create: send_cq and recv_cq must be CQs of the "
 					     "QP's device");
-	if (cap->max_send_wr < 1 || cap->max_send_wr > SOFT_MAX_QP_WR || cap->max_recv_wr < 1 ||
-	    cap->max_recv_wr > SOFT_MAX_QP_WR)
-		return ql_error_set(-EINVAL, "ql_qp_create: max_send_wr/max_recv_wr must be 1..%d",
-				    SOFT_MAX_QP_WR);
-	if (cap->max_send_sge > SOFT_MAX_SGE || cap->max_recv_sge > SOFT_MAX_SGE)
-		return ql_error_set(-EINVAL, "ql_qp_create: at most %d SGEs per WR", SOFT_MAX_SGE);
-	if (cap->max_inline_data > SOFT_MAX_INLINE)
-		return ql_error_set(-EINVAL, "ql_qp_create: max_inline_data above %d",
-				    SOFT_MAX_INLINE);
+	ret = ql__nic_qp_cap_check(cap, SOFT_MAX_QP_WR, SOFT_MAX_SGE, SOFT_MAX_INLINE);
+	if (ret)
+		return ret;
 	if (mlx5 != !!scq->mx || mlx5 != !!rcq->mx)
 		return ql_error_set(-EINVAL, "ql_qp_create: an mlx5-mode QP needs mlx5-mode CQs, "
 					     "and only it");
@@ -381,7 +360,7 @@ int ql__soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	sq_size = pow2_at_least(cap->max_send_wr);
+	sq_size = ql__nic_pow2_at_least(cap->max_send_wr);
 	nsge = cap->max_send_sge ? cap->max_send_sge : 1;
 	qp->sq = calloc(sq_size, sizeof(*qp->sq));
 	qp->sq_sge = calloc((size_t)sq_size * nsge, sizeof(*qp->sq_sge));
@@ -395,7 +374,7 @@ int ql__soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 		qp->sq[i].wr.sg_list = &qp->sq_sge[(size_t)i * nsge];
 	qp->sq_mask = sq_size - 1;
 
-	qp->rq_slots = pow2_at_least(cap->max_recv_wr);
+	qp->rq_slots = ql__nic_pow2_at_least(cap->max_recv_wr);
 	qp->rq_mask = qp->rq_slots - 1;
 	nsge = cap->max_recv_sge ? cap->max_recv_sge : 1;
 	slot_size = soft_rq_slot_bytes(nsge);

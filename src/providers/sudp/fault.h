@@ -10,16 +10,16 @@
  * reproducible. drop_nth drops every Nth packet (as the soft provider's
  * option of the same name), drop_once drops packet N only.
  *
- * Pure logic, no allocation per packet: roce_fault_init allocates the
+ * Pure logic, no allocation per packet: ql__roce_fault_init allocates the
  * pending queue (held, duplicated and corrupted copies) once; the NIC calls
- * roce_fault_tx for each packet and sends the ones roce_fault_next hands
+ * ql__roce_fault_tx for each packet and sends the ones ql__roce_fault_next hands
  * back. One state per device or per QP; not thread-safe (one NIC thread).
  *
- *	int v = roce_fault_tx(f, now, iov, n, &peer, peerlen);
+ *	int v = ql__roce_fault_tx(f, now, iov, n, &peer, peerlen);
  *	if (v == ROCE_FAULT_SEND) sendmsg(... iov ...);  // else consumed
- *	while ((q = roce_fault_next(f, now))) { sendto(q->data, q->len, &q->peer); roce_fault_pop(f); }
+ *	while ((q = ql__roce_fault_next(f, now))) { sendto(q->data, q->len, &q->peer); ql__roce_fault_pop(f); }
  *
- * docs/soft-udp.md lists the URI options (roce_fault_parse).
+ * docs/soft-udp.md lists the URI options (ql__roce_fault_parse).
  */
 #ifndef QL_UDP_FAULT_H
 #define QL_UDP_FAULT_H
@@ -51,7 +51,7 @@ struct roce_fault_cfg {
 };
 
 /* true when any fault is configured */
-bool roce_fault_cfg_on(const struct roce_fault_cfg *cfg);
+bool ql__roce_fault_cfg_on(const struct roce_fault_cfg *cfg);
 
 /* Parses a URI query ("drop=0.01&dup=0.01&seed=7", no '?') into cfg, which
  * it first sets to the defaults. Keys: drop (alias loss), dup, reorder,
@@ -59,12 +59,12 @@ bool roce_fault_cfg_on(const struct roce_fault_cfg *cfg);
  * drop_once, fault_slots. Unknown keys are left to the caller when `unknown_ok` (so the
  * provider's own options can share the query), else -EINVAL. -EINVAL with a
  * detail (ql_error_set) on a bad value. */
-int roce_fault_parse(const char *query, bool unknown_ok, struct roce_fault_cfg *cfg);
+int ql__roce_fault_parse(const char *query, bool unknown_ok, struct roce_fault_cfg *cfg);
 
 /* a pending copy */
 struct roce_fault_pkt {
 	uint64_t due_ns; /* goes out at or after this time... */
-	uint64_t after_tx; /* ...or once packet number after_tx + 1 went through roce_fault_tx (reorder; 0: unused) */
+	uint64_t after_tx; /* ...or once packet number after_tx + 1 went through ql__roce_fault_tx (reorder; 0: unused) */
 	uint64_t seq; /* insertion order: due copies go out oldest first */
 	bool busy;
 	struct sockaddr_storage peer;
@@ -76,23 +76,23 @@ struct roce_fault_pkt {
 struct roce_fault {
 	struct roce_fault_cfg cfg;
 	uint64_t rng;
-	uint64_t ntx; /* packets through roce_fault_tx */
+	uint64_t ntx; /* packets through ql__roce_fault_tx */
 	uint64_t count[ROCE_FAULT_NKINDS];
 	uint64_t queue_full; /* faults not applied (no free slot, or a packet over slot_bytes): sent as is */
 	/* pending copies: cfg.queue_slots slots of cfg.slot_bytes */
 	struct roce_fault_pkt *slots;
 	uint8_t *mem;
 	uint32_t used; /* busy slots */
-	uint32_t cur;  /* the slot roce_fault_next returned */
+	uint32_t cur;  /* the slot ql__roce_fault_next returned */
 	uint64_t seq;
 };
 
 /* "drop", "dup", "reorder", "delay", "corrupt" */
-const char *roce_fault_kind_name(enum roce_fault_kind k);
+const char *ql__roce_fault_kind_name(enum roce_fault_kind k);
 
 /* 0, -ENOMEM, -EINVAL (with ql_error_set detail) */
-int roce_fault_init(struct roce_fault *f, const struct roce_fault_cfg *cfg);
-void roce_fault_fini(struct roce_fault *f);
+int ql__roce_fault_init(struct roce_fault *f, const struct roce_fault_cfg *cfg);
+void ql__roce_fault_fini(struct roce_fault *f);
 
 enum { ROCE_FAULT_SEND = 0, ROCE_FAULT_CONSUMED = 1 };
 /* One packet about to be sent (the whole UDP payload, ICRC included, in
@@ -101,14 +101,14 @@ enum { ROCE_FAULT_SEND = 0, ROCE_FAULT_CONSUMED = 1 };
  * into the pending queue: held back, or corrupted in one bit other than BTH
  * byte 4, which the ICRC does not cover, and due at once). The caller's
  * buffers are never modified. */
-int roce_fault_tx(struct roce_fault *f, uint64_t now_ns, const struct iovec *iov, int n,
-		  const void *peer, socklen_t peerlen);
+int ql__roce_fault_tx(struct roce_fault *f, uint64_t now_ns, const struct iovec *iov, int n,
+		      const void *peer, socklen_t peerlen);
 /* the oldest pending copy that is due now, NULL if none */
-const struct roce_fault_pkt *roce_fault_next(struct roce_fault *f, uint64_t now_ns);
-/* releases what roce_fault_next returned */
-void roce_fault_pop(struct roce_fault *f);
+const struct roce_fault_pkt *ql__roce_fault_next(struct roce_fault *f, uint64_t now_ns);
+/* releases what ql__roce_fault_next returned */
+void ql__roce_fault_pop(struct roce_fault *f);
 /* the earliest due time among pending copies, UINT64_MAX if none (for the
  * NIC's poll timeout) */
-uint64_t roce_fault_next_due(const struct roce_fault *f);
+uint64_t ql__roce_fault_next_due(const struct roce_fault *f);
 
 #endif

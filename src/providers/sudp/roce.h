@@ -131,9 +131,9 @@ struct roce_atomiceth {
 	uint64_t swap_add;
 	uint64_t compare;
 };
-/* One packet. roce_build: `has` and bth.pad are ignored (derived from the
+/* One packet. ql__roce_build: `has` and bth.pad are ignored (derived from the
  * opcode and payload_len), so are the fields of headers the opcode does not
- * carry. roce_parse: fills the BTH, `has`, the headers `has` names and the
+ * carry. ql__roce_parse: fills the BTH, `has`, the headers `has` names and the
  * payload (pointing into the parsed buffer); leaves the others as they were. */
 struct roce_pkt {
 	struct roce_bth bth;
@@ -150,9 +150,9 @@ struct roce_pkt {
 
 /* the IP/UDP facts the ICRC covers (what a UDP socket knows: addresses,
  * ports, lengths). Ports host order. ip_id: the IPv4 Identification the
- * sender used; roce_build and roce_icrc_iov use it as is (0: what Linux puts
+ * sender used; ql__roce_build and ql__roce_icrc_iov use it as is (0: what Linux puts
  * in a DF packet from an unconnected UDP socket, docs/soft-udp.md);
- * roce_icrc_check ignores it (it solves for it). */
+ * ql__roce_icrc_check ignores it (it solves for it). */
 struct roce_addr {
 	int family;		  /* AF_INET/AF_INET6 */
 	uint8_t src[16], dst[16]; /* v4 in the first 4 bytes */
@@ -161,36 +161,36 @@ struct roce_addr {
 };
 
 /* ROCE_HAS_* bits an opcode carries; 0 for an unknown opcode (errno EINVAL) */
-uint32_t roce_opcode_headers(uint8_t opcode);
+uint32_t ql__roce_opcode_headers(uint8_t opcode);
 /* BTH + extension headers, -EINVAL unknown */
-int roce_hdr_len(uint8_t opcode);
+int ql__roce_hdr_len(uint8_t opcode);
 /* headers + payload + pad + ICRC into buf; returns the UDP payload length,
  * -EINVAL (bad opcode/field), -EMSGSIZE (cap) */
-int roce_build(uint8_t *buf, size_t cap, const struct roce_pkt *p, const struct roce_addr *a);
+int ql__roce_build(uint8_t *buf, size_t cap, const struct roce_pkt *p, const struct roce_addr *a);
 /* headers per opcode, pad, lengths; -EBADMSG; does NOT check the ICRC */
-int roce_parse(const uint8_t *buf, size_t len, struct roce_pkt *p);
+int ql__roce_parse(const uint8_t *buf, size_t len, struct roce_pkt *p);
 /* 0 or -EBADMSG. IPv4: any Identification is accepted whose ICRC matches
  * (solved for, docs/soft-udp.md), DF assumed set. */
-int roce_icrc_check(const uint8_t *buf, size_t len, const struct roce_addr *a);
-/* as roce_icrc_check, and the IPv4 Identification that makes it valid */
-int roce_icrc_solve_id(const uint8_t *buf, size_t len, const struct roce_addr *a, uint16_t *id);
+int ql__roce_icrc_check(const uint8_t *buf, size_t len, const struct roce_addr *a);
+/* as ql__roce_icrc_check, and the IPv4 Identification that makes it valid */
+int ql__roce_icrc_solve_id(const uint8_t *buf, size_t len, const struct roce_addr *a, uint16_t *id);
 
 /* scatter form for zero-copy transmit: headers written to hdr (bth.pad set
  * from payload_len), returns their length (-EINVAL, -EMSGSIZE); the caller
  * sends hdr, the payload, ROCE_PAD(payload_len) zero bytes and the ICRC,
- * which roce_icrc_iov computes over all of them but the ICRC (iov = the
- * UDP payload without its last 4 bytes); roce_put_icrc stores it. */
-int roce_build_hdr(uint8_t *hdr, size_t cap, const struct roce_pkt *p);
-uint32_t roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, int n);
-void roce_put_icrc(uint8_t *dst, uint32_t icrc);
-extern const uint8_t roce_zero_pad[4];
+ * which ql__roce_icrc_iov computes over all of them but the ICRC (iov = the
+ * UDP payload without its last 4 bytes); ql__roce_put_icrc stores it. */
+int ql__roce_build_hdr(uint8_t *hdr, size_t cap, const struct roce_pkt *p);
+uint32_t ql__roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, int n);
+void ql__roce_put_icrc(uint8_t *dst, uint32_t icrc);
+extern const uint8_t ql__roce_zero_pad[4];
 
 /* CRC-32 with carry-less multiplication (x86-64 PCLMULQDQ, chosen at load
  * time when the CPU has it) or by table: tests switch; returns whether the
  * fast path is now on */
-bool roce_crc_use_clmul(bool on);
+bool ql__roce_crc_use_clmul(bool on);
 
 /* the name of an opcode ("RC SEND_ONLY"), "?" if unknown */
-const char *roce_opcode_name(uint8_t opcode);
+const char *ql__roce_opcode_name(uint8_t opcode);
 
 #endif

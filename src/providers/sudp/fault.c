@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* Fault injection in the soft+udp transmit path (fault.h, docs/soft-udp.md). */
-#include "udp/fault.h"
+#include "providers/sudp/fault.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -15,12 +15,12 @@ static const char *const kind_names[ROCE_FAULT_NKINDS] = {
 	[ROCE_FAULT_CORRUPT] = "corrupt",
 };
 
-const char *roce_fault_kind_name(enum roce_fault_kind k)
+const char *ql__roce_fault_kind_name(enum roce_fault_kind k)
 {
 	return (unsigned)k < ROCE_FAULT_NKINDS ? kind_names[k] : "?";
 }
 
-bool roce_fault_cfg_on(const struct roce_fault_cfg *cfg)
+bool ql__roce_fault_cfg_on(const struct roce_fault_cfg *cfg)
 {
 	for (int k = 0; k < ROCE_FAULT_NKINDS; k++)
 		if (cfg->rate[k] > 0)
@@ -51,7 +51,7 @@ static int parse_u64(const char *v, uint64_t *out)
 	return 0;
 }
 
-int roce_fault_parse(const char *query, bool unknown_ok, struct roce_fault_cfg *cfg)
+int ql__roce_fault_parse(const char *query, bool unknown_ok, struct roce_fault_cfg *cfg)
 {
 	defaults(cfg);
 	if (!query)
@@ -149,7 +149,7 @@ int roce_fault_parse(const char *query, bool unknown_ok, struct roce_fault_cfg *
 	return 0;
 }
 
-int roce_fault_init(struct roce_fault *f, const struct roce_fault_cfg *cfg)
+int ql__roce_fault_init(struct roce_fault *f, const struct roce_fault_cfg *cfg)
 {
 	memset(f, 0, sizeof(*f));
 	if (!cfg->queue_slots || !cfg->slot_bytes)
@@ -160,7 +160,7 @@ int roce_fault_init(struct roce_fault *f, const struct roce_fault_cfg *cfg)
 	f->slots = calloc(cfg->queue_slots, sizeof(*f->slots));
 	f->mem = malloc((size_t)cfg->queue_slots * cfg->slot_bytes);
 	if (!f->slots || !f->mem) {
-		roce_fault_fini(f);
+		ql__roce_fault_fini(f);
 		return ql_error_set(-ENOMEM, "soft+udp: no memory for the fault queue");
 	}
 	for (uint32_t i = 0; i < cfg->queue_slots; i++)
@@ -168,7 +168,7 @@ int roce_fault_init(struct roce_fault *f, const struct roce_fault_cfg *cfg)
 	return 0;
 }
 
-void roce_fault_fini(struct roce_fault *f)
+void ql__roce_fault_fini(struct roce_fault *f)
 {
 	free(f->slots);
 	free(f->mem);
@@ -218,8 +218,8 @@ static struct roce_fault_pkt *copy_in(struct roce_fault *f, const struct iovec *
 	return q;
 }
 
-int roce_fault_tx(struct roce_fault *f, uint64_t now_ns, const struct iovec *iov, int n,
-		  const void *peer, socklen_t peerlen)
+int ql__roce_fault_tx(struct roce_fault *f, uint64_t now_ns, const struct iovec *iov, int n,
+		      const void *peer, socklen_t peerlen)
 {
 	uint64_t m = ++f->ntx;
 	/* one draw per packet whatever happens, so that a packet's fate depends
@@ -280,7 +280,7 @@ static bool due(const struct roce_fault *f, const struct roce_fault_pkt *q, uint
 	return now_ns >= q->due_ns || (q->after_tx && f->ntx > q->after_tx);
 }
 
-const struct roce_fault_pkt *roce_fault_next(struct roce_fault *f, uint64_t now_ns)
+const struct roce_fault_pkt *ql__roce_fault_next(struct roce_fault *f, uint64_t now_ns)
 {
 	if (!f->used)
 		return NULL;
@@ -295,7 +295,7 @@ const struct roce_fault_pkt *roce_fault_next(struct roce_fault *f, uint64_t now_
 	return best;
 }
 
-void roce_fault_pop(struct roce_fault *f)
+void ql__roce_fault_pop(struct roce_fault *f)
 {
 	struct roce_fault_pkt *q = &f->slots[f->cur];
 	if (q->busy) {
@@ -304,7 +304,7 @@ void roce_fault_pop(struct roce_fault *f)
 	}
 }
 
-uint64_t roce_fault_next_due(const struct roce_fault *f)
+uint64_t ql__roce_fault_next_due(const struct roce_fault *f)
 {
 	uint64_t t = UINT64_MAX;
 	if (!f->used)

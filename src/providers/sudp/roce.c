@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* The RoCEv2 packet codec (roce.h, docs/soft-udp.md). */
-#include "udp/roce.h"
+#include "providers/sudp/roce.h"
 
 #include <errno.h>
 #include <stdbool.h>
@@ -57,7 +57,7 @@ static uint32_t op_entry(uint8_t opcode)
 	}
 }
 
-uint32_t roce_opcode_headers(uint8_t opcode)
+uint32_t ql__roce_opcode_headers(uint8_t opcode)
 {
 	uint32_t e = op_entry(opcode);
 	if (!e)
@@ -75,7 +75,7 @@ static int hdr_len_of(uint32_t e)
 	       ((e & ROCE_HAS_IETH) ? ROCE_IETH_LEN : 0);
 }
 
-int roce_hdr_len(uint8_t opcode)
+int ql__roce_hdr_len(uint8_t opcode)
 {
 	uint32_t e = op_entry(opcode);
 	return e ? hdr_len_of(e) : -EINVAL;
@@ -106,7 +106,7 @@ int roce_hdr_len(uint8_t opcode)
 	X(SEND_LAST_WITH_INVALIDATE) \
 	X(SEND_ONLY_WITH_INVALIDATE)
 
-const char *roce_opcode_name(uint8_t opcode)
+const char *ql__roce_opcode_name(uint8_t opcode)
 {
 #define RC_NAME(op) [ROCE_OP_##op] = "RC " #op,
 #define UC_NAME(op) [ROCE_OP_##op] = "UC " #op,
@@ -161,9 +161,9 @@ static inline uint64_t get64(const uint8_t *p)
 
 /* ---- build ----------------------------------------------------------------- */
 
-const uint8_t roce_zero_pad[4];
+const uint8_t ql__roce_zero_pad[4];
 
-int roce_build_hdr(uint8_t *hdr, size_t cap, const struct roce_pkt *p)
+int ql__roce_build_hdr(uint8_t *hdr, size_t cap, const struct roce_pkt *p)
 {
 	const struct roce_bth *b = &p->bth;
 	uint32_t e = op_entry(b->opcode);
@@ -221,7 +221,7 @@ int roce_build_hdr(uint8_t *hdr, size_t cap, const struct roce_pkt *p)
 	return (int)(q - hdr);
 }
 
-void roce_put_icrc(uint8_t *dst, uint32_t icrc)
+void ql__roce_put_icrc(uint8_t *dst, uint32_t icrc)
 {
 	/* little-endian: the CRC register's low byte first, as rdma_rxe stores it */
 	dst[0] = (uint8_t)icrc;
@@ -235,9 +235,9 @@ static uint32_t get_icrc(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-int roce_build(uint8_t *buf, size_t cap, const struct roce_pkt *p, const struct roce_addr *a)
+int ql__roce_build(uint8_t *buf, size_t cap, const struct roce_pkt *p, const struct roce_addr *a)
 {
-	int h = roce_build_hdr(buf, cap, p);
+	int h = ql__roce_build_hdr(buf, cap, p);
 	if (h < 0)
 		return h;
 	uint32_t pad = ROCE_PAD(p->payload_len);
@@ -248,13 +248,13 @@ int roce_build(uint8_t *buf, size_t cap, const struct roce_pkt *p, const struct 
 		memmove(buf + h, p->payload, p->payload_len);
 	memset(buf + h + p->payload_len, 0, pad);
 	struct iovec iov = { buf, total - ROCE_ICRC_LEN };
-	roce_put_icrc(buf + total - ROCE_ICRC_LEN, roce_icrc_iov(a, &iov, 1));
+	ql__roce_put_icrc(buf + total - ROCE_ICRC_LEN, ql__roce_icrc_iov(a, &iov, 1));
 	return (int)total;
 }
 
 /* ---- parse ----------------------------------------------------------------- */
 
-int roce_parse(const uint8_t *buf, size_t len, struct roce_pkt *p)
+int ql__roce_parse(const uint8_t *buf, size_t len, struct roce_pkt *p)
 {
 	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN || len > ROCE_PKT_MAX || (len & 3))
 		return -EBADMSG;
@@ -431,7 +431,7 @@ static uint32_t crc_update(uint32_t c, const uint8_t *p, size_t n)
 	return c;
 }
 
-bool roce_crc_use_clmul(bool on)
+bool ql__roce_crc_use_clmul(bool on)
 {
 #if defined(__x86_64__)
 	have_clmul = on && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
@@ -471,7 +471,7 @@ __attribute__((constructor)) static void crc_init(void)
 {
 #if defined(__x86_64__)
 	__builtin_cpu_init();
-	roce_crc_use_clmul(true);
+	ql__roce_crc_use_clmul(true);
 #endif
 	for (uint32_t i = 0; i < 256; i++) {
 		uint32_t c = i;
@@ -555,7 +555,7 @@ static uint32_t body_crc(uint32_t c, const struct iovec *iov, int n)
 	return c;
 }
 
-uint32_t roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, int n)
+uint32_t ql__roce_icrc_iov(const struct roce_addr *a, const struct iovec *iov, int n)
 {
 	size_t len = 0;
 	for (int i = 0; i < n; i++)
@@ -614,7 +614,7 @@ static const struct id_basis *id_basis_for(size_t len)
 	return b;
 }
 
-int roce_icrc_solve_id(const uint8_t *buf, size_t len, const struct roce_addr *a, uint16_t *id)
+int ql__roce_icrc_solve_id(const uint8_t *buf, size_t len, const struct roce_addr *a, uint16_t *id)
 {
 	if (len < ROCE_BTH_LEN + ROCE_ICRC_LEN || len > ROCE_PKT_MAX)
 		return -EBADMSG;
@@ -642,8 +642,8 @@ int roce_icrc_solve_id(const uint8_t *buf, size_t len, const struct roce_addr *a
 	return 0;
 }
 
-int roce_icrc_check(const uint8_t *buf, size_t len, const struct roce_addr *a)
+int ql__roce_icrc_check(const uint8_t *buf, size_t len, const struct roce_addr *a)
 {
 	uint16_t id;
-	return roce_icrc_solve_id(buf, len, a, &id);
+	return ql__roce_icrc_solve_id(buf, len, a, &id);
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* pcap capture of soft+udp packets (pcap.h, docs/soft-udp.md). */
-#include "udp/pcap.h"
+#include "providers/sudp/pcap.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +48,7 @@ static uint16_t csum_fold(uint32_t sum)
 	return (uint16_t)~sum;
 }
 
-int roce_pcap_open(struct roce_pcap **out, const char *path)
+int ql__roce_pcap_open(struct roce_pcap **out, const char *path)
 {
 	struct roce_pcap *p = calloc(1, sizeof(*p));
 	if (!p)
@@ -94,8 +94,8 @@ int roce_pcap_open(struct roce_pcap **out, const char *path)
 	return 0;
 }
 
-int roce_pcap_write(struct roce_pcap *p, uint64_t ts_ns, const struct roce_addr *a,
-		    const struct iovec *iov, int n)
+int ql__roce_pcap_write(struct roce_pcap *p, uint64_t ts_ns, const struct roce_addr *a,
+			const struct iovec *iov, int n)
 {
 	size_t len = 0;
 	for (int i = 0; i < n; i++)
@@ -159,7 +159,7 @@ int roce_pcap_write(struct roce_pcap *p, uint64_t ts_ns, const struct roce_addr 
 	return 0;
 }
 
-int roce_pcap_close(struct roce_pcap *p)
+int ql__roce_pcap_close(struct roce_pcap *p)
 {
 	if (!p)
 		return 0;

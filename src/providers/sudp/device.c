@@ -20,14 +20,12 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "providers/common/nic.h"
+#include "providers/common/soft_nic.h"
+#include "providers/sudp/sudp.h"
 #include "qlink/error.h"
 #include "qlink/log.h"
-#include "udp/sudp.h"
 #include "verbs/registry.h"
-#include "verbs/soft_nic.h"
-
-#define KEY_TAG_BITS (32 - SUDP_MR_IDX_BITS)
-#define KEY_TAG_MASK ((1u << KEY_TAG_BITS) - 1)
 
 static const struct ql_device_ops sudp_device_ops;
 
@@ -36,7 +34,7 @@ static struct sudp_device *to_dev(struct ql_device *d)
 	return (struct sudp_device *)d;
 }
 
-void sudp_random(void *buf, size_t len)
+void ql__sudp_random(void *buf, size_t len)
 {
 	uint8_t *p = buf;
 
@@ -53,20 +51,20 @@ void sudp_random(void *buf, size_t len)
 	}
 }
 
-void sudp_kick_always(struct sudp_device *d)
+void ql__sudp_kick_always(struct sudp_device *d)
 {
 	uint64_t one = 1;
 
 	(void)!write(d->efd, &one, sizeof(one));
 }
 
-void sudp_kick(struct sudp_device *d)
+void ql__sudp_kick(struct sudp_device *d)
 {
 	/* pairs with the NIC's store of need_wakeup and its re-check of the
 	 * queues before it sleeps */
 	atomic_thread_fence(memory_order_seq_cst);
 	if (sudp_unlikely(atomic_load_explicit(&d->need_wakeup, memory_order_relaxed)))
-		sudp_kick_always(d);
+		ql__sudp_kick_always(d);
 }
 
 /* ---- the URI ------------------------------------------------------------ */
@@ -368,16 +366,16 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 		if (ret)
 			goto err;
 	}
-	ret = roce_fault_parse(o.fault_q, false, &dev->fault_cfg);
+	ret = ql__roce_fault_parse(o.fault_q, false, &dev->fault_cfg);
 	if (ret)
 		goto err;
-	if (roce_fault_cfg_on(&dev->fault_cfg)) {
+	if (ql__roce_fault_cfg_on(&dev->fault_cfg)) {
 		dev->fault = calloc(1, sizeof(*dev->fault));
 		if (!dev->fault) {
 			ret = -ENOMEM;
 			goto err;
 		}
-		ret = roce_fault_init(dev->fault, &dev->fault_cfg);
+		ret = ql__roce_fault_init(dev->fault, &dev->fault_cfg);
 		if (ret) {
 			free(dev->fault);
 			dev->fault = NULL;
@@ -385,7 +383,7 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 		}
 	}
 	if (o.pcap[0]) {
-		ret = roce_pcap_open(&dev->pcap, o.pcap);
+		ret = ql__roce_pcap_open(&dev->pcap, o.pcap);
 		if (ret)
 			goto err;
 	}
@@ -425,11 +423,11 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 	}
 	pthread_mutex_init(&dev->setup, NULL);
 	dev->next_pd_id = 1;
-	sudp_random(dev->key_secret, sizeof(dev->key_secret));
-	sudp_random(dev->mr_epoch, sizeof(dev->mr_epoch));
-	sudp_random(dev->qp_gen, sizeof(dev->qp_gen));
+	ql__sudp_random(dev->key_secret, sizeof(dev->key_secret));
+	ql__sudp_random(dev->mr_epoch, sizeof(dev->mr_epoch));
+	ql__sudp_random(dev->qp_gen, sizeof(dev->qp_gen));
 	dev->base.ops = &sudp_device_ops;
-	ret = pthread_create(&dev->thread, NULL, sudp_nic_main, dev);
+	ret = pthread_create(&dev->thread, NULL, ql__sudp_nic_main, dev);
 	if (ret) {
 		pthread_mutex_destroy(&dev->setup);
 		ret = ql_error_set(-ret, "soft+udp: cannot start the NIC thread");
@@ -438,13 +436,13 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 	*out = &dev->base;
 	return 0;
 err:
-	roce_pcap_close(dev->pcap);
+	ql__roce_pcap_close(dev->pcap);
 	if (dev->sock >= 0)
 		close(dev->sock);
 	if (dev->efd >= 0)
 		close(dev->efd);
 	if (dev->fault) {
-		roce_fault_fini(dev->fault);
+		ql__roce_fault_fini(dev->fault);
 		free(dev->fault);
 	}
 	free(dev->tx);
@@ -458,13 +456,13 @@ static int sudp_close(struct ql_device *d)
 	struct sudp_device *dev = to_dev(d);
 
 	atomic_store(&dev->stop, true);
-	sudp_kick_always(dev);
+	ql__sudp_kick_always(dev);
 	pthread_join(dev->thread, NULL);
 	close(dev->sock);
 	close(dev->efd);
-	roce_pcap_close(dev->pcap);
+	ql__roce_pcap_close(dev->pcap);
 	if (dev->fault) {
-		roce_fault_fini(dev->fault);
+		ql__roce_fault_fini(dev->fault);
 		free(dev->fault);
 	}
 	pthread_mutex_destroy(&dev->setup);
@@ -590,21 +588,16 @@ static int sudp_pd_free(struct ql_pd *p)
 static int sudp_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t iova, int access,
 			    struct ql_mr **out)
 {
-	const int known = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-			  IBV_ACCESS_RELAXED_ORDERING;
 	struct sudp_pd *pd = (struct sudp_pd *)p;
 	struct sudp_device *dev = to_dev(p->dev);
 	struct sudp_mr_entry *e;
 	struct sudp_mr *mr;
 	uint32_t idx, lkey, rkey;
+	int ret;
 
-	if (length > (1ull << 46))
-		return ql_error_set(-EINVAL, "ql_mr_reg: length exceeds max_mr_size");
-	if (access & ~known)
-		return ql_error_set(-EOPNOTSUPP,
-				    "ql_mr_reg: access flags 0x%x not supported by soft+udp",
-				    access & ~known);
+	ret = ql__nic_mr_check(length, access, "soft+udp");
+	if (ret)
+		return ret;
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)
 		return -ENOMEM;
@@ -617,14 +610,7 @@ static int sudp_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 		return ql_error_set(-ENOMEM, "soft+udp: all %u memory regions in use",
 				    SUDP_MAX_MR - 1);
 	}
-	do {
-		uint32_t ep = ++dev->mr_epoch[idx];
-
-		lkey = (ql__key_tag(ep, dev->key_secret[0], KEY_TAG_MASK) << SUDP_MR_IDX_BITS) |
-		       idx;
-		rkey = (ql__key_tag(ep, dev->key_secret[1], KEY_TAG_MASK) << SUDP_MR_IDX_BITS) |
-		       idx;
-	} while (lkey == rkey);
+	ql__nic_mr_keys(&dev->mr_epoch[idx], dev->key_secret, SUDP_MR_IDX_BITS, idx, &lkey, &rkey);
 	dev->mrs[idx] = mr;
 	pd->nmr++;
 	mr->idx = idx;
@@ -661,7 +647,7 @@ static int sudp_mr_dereg(struct ql_mr *m)
 
 	pthread_mutex_lock(&dev->setup);
 	sudp_dev_lock(dev);
-	if (sudp_mr_referenced(dev, m->lkey)) {
+	if (ql__sudp_mr_referenced(dev, m->lkey)) {
 		sudp_dev_unlock(dev);
 		pthread_mutex_unlock(&dev->setup);
 		return ql_error_set(-EBUSY,
@@ -682,13 +668,12 @@ static int sudp_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 {
 	struct sudp_device *dev = to_dev(d);
 	struct sudp_cq *cq;
-	uint32_t size = 1;
+	uint32_t size;
 
 	if (cqe < 1 || cqe > SUDP_MAX_CQE)
 		return ql_error_set(-EINVAL, "ql_cq_create: cqe %d outside 1..%d", cqe,
 				    SUDP_MAX_CQE);
-	while (size < (uint32_t)cqe + SUDP_CQ_SLACK)
-		size <<= 1;
+	size = ql__nic_pow2_at_least((uint32_t)cqe + SUDP_CQ_SLACK);
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -ENOMEM;
@@ -697,7 +682,7 @@ static int sudp_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 		free(cq);
 		return -ENOMEM;
 	}
-	cq->base.head.ops = &sudp_cq_ops;
+	cq->base.head.ops = &ql__sudp_cq_ops;
 	cq->base.dev = d;
 	cq->base.cqe = cqe;
 	cq->dev = dev;
@@ -731,14 +716,14 @@ static int sudp_qp_fault(struct ql_qp *q, const char *spec)
 	struct roce_fault *f = NULL, *old;
 	int ret;
 
-	ret = roce_fault_parse(spec ? spec : "", false, &cfg);
+	ret = ql__roce_fault_parse(spec ? spec : "", false, &cfg);
 	if (ret)
 		return ret;
-	if (roce_fault_cfg_on(&cfg)) {
+	if (ql__roce_fault_cfg_on(&cfg)) {
 		f = calloc(1, sizeof(*f));
 		if (!f)
 			return -ENOMEM;
-		ret = roce_fault_init(f, &cfg);
+		ret = ql__roce_fault_init(f, &cfg);
 		if (ret) {
 			free(f);
 			return ret;
@@ -752,7 +737,7 @@ static int sudp_qp_fault(struct ql_qp *q, const char *spec)
 	sudp_dev_unlock(dev);
 	if (old) {
 		/* copies it still held are lost: as on a wire, RC resends */
-		roce_fault_fini(old);
+		ql__roce_fault_fini(old);
 		free(old);
 	}
 	return 0;
@@ -769,10 +754,10 @@ static const struct ql_device_ops sudp_device_ops = {
 	.mr_dereg = sudp_mr_dereg,
 	.cq_create = sudp_cq_create,
 	.cq_destroy = sudp_cq_destroy,
-	.qp_create = sudp_qp_create,
-	.qp_destroy = sudp_qp_destroy,
-	.qp_modify = sudp_qp_modify,
-	.qp_query = sudp_qp_query,
+	.qp_create = ql__sudp_qp_create,
+	.qp_destroy = ql__sudp_qp_destroy,
+	.qp_modify = ql__sudp_qp_modify,
+	.qp_query = ql__sudp_qp_query,
 	.qp_fault = sudp_qp_fault,
 };
 

@@ -16,7 +16,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "ibv/ibv_mlx5.h"
+#include "providers/ibv/ibv_mlx5.h"
 #include "qlink/error.h"
 
 #ifdef QL_HAVE_MLX5DV

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "ibv/ibv_mlx5.h"
+#include "providers/ibv/ibv_mlx5.h"
 #include "qlink/error.h"
 #include "verbs/registry.h"
 

@@ -40,10 +40,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "providers/soft/soft.h"
 #include "qlink/error.h"
 #include "qlink/log.h"
 #include "qlink/mlx5.h"
-#include "soft/soft.h"
 
 /* ---- the PRM's facts (ConnectX PRM, rdma-core mlx5dv.h) ---------------- */
 

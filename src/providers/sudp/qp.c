@@ -10,21 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "providers/common/nic.h"
+#include "providers/common/soft_nic.h"
+#include "providers/sudp/sudp.h"
 #include "qlink/error.h"
-#include "udp/sudp.h"
 #include "verbs/qp_fsm.h"
-#include "verbs/soft_nic.h"
 
 #define M(x) IBV_QP_##x
-
-static uint32_t pow2_at_least(uint32_t v)
-{
-	uint32_t p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
-}
 
 static void qp_free(struct sudp_qp *qp)
 {
@@ -36,13 +28,13 @@ static void qp_free(struct sudp_qp *qp)
 	free(qp->rq_num);
 	free(qp->rq_sge);
 	if (qp->fault) {
-		roce_fault_fini(qp->fault);
+		ql__roce_fault_fini(qp->fault);
 		free(qp->fault);
 	}
 	free(qp);
 }
 
-int sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **out)
+int ql__sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **out)
 {
 	struct sudp_pd *pd = (struct sudp_pd *)p;
 	struct sudp_device *dev = (struct sudp_device *)p->dev;
@@ -50,33 +42,27 @@ int sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	struct ibv_qp_cap *cap = &ia->cap;
 	struct sudp_qp *qp;
 	uint32_t idx, sq_size, rq_size, rnd[3];
+	int ret;
 
-	if (ia->qp_type != IBV_QPT_RC && ia->qp_type != IBV_QPT_UC)
-		return ql_error_set(-EOPNOTSUPP,
-				    "soft+udp: QP type %d not supported (RC and UC are)",
-				    ia->qp_type);
+	ret = ql__nic_qp_type_check(ia->qp_type, "soft+udp");
+	if (ret)
+		return ret;
 	if (!scq || !rcq || scq->dev != dev || rcq->dev != dev)
 		return ql_error_set(-EINVAL, "ql_qp_create: send_cq and recv_cq must be CQs of the "
 					     "QP's device");
-	if (cap->max_send_wr < 1 || cap->max_send_wr > SUDP_MAX_QP_WR || cap->max_recv_wr < 1 ||
-	    cap->max_recv_wr > SUDP_MAX_QP_WR)
-		return ql_error_set(-EINVAL, "ql_qp_create: max_send_wr/max_recv_wr must be 1..%d",
-				    SUDP_MAX_QP_WR);
-	if (cap->max_send_sge > SUDP_MAX_SGE || cap->max_recv_sge > SUDP_MAX_SGE)
-		return ql_error_set(-EINVAL, "ql_qp_create: at most %d SGEs per WR", SUDP_MAX_SGE);
-	if (cap->max_inline_data > SUDP_MAX_INLINE)
-		return ql_error_set(-EINVAL, "ql_qp_create: max_inline_data above %d",
-				    SUDP_MAX_INLINE);
+	ret = ql__nic_qp_cap_check(cap, SUDP_MAX_QP_WR, SUDP_MAX_SGE, SUDP_MAX_INLINE);
+	if (ret)
+		return ret;
 	qp = calloc(1, sizeof(*qp));
 	if (!qp)
 		return -ENOMEM;
-	sq_size = pow2_at_least(cap->max_send_wr);
+	sq_size = ql__nic_pow2_at_least(cap->max_send_wr);
 	qp->sq_nsge = cap->max_send_sge ? cap->max_send_sge : 1;
 	qp->sq = calloc(sq_size, sizeof(*qp->sq));
 	qp->sq_sge = calloc((size_t)sq_size * qp->sq_nsge, sizeof(*qp->sq_sge));
 	if (cap->max_inline_data)
 		qp->sq_inline = calloc(sq_size, cap->max_inline_data);
-	rq_size = pow2_at_least(cap->max_recv_wr);
+	rq_size = ql__nic_pow2_at_least(cap->max_recv_wr);
 	qp->rq_nsge = cap->max_recv_sge ? cap->max_recv_sge : 1;
 	qp->rq_wrid = calloc(rq_size, sizeof(*qp->rq_wrid));
 	qp->rq_len = calloc(rq_size, sizeof(*qp->rq_len));
@@ -92,7 +78,7 @@ int sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	qp->sq_mask = sq_size - 1;
 	qp->rq_mask = rq_size - 1;
 
-	qp->base.head.ops = &sudp_qp_ops;
+	qp->base.head.ops = &ql__sudp_qp_ops;
 	qp->base.dev = &dev->base;
 	qp->base.pd = p;
 	qp->base.qp_type = ia->qp_type;
@@ -110,7 +96,7 @@ int sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **o
 	 * packet must guess both, docs/soft-udp.md 11): a free slot from a
 	 * random start, its generation moved on by a random step, the
 	 * initial send PSN random (24 bits each, read at setup only) */
-	sudp_random(rnd, sizeof(rnd));
+	ql__sudp_random(rnd, sizeof(rnd));
 	pthread_mutex_lock(&dev->setup);
 	idx = SUDP_MAX_QP;
 	for (uint32_t i = 0; i < SUDP_MAX_QP - 2; i++) {
@@ -169,7 +155,7 @@ static void cq_clean(struct sudp_cq *cq, struct sudp_qp *qp)
 	atomic_store(&cq->tail, w);
 }
 
-int sudp_qp_destroy(struct ql_qp *q)
+int ql__sudp_qp_destroy(struct ql_qp *q)
 {
 	struct sudp_qp *qp = (struct sudp_qp *)q;
 	struct sudp_device *dev = qp->dev;
@@ -246,7 +232,7 @@ static int resolve_peer(struct sudp_qp *qp, const struct ibv_ah_attr *ah)
 	return 0;
 }
 
-int sudp_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
+int ql__sudp_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 {
 	const struct ql_qp_fsm_limits lim = { .max_rd_atomic = SUDP_MAX_RD_ATOMIC };
 	struct sudp_qp *qp = (struct sudp_qp *)q;
@@ -270,7 +256,7 @@ int sudp_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 	if (mask & M(DEST_QPN)) {
 		qp->dest_qpn = a->dest_qp_num;
 		qp->attr.dest_qp_num = a->dest_qp_num;
-		sudp_peer_sport(qp, qp->peer_sport);
+		ql__sudp_peer_sport(qp, qp->peer_sport);
 	}
 	if (mask & M(ACCESS_FLAGS))
 		qp->attr.qp_access_flags = a->qp_access_flags;
@@ -315,7 +301,7 @@ int sudp_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 			atomic_store(&qp->rq_pi, 0);
 			qp->rq_retired = 0;
 			qp->rq_ci = 0;
-			sudp_qp_reset_transport(qp);
+			ql__sudp_qp_reset_transport(qp);
 			memset(&qp->attr, 0, sizeof(qp->attr));
 			qp->dest_qpn = 0;
 			qp->connected = false;
@@ -336,11 +322,11 @@ out:
 	sudp_dev_unlock(dev);
 	pthread_mutex_unlock(&dev->setup);
 	if (!ret)
-		sudp_kick_always(dev);
+		ql__sudp_kick_always(dev);
 	return ret;
 }
 
-int sudp_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct ql_qp_init_attr *ia)
+int ql__sudp_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct ql_qp_init_attr *ia)
 {
 	struct sudp_qp *qp = (struct sudp_qp *)q;
 
@@ -362,7 +348,7 @@ int sudp_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct ql_qp
 	return 0;
 }
 
-void sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2])
+void ql__sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2])
 {
 	const struct sudp_device *dev = qp->dev;
 
@@ -385,28 +371,19 @@ void sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2])
 }
 
 /* Caller holds the device lock. */
-bool sudp_mr_referenced(struct sudp_device *dev, uint32_t lkey)
+bool ql__sudp_mr_referenced(struct sudp_device *dev, uint32_t lkey)
 {
 	for (uint32_t q = 0; q < dev->nlive; q++) {
 		struct sudp_qp *qp = dev->live[q];
 		uint64_t pi = atomic_load(&qp->sq_pi), rpi = atomic_load(&qp->rq_pi);
 
-		for (uint64_t i = qp->sq_ci; i < pi; i++) {
-			struct sudp_swqe *w = &qp->sq[i & qp->sq_mask];
-
-			if (w->wr.send_flags & IBV_SEND_INLINE)
-				continue;
-			for (int k = 0; k < w->wr.num_sge; k++)
-				if (w->wr.sg_list[k].lkey == lkey && w->wr.sg_list[k].length)
-					return true;
-		}
-		for (uint64_t i = qp->rq_ci; i < rpi; i++) {
-			const struct ibv_sge *sg = &qp->rq_sge[(i & qp->rq_mask) * qp->rq_nsge];
-
-			for (uint32_t k = 0; k < qp->rq_num[i & qp->rq_mask]; k++)
-				if (sg[k].lkey == lkey && sg[k].length)
-					return true;
-		}
+		for (uint64_t i = qp->sq_ci; i < pi; i++)
+			if (ql__nic_swr_names_lkey(&qp->sq[i & qp->sq_mask].wr, lkey))
+				return true;
+		for (uint64_t i = qp->rq_ci; i < rpi; i++)
+			if (ql__nic_sge_names_lkey(&qp->rq_sge[(i & qp->rq_mask) * qp->rq_nsge],
+						   qp->rq_num[i & qp->rq_mask], lkey))
+				return true;
 	}
 	return false;
 }
@@ -466,7 +443,7 @@ static int sudp_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_se
 		pi++;
 	}
 	atomic_store_explicit(&qp->sq_pi, pi, memory_order_release);
-	sudp_kick(qp->dev);
+	ql__sudp_kick(qp->dev);
 	return ret;
 }
 
@@ -505,7 +482,7 @@ static int sudp_post_recv(struct ql_qp *q, struct ibv_recv_wr *wr, struct ibv_re
 		*bad_wr = wr;
 	atomic_store_explicit(&qp->rq_pi, t, memory_order_release);
 	if (sudp_unlikely(atomic_load_explicit(&qp->state, memory_order_relaxed) == IBV_QPS_ERR))
-		sudp_kick(qp->dev);
+		ql__sudp_kick(qp->dev);
 	return ret;
 }
 
@@ -540,11 +517,11 @@ static int sudp_poll(struct ql_cq *c, int n, struct ibv_wc *wc)
 	return 0;
 }
 
-const struct ql__qp_ops sudp_qp_ops = {
+const struct ql__qp_ops ql__sudp_qp_ops = {
 	.post_send = sudp_post_send,
 	.post_recv = sudp_post_recv,
 };
 
-const struct ql__cq_ops sudp_cq_ops = {
+const struct ql__cq_ops ql__sudp_cq_ops = {
 	.poll = sudp_poll,
 };

@@ -29,9 +29,9 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "providers/soft/soft.h"
 #include "qlink/error.h"
 #include "qlink/log.h"
-#include "soft/soft.h"
 
 #define HEAP_MAGIC 0x31504145484c5351ull /* "QLSHEAP1" */
 #define HEAP_VERSION 4			 /* 3: memfds sealed; 4: MR iova */

@@ -29,9 +29,9 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
-#include "udp/fault.h"
-#include "udp/pcap.h"
-#include "udp/roce.h"
+#include "providers/sudp/fault.h"
+#include "providers/sudp/pcap.h"
+#include "providers/sudp/roce.h"
 #include "verbs/provider.h"
 
 #define SUDP_HIDDEN __attribute__((visibility("hidden")))
@@ -325,18 +325,19 @@ static inline void sudp_dev_unlock(struct sudp_device *d)
 }
 
 /* Wake the NIC thread if it sleeps (a post made work for it). */
-SUDP_HIDDEN void sudp_kick(struct sudp_device *d);
-SUDP_HIDDEN void sudp_kick_always(struct sudp_device *d);
+SUDP_HIDDEN void ql__sudp_kick(struct sudp_device *d);
+SUDP_HIDDEN void ql__sudp_kick_always(struct sudp_device *d);
 
 /* qp.c */
-SUDP_HIDDEN extern const struct ql__qp_ops sudp_qp_ops;
-SUDP_HIDDEN extern const struct ql__cq_ops sudp_cq_ops;
-SUDP_HIDDEN int sudp_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp);
-SUDP_HIDDEN int sudp_qp_destroy(struct ql_qp *qp);
-SUDP_HIDDEN int sudp_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
-SUDP_HIDDEN int sudp_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
-			      struct ql_qp_init_attr *init_attr);
-SUDP_HIDDEN bool sudp_mr_referenced(struct sudp_device *dev, uint32_t lkey);
+SUDP_HIDDEN extern const struct ql__qp_ops ql__sudp_qp_ops;
+SUDP_HIDDEN extern const struct ql__cq_ops ql__sudp_cq_ops;
+SUDP_HIDDEN int ql__sudp_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr,
+				   struct ql_qp **qp);
+SUDP_HIDDEN int ql__sudp_qp_destroy(struct ql_qp *qp);
+SUDP_HIDDEN int ql__sudp_qp_modify(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask);
+SUDP_HIDDEN int ql__sudp_qp_query(struct ql_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+				  struct ql_qp_init_attr *init_attr);
+SUDP_HIDDEN bool ql__sudp_mr_referenced(struct sudp_device *dev, uint32_t lkey);
 
 /* The UDP source ports kernel rxe sends a QP's packets from (requests and
  * responses alike). Linux <= 5.17 (rxe_qp.c): RXE_ROCE_V2_SPORT (0xc000) +
@@ -365,13 +366,13 @@ static inline uint16_t sudp_rxe_sport(uint32_t rxe_qpn, uint32_t our_qpn)
 }
 
 /* device.c: getrandom (setup calls only) */
-SUDP_HIDDEN void sudp_random(void *buf, size_t len);
+SUDP_HIDDEN void ql__sudp_random(void *buf, size_t len);
 
 /* qp.c: the ports a QP's peer may send from (0: any) */
-SUDP_HIDDEN void sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2]);
+SUDP_HIDDEN void ql__sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2]);
 
 /* nic.c */
-SUDP_HIDDEN void *sudp_nic_main(void *arg);
-SUDP_HIDDEN void sudp_qp_reset_transport(struct sudp_qp *qp);
+SUDP_HIDDEN void *ql__sudp_nic_main(void *arg);
+SUDP_HIDDEN void ql__sudp_qp_reset_transport(struct sudp_qp *qp);
 
 #endif

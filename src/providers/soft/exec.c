@@ -15,8 +15,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "soft/soft.h"
-#include "verbs/soft_nic.h"
+#include "providers/common/soft_nic.h"
+#include "providers/soft/soft.h"
 
 enum { EXEC_DONE = 0, EXEC_STALL = 1 };
 

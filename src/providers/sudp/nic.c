@@ -19,8 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "udp/sudp.h"
-#include "verbs/soft_nic.h"
+#include "providers/common/soft_nic.h"
+#include "providers/sudp/sudp.h"
 
 #define AETH_ACK ROCE_AETH_ACK(ROCE_AETH_CREDITS_INVALID)
 
@@ -167,7 +167,7 @@ static bool flush(struct sudp_qp *qp, bool rq)
 	return did;
 }
 
-void sudp_qp_reset_transport(struct sudp_qp *qp)
+void ql__sudp_qp_reset_transport(struct sudp_qp *qp)
 {
 	qp->sq_ci = qp->sq_tx = qp->hi_tx = 0;
 	qp->tx_off = qp->hi_off = 0;
@@ -305,7 +305,7 @@ static void tx_pkt(struct sudp_qp *qp, struct roce_pkt *p, const struct ibv_sge 
 	p->bth.pkey = ROCE_DEFAULT_PKEY;
 	p->bth.dqpn = qp->dest_qpn;
 	p->bth.tver = 0;
-	hl = roce_build_hdr(buf, SUDP_PKT_MAX, p);
+	hl = ql__roce_build_hdr(buf, SUDP_PKT_MAX, p);
 	if (hl < 0 || (size_t)hl + plen + pad + ROCE_ICRC_LEN > SUDP_PKT_MAX)
 		return;
 	if (plen) {
@@ -317,18 +317,18 @@ static void tx_pkt(struct sudp_qp *qp, struct roce_pkt *p, const struct ibv_sge 
 	memset(buf + hl + plen, 0, pad);
 	iov.iov_base = buf;
 	iov.iov_len = (size_t)hl + plen + pad;
-	roce_put_icrc(buf + iov.iov_len, roce_icrc_iov(&qp->txaddr, &iov, 1));
+	ql__roce_put_icrc(buf + iov.iov_len, ql__roce_icrc_iov(&qp->txaddr, &iov, 1));
 	iov.iov_len += ROCE_ICRC_LEN;
-	if (f && roce_fault_tx(f, dev->now, &iov, 1, &qp->peer, qp->peerlen) != ROCE_FAULT_SEND)
+	if (f && ql__roce_fault_tx(f, dev->now, &iov, 1, &qp->peer, qp->peerlen) != ROCE_FAULT_SEND)
 		return;		   /* dropped or held: the slot is free again */
 	sudp_cnt(dev, SC_TX_PKTS); /* what goes on the wire */
 	if (sudp_unlikely(dev->pcap)) {
 		struct timespec ts;
 
 		clock_gettime(CLOCK_REALTIME, &ts);
-		roce_pcap_write(dev->pcap,
-				(uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
-				&qp->txaddr, &iov, 1);
+		ql__roce_pcap_write(dev->pcap,
+				    (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+				    &qp->txaddr, &iov, 1);
 	}
 	dev->tx_iov[dev->ntx] = iov;
 	mh = &dev->tx_msg[dev->ntx].msg_hdr;
@@ -346,11 +346,11 @@ static bool fault_drain_one(struct sudp_device *dev, struct roce_fault *f)
 	const struct roce_fault_pkt *q;
 	bool did = false;
 
-	while ((q = roce_fault_next(f, dev->now))) {
+	while ((q = ql__roce_fault_next(f, dev->now))) {
 		(void)!sendto(dev->sock, q->data, q->len, MSG_DONTWAIT,
 			      (const struct sockaddr *)&q->peer, q->peerlen);
 		sudp_cnt(dev, SC_TX_PKTS);
-		roce_fault_pop(f);
+		ql__roce_fault_pop(f);
 		did = true;
 	}
 	return did;
@@ -1359,7 +1359,7 @@ static void rx_datagram(struct sudp_device *dev, const uint8_t *buf, size_t len,
 		return;
 	}
 	a.dport = dev->port;
-	if (roce_parse(buf, len, &p)) {
+	if (ql__roce_parse(buf, len, &p)) {
 		sudp_cnt(dev, SC_RX_BAD);
 		return;
 	}
@@ -1393,15 +1393,15 @@ static void rx_datagram(struct sudp_device *dev, const uint8_t *buf, size_t len,
 		struct iovec iov = { (void *)(uintptr_t)buf, len };
 		struct timespec ts;
 
-		if (roce_icrc_solve_id(buf, len, &a, &a.ip_id)) {
+		if (ql__roce_icrc_solve_id(buf, len, &a, &a.ip_id)) {
 			sudp_cnt(dev, SC_RX_ICRC);
 			return;
 		}
 		clock_gettime(CLOCK_REALTIME, &ts);
-		roce_pcap_write(dev->pcap,
-				(uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, &a,
-				&iov, 1);
-	} else if (roce_icrc_check(buf, len, &a)) {
+		ql__roce_pcap_write(dev->pcap,
+				    (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec, &a,
+				    &iov, 1);
+	} else if (ql__roce_icrc_check(buf, len, &a)) {
 		sudp_cnt(dev, SC_RX_ICRC);
 		return;
 	}
@@ -1486,14 +1486,14 @@ static uint64_t next_due(struct sudp_device *dev)
 		if (qp->rnr_until && qp->rnr_until < due)
 			due = qp->rnr_until;
 		if (qp->fault) {
-			uint64_t f = roce_fault_next_due(qp->fault);
+			uint64_t f = ql__roce_fault_next_due(qp->fault);
 
 			if (f < due)
 				due = f;
 		}
 	}
 	if (dev->fault) {
-		uint64_t f = roce_fault_next_due(dev->fault);
+		uint64_t f = ql__roce_fault_next_due(dev->fault);
 
 		if (f < due)
 			due = f;
@@ -1532,7 +1532,7 @@ static void nic_sleep(struct sudp_device *dev)
 	atomic_store(&dev->need_wakeup, 0);
 }
 
-void *sudp_nic_main(void *arg)
+void *ql__sudp_nic_main(void *arg)
 {
 	struct sudp_device *dev = arg;
 	uint64_t idle_since = now_ns();
