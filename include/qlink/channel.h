@@ -143,6 +143,9 @@ struct ql__channel_ops {
 	 * when the channel has one peer (ring, hsb) or does not know */
 	size_t (*source)(const struct ql_channel *ch, const struct ql_buffer *rx, uint8_t *key,
 			 size_t cap);
+	/* optional: take the send completions that arrived (the thread that
+	 * owns the channel only); channels without completions leave it NULL */
+	void (*reap_sends)(struct ql_channel *ch);
 };
 
 /* Every channel starts with this; applications must not touch it. */
@@ -210,6 +213,15 @@ static inline int ql_channel_send_stats(const struct ql_channel *ch,
 	ops->send_stats(ch, s);
 	return 0;
 }
+
+/* For the thread that owns the channel once its dispatcher has let go of
+ * it (a session stopping): wait up to timeout_ns for the completions of
+ * the SENDs still in flight, so that ql_channel_send_stats counts every
+ * response a peer already received (the last one's completion may come
+ * after the peer's next control message). Returns the SENDs still in
+ * flight then, 0 when all are accounted for or the channel has no
+ * completions. Not for the hot path (it sleeps). */
+uint64_t ql_channel_drain_sends(struct ql_channel *ch, uint64_t timeout_ns);
 
 void ql_channel_destroy(struct ql_channel *ch);
 

@@ -521,6 +521,12 @@ int ql_dispatcher_detach(struct ql_dispatcher *p, struct ql_daemon *d)
 	pthread_mutex_unlock(&d->lock);
 out:
 	pthread_mutex_unlock(&p->mutex);
+	/* the daemon's channel is the caller's alone now: the last responses'
+	 * completions may still be on their way (a peer that got its answer
+	 * can stop the session first), so count them, bounded (20 ms), before
+	 * anyone reads the session's counters */
+	if (!ret)
+		ql_channel_drain_sends(d->ch, 20000000);
 	return ret;
 }
 

@@ -506,6 +506,14 @@ int ql_hsb_channel_frame_info(struct ql_channel *ch, const struct ql_buffer *buf
 	return 0;
 }
 
+static void hch_reap_sends(struct ql_channel *ch)
+{
+	struct hch *c = (struct hch *)ch;
+
+	if (c->tx.posted != c->tx.done)
+		ql_txq_reap(&c->tx, c->scq);
+}
+
 static void hch_send_stats(const struct ql_channel *ch, struct ql_channel_send_stats *s)
 {
 	ql_txq_stats(&((const struct hch *)ch)->tx, s);
@@ -520,4 +528,5 @@ static const struct ql__channel_ops hch_ops = {
 	.poll_errors = hch_poll_errors,
 	.destroy = hch_destroy,
 	.send_stats = hch_send_stats,
+	.reap_sends = hch_reap_sends,
 };

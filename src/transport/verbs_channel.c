@@ -240,6 +240,14 @@ static void vch_send_stats(const struct ql_channel *ch, struct ql_channel_send_s
 	ql_txq_stats(&((const struct vch *)ch)->tx, s);
 }
 
+static void vch_reap_sends(struct ql_channel *ch)
+{
+	struct vch *c = (struct vch *)ch;
+
+	if (c->tx.posted != c->tx.done)
+		ql_txq_reap(&c->tx, c->scq);
+}
+
 static int vch_poll_errors(struct ql_channel *ch)
 {
 	return ((struct vch *)ch)->tx.err;
@@ -593,4 +601,5 @@ static const struct ql__channel_ops vch_ops = {
 	.poll_errors = vch_poll_errors,
 	.destroy = vch_destroy,
 	.send_stats = vch_send_stats,
+	.reap_sends = vch_reap_sends,
 };
