@@ -210,6 +210,9 @@ plant() { # NAME: a clean mini tree, then the violation NAME planted
 	echo '#include "rdv.h"' >"$t/tools/tool.c"
 	echo '#include "qlink/verbs.h"' >"$t/tools/rdv.h"
 	echo 'add_library(x MODULE x.c)' >"$t/src/bridge/CMakeLists.txt"
+	# qlinkd (src/qlinkd/) is a program: it may use a tool's files
+	mkdir -p "$t/src/qlinkd"
+	echo '#include "rdv.h"' >"$t/src/qlinkd/main.c"
 	case $1 in
 	clean) ;;
 	layer) echo '#include "qlink/verbs.h"' >>"$t/src/util/error.c" ;;
