@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/* qlinkd's private header: the daemon's state and what its files call across
+ * (src/qlinkd/: main, session, control, boards, udp, log). */
+#ifndef QLINKD_INT_H
+#define QLINKD_INT_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <ifaddrs.h>
+#include <inttypes.h>
+#include <linux/if_packet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/time.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "config/config.h"
+#include "demo/demo.h"
+#include "plugin/loader.h"
+#include "qlink/channel.h"
+#include "qlink/clock.h"
+#include "qlink/control.h"
+#include "qlink/daemon.h"
+#include "qlink/dispatcher.h"
+#include "qlink/error.h"
+#include "qlink/gpu.h"
+#include "qlink/hololink.h"
+#include "qlink/hsb.h"
+#include "qlink/log.h"
+#include "qlink/udp.h"
+#include "qlink/verbs.h"
+
+/* ---- log.c: structured logs ---------------------------------------------------- */
+
+/* Where the configured level and format (log:) take effect. */
+void qlinkd_log_config(enum ql_log_level level, enum ql_config_log_format format);
+/*
+ * One line: time, level, component, message, then the key=value pairs of
+ * kv (printf-formatted; pairs separated by spaces, values without spaces).
+ * Lines at or under the configured level go to stderr; force sends to out
+ * whatever the level (the counters).
+ */
+void qlinkd_log_to(FILE *out, bool force, enum ql_log_level level, const char *comp,
+		   const char *msg, const char *kv, ...) __attribute__((format(printf, 6, 7)));
+
+#define qlog(level, comp, msg, ...) qlinkd_log_to(stderr, false, level, comp, msg, __VA_ARGS__)
+
+/* ---- the daemon's state ------------------------------------------------------ */
+
+struct qlinkd;
+
+/* The data plane of a session. */
+enum session_kind {
+	SESSION_RING, /* a request ring and its QP (verbs channel) */
+	SESSION_HSB,  /* hsb pages (transport: hsb, or a board of qcs:) */
+	SESSION_UDP,  /* a CUDA-Q UDP listener of udp: */
+};
+
+/* One QCS's connection: a ring + QP (the channel) and its daemon, served by
+ * one of the dispatchers while it runs. */
+struct qlinkd_session {
+	uint32_t id;
+	struct qlinkd *q;
+	struct ql_channel *ch;
+	struct ql_daemon *d;
+	struct ql_gpu_dispatcher *gpu;	   /* datapath: gpu: serves it instead of ch and d */
+	int core;			   /* index in q->disp serving it, -1 while stopped */
+	bool hsb;			   /* an hsb channel (transport: hsb), not a ring */
+	const struct ql_config_udp *udp;   /* its udp: entry (SESSION_UDP), or NULL */
+	int pin;			   /* the dispatcher (index) it must run on, -1: any */
+	bool warned_oversize;		   /* the one "dropping N-byte datagram" warning */
+	char listen[INET6_ADDRSTRLEN + 8]; /* UDP: the bound ADDRESS:PORT */
+	struct ql_conn_params local;
+	bool connected;
+	int reported_error;
+	bool reported_failure;
+	uint64_t reported_overruns;
+	uint64_t ctl_id; /* its QCS's control-plane session; 0: --params-file */
+};
+
+struct qlinkd {
+	struct ql_config *cfg;
+	struct ql_device *dev;
+	struct ql_verbs_context *vctx; /* one PD and response MR for every session */
+	struct ql_dispatcher **disp;   /* one per cfg->dispatcher.cpus entry */
+	uint32_t *load;		       /* sessions each dispatcher serves */
+	struct ql_ctl_server *ctl;
+	struct ql_plugin **plugins;
+	uint32_t nplugins;
+	struct qlinkd_session **sessions; /* cfg->max_sessions entries */
+	uint32_t next_id;
+	int sigfd;
+};
+
+/* ---- session.c ------------------------------------------------------------------- */
+
+/* The kind of the sessions QCSs open (control plane, --params-file). */
+enum session_kind qlinkd_qcs_kind(const struct qlinkd *q);
+/* A new session, not yet connected; *params (may be NULL) what the QCS needs. */
+int qlinkd_session_create(struct qlinkd *q, enum session_kind kind, const struct ql_config_udp *udp,
+			  struct qlinkd_session **out, struct ql_conn_params *params);
+/* Serve the session on the least-loaded dispatcher (or its pin). */
+int qlinkd_session_run(struct qlinkd_session *s);
+/* Take the session off its dispatcher (every request taken is answered). */
+void qlinkd_session_pause(struct qlinkd_session *s);
+/* Connect the session to the QCS's QP and start serving it. */
+int qlinkd_session_connect(struct qlinkd_session *s, const struct ql_conn_params *client);
+/* Stop, print its final counters and free it (NULL: nothing). */
+void qlinkd_session_destroy(struct qlinkd_session *s);
+/* Every session's, every dispatcher's and qlinkd's counters on stdout. */
+void qlinkd_print_counters(struct qlinkd *q);
+/* The shared verbs context and one running dispatcher per core; after every
+ * session is gone, their end. */
+int qlinkd_dispatch_open(struct qlinkd *q);
+void qlinkd_dispatch_close(struct qlinkd *q);
+/* Dispatcher threads left to a handler past its deadline, over all cores. */
+uint64_t qlinkd_abandoned_threads(struct qlinkd *q);
+/* The plugins of the config: checked (check_only), or loaded; unloaded. */
+int qlinkd_load_plugins(struct qlinkd *q, bool check_only, bool load);
+void qlinkd_unload_plugins(struct qlinkd *q);
+/* --check-config --load-plugins: every function table made once. */
+int qlinkd_check_registration(struct qlinkd *q);
+/* Failed sessions and channels, checked from the main loop. */
+void qlinkd_check_sessions(struct qlinkd *q);
+
+/* ---- control.c ------------------------------------------------------------------- */
+
+/* 1 when a soft+shm device without a secret answers local QCSs only, 0 if
+ * not, -EPERM when control.allow names a remote source then. */
+int qlinkd_control_local_only(const struct ql_config *c, bool secret);
+int qlinkd_control_open(struct qlinkd *q);
+void qlinkd_control_counters(struct qlinkd *q);
+
+/* ---- boards.c, udp.c: the sessions made at start ------------------------------ */
+
+int qlinkd_boards_open(struct qlinkd *q);
+int qlinkd_udp_open_all(struct qlinkd *q);
+
+/* ---- main.c ---------------------------------------------------------------------- */
+
+/* The error detail set with err, else its strerror text. */
+const char *qlinkd_detail_or(int err);
+
+#endif
