@@ -46,6 +46,18 @@ static void test_open_bad_uris(void **state)
 	assert_int_equal(ql_device_open(NULL, &dev), -EINVAL);
 }
 
+/* Without a progress op (soft://loop completes in the poster) there is
+ * nothing to run: 0; no device: -EINVAL. */
+static void test_device_progress_noop(void **state)
+{
+	struct ql_device *dev;
+
+	assert_int_equal(ql_device_progress(NULL), -EINVAL);
+	assert_int_equal(ql_device_open("soft://loop", &dev), 0);
+	assert_int_equal(ql_device_progress(dev), 0);
+	assert_int_equal(ql_device_close(dev), 0);
+}
+
 static void test_rnr_timer_table(void **state)
 {
 	/* IBTA vol 1, table 45 */
@@ -576,6 +588,7 @@ int main(void)
 	const struct CMUnitTest once[] = {
 		cmocka_unit_test(test_open_reserved_schemes),
 		cmocka_unit_test(test_open_bad_uris),
+		cmocka_unit_test(test_device_progress_noop),
 		cmocka_unit_test(test_rnr_timer_table),
 		cmocka_unit_test(test_connect_opts_default),
 		cmocka_unit_test(test_conn_params_roundtrip),

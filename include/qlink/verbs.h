@@ -118,6 +118,14 @@ struct ql_device_counters {
 };
 int ql_device_counters(struct ql_device *dev, struct ql_device_counters *c);
 
+/* Run the device's software-NIC work in the calling thread: what a device
+ * in caller progress mode (docs/progress.md) does on every poll of its CQs,
+ * for callers that wait without polling (blocking waits, timers). Bounded
+ * per call; no allocation, lock or syscall beyond one recvmmsg/sendmmsg.
+ * Returns > 0 when work was done, 0 when none was pending or the device
+ * progresses on its own (hardware, or a NIC thread), or a negative errno. */
+int ql_device_progress(struct ql_device *dev);
+
 /* ---- protection domains and memory ---------------------------------- */
 
 int ql_pd_alloc(struct ql_device *dev, struct ql_pd **pd);

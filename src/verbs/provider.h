@@ -54,6 +54,11 @@ struct ql_device_ops {
 			       struct ql_cq **cq);
 	int (*qp_mlx5)(struct ql_qp *qp, struct ql_mlx5_qp *out);
 	int (*cq_mlx5)(struct ql_cq *cq, struct ql_mlx5_cq *out);
+	/* optional (NULL: ql_device_progress returns 0): run the device's
+	 * software-NIC work (receive, transmit, timers) in the caller, bounded
+	 * per call; >0 when something moved, 0 when nothing did. Hot path: no
+	 * allocation, lock or syscall beyond one recvmmsg/sendmmsg. */
+	int (*progress)(struct ql_device *dev);
 };
 
 /* Set by the verbs layer after the provider's open/alloc returns; the

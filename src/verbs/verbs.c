@@ -127,6 +127,13 @@ int ql_device_counters(struct ql_device *dev, struct ql_device_counters *c)
 	return dev->ops->counters(dev, c);
 }
 
+int ql_device_progress(struct ql_device *dev)
+{
+	if (!dev)
+		return -EINVAL;
+	return dev->ops->progress ? dev->ops->progress(dev) : 0;
+}
+
 int ql_pd_alloc(struct ql_device *dev, struct ql_pd **pd)
 {
 	int ret;
