@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "providers/common/nic.h"
 #include "verbs/provider.h"
 
 #define SOFT_HIDDEN __attribute__((visibility("hidden")))
@@ -324,13 +325,6 @@ struct soft_cq {
 	/* mlx5 queue mode (QL_CQ_INIT_MLX5): the mlx5 CQE ring the engine
 	 * writes; NULL otherwise */
 	struct soft_mlx5_cq *mx;
-};
-
-struct soft_pd {
-	struct ql_pd base;
-	uint32_t id;
-	uint32_t nmr;
-	uint32_t nqp;
 };
 
 struct soft_mr {

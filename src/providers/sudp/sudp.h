@@ -110,12 +110,6 @@ struct sudp_mr_entry {
 	uint64_t addr, length, iova;
 };
 
-struct sudp_pd {
-	struct ql_pd base;
-	uint32_t id;
-	uint32_t nmr, nqp;
-};
-
 struct sudp_mr {
 	struct ql_mr base;
 	uint32_t idx;
@@ -366,7 +360,6 @@ static inline uint16_t sudp_rxe_sport(uint32_t rxe_qpn, uint32_t our_qpn)
 }
 
 /* device.c: getrandom (setup calls only) */
-SUDP_HIDDEN void ql__sudp_random(void *buf, size_t len);
 
 /* qp.c: the ports a QP's peer may send from (0: any) */
 SUDP_HIDDEN void ql__sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2]);
