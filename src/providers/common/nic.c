@@ -77,7 +77,8 @@ bool ql__nic_swr_names_lkey(const struct ibv_send_wr *wr, uint32_t lkey)
 	return ql__nic_sge_names_lkey(wr->sg_list, (uint32_t)wr->num_sge, lkey);
 }
 
-int ql__nic_qp_type_check(enum ibv_qp_type type, const char *provider)
+/* the QP types a software NIC makes: RC and UC */
+static int qp_type_check(enum ibv_qp_type type, const char *provider)
 {
 	if (type != IBV_QPT_RC && type != IBV_QPT_UC)
 		return ql_error_set(-EOPNOTSUPP, "%s: QP type %d not supported (RC and UC are)",
@@ -85,7 +86,9 @@ int ql__nic_qp_type_check(enum ibv_qp_type type, const char *provider)
 	return 0;
 }
 
-int ql__nic_qp_cap_check(const struct ibv_qp_cap *cap, int max_wr, int max_sge, int max_inline)
+/* 1..max_wr WRs per queue, at most max_sge SGEs per WR, at most max_inline
+ * inline bytes */
+static int qp_cap_check(const struct ibv_qp_cap *cap, int max_wr, int max_sge, int max_inline)
 {
 	if (cap->max_send_wr < 1 || cap->max_send_wr > (uint32_t)max_wr || cap->max_recv_wr < 1 ||
 	    cap->max_recv_wr > (uint32_t)max_wr)
@@ -96,6 +99,28 @@ int ql__nic_qp_cap_check(const struct ibv_qp_cap *cap, int max_wr, int max_sge, 
 	if (cap->max_inline_data > (uint32_t)max_inline)
 		return ql_error_set(-EINVAL, "ql_qp_create: max_inline_data above %d", max_inline);
 	return 0;
+}
+
+int ql__nic_qp_create_check(const struct ql_qp_init_attr *ia, bool cqs_ours,
+			    const struct ql__nic_limits *lim, const char *provider)
+{
+	int ret = qp_type_check(ia->qp_type, provider);
+
+	if (ret)
+		return ret;
+	if (!ia->send_cq || !ia->recv_cq || !cqs_ours)
+		return ql_error_set(-EINVAL, "ql_qp_create: send_cq and recv_cq must be CQs of the "
+					     "QP's device");
+	return qp_cap_check(&ia->cap, (int)lim->max_qp_wr, (int)lim->max_sge, (int)lim->max_inline);
+}
+
+void ql__nic_qp_base_init(struct ql_qp *qp, const struct ql__qp_ops *ops, struct ql_pd *pd,
+			  enum ibv_qp_type type)
+{
+	qp->head.ops = ops;
+	qp->dev = pd->dev;
+	qp->pd = pd;
+	qp->qp_type = type;
 }
 
 uint32_t ql__nic_random_u32(void)

@@ -43,13 +43,18 @@ QL__NIC_HIDDEN bool ql__nic_sge_names_lkey(const struct ibv_sge *sg, uint32_t n,
  * (an inline WR's data was copied when posted). */
 QL__NIC_HIDDEN bool ql__nic_swr_names_lkey(const struct ibv_send_wr *wr, uint32_t lkey);
 
-/* ql_qp_create's checks of a software NIC, in their order around the
- * provider's own CQ check: the QP type (RC and UC; -EOPNOTSUPP naming
- * `provider`), then the capabilities (1..max_wr WRs per queue, at most
- * max_sge SGEs per WR, at most max_inline inline bytes; -EINVAL). */
-QL__NIC_HIDDEN int ql__nic_qp_type_check(enum ibv_qp_type type, const char *provider);
-QL__NIC_HIDDEN int ql__nic_qp_cap_check(const struct ibv_qp_cap *cap, int max_wr, int max_sge,
-					int max_inline);
+struct ql__nic_limits;
+
+/* All of ql_qp_create's checks of a software NIC: the QP type, both CQs
+ * given and of the QP's device (the provider says: cqs_ours), then the
+ * capabilities against the limits. */
+QL__NIC_HIDDEN int ql__nic_qp_create_check(const struct ql_qp_init_attr *ia, bool cqs_ours,
+					   const struct ql__nic_limits *lim, const char *provider);
+
+/* The verbs layer's base of a new QP of a software NIC (its post ops, device,
+ * PD and type); the QP number is the provider's. */
+QL__NIC_HIDDEN void ql__nic_qp_base_init(struct ql_qp *qp, const struct ql__qp_ops *ops,
+					 struct ql_pd *pd, enum ibv_qp_type type);
 
 /* Random bytes (the NICs' key secrets, QPNs, initial PSNs): getrandom,
  * which cannot fail once the pool is up; were it to, something that still

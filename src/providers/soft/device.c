@@ -26,6 +26,18 @@
 static const struct ql_device_ops soft_device_ops;
 static int soft_cq_destroy(struct ql_cq *c);
 
+const struct ql__nic_limits ql__soft_limits = {
+	.fw_ver = "qlink-soft-1",
+	.max_qp = SOFT_MAX_QP,
+	.max_qp_wr = SOFT_MAX_QP_WR,
+	.max_sge = SOFT_MAX_SGE,
+	.max_cqe = SOFT_MAX_CQE,
+	.max_mr = SOFT_MAX_MR,
+	.max_rd_atomic = SOFT_MAX_RD_ATOMIC,
+	.max_msg = SOFT_MAX_MSG,
+	.max_inline = SOFT_MAX_INLINE,
+};
+
 static struct soft_device *to_dev(struct ql_device *d)
 {
 	return (struct soft_device *)d;
@@ -209,20 +221,9 @@ static int soft_close(struct ql_device *d)
 
 static int soft_query(struct ql_device *d, struct ql_device_attr *a)
 {
-	static const struct ql__nic_limits lim = {
-		.fw_ver = "qlink-soft-1",
-		.max_qp = SOFT_MAX_QP,
-		.max_qp_wr = SOFT_MAX_QP_WR,
-		.max_sge = SOFT_MAX_SGE,
-		.max_cqe = SOFT_MAX_CQE,
-		.max_mr = SOFT_MAX_MR,
-		.max_rd_atomic = SOFT_MAX_RD_ATOMIC,
-		.max_msg = SOFT_MAX_MSG,
-		.max_inline = SOFT_MAX_INLINE,
-	};
 	struct soft_device *dev = to_dev(d);
 
-	ql__nic_query(a, &lim);
+	ql__nic_query(a, &ql__soft_limits);
 	snprintf(a->name, sizeof(a->name), "%s", dev->name);
 	snprintf(a->wire, sizeof(a->wire), "%s", dev->wire == SOFT_WIRE_LOOP ? "loop" : "shm");
 	a->gid = dev->gid;

@@ -335,13 +335,8 @@ int ql__soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 	const bool mlx5 = ia->flags & QL_QP_INIT_MLX5;
 	int ret;
 
-	ret = ql__nic_qp_type_check(ia->qp_type, "soft");
-	if (ret)
-		return ret;
-	if (!scq || !rcq || scq->dev != dev || rcq->dev != dev)
-		return ql_error_set(-EINVAL, "ql_qp_create: send_cq and recv_cq must be CQs of the "
-					     "QP's device");
-	ret = ql__nic_qp_cap_check(cap, SOFT_MAX_QP_WR, SOFT_MAX_SGE, SOFT_MAX_INLINE);
+	ret = ql__nic_qp_create_check(ia, scq && rcq && scq->dev == dev && rcq->dev == dev,
+				      &ql__soft_limits, "soft");
 	if (ret)
 		return ret;
 	if (mlx5 != !!scq->mx || mlx5 != !!rcq->mx)
@@ -420,10 +415,7 @@ int ql__soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 	atomic_store(&sh->state, IBV_QPS_RESET);
 	atomic_store_explicit(&sh->qpn, qp->base.qp_num, memory_order_release);
 
-	qp->base.head.ops = &ql__soft_qp_ops;
-	qp->base.dev = &dev->base;
-	qp->base.pd = p;
-	qp->base.qp_type = ia->qp_type;
+	ql__nic_qp_base_init(&qp->base, &ql__soft_qp_ops, p, ia->qp_type);
 	qp->dev = dev;
 	qp->send_cq = scq;
 	qp->recv_cq = rcq;

@@ -394,6 +394,9 @@ static inline bool soft_peer_alive(const struct soft_peer_heap *ph)
 	return (w & 0x3fffffff) != 0 && !(w & 0x40000000);
 }
 
+/* device.c: what ql_device_query reports and ql_qp_create checks */
+SOFT_HIDDEN extern const struct ql__nic_limits ql__soft_limits;
+
 /* ---- qp.c / exec.c ---------------------------------------------------- */
 SOFT_HIDDEN extern const struct ql__qp_ops ql__soft_qp_ops;
 SOFT_HIDDEN extern const struct ql__cq_ops ql__soft_cq_ops;

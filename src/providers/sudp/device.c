@@ -29,6 +29,18 @@
 
 static const struct ql_device_ops sudp_device_ops;
 
+const struct ql__nic_limits ql__sudp_limits = {
+	.fw_ver = "qlink-soft-udp-1",
+	.max_qp = SUDP_MAX_QP,
+	.max_qp_wr = SUDP_MAX_QP_WR,
+	.max_sge = SUDP_MAX_SGE,
+	.max_cqe = SUDP_MAX_CQE,
+	.max_mr = SUDP_MAX_MR,
+	.max_rd_atomic = SUDP_MAX_RD_ATOMIC,
+	.max_msg = SUDP_MAX_MSG,
+	.max_inline = SUDP_MAX_INLINE,
+};
+
 static struct sudp_device *to_dev(struct ql_device *d)
 {
 	return (struct sudp_device *)d;
@@ -457,20 +469,9 @@ static int sudp_close(struct ql_device *d)
 
 static int sudp_query(struct ql_device *d, struct ql_device_attr *a)
 {
-	static const struct ql__nic_limits lim = {
-		.fw_ver = "qlink-soft-udp-1",
-		.max_qp = SUDP_MAX_QP,
-		.max_qp_wr = SUDP_MAX_QP_WR,
-		.max_sge = SUDP_MAX_SGE,
-		.max_cqe = SUDP_MAX_CQE,
-		.max_mr = SUDP_MAX_MR,
-		.max_rd_atomic = SUDP_MAX_RD_ATOMIC,
-		.max_msg = SUDP_MAX_MSG,
-		.max_inline = SUDP_MAX_INLINE,
-	};
 	struct sudp_device *dev = to_dev(d);
 
-	ql__nic_query(a, &lim);
+	ql__nic_query(a, &ql__sudp_limits);
 	snprintf(a->name, sizeof(a->name), "%s", dev->name);
 	snprintf(a->wire, sizeof(a->wire), "udp");
 	a->port.active_mtu = dev->active_mtu;

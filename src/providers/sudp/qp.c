@@ -44,13 +44,8 @@ int ql__sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 	uint32_t idx, sq_size, rq_size, rnd[3];
 	int ret;
 
-	ret = ql__nic_qp_type_check(ia->qp_type, "soft+udp");
-	if (ret)
-		return ret;
-	if (!scq || !rcq || scq->dev != dev || rcq->dev != dev)
-		return ql_error_set(-EINVAL, "ql_qp_create: send_cq and recv_cq must be CQs of the "
-					     "QP's device");
-	ret = ql__nic_qp_cap_check(cap, SUDP_MAX_QP_WR, SUDP_MAX_SGE, SUDP_MAX_INLINE);
+	ret = ql__nic_qp_create_check(ia, scq && rcq && scq->dev == dev && rcq->dev == dev,
+				      &ql__sudp_limits, "soft+udp");
 	if (ret)
 		return ret;
 	qp = calloc(1, sizeof(*qp));
@@ -78,10 +73,7 @@ int ql__sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 	qp->sq_mask = sq_size - 1;
 	qp->rq_mask = rq_size - 1;
 
-	qp->base.head.ops = &ql__sudp_qp_ops;
-	qp->base.dev = &dev->base;
-	qp->base.pd = p;
-	qp->base.qp_type = ia->qp_type;
+	ql__nic_qp_base_init(&qp->base, &ql__sudp_qp_ops, p, ia->qp_type);
 	qp->dev = dev;
 	qp->scq = scq;
 	qp->rcq = rcq;

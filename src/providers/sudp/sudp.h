@@ -322,6 +322,9 @@ static inline void sudp_dev_unlock(struct sudp_device *d)
 SUDP_HIDDEN void ql__sudp_kick(struct sudp_device *d);
 SUDP_HIDDEN void ql__sudp_kick_always(struct sudp_device *d);
 
+/* device.c: what ql_device_query reports and ql_qp_create checks */
+SUDP_HIDDEN extern const struct ql__nic_limits ql__sudp_limits;
+
 /* qp.c */
 SUDP_HIDDEN extern const struct ql__qp_ops ql__sudp_qp_ops;
 SUDP_HIDDEN extern const struct ql__cq_ops ql__sudp_cq_ops;
