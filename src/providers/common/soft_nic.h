@@ -126,4 +126,25 @@ static inline enum ibv_wc_opcode ql__wc_opcode(enum ibv_wr_opcode op)
 	}
 }
 
+/* A posted inline WR's payload copied into buf, its slot in the QP's
+ * inline area (inline data belongs to the QP from the moment of posting),
+ * and sg[0] made to name it (lkey 0). Returns the payload's length; the WR
+ * keeps one SGE, or none for an empty payload (*num_sge). */
+static inline uint32_t ql__inline_take(uint8_t *buf, const struct ibv_send_wr *wr,
+				       struct ibv_sge *sg, int *num_sge)
+{
+	uint32_t len = 0;
+
+	for (int i = 0; i < wr->num_sge; i++) {
+		memcpy(buf + len, (const void *)(uintptr_t)wr->sg_list[i].addr,
+		       wr->sg_list[i].length);
+		len += wr->sg_list[i].length;
+	}
+	sg[0].addr = (uint64_t)(uintptr_t)buf;
+	sg[0].length = len;
+	sg[0].lkey = 0;
+	*num_sge = len ? 1 : 0;
+	return len;
+}
+
 #endif

@@ -26,35 +26,17 @@
 static const struct ql_device_ops soft_device_ops;
 static int soft_cq_destroy(struct ql_cq *c);
 
-static uint32_t random_u32(void)
-{
-	uint32_t v = 0;
-
-	if (getrandom(&v, sizeof(v), 0) != sizeof(v)) {
-		/* getrandom cannot fail for 4 bytes once the pool is up; fall
-		 * back to something that still differs between processes. */
-		v = (uint32_t)getpid() * 2654435761u ^ (uint32_t)(uintptr_t)&v;
-	}
-	return v;
-}
-
-static void random_fill(void *buf, size_t len)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = getrandom(p, len, 0);
-
-		if (n <= 0) {
-			/* cannot happen once the pool is up; degrade, don't fail */
-			for (size_t i = 0; i < len; i++)
-				p[i] = (uint8_t)random_u32();
-			return;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
-}
+const struct ql__nic_limits ql__soft_limits = {
+	.fw_ver = "qlink-soft-1",
+	.max_qp = SOFT_MAX_QP,
+	.max_qp_wr = SOFT_MAX_QP_WR,
+	.max_sge = SOFT_MAX_SGE,
+	.max_cqe = SOFT_MAX_CQE,
+	.max_mr = SOFT_MAX_MR,
+	.max_rd_atomic = SOFT_MAX_RD_ATOMIC,
+	.max_msg = SOFT_MAX_MSG,
+	.max_inline = SOFT_MAX_INLINE,
+};
 
 static struct soft_device *to_dev(struct ql_device *d)
 {
@@ -179,7 +161,7 @@ static int soft_open(const char *uri, const char *scheme, const char *rest_q,
 		goto err_dev;
 	}
 	do
-		id = random_u32();
+		id = ql__nic_random_u32();
 	while (!id);
 	dev->sh->magic = DEV_MAGIC;
 	dev->sh->id = id;
@@ -200,9 +182,9 @@ static int soft_open(const char *uri, const char *scheme, const char *rest_q,
 	dev->loss_p64 = loss.p64;
 	dev->loss_seed = loss.seed;
 	/* Unpredictable key secrets and starting epochs: one getrandom call. */
-	random_fill(dev->key_secret, sizeof(dev->key_secret));
-	random_fill(dev->mr_epoch, sizeof(dev->mr_epoch));
-	random_fill(dev->qp_gen, sizeof(dev->qp_gen));
+	ql__nic_random(dev->key_secret, sizeof(dev->key_secret));
+	ql__nic_random(dev->mr_epoch, sizeof(dev->mr_epoch));
+	ql__nic_random(dev->qp_gen, sizeof(dev->qp_gen));
 
 	pid = htonl((uint32_t)heap->pid);
 	fd = htonl((uint32_t)heap->fd);
@@ -241,36 +223,9 @@ static int soft_query(struct ql_device *d, struct ql_device_attr *a)
 {
 	struct soft_device *dev = to_dev(d);
 
-	memset(a, 0, sizeof(*a));
+	ql__nic_query(a, &ql__soft_limits);
 	snprintf(a->name, sizeof(a->name), "%s", dev->name);
 	snprintf(a->wire, sizeof(a->wire), "%s", dev->wire == SOFT_WIRE_LOOP ? "loop" : "shm");
-	snprintf(a->dev.fw_ver, sizeof(a->dev.fw_ver), "qlink-soft-1");
-	a->dev.vendor_id = 0;
-	a->dev.max_mr_size = 1ull << 46;
-	a->dev.page_size_cap = 4096;
-	a->dev.max_qp = SOFT_MAX_QP - 2; /* QP numbers 0 and 1 are the IB special QPs */
-	a->dev.max_qp_wr = SOFT_MAX_QP_WR;
-	a->dev.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN;
-	a->dev.max_sge = SOFT_MAX_SGE;
-	a->dev.max_cq = 1 << 16;
-	a->dev.max_cqe = SOFT_MAX_CQE;
-	a->dev.max_mr = SOFT_MAX_MR - 1;
-	a->dev.max_pd = 1 << 16;
-	a->dev.max_qp_rd_atom = SOFT_MAX_RD_ATOMIC;
-	a->dev.max_qp_init_rd_atom = SOFT_MAX_RD_ATOMIC;
-	a->dev.max_res_rd_atom = SOFT_MAX_RD_ATOMIC * (SOFT_MAX_QP - 2);
-	a->dev.atomic_cap = IBV_ATOMIC_GLOB;
-	a->dev.max_pkeys = 1;
-	a->dev.phys_port_cnt = 1;
-	a->port.state = IBV_PORT_ACTIVE;
-	a->port.max_mtu = IBV_MTU_4096;
-	a->port.active_mtu = IBV_MTU_4096;
-	a->port.gid_tbl_len = 1;
-	a->port.max_msg_sz = SOFT_MAX_MSG;
-	a->port.pkey_tbl_len = 1;
-	a->port.link_layer = IBV_LINK_LAYER_ETHERNET;
-	a->port.phys_state = 5; /* LinkUp */
-	a->max_inline_data = SOFT_MAX_INLINE;
 	a->gid = dev->gid;
 	return 0;
 }
@@ -292,33 +247,12 @@ static int soft_counters(struct ql_device *d, struct ql_device_counters *c)
 
 static int soft_pd_alloc(struct ql_device *d, struct ql_pd **out)
 {
-	struct soft_device *dev = to_dev(d);
-	struct soft_pd *pd = calloc(1, sizeof(*pd));
-
-	if (!pd)
-		return -ENOMEM;
-	pd->base.dev = d;
-	pthread_mutex_lock(&dev->lock);
-	pd->id = dev->next_pd_id++;
-	pthread_mutex_unlock(&dev->lock);
-	*out = &pd->base;
-	return 0;
+	return ql__nic_pd_alloc(d, &to_dev(d)->lock, &to_dev(d)->next_pd_id, out);
 }
 
 static int soft_pd_free(struct ql_pd *p)
 {
-	struct soft_pd *pd = (struct soft_pd *)p;
-	struct soft_device *dev = to_dev(p->dev);
-
-	pthread_mutex_lock(&dev->lock);
-	if (pd->nmr || pd->nqp) {
-		pthread_mutex_unlock(&dev->lock);
-		return ql_error_set(-EBUSY, "soft: PD still has %u MRs and %u QPs", pd->nmr,
-				    pd->nqp);
-	}
-	pthread_mutex_unlock(&dev->lock);
-	free(pd);
-	return 0;
+	return ql__nic_pd_free(p, &to_dev(p->dev)->lock, "soft");
 }
 
 static void pin_warn_once(size_t length, int err)
@@ -340,7 +274,7 @@ static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 {
 	const int remote = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			   IBV_ACCESS_REMOTE_ATOMIC;
-	struct soft_pd *pd = (struct soft_pd *)p;
+	struct ql__nic_pd *pd = (struct ql__nic_pd *)p;
 	struct soft_device *dev = to_dev(p->dev);
 	struct soft_mr_entry *e;
 	struct soft_mr *mr;
@@ -365,17 +299,16 @@ static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 		return -ENOMEM;
 
 	pthread_mutex_lock(&dev->lock);
-	for (idx = 1; idx < SOFT_MAX_MR && dev->mrs[idx]; idx++)
-		;
-	if (idx == SOFT_MAX_MR) {
-		pthread_mutex_unlock(&dev->lock);
-		free(mr);
-		return ql_error_set(-ENOMEM, "soft: all %u memory regions in use", SOFT_MAX_MR - 1);
-	}
-	ql__nic_mr_keys(&dev->mr_epoch[idx], dev->key_secret, SOFT_MR_IDX_BITS, idx, &lkey, &rkey);
-	dev->mrs[idx] = mr;
-	pd->nmr++;
+	ret = ql__nic_mr_claim((void **)dev->mrs, SOFT_MAX_MR, dev->mr_epoch, dev->key_secret,
+			       SOFT_MR_IDX_BITS, mr, &mr->base, p, addr, length, access, "soft",
+			       &idx);
 	pthread_mutex_unlock(&dev->lock);
+	if (ret) {
+		free(mr);
+		return ret;
+	}
+	lkey = mr->base.lkey;
+	rkey = mr->base.rkey;
 
 	pa = (uintptr_t)addr & ~(uintptr_t)4095;
 	if (mlock((void *)pa, (uintptr_t)addr + length - pa) == 0)
@@ -384,12 +317,6 @@ static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 		pin_warn_once(length, errno);
 
 	mr->idx = idx;
-	mr->base.pd = p;
-	mr->base.addr = addr;
-	mr->base.length = length;
-	mr->base.lkey = lkey;
-	mr->base.rkey = rkey;
-	mr->base.access = access;
 	/* The private entry is the one this process checks; the heap copy is
 	 * for peers in other processes (who can write it: it is never read
 	 * back here). */
@@ -435,7 +362,7 @@ static int soft_mr_dereg(struct ql_mr *m)
 	atomic_store_explicit(&e->rkey, 0, memory_order_release);
 	atomic_store_explicit(&e->lkey, 0, memory_order_release);
 	dev->mrs[mr->idx] = NULL;
-	((struct soft_pd *)m->pd)->nmr--;
+	((struct ql__nic_pd *)m->pd)->nmr--;
 	for (uint32_t i = 1; i < SOFT_MAX_MR && !overlap; i++) {
 		struct soft_mr *o = dev->mrs[i];
 
@@ -460,10 +387,10 @@ static int soft_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 	struct soft_device *dev = to_dev(d);
 	struct soft_cq *cq;
 	uint32_t size;
+	int ret = ql__nic_cq_check(cqe, SOFT_MAX_CQE);
 
-	if (cqe < 1 || cqe > SOFT_MAX_CQE)
-		return ql_error_set(-EINVAL, "ql_cq_create: cqe %d outside 1..%d", cqe,
-				    SOFT_MAX_CQE);
+	if (ret)
+		return ret;
 	size = ql__nic_pow2_at_least((uint32_t)cqe);
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
@@ -580,14 +507,10 @@ static int soft_mem_alloc(struct ql_pd *pd, size_t length, void **addr)
 					    "soft: %zu bytes not available in the shared heap "
 					    "(QLINK_SOFT_HEAP_SIZE)",
 					    length);
-	} else {
-		p = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-		if (p == MAP_FAILED)
-			return ql_error_set(-errno, "soft: mmap of %zu bytes: %s", length,
-					    strerror(errno));
+		*addr = p;
+		return 0;
 	}
-	*addr = p;
-	return 0;
+	return ql__nic_mem_map(length, "soft", addr);
 }
 
 static void soft_mem_free(struct ql_pd *pd, void *addr, size_t length)

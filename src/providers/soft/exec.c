@@ -889,20 +889,9 @@ static void save_wqe(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t 
 	w->wr.sg_list = sg;
 	w->idx = idx;
 	if (wr->send_flags & IBV_SEND_INLINE) {
-		/* inline data belongs to the QP from the moment of posting */
-		uint8_t *buf =
-			qp->sq_inline + (size_t)(idx & qp->sq_mask) * qp->cap.max_inline_data;
-		uint64_t len = 0;
-
-		for (int i = 0; i < wr->num_sge; i++) {
-			memcpy(buf + len, (const void *)(uintptr_t)wr->sg_list[i].addr,
-			       wr->sg_list[i].length);
-			len += wr->sg_list[i].length;
-		}
-		sg[0].addr = (uint64_t)(uintptr_t)buf;
-		sg[0].length = (uint32_t)len;
-		sg[0].lkey = 0;
-		w->wr.num_sge = len ? 1 : 0;
+		ql__inline_take(qp->sq_inline +
+					(size_t)(idx & qp->sq_mask) * qp->cap.max_inline_data,
+				wr, sg, &w->wr.num_sge);
 	} else {
 		memcpy(sg, wr->sg_list, (size_t)wr->num_sge * sizeof(*sg));
 	}

@@ -324,7 +324,7 @@ bool ql__soft_mr_referenced(struct soft_device *dev, uint32_t lkey)
 
 int ql__soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **out)
 {
-	struct soft_pd *pd = (struct soft_pd *)p;
+	struct ql__nic_pd *pd = (struct ql__nic_pd *)p;
 	struct soft_device *dev = (struct soft_device *)p->dev;
 	struct soft_cq *scq = (struct soft_cq *)ia->send_cq, *rcq = (struct soft_cq *)ia->recv_cq;
 	struct ibv_qp_cap *cap = &ia->cap;
@@ -335,13 +335,8 @@ int ql__soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 	const bool mlx5 = ia->flags & QL_QP_INIT_MLX5;
 	int ret;
 
-	ret = ql__nic_qp_type_check(ia->qp_type, "soft");
-	if (ret)
-		return ret;
-	if (!scq || !rcq || scq->dev != dev || rcq->dev != dev)
-		return ql_error_set(-EINVAL, "ql_qp_create: send_cq and recv_cq must be CQs of the "
-					     "QP's device");
-	ret = ql__nic_qp_cap_check(cap, SOFT_MAX_QP_WR, SOFT_MAX_SGE, SOFT_MAX_INLINE);
+	ret = ql__nic_qp_create_check(ia, scq && rcq && scq->dev == dev && rcq->dev == dev,
+				      &ql__soft_limits, "soft");
 	if (ret)
 		return ret;
 	if (mlx5 != !!scq->mx || mlx5 != !!rcq->mx)
@@ -420,10 +415,7 @@ int ql__soft_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 	atomic_store(&sh->state, IBV_QPS_RESET);
 	atomic_store_explicit(&sh->qpn, qp->base.qp_num, memory_order_release);
 
-	qp->base.head.ops = &ql__soft_qp_ops;
-	qp->base.dev = &dev->base;
-	qp->base.pd = p;
-	qp->base.qp_type = ia->qp_type;
+	ql__nic_qp_base_init(&qp->base, &ql__soft_qp_ops, p, ia->qp_type);
 	qp->dev = dev;
 	qp->send_cq = scq;
 	qp->recv_cq = rcq;
@@ -502,7 +494,7 @@ int ql__soft_qp_destroy(struct ql_qp *q)
 	cq_clean(qp->send_cq, qp);
 	qp->send_cq->nrefs--;
 	qp->recv_cq->nrefs--;
-	((struct soft_pd *)q->pd)->nqp--;
+	((struct ql__nic_pd *)q->pd)->nqp--;
 	dev->qps[qp->idx] = NULL;
 	pthread_mutex_unlock(&dev->lock);
 	ql__soft_heap_free(qp->rq);
@@ -556,30 +548,7 @@ int ql__soft_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 		qp->attr.min_rnr_timer = a->min_rnr_timer;
 		qp->sh->min_rnr_timer = a->min_rnr_timer;
 	}
-	if (mask & M(PKEY_INDEX))
-		qp->attr.pkey_index = a->pkey_index;
-	if (mask & M(PORT))
-		qp->attr.port_num = a->port_num;
-	if (mask & M(PATH_MTU))
-		qp->attr.path_mtu = a->path_mtu;
-	if (mask & M(RQ_PSN))
-		qp->attr.rq_psn = a->rq_psn & 0xffffff;
-	if (mask & M(SQ_PSN))
-		qp->attr.sq_psn = a->sq_psn & 0xffffff;
-	if (mask & M(TIMEOUT))
-		qp->attr.timeout = a->timeout;
-	if (mask & M(RETRY_CNT))
-		qp->attr.retry_cnt = a->retry_cnt;
-	if (mask & M(RNR_RETRY))
-		qp->attr.rnr_retry = a->rnr_retry;
-	if (mask & M(MAX_QP_RD_ATOMIC))
-		qp->attr.max_rd_atomic = a->max_rd_atomic;
-	if (mask & M(MAX_DEST_RD_ATOMIC))
-		qp->attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
-	if (mask & M(EN_SQD_ASYNC_NOTIFY))
-		qp->attr.en_sqd_async_notify = a->en_sqd_async_notify;
-	if (mask & M(PATH_MIG_STATE))
-		qp->attr.path_mig_state = a->path_mig_state;
+	ql__nic_qp_attr_keep(&qp->attr, a, mask);
 
 	if (next == cur) {
 		ret = 0;
@@ -638,19 +607,14 @@ int ql__soft_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct q
 	(void)mask;
 	if (!qp->mx) /* (an mlx5-mode QP's engine does this itself) */
 		soft_qp_sync_err(qp);
-	*a = qp->attr;
-	a->qp_state = qp->state;
-	a->cur_qp_state = qp->state;
-	a->cap = qp->cap;
-	a->sq_draining = 0;
-	if (ia) {
-		memset(ia, 0, sizeof(*ia));
-		ia->send_cq = &qp->send_cq->base;
-		ia->recv_cq = &qp->recv_cq->base;
-		ia->cap = qp->cap;
-		ia->qp_type = qp->type;
-		ia->sq_sig_all = qp->sq_sig_all;
-		ia->qp_context = qp->qp_context;
-	}
+	ql__nic_qp_query(&(struct ql__nic_qp_view){ .attr = &qp->attr,
+						    .state = qp->state,
+						    .cap = qp->cap,
+						    .send_cq = &qp->send_cq->base,
+						    .recv_cq = &qp->recv_cq->base,
+						    .type = qp->type,
+						    .sq_sig_all = qp->sq_sig_all,
+						    .qp_context = qp->qp_context },
+			 a, ia);
 	return 0;
 }

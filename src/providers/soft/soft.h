@@ -31,6 +31,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "providers/common/nic.h"
 #include "verbs/provider.h"
 
 #define SOFT_HIDDEN __attribute__((visibility("hidden")))
@@ -326,13 +327,6 @@ struct soft_cq {
 	struct soft_mlx5_cq *mx;
 };
 
-struct soft_pd {
-	struct ql_pd base;
-	uint32_t id;
-	uint32_t nmr;
-	uint32_t nqp;
-};
-
 struct soft_mr {
 	struct ql_mr base;
 	uint32_t idx;
@@ -399,6 +393,9 @@ static inline bool soft_peer_alive(const struct soft_peer_heap *ph)
 	w = atomic_load_explicit(ph->alive_word, memory_order_relaxed);
 	return (w & 0x3fffffff) != 0 && !(w & 0x40000000);
 }
+
+/* device.c: what ql_device_query reports and ql_qp_create checks */
+SOFT_HIDDEN extern const struct ql__nic_limits ql__soft_limits;
 
 /* ---- qp.c / exec.c ---------------------------------------------------- */
 SOFT_HIDDEN extern const struct ql__qp_ops ql__soft_qp_ops;

@@ -29,26 +29,21 @@
 
 static const struct ql_device_ops sudp_device_ops;
 
+const struct ql__nic_limits ql__sudp_limits = {
+	.fw_ver = "qlink-soft-udp-1",
+	.max_qp = SUDP_MAX_QP,
+	.max_qp_wr = SUDP_MAX_QP_WR,
+	.max_sge = SUDP_MAX_SGE,
+	.max_cqe = SUDP_MAX_CQE,
+	.max_mr = SUDP_MAX_MR,
+	.max_rd_atomic = SUDP_MAX_RD_ATOMIC,
+	.max_msg = SUDP_MAX_MSG,
+	.max_inline = SUDP_MAX_INLINE,
+};
+
 static struct sudp_device *to_dev(struct ql_device *d)
 {
 	return (struct sudp_device *)d;
-}
-
-void ql__sudp_random(void *buf, size_t len)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = getrandom(p, len, 0);
-
-		if (n <= 0) {
-			for (size_t i = 0; i < len; i++)
-				p[i] = (uint8_t)(rand() ^ getpid());
-			return;
-		}
-		p += n;
-		len -= (size_t)n;
-	}
 }
 
 void ql__sudp_kick_always(struct sudp_device *d)
@@ -423,9 +418,9 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 	}
 	pthread_mutex_init(&dev->setup, NULL);
 	dev->next_pd_id = 1;
-	ql__sudp_random(dev->key_secret, sizeof(dev->key_secret));
-	ql__sudp_random(dev->mr_epoch, sizeof(dev->mr_epoch));
-	ql__sudp_random(dev->qp_gen, sizeof(dev->qp_gen));
+	ql__nic_random(dev->key_secret, sizeof(dev->key_secret));
+	ql__nic_random(dev->mr_epoch, sizeof(dev->mr_epoch));
+	ql__nic_random(dev->qp_gen, sizeof(dev->qp_gen));
 	dev->base.ops = &sudp_device_ops;
 	ret = pthread_create(&dev->thread, NULL, ql__sudp_nic_main, dev);
 	if (ret) {
@@ -476,35 +471,10 @@ static int sudp_query(struct ql_device *d, struct ql_device_attr *a)
 {
 	struct sudp_device *dev = to_dev(d);
 
-	memset(a, 0, sizeof(*a));
+	ql__nic_query(a, &ql__sudp_limits);
 	snprintf(a->name, sizeof(a->name), "%s", dev->name);
 	snprintf(a->wire, sizeof(a->wire), "udp");
-	snprintf(a->dev.fw_ver, sizeof(a->dev.fw_ver), "qlink-soft-udp-1");
-	a->dev.max_mr_size = 1ull << 46;
-	a->dev.page_size_cap = 4096;
-	a->dev.max_qp = SUDP_MAX_QP - 2;
-	a->dev.max_qp_wr = SUDP_MAX_QP_WR;
-	a->dev.device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN;
-	a->dev.max_sge = SUDP_MAX_SGE;
-	a->dev.max_cq = 1 << 16;
-	a->dev.max_cqe = SUDP_MAX_CQE;
-	a->dev.max_mr = SUDP_MAX_MR - 1;
-	a->dev.max_pd = 1 << 16;
-	a->dev.max_qp_rd_atom = SUDP_MAX_RD_ATOMIC;
-	a->dev.max_qp_init_rd_atom = SUDP_MAX_RD_ATOMIC;
-	a->dev.max_res_rd_atom = SUDP_MAX_RD_ATOMIC * (SUDP_MAX_QP - 2);
-	a->dev.atomic_cap = IBV_ATOMIC_GLOB; /* CPU atomics on host memory */
-	a->dev.max_pkeys = 1;
-	a->dev.phys_port_cnt = 1;
-	a->port.state = IBV_PORT_ACTIVE;
-	a->port.max_mtu = IBV_MTU_4096;
 	a->port.active_mtu = dev->active_mtu;
-	a->port.gid_tbl_len = 1;
-	a->port.max_msg_sz = SUDP_MAX_MSG;
-	a->port.pkey_tbl_len = 1;
-	a->port.link_layer = IBV_LINK_LAYER_ETHERNET;
-	a->port.phys_state = 5; /* LinkUp */
-	a->max_inline_data = SUDP_MAX_INLINE;
 	a->gid = dev->gid;
 	return 0;
 }
@@ -556,43 +526,22 @@ static int sudp_counters(struct ql_device *d, struct ql_device_counters *c)
 
 static int sudp_pd_alloc(struct ql_device *d, struct ql_pd **out)
 {
-	struct sudp_device *dev = to_dev(d);
-	struct sudp_pd *pd = calloc(1, sizeof(*pd));
-
-	if (!pd)
-		return -ENOMEM;
-	pd->base.dev = d;
-	pthread_mutex_lock(&dev->setup);
-	pd->id = dev->next_pd_id++;
-	pthread_mutex_unlock(&dev->setup);
-	*out = &pd->base;
-	return 0;
+	return ql__nic_pd_alloc(d, &to_dev(d)->setup, &to_dev(d)->next_pd_id, out);
 }
 
 static int sudp_pd_free(struct ql_pd *p)
 {
-	struct sudp_pd *pd = (struct sudp_pd *)p;
-	struct sudp_device *dev = to_dev(p->dev);
-
-	pthread_mutex_lock(&dev->setup);
-	if (pd->nmr || pd->nqp) {
-		pthread_mutex_unlock(&dev->setup);
-		return ql_error_set(-EBUSY, "soft+udp: PD still has %u MRs and %u QPs", pd->nmr,
-				    pd->nqp);
-	}
-	pthread_mutex_unlock(&dev->setup);
-	free(pd);
-	return 0;
+	return ql__nic_pd_free(p, &to_dev(p->dev)->setup, "soft+udp");
 }
 
 static int sudp_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t iova, int access,
 			    struct ql_mr **out)
 {
-	struct sudp_pd *pd = (struct sudp_pd *)p;
+	struct ql__nic_pd *pd = (struct ql__nic_pd *)p;
 	struct sudp_device *dev = to_dev(p->dev);
 	struct sudp_mr_entry *e;
 	struct sudp_mr *mr;
-	uint32_t idx, lkey, rkey;
+	uint32_t idx;
 	int ret;
 
 	ret = ql__nic_mr_check(length, access, "soft+udp");
@@ -602,24 +551,15 @@ static int sudp_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 	if (!mr)
 		return -ENOMEM;
 	pthread_mutex_lock(&dev->setup);
-	for (idx = 1; idx < SUDP_MAX_MR && dev->mrs[idx]; idx++)
-		;
-	if (idx == SUDP_MAX_MR) {
+	ret = ql__nic_mr_claim((void **)dev->mrs, SUDP_MAX_MR, dev->mr_epoch, dev->key_secret,
+			       SUDP_MR_IDX_BITS, mr, &mr->base, p, addr, length, access, "soft+udp",
+			       &idx);
+	if (ret) {
 		pthread_mutex_unlock(&dev->setup);
 		free(mr);
-		return ql_error_set(-ENOMEM, "soft+udp: all %u memory regions in use",
-				    SUDP_MAX_MR - 1);
+		return ret;
 	}
-	ql__nic_mr_keys(&dev->mr_epoch[idx], dev->key_secret, SUDP_MR_IDX_BITS, idx, &lkey, &rkey);
-	dev->mrs[idx] = mr;
-	pd->nmr++;
 	mr->idx = idx;
-	mr->base.pd = p;
-	mr->base.addr = addr;
-	mr->base.length = length;
-	mr->base.lkey = lkey;
-	mr->base.rkey = rkey;
-	mr->base.access = access;
 	sudp_dev_lock(dev);
 	e = &dev->mr[idx];
 	e->access = (uint32_t)access;
@@ -627,8 +567,8 @@ static int sudp_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 	e->addr = (uint64_t)(uintptr_t)addr;
 	e->length = length;
 	e->iova = iova;
-	e->lkey = lkey;
-	e->rkey = rkey;
+	e->lkey = mr->base.lkey;
+	e->rkey = mr->base.rkey;
 	sudp_dev_unlock(dev);
 	pthread_mutex_unlock(&dev->setup);
 	*out = &mr->base;
@@ -658,7 +598,7 @@ static int sudp_mr_dereg(struct ql_mr *m)
 	memset(&dev->mr[mr->idx], 0, sizeof(dev->mr[mr->idx]));
 	sudp_dev_unlock(dev);
 	dev->mrs[mr->idx] = NULL;
-	((struct sudp_pd *)m->pd)->nmr--;
+	((struct ql__nic_pd *)m->pd)->nmr--;
 	pthread_mutex_unlock(&dev->setup);
 	free(mr);
 	return 0;
@@ -670,9 +610,10 @@ static int sudp_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 	struct sudp_cq *cq;
 	uint32_t size;
 
-	if (cqe < 1 || cqe > SUDP_MAX_CQE)
-		return ql_error_set(-EINVAL, "ql_cq_create: cqe %d outside 1..%d", cqe,
-				    SUDP_MAX_CQE);
+	int ret = ql__nic_cq_check(cqe, SUDP_MAX_CQE);
+
+	if (ret)
+		return ret;
 	size = ql__nic_pow2_at_least((uint32_t)cqe + SUDP_CQ_SLACK);
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
@@ -769,15 +710,8 @@ static int sudp_list(ql_provider_list_cb cb, void *ctx)
 
 static int sudp_mem_alloc(struct ql_pd *pd, size_t length, void **addr)
 {
-	void *p;
-
 	(void)pd;
-	p = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p == MAP_FAILED)
-		return ql_error_set(-errno, "soft+udp: mmap of %zu bytes: %s", length,
-				    strerror(errno));
-	*addr = p;
-	return 0;
+	return ql__nic_mem_map(length, "soft+udp", addr);
 }
 
 static void sudp_mem_free(struct ql_pd *pd, void *addr, size_t length)

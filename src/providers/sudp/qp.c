@@ -36,7 +36,7 @@ static void qp_free(struct sudp_qp *qp)
 
 int ql__sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp **out)
 {
-	struct sudp_pd *pd = (struct sudp_pd *)p;
+	struct ql__nic_pd *pd = (struct ql__nic_pd *)p;
 	struct sudp_device *dev = (struct sudp_device *)p->dev;
 	struct sudp_cq *scq = (struct sudp_cq *)ia->send_cq, *rcq = (struct sudp_cq *)ia->recv_cq;
 	struct ibv_qp_cap *cap = &ia->cap;
@@ -44,13 +44,8 @@ int ql__sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 	uint32_t idx, sq_size, rq_size, rnd[3];
 	int ret;
 
-	ret = ql__nic_qp_type_check(ia->qp_type, "soft+udp");
-	if (ret)
-		return ret;
-	if (!scq || !rcq || scq->dev != dev || rcq->dev != dev)
-		return ql_error_set(-EINVAL, "ql_qp_create: send_cq and recv_cq must be CQs of the "
-					     "QP's device");
-	ret = ql__nic_qp_cap_check(cap, SUDP_MAX_QP_WR, SUDP_MAX_SGE, SUDP_MAX_INLINE);
+	ret = ql__nic_qp_create_check(ia, scq && rcq && scq->dev == dev && rcq->dev == dev,
+				      &ql__sudp_limits, "soft+udp");
 	if (ret)
 		return ret;
 	qp = calloc(1, sizeof(*qp));
@@ -78,10 +73,7 @@ int ql__sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 	qp->sq_mask = sq_size - 1;
 	qp->rq_mask = rq_size - 1;
 
-	qp->base.head.ops = &ql__sudp_qp_ops;
-	qp->base.dev = &dev->base;
-	qp->base.pd = p;
-	qp->base.qp_type = ia->qp_type;
+	ql__nic_qp_base_init(&qp->base, &ql__sudp_qp_ops, p, ia->qp_type);
 	qp->dev = dev;
 	qp->scq = scq;
 	qp->rcq = rcq;
@@ -96,7 +88,7 @@ int ql__sudp_qp_create(struct ql_pd *p, struct ql_qp_init_attr *ia, struct ql_qp
 	 * packet must guess both, docs/soft-udp.md 11): a free slot from a
 	 * random start, its generation moved on by a random step, the
 	 * initial send PSN random (24 bits each, read at setup only) */
-	ql__sudp_random(rnd, sizeof(rnd));
+	ql__nic_random(rnd, sizeof(rnd));
 	pthread_mutex_lock(&dev->setup);
 	idx = SUDP_MAX_QP;
 	for (uint32_t i = 0; i < SUDP_MAX_QP - 2; i++) {
@@ -177,7 +169,7 @@ int ql__sudp_qp_destroy(struct ql_qp *q)
 	sudp_dev_unlock(dev);
 	qp->scq->nrefs--;
 	qp->rcq->nrefs--;
-	((struct sudp_pd *)q->pd)->nqp--;
+	((struct ql__nic_pd *)q->pd)->nqp--;
 	pthread_mutex_unlock(&dev->setup);
 	qp_free(qp);
 	return 0;
@@ -262,36 +254,13 @@ int ql__sudp_qp_modify(struct ql_qp *q, struct ibv_qp_attr *a, int mask)
 		qp->attr.qp_access_flags = a->qp_access_flags;
 	if (mask & M(MIN_RNR_TIMER))
 		qp->attr.min_rnr_timer = a->min_rnr_timer;
-	if (mask & M(PKEY_INDEX))
-		qp->attr.pkey_index = a->pkey_index;
-	if (mask & M(PORT))
-		qp->attr.port_num = a->port_num;
-	if (mask & M(PATH_MTU)) {
-		qp->attr.path_mtu = a->path_mtu;
+	ql__nic_qp_attr_keep(&qp->attr, a, mask);
+	if (mask & M(PATH_MTU))
 		qp->mtu = 128u << a->path_mtu;
-	}
-	if (mask & M(RQ_PSN)) {
-		qp->attr.rq_psn = a->rq_psn & ROCE_PSN_MASK;
+	if (mask & M(RQ_PSN))
 		qp->epsn = qp->attr.rq_psn;
-	}
-	if (mask & M(SQ_PSN)) {
-		qp->attr.sq_psn = a->sq_psn & ROCE_PSN_MASK;
+	if (mask & M(SQ_PSN))
 		qp->npsn = qp->una = qp->hi_psn = qp->attr.sq_psn;
-	}
-	if (mask & M(TIMEOUT))
-		qp->attr.timeout = a->timeout;
-	if (mask & M(RETRY_CNT))
-		qp->attr.retry_cnt = a->retry_cnt;
-	if (mask & M(RNR_RETRY))
-		qp->attr.rnr_retry = a->rnr_retry;
-	if (mask & M(MAX_QP_RD_ATOMIC))
-		qp->attr.max_rd_atomic = a->max_rd_atomic;
-	if (mask & M(MAX_DEST_RD_ATOMIC))
-		qp->attr.max_dest_rd_atomic = a->max_dest_rd_atomic;
-	if (mask & M(EN_SQD_ASYNC_NOTIFY))
-		qp->attr.en_sqd_async_notify = a->en_sqd_async_notify;
-	if (mask & M(PATH_MIG_STATE))
-		qp->attr.path_mig_state = a->path_mig_state;
 	if (next != cur) {
 		if (next == IBV_QPS_RESET) {
 			/* the queues start empty again; the application owns
@@ -331,20 +300,16 @@ int ql__sudp_qp_query(struct ql_qp *q, struct ibv_qp_attr *a, int mask, struct q
 	struct sudp_qp *qp = (struct sudp_qp *)q;
 
 	(void)mask;
-	*a = qp->attr;
-	a->qp_state = (enum ibv_qp_state)atomic_load(&qp->state);
-	a->cur_qp_state = a->qp_state;
-	a->cap = qp->cap;
-	a->sq_draining = 0;
-	if (ia) {
-		memset(ia, 0, sizeof(*ia));
-		ia->send_cq = &qp->scq->base;
-		ia->recv_cq = &qp->rcq->base;
-		ia->cap = qp->cap;
-		ia->qp_type = qp->type;
-		ia->sq_sig_all = qp->sq_sig_all;
-		ia->qp_context = qp->qp_context;
-	}
+	ql__nic_qp_query(
+		&(struct ql__nic_qp_view){ .attr = &qp->attr,
+					   .state = (enum ibv_qp_state)atomic_load(&qp->state),
+					   .cap = qp->cap,
+					   .send_cq = &qp->scq->base,
+					   .recv_cq = &qp->rcq->base,
+					   .type = qp->type,
+					   .sq_sig_all = qp->sq_sig_all,
+					   .qp_context = qp->qp_context },
+		a, ia);
 	return 0;
 }
 
@@ -414,19 +379,9 @@ static int sudp_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_se
 		w->wr.next = NULL;
 		w->wr.sg_list = sg;
 		if (wr->send_flags & IBV_SEND_INLINE) {
-			/* inline data belongs to the QP from the moment of posting */
-			uint8_t *buf = qp->sq_inline +
-				       (size_t)(pi & qp->sq_mask) * qp->cap.max_inline_data;
-
-			for (int i = 0; i < wr->num_sge; i++) {
-				memcpy(buf + len, (const void *)(uintptr_t)wr->sg_list[i].addr,
-				       wr->sg_list[i].length);
-				len += wr->sg_list[i].length;
-			}
-			sg[0].addr = (uint64_t)(uintptr_t)buf;
-			sg[0].length = (uint32_t)len;
-			sg[0].lkey = 0;
-			w->wr.num_sge = len ? 1 : 0;
+			len = ql__inline_take(qp->sq_inline + (size_t)(pi & qp->sq_mask) *
+								      qp->cap.max_inline_data,
+					      wr, sg, &w->wr.num_sge);
 		} else {
 			for (int i = 0; i < wr->num_sge; i++) {
 				sg[i] = wr->sg_list[i];

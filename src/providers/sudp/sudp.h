@@ -110,12 +110,6 @@ struct sudp_mr_entry {
 	uint64_t addr, length, iova;
 };
 
-struct sudp_pd {
-	struct ql_pd base;
-	uint32_t id;
-	uint32_t nmr, nqp;
-};
-
 struct sudp_mr {
 	struct ql_mr base;
 	uint32_t idx;
@@ -328,6 +322,9 @@ static inline void sudp_dev_unlock(struct sudp_device *d)
 SUDP_HIDDEN void ql__sudp_kick(struct sudp_device *d);
 SUDP_HIDDEN void ql__sudp_kick_always(struct sudp_device *d);
 
+/* device.c: what ql_device_query reports and ql_qp_create checks */
+SUDP_HIDDEN extern const struct ql__nic_limits ql__sudp_limits;
+
 /* qp.c */
 SUDP_HIDDEN extern const struct ql__qp_ops ql__sudp_qp_ops;
 SUDP_HIDDEN extern const struct ql__cq_ops ql__sudp_cq_ops;
@@ -366,7 +363,6 @@ static inline uint16_t sudp_rxe_sport(uint32_t rxe_qpn, uint32_t our_qpn)
 }
 
 /* device.c: getrandom (setup calls only) */
-SUDP_HIDDEN void ql__sudp_random(void *buf, size_t len);
 
 /* qp.c: the ports a QP's peer may send from (0: any) */
 SUDP_HIDDEN void ql__sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2]);
