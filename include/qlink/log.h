@@ -5,7 +5,8 @@
  * Never called on a hot path (post, poll, dispatch). Lines go to stderr as
  * `qlink LEVEL [component] message`; the threshold comes from the QLINK_LOG
  * environment variable (error, warn, info, debug; default warn) or
- * ql_log_set_level().
+ * ql_log_set_level(). A program with its own log format (qlinkd's JSON
+ * lines) takes the lines instead with ql_log_set_sink().
  */
 #ifndef QLINK_LOG_H
 #define QLINK_LOG_H
@@ -25,6 +26,13 @@ enum ql_log_level ql_log_get_level(void);
  * whole escape; returns the length written. ql_log() applies it to every
  * message, so peer-supplied text can forge neither lines nor JSON keys. */
 size_t ql_log_escape(char *out, size_t cap, const char *in);
+/* Where lines at or under the threshold go: sink(ctx, level, component,
+ * message) with the message formatted but not escaped (the sink escapes as
+ * its format needs), instead of stderr; NULL: stderr again. Set it before
+ * other threads log. */
+typedef void (*ql_log_sink_fn)(void *ctx, enum ql_log_level level, const char *component,
+			       const char *message);
+void ql_log_set_sink(ql_log_sink_fn sink, void *ctx);
 void ql_log(enum ql_log_level level, const char *component, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

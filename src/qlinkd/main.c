@@ -73,10 +73,10 @@ static void on_sighup(struct qlinkd *q)
 	ql_config_free(c);
 	qlog(QL_LOG_WARN, "qlinkd",
 	     "SIGHUP: configuration not reloaded; restart qlinkd to apply changes",
-	     "config=%s config_on_disk=%s problems=%u", q->cfg->path, ret ? "invalid" : "valid",
-	     ret ? diags.count + diags.dropped : 0u);
+	     QS("config", q->cfg->path), QS("config_on_disk", ret ? "invalid" : "valid"),
+	     QU("problems", ret ? diags.count + diags.dropped : 0u));
 	if (ret)
-		ql_diags_print(&diags, q->cfg->path, stderr);
+		qlinkd_log_diags(&diags, q->cfg->path);
 }
 
 /* Wait up to ms for a signal, serving the control plane meanwhile; what
@@ -104,7 +104,7 @@ static int wait_signal(struct qlinkd *q, int ms)
 		return EV_NONE;
 	}
 	qlog(QL_LOG_INFO, "qlinkd", "stopping: ending every session (QCS told by ABORT)",
-	     "signal=%s", signal_name(si.ssi_signo));
+	     QS("signal", signal_name(si.ssi_signo)));
 	return EV_STOP;
 }
 
@@ -141,8 +141,8 @@ static int params_rendezvous(struct qlinkd *q, const char *file, double timeout)
 		ret = ql__rdv_offer(&params_rdv, &sp);
 	if (ret)
 		return ret;
-	qlog(QL_LOG_INFO, "session", "waiting for a client", "session=%u params_file=%s", s->id,
-	     file);
+	qlog(QL_LOG_INFO, "session", "waiting for a client", QU("session", s->id),
+	     QS("params_file", file));
 	ret = ql__rdv_wait_client(&params_rdv, timeout, params_idle, q, &cp);
 	if (!ret)
 		ret = qlinkd_session_connect(s, &cp);
@@ -299,6 +299,7 @@ const char *qlinkd_detail_or(int err)
  */
 static int qlinkd_start(struct qlinkd *q, const struct qlinkd_opts *o)
 {
+	char control[300];
 	sigset_t mask;
 	int ret;
 
@@ -318,38 +319,37 @@ static int qlinkd_start(struct qlinkd *q, const struct qlinkd_opts *o)
 	q->sessions = calloc(q->cfg->max_sessions, sizeof(*q->sessions));
 	if (q->sigfd < 0 || !q->sessions) {
 		ret = q->sigfd < 0 ? -errno : -ENOMEM;
-		qlog(QL_LOG_ERROR, "qlinkd", "setup failed", "error=%s", ql_strerror(ret));
+		qlog(QL_LOG_ERROR, "qlinkd", "setup failed", QS("error", ql_strerror(ret)));
 		return ret;
 	}
-	qlog(QL_LOG_INFO, "qlinkd", "starting",
-	     "version=%s config=%s device=%s control=%s:%u cpu=%d dispatchers=%u slots=%u "
-	     "slot_size=%u",
-	     QLINK_VERSION, o->config, q->cfg->device, q->cfg->control.address,
-	     q->cfg->control.port, q->cfg->dispatcher.cpu, q->cfg->dispatcher.cpus_count,
-	     q->cfg->ring.slots, q->cfg->ring.slot_size);
+	snprintf(control, sizeof(control), "%s:%u", q->cfg->control.address, q->cfg->control.port);
+	qlog(QL_LOG_INFO, "qlinkd", "starting", QS("version", QLINK_VERSION),
+	     QS("config", o->config), QS("device", q->cfg->device), QS("control", control),
+	     QI("cpu", q->cfg->dispatcher.cpu), QU("dispatchers", q->cfg->dispatcher.cpus_count),
+	     QU("slots", q->cfg->ring.slots), QU("slot_size", q->cfg->ring.slot_size));
 	ret = qlinkd_load_plugins(q, false, true);
 	if (ret)
 		return ret;
 	ret = ql_device_open(q->cfg->device, &q->dev);
 	if (ret) {
-		qlog(QL_LOG_ERROR, "qlinkd", "cannot open the device", "device=%s error=\"%s\"",
-		     q->cfg->device, qlinkd_detail_or(ret));
-		fprintf(stderr, "%s: device %s: %s\n", o->config, q->cfg->device,
-			qlinkd_detail_or(ret));
+		qlog(QL_LOG_ERROR, "qlinkd", "cannot open the device", QS("device", q->cfg->device),
+		     QS("error", qlinkd_detail_or(ret)));
+		qlinkd_say("%s: device %s: %s\n", o->config, q->cfg->device, qlinkd_detail_or(ret));
 		return ret;
 	}
 	ret = qlinkd_dispatch_open(q);
 	if (ret) {
-		qlog(QL_LOG_ERROR, "dispatcher", "cannot start the dispatchers", "error=\"%s\"",
-		     qlinkd_detail_or(ret));
+		qlog(QL_LOG_ERROR, "dispatcher", "cannot start the dispatchers",
+		     QS("error", qlinkd_detail_or(ret)));
 		return ret;
 	}
 	ret = qlinkd_control_open(q);
 	if (ret) {
-		qlog(QL_LOG_ERROR, "control", "cannot listen", "address=%s port=%u error=\"%s\"",
-		     q->cfg->control.address, q->cfg->control.port, qlinkd_detail_or(ret));
-		fprintf(stderr, "%s: control %s:%u: %s\n", o->config, q->cfg->control.address,
-			q->cfg->control.port, qlinkd_detail_or(ret));
+		qlog(QL_LOG_ERROR, "control", "cannot listen",
+		     QS("address", q->cfg->control.address), QU("port", q->cfg->control.port),
+		     QS("error", qlinkd_detail_or(ret)));
+		qlinkd_say("%s: control %s:%u: %s\n", o->config, q->cfg->control.address,
+			   q->cfg->control.port, qlinkd_detail_or(ret));
 		return ret;
 	}
 	ret = qlinkd_boards_open(q);
@@ -360,9 +360,9 @@ static int qlinkd_start(struct qlinkd *q, const struct qlinkd_opts *o)
 	if (o->params) {
 		ret = params_rendezvous(q, o->params, o->timeout);
 		if (ret && ret != -EINTR) {
-			qlog(QL_LOG_ERROR, "session", "rendezvous failed", "params_file=%s",
-			     o->params);
-			fprintf(stderr, "qlinkd: %s: %s\n", o->params, qlinkd_detail_or(ret));
+			qlog(QL_LOG_ERROR, "session", "rendezvous failed",
+			     QS("params_file", o->params), QS("error", qlinkd_detail_or(ret)));
+			qlinkd_say("qlinkd: %s: %s\n", o->params, qlinkd_detail_or(ret));
 		}
 	}
 	return ret;
@@ -373,8 +373,8 @@ static void qlinkd_serve(struct qlinkd *q, bool params)
 {
 	int ev;
 
-	qlog(QL_LOG_INFO, "qlinkd", "serving", "control_port=%u params_sessions=%u",
-	     ql_ctl_server_port(q->ctl), params ? 1u : 0u);
+	qlog(QL_LOG_INFO, "qlinkd", "serving", QU("control_port", ql_ctl_server_port(q->ctl)),
+	     QU("params_sessions", params ? 1u : 0u));
 	for (;;) {
 		ev = wait_signal(q, 200);
 		if (ev == EV_STOP)
@@ -408,7 +408,7 @@ static int qlinkd_stop(struct qlinkd *q, int ret)
 		 * must stay mapped under it. Exit without freeing them (kept
 		 * reachable); the thread is not joined. */
 		qlog(QL_LOG_WARN, "qlinkd", "exiting with a handler still running",
-		     "abandoned_threads=%" PRIu64, qlinkd_abandoned_threads(q));
+		     QU("abandoned_threads", qlinkd_abandoned_threads(q)));
 		kept_on_exit = *q;
 		q->dev = NULL;
 	} else {
@@ -419,8 +419,8 @@ static int qlinkd_stop(struct qlinkd *q, int ret)
 		ql_device_close(q->dev);
 	if (q->sigfd >= 0)
 		close(q->sigfd);
-	qlog(QL_LOG_INFO, "qlinkd", ret ? "exiting on an error" : "stopped", "status=%d",
-	     ret ? 1 : 0);
+	qlog(QL_LOG_INFO, "qlinkd", ret ? "exiting on an error" : "stopped",
+	     QI("status", ret ? 1 : 0));
 	ql_config_free(q->cfg);
 	return ret ? 1 : 0;
 }

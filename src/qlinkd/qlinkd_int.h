@@ -42,18 +42,52 @@
 
 /* ---- log.c: structured logs ---------------------------------------------------- */
 
-/* Where the configured level and format (log:) take effect. */
+/* Where the configured level and format (log:) take effect; the library's
+ * ql_log() lines are written as qlinkd's from then on. */
 void qlinkd_log_config(enum ql_log_level level, enum ql_config_log_format format);
-/*
- * One line: time, level, component, message, then the key=value pairs of
- * kv (printf-formatted; pairs separated by spaces, values without spaces).
- * Lines at or under the configured level go to stderr; force sends to out
- * whatever the level (the counters).
- */
-void qlinkd_log_to(FILE *out, bool force, enum ql_log_level level, const char *comp,
-		   const char *msg, const char *kv, ...) __attribute__((format(printf, 6, 7)));
+/* A plain line on stderr for the operator, in the text format only. */
+void qlinkd_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A configuration's problems, in the log's format. */
+void qlinkd_log_diags(const struct ql_diags *diags, const char *file);
+/* log.format is json. */
+bool qlinkd_log_json(void);
+/* s as a JSON string (quoted, escaped, invalid UTF-8 replaced). */
+void qlinkd_json_str(FILE *f, const char *s);
 
-#define qlog(level, comp, msg, ...) qlinkd_log_to(stderr, false, level, comp, msg, __VA_ARGS__)
+/* A field of a log line: its key (stable, docs/qlinkd.md) and typed value. */
+enum qlinkd_ftype { QF_END = 0, QF_STR, QF_UINT, QF_INT, QF_HEX, QF_HEX32, QF_REAL };
+struct qlinkd_field {
+	const char *key;
+	enum qlinkd_ftype type;
+	union {
+		const char *s;
+		uint64_t u;
+		int64_t i;
+		double d;
+	} v;
+};
+#define QS(k, x) ((struct qlinkd_field){ (k), QF_STR, { .s = (x) } })
+#define QU(k, x) ((struct qlinkd_field){ (k), QF_UINT, { .u = (uint64_t)(x) } })
+#define QI(k, x) ((struct qlinkd_field){ (k), QF_INT, { .i = (int64_t)(x) } })
+#define QX(k, x) ((struct qlinkd_field){ (k), QF_HEX, { .u = (uint64_t)(x) } })
+#define QX32(k, x) ((struct qlinkd_field){ (k), QF_HEX32, { .u = (uint64_t)(x) } })
+#define QR(k, x) ((struct qlinkd_field){ (k), QF_REAL, { .d = (double)(x) } })
+
+/*
+ * One line: time, level, component, message, then the fields (f ends at a
+ * NULL key). Lines at or under the configured level go to out; force
+ * writes whatever the level (the counters).
+ */
+void qlinkd_log_fields(FILE *out, bool force, enum ql_log_level level, const char *comp,
+		       const char *msg, const struct qlinkd_field *f);
+
+#define QL_FIELDS(...) ((const struct qlinkd_field[]){ __VA_ARGS__, { 0 } })
+/* qlog(level, component, message, QU("session", id), QS("error", text), ...) */
+#define qlog(level, comp, msg, ...) \
+	qlinkd_log_fields(stderr, false, level, comp, msg, QL_FIELDS(__VA_ARGS__))
+/* A counters line on out (stdout) whatever the level: component "counters". */
+#define qcounters(out, what, ...) \
+	qlinkd_log_fields(out, true, QL_LOG_INFO, "counters", what, QL_FIELDS(__VA_ARGS__))
 
 /* ---- the daemon's state ------------------------------------------------------ */
 
