@@ -21,11 +21,6 @@ enum ql_log_level { QL_LOG_ERROR = 0, QL_LOG_WARN = 1, QL_LOG_INFO = 2, QL_LOG_D
 
 void ql_log_set_level(enum ql_log_level level);
 enum ql_log_level ql_log_get_level(void);
-/* Copy `in` into `out` (cap bytes, NUL included) with backslash, quote,
- * control characters and DEL escaped (\\, \", \n, \r, \t, \xHH), truncated at a
- * whole escape; returns the length written. ql_log() applies it to every
- * message, so peer-supplied text can forge neither lines nor JSON keys. */
-size_t ql_log_escape(char *out, size_t cap, const char *in);
 /* Where lines at or under the threshold go: sink(ctx, level, component,
  * message) with the message formatted but not escaped (the sink escapes as
  * its format needs), instead of stderr; NULL: stderr again. Set it before
@@ -33,6 +28,11 @@ size_t ql_log_escape(char *out, size_t cap, const char *in);
 typedef void (*ql_log_sink_fn)(void *ctx, enum ql_log_level level, const char *component,
 			       const char *message);
 void ql_log_set_sink(ql_log_sink_fn sink, void *ctx);
+/* Copy `in` into `out` (cap bytes, NUL included) with backslash, quote,
+ * control characters and DEL escaped (\\, \", \n, \r, \t, \xHH), truncated at a
+ * whole escape; returns the length written. ql_log() applies it to every
+ * message, so peer-supplied text can forge neither lines nor JSON keys. */
+size_t ql_log_escape(char *out, size_t cap, const char *in);
 void ql_log(enum ql_log_level level, const char *component, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
