@@ -42,6 +42,7 @@ static int ctl_offer(void *ctx, struct ql_ctl_session *cs, uint32_t n, struct ql
 		if (ret)
 			break;
 		l->s[l->n]->ctl_id = ql_ctl_session_id(cs);
+		snprintf(l->s[l->n]->qcs, sizeof(l->s[l->n]->qcs), "%s", ql_ctl_session_name(cs));
 	}
 	if (ret) {
 		ctl_link_free(cs);

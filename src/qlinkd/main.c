@@ -83,16 +83,19 @@ static void on_sighup(struct qlinkd *q)
  * the signal asks for. */
 static int wait_signal(struct qlinkd *q, int ms)
 {
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[2 + 16] = {
 		{ .fd = q->sigfd, .events = POLLIN },
 		{ .fd = q->ctl ? ql_ctl_server_fd(q->ctl) : -1, .events = POLLIN },
 	};
 	struct signalfd_siginfo si;
-	int n = poll(pfd, 2, ms);
+	int ns = qlinkd_stats_pollfds(q, pfd + 2, 16);
+	int n = poll(pfd, 2 + (nfds_t)ns, ms);
 
 	/* datagrams, and session deadlines even when none came */
 	if (q->ctl)
 		ql_ctl_server_poll(q->ctl, 0);
+	if (n > 0)
+		qlinkd_stats_serve(q, pfd + 2, ns); /* stats clients: bounded work */
 	if (n <= 0 || !(pfd[0].revents & POLLIN))
 		return EV_NONE;
 	if (read(q->sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
@@ -158,29 +161,35 @@ static struct qlinkd kept_on_exit;
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: qlinkd --config FILE [--params-file FILE]\n"
-		   "       qlinkd --check-config FILE [--load-plugins]\n"
-		   "\n"
-		   "The qlink real-time host daemon: serves RPC functions (the built-ins\n"
-		   "qlink_parity and rpc_increment, and those of the plugins in the config)\n"
-		   "to quantum control systems over RDMA, and over CUDA-Q Realtime's UDP\n"
-		   "transport. Runs in the foreground; SIGINT or SIGTERM stop it\n"
-		   "cleanly, SIGUSR1 prints its counters, SIGHUP is logged (no reload).\n"
-		   "See docs/qlinkd.md.\n"
-		   "\n"
-		   "options:\n"
-		   "  -c, --config FILE        the YAML configuration\n"
-		   "  --check-config FILE      check FILE and that its plugins exist and are\n"
-		   "                           trusted (no plugin code runs); print FILE: OK\n"
-		   "                           or FILE:LINE: message per problem; exit 0 or 1\n"
-		   "  --load-plugins           with --check-config: also load each plugin (its\n"
-		   "                           constructors and init run) and register its\n"
-		   "                           functions\n"
-		   "  --params-file FILE       serve one session over a rendezvous file, as\n"
-		   "                           `qlink serve` does (besides the control plane)\n"
-		   "  --timeout S              how long to wait for that client (default 60)\n"
-		   "  -h, --help               this text\n"
-		   "  -V, --version            the version\n");
+	fprintf(f,
+		"usage: qlinkd --config FILE [--params-file FILE] [--stats-socket PATH]\n"
+		"       qlinkd --check-config FILE [--load-plugins]\n"
+		"\n"
+		"The qlink real-time host daemon: serves RPC functions (the built-ins\n"
+		"qlink_parity and rpc_increment, and those of the plugins in the config)\n"
+		"to quantum control systems over RDMA, and over CUDA-Q Realtime's UDP\n"
+		"transport. Runs in the foreground; SIGINT or SIGTERM stop it\n"
+		"cleanly, SIGUSR1 prints its counters, SIGHUP is logged (no reload).\n"
+		"See docs/qlinkd.md.\n"
+		"\n"
+		"options:\n"
+		"  -c, --config FILE        the YAML configuration\n"
+		"  --check-config FILE      check FILE and that its plugins exist and are\n"
+		"                           trusted (no plugin code runs); print FILE: OK\n"
+		"                           or FILE:LINE: message per problem; exit 0 or 1\n"
+		"  --load-plugins           with --check-config: also load each plugin (its\n"
+		"                           constructors and init run) and register its\n"
+		"                           functions\n"
+		"  --params-file FILE       serve one session over a rendezvous file, as\n"
+		"                           `qlink serve` does (besides the control plane)\n"
+		"  --timeout S              how long to wait for that client (default 60)\n"
+		"  --stats-socket PATH      the read-only statistics socket `qlink stat`\n"
+		"                           reads (mode 0600; default\n"
+		"                           $RUNTIME_DIRECTORY/qlinkd-stats.sock, else\n"
+		"                           /run/qlink/qlinkd-stats.sock as root, else\n"
+		"                           $XDG_RUNTIME_DIR/qlinkd-stats.sock; none: no socket)\n"
+		"  -h, --help               this text\n"
+		"  -V, --version            the version\n");
 }
 
 /* Every problem the file and its plugins have, each with its line: the
@@ -217,8 +226,9 @@ static int check_config(const char *path, bool load)
 
 struct qlinkd_opts {
 	const char *config, *check, *params;
-	bool load_plugins; /* --load-plugins: --check-config runs the plugins' code */
-	double timeout;	   /* for --params-file's client */
+	const char *stats_socket; /* --stats-socket: NULL the default place */
+	bool load_plugins;	  /* --load-plugins: --check-config runs the plugins' code */
+	double timeout;		  /* for --params-file's client */
 };
 
 /* Command line: -1 to go on, else the exit status (--help, --version, errors). */
@@ -230,6 +240,7 @@ static int parse_args(int argc, char **argv, struct qlinkd_opts *o)
 		{ "load-plugins", no_argument, NULL, 'L' },
 		{ "params-file", required_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "stats-socket", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -250,6 +261,9 @@ static int parse_args(int argc, char **argv, struct qlinkd_opts *o)
 			break;
 		case 'p':
 			o->params = optarg;
+			break;
+		case 'S':
+			o->stats_socket = optarg;
 			break;
 		case 't': {
 			char *end;
@@ -327,7 +341,11 @@ static int qlinkd_start(struct qlinkd *q, const struct qlinkd_opts *o)
 	     QS("config", o->config), QS("device", q->cfg->device), QS("control", control),
 	     QI("cpu", q->cfg->dispatcher.cpu), QU("dispatchers", q->cfg->dispatcher.cpus_count),
 	     QU("slots", q->cfg->ring.slots), QU("slot_size", q->cfg->ring.slot_size));
-	ret = qlinkd_load_plugins(q, false, true);
+	ret = qlinkd_stats_open(q, o->stats_socket);
+	if (!ret)
+		ret = qlinkd_load_plugins(q, false, true);
+	if (!ret)
+		ret = qlinkd_list_functions(q);
 	if (ret)
 		return ret;
 	ret = ql_device_open(q->cfg->device, &q->dev);
@@ -417,6 +435,7 @@ static int qlinkd_stop(struct qlinkd *q, int ret)
 	}
 	if (q->dev)
 		ql_device_close(q->dev);
+	qlinkd_stats_close(q);
 	if (q->sigfd >= 0)
 		close(q->sigfd);
 	qlog(QL_LOG_INFO, "qlinkd", ret ? "exiting on an error" : "stopped",

@@ -120,6 +120,7 @@ struct qlinkd_session {
 	bool reported_failure;
 	uint64_t reported_overruns;
 	uint64_t ctl_id; /* its QCS's control-plane session; 0: --params-file */
+	char qcs[64];	 /* its QCS's name (DISCOVER), "" if none */
 };
 
 struct qlinkd {
@@ -134,6 +135,7 @@ struct qlinkd {
 	struct qlinkd_session **sessions; /* cfg->max_sessions entries */
 	uint32_t next_id;
 	int sigfd;
+	struct qlinkd_stats *stats; /* stats.c: the stats socket, ended sessions */
 };
 
 /* ---- session.c ------------------------------------------------------------------- */
@@ -179,6 +181,24 @@ void qlinkd_control_counters(struct qlinkd *q);
 
 int qlinkd_boards_open(struct qlinkd *q);
 int qlinkd_udp_open_all(struct qlinkd *q);
+
+/* ---- stats.c: live statistics (a read-only UNIX socket) ------------------------- */
+
+/* The socket at path (NULL: the default place, ql_stats_socket_default;
+ * "none": no socket); a failure at the default place is logged and qlinkd
+ * runs without one, at a given path it is returned. */
+int qlinkd_stats_open(struct qlinkd *q, const char *path);
+void qlinkd_stats_close(struct qlinkd *q);
+/* The main loop's poll: up to max entries filled (the listener and the
+ * clients), their number; after the poll, the same entries served. */
+int qlinkd_stats_pollfds(struct qlinkd *q, struct pollfd *pfd, int max);
+void qlinkd_stats_serve(struct qlinkd *q, const struct pollfd *pfd, int n);
+/* A function every session serves (listed with zero calls until called). */
+void qlinkd_stats_served(struct qlinkd *q, const char *name, uint32_t id);
+/* A session ends: its final counters are kept and added to the totals. */
+void qlinkd_stats_retire(struct qlinkd *q, const struct qlinkd_session *s);
+/* Log (and count for the stats) every function a session serves. */
+int qlinkd_list_functions(struct qlinkd *q);
 
 /* ---- main.c ---------------------------------------------------------------------- */
 

@@ -330,11 +330,15 @@ void qlinkd_session_destroy(struct qlinkd_session *s)
 	if (s->gpu) {
 		ql_gpu_dispatcher_stop(s->gpu);
 		session_counters(s, stdout);
+		if (s->connected)
+			qlinkd_stats_retire(q, s);
 		ql_gpu_dispatcher_destroy(s->gpu);
 	}
 	if (s->d) {
 		qlinkd_session_pause(s);
 		session_counters(s, stdout);
+		if (s->connected)
+			qlinkd_stats_retire(q, s);
 		failed = ql_daemon_failure(s->d, NULL, 0) != 0;
 		ql_daemon_destroy(s->d); /* a failed one is kept by the library */
 	}
@@ -544,9 +548,10 @@ void qlinkd_unload_plugins(struct qlinkd *q)
 	q->nplugins = 0;
 }
 
-/* In --check-config, also make every function table once: a plugin whose
- * functions clash with another's (or the built-in) is caught here. */
-int qlinkd_check_registration(struct qlinkd *q)
+/* The table every session's functions make (the built-ins `builtins:`
+ * names, then each plugin's), in *out; a plugin whose functions clash with
+ * another's (or a built-in) fails here. */
+static int function_table(struct qlinkd *q, struct ql_rpc_table **out)
 {
 	struct ql_rpc_table *t;
 	int ret = ql_rpc_table_create(1024, &t);
@@ -564,8 +569,48 @@ int qlinkd_check_registration(struct qlinkd *q)
 			fprintf(stderr, "%s:%u: plugins[%u]: %s\n", q->cfg->path,
 				q->cfg->plugins[i].line, i, ql_error_detail());
 	}
+	if (ret < 0) {
+		ql_rpc_table_destroy(t);
+		return ret;
+	}
+	*out = t;
+	return 0;
+}
+
+/* In --check-config, also make every function table once. */
+int qlinkd_check_registration(struct qlinkd *q)
+{
+	struct ql_rpc_table *t;
+	int ret = function_table(q, &t);
+
+	if (!ret)
+		ql_rpc_table_destroy(t);
+	return ret;
+}
+
+/* Every function a session serves, logged with its id (and listed by the
+ * stats with zero calls until called). */
+int qlinkd_list_functions(struct qlinkd *q)
+{
+	struct ql_rpc_table *t;
+	int ret;
+
+	if (q->cfg->datapath == QL_CONFIG_DATAPATH_GPU)
+		return 0; /* its own table: qlink_parity, as gpu_session_open says */
+	ret = function_table(q, &t);
+	if (ret)
+		return ret;
+	for (uint32_t i = 0; i < ql_rpc_table_count(t); i++) {
+		const struct ql_rpc_function *fn = ql_rpc_table_get(t, (int)i);
+
+		if (!fn)
+			continue;
+		qlog(QL_LOG_INFO, "qlinkd", "serves", QS("function", fn->name ? fn->name : ""),
+		     QX32("id", fn->id));
+		qlinkd_stats_served(q, fn->name, fn->id);
+	}
 	ql_rpc_table_destroy(t);
-	return ret < 0 ? ret : 0;
+	return 0;
 }
 
 /* A session whose handler overran the call deadline: the watchdog failed it
