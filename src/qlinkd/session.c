@@ -550,8 +550,8 @@ void qlinkd_unload_plugins(struct qlinkd *q)
 
 /* The table every session's functions make (the built-ins `builtins:`
  * names, then each plugin's), in *out; a plugin whose functions clash with
- * another's (or a built-in) fails here. */
-static int function_table(struct qlinkd *q, struct ql_rpc_table **out)
+ * another's (or a built-in) fails here (logged too when serving). */
+static int function_table(struct qlinkd *q, bool serving, struct ql_rpc_table **out)
 {
 	struct ql_rpc_table *t;
 	int ret = ql_rpc_table_create(1024, &t);
@@ -565,9 +565,14 @@ static int function_table(struct qlinkd *q, struct ql_rpc_table **out)
 		ret = ql_rpc_table_add(t, ql_demo_increment_function());
 	for (uint32_t i = 0; ret >= 0 && i < q->nplugins; i++) {
 		ret = ql_plugin_register_table(q->plugins[i], t);
+		if (ret && serving)
+			qlog(QL_LOG_ERROR, "plugin", "cannot register its functions",
+			     QS("plugin", ql_plugin_get_info(q->plugins[i])->name),
+			     QS("config", q->cfg->path), QU("line", q->cfg->plugins[i].line),
+			     QS("error", ql_error_detail()));
 		if (ret)
-			fprintf(stderr, "%s:%u: plugins[%u]: %s\n", q->cfg->path,
-				q->cfg->plugins[i].line, i, ql_error_detail());
+			qlinkd_say("%s:%u: plugins[%u]: %s\n", q->cfg->path,
+				   q->cfg->plugins[i].line, i, ql_error_detail());
 	}
 	if (ret < 0) {
 		ql_rpc_table_destroy(t);
@@ -581,7 +586,7 @@ static int function_table(struct qlinkd *q, struct ql_rpc_table **out)
 int qlinkd_check_registration(struct qlinkd *q)
 {
 	struct ql_rpc_table *t;
-	int ret = function_table(q, &t);
+	int ret = function_table(q, false, &t);
 
 	if (!ret)
 		ql_rpc_table_destroy(t);
@@ -597,7 +602,7 @@ int qlinkd_list_functions(struct qlinkd *q)
 
 	if (q->cfg->datapath == QL_CONFIG_DATAPATH_GPU)
 		return 0; /* its own table: qlink_parity, as gpu_session_open says */
-	ret = function_table(q, &t);
+	ret = function_table(q, true, &t);
 	if (ret)
 		return ret;
 	for (uint32_t i = 0; i < ql_rpc_table_count(t); i++) {

@@ -1077,7 +1077,8 @@ int qlinkd_stats_open(struct qlinkd *q, const char *path)
 	if (ret)
 		goto fail;
 	snprintf(st->path, sizeof(st->path), "%s", path);
-	qlog(QL_LOG_INFO, "stats", "listening", QS("stats_socket", st->path), QS("mode", "0600"));
+	qlog(QL_LOG_INFO, "stats", "socket ready", QS("stats_socket", st->path),
+	     QS("mode", "0600"));
 	return 0;
 fail:
 	if (st->lfd >= 0)
