@@ -16,7 +16,7 @@
 #      `qlink stat` meanwhile (a hanging client is pushed out) and after;
 #   5. SIGUSR1 still prints the counters; a stale socket file left by a
 #      killed qlinkd is replaced; a live one is not taken over; SIGTERM
-#      removes the socket.
+#      removes the socket; the default place under $RUNTIME_DIRECTORY.
 set -u
 qlinkd=$1 qlink=$2
 . "$(dirname "$0")/qlinkd_lib.sh"
@@ -158,6 +158,13 @@ srv=
 ql_start_qlinkd "qlinkd serving" --config "$dir/qlinkd.yaml" --stats-socket "$sock"
 qstat >/dev/null 2>&1 || fail "stale socket not replaced"
 ql_stop_qlinkd TERM stale
+# the default place under systemd's RuntimeDirectory=, found by qlink stat alike
+mkdir -p "$dir/rt"
+RUNTIME_DIRECTORY="$dir/rt" ql_start_qlinkd "qlinkd serving" --config "$dir/qlinkd.yaml"
+[ -S "$dir/rt/qlinkd-stats.sock" ] || fail "no socket at \$RUNTIME_DIRECTORY/qlinkd-stats.sock"
+RUNTIME_DIRECTORY="$dir/rt" timeout 20 "$qlink" stat --json >/dev/null 2>&1 ||
+	fail "qlink stat did not find the default socket"
+ql_stop_qlinkd TERM runtime-dir
 # a bad request of `qlink stat` itself is a usage error
 "$qlink" stat --bogus >/dev/null 2>&1
 [ $? -eq 2 ] || fail "qlink stat --bogus did not exit 2"
