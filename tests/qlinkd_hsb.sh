@@ -4,7 +4,8 @@
 # the UDP/JSON control plane (CONNECTION_PARAMS carries the page geometry),
 # `qlink bench --connect --transport hsb`, and over the params-file
 # rendezvous; every answer checked; a ring client is told the transport; bad
-# transport keys are refused by --check-config.
+# transport keys are refused by --check-config; `qlink stat` keeps the ended
+# hsb session's channel counters (bad_imm, ...).
 set -u
 qlinkd=$1 qlink=$2
 dir=$(mktemp -d)
@@ -31,7 +32,8 @@ hsb:
 max_sessions: 4
 YAML
 "$qlinkd" --check-config "$dir/qlinkd.yaml" >"$dir/check.out" 2>&1 || fail "check-config"
-"$qlinkd" --config "$dir/qlinkd.yaml" >"$dir/qlinkd.out" 2>"$dir/qlinkd.err" &
+"$qlinkd" --config "$dir/qlinkd.yaml" --stats-socket "$dir/stats.sock" >"$dir/qlinkd.out" \
+	2>"$dir/qlinkd.err" &
 srv=$!
 for _ in $(seq 100); do grep -q "listening" "$dir/qlinkd.err" && break; sleep 0.05; done
 grep -q "listening" "$dir/qlinkd.err" || fail "qlinkd did not start"
@@ -54,6 +56,11 @@ timeout 30 "$qlink" vppu --connect "127.0.0.1:$port" --cpu -1 --count 10 \
 	--uri "soft+shm://qlinkd-hsbr-$$" >"$dir/ring.out" 2>&1 && fail "ring vppu against hsb"
 grep -q "offers the hsb transport: use --transport hsb" "$dir/ring.out" ||
 	fail "ring vppu: no transport message"
+# the ended hsb session's channel counters, kept by the stats socket
+timeout 20 "$qlink" stat --socket "$dir/stats.sock" --json >"$dir/stat.out" 2>&1 ||
+	fail "qlink stat exited $?"
+grep -q '"id":0,"kind":"hsb","state":"ended",.*"hsb":{"frames":10000,"bad_imm":0,"bad_len":0' \
+	"$dir/stat.out" || fail "qlink stat: no hsb counters of the ended session"
 kill -TERM $srv
 wait $srv || fail "qlinkd exited $?"
 # why frames were refused, per session: none here

@@ -41,5 +41,6 @@ ql_stop_qlinkd() { # signal, what (said in a failure)
 	rc=$?
 	srv=
 	[ $rc -eq 0 ] || fail "$2: qlinkd exited $rc"
-	grep -q "stopped status=0" "$dir/qlinkd.err" || fail "$2: no clean-stop log line"
+	grep -q 'stopped status=0\|"msg":"stopped","status":0' "$dir/qlinkd.err" ||
+		fail "$2: no clean-stop log line"
 }

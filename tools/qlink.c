@@ -8,6 +8,7 @@
  *   ep              the endpoint service: serve a YAML file, call an endpoint
  *   info [URI...]   list RDMA devices of every provider with their limits
  *   sdr             one SDR-RDMA transfer between two processes (qlink_sdr.c)
+ *   stat            a running qlinkd's live statistics (qlink_stat.c)
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -40,6 +41,8 @@ static void usage(FILE *f)
 		"                  between two processes or hosts (qlink sdr -h)\n"
 		"  ep              the RDMA endpoint service: serve a YAML endpoints\n"
 		"                  file, or call an endpoint (qlink ep -h)\n"
+		"  stat            a running qlinkd's live statistics: sessions, functions,\n"
+		"                  latency, drops, device and channel counters (qlink stat -h)\n"
 		"  info [URI...]   show RDMA devices and their limits (default: every\n"
 		"                  device every provider lists; a listed SCHEME://NAME,\n"
 		"                  any name, is shown as SCHEME://info)\n"
@@ -197,6 +200,8 @@ int main(int argc, char **argv)
 		return tool_sdr(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "ep"))
 		return tool_ep(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "stat"))
+		return tool_stat(argc - 1, argv + 1);
 	fprintf(stderr, "qlink: unknown command '%s'\n\n", argv[1]);
 	usage(stderr);
 	return 2;

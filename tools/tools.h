@@ -63,7 +63,8 @@ int tool_serve(int argc, char **argv);
 int tool_vppu(int argc, char **argv);
 int tool_hololink(int argc, char **argv);
 int tool_qec(int argc, char **argv);
-int tool_sdr(int argc, char **argv); /* qlink_sdr.c */
+int tool_sdr(int argc, char **argv);  /* qlink_sdr.c */
+int tool_stat(int argc, char **argv); /* qlink_stat.c */
 
 /* The hsb personality's register side (tools/qlink_hololink.c): an emulated
  * Hololink board on [ADDR:]PORT (bare PORT: 0.0.0.0; port 0: ephemeral,

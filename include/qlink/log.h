@@ -5,7 +5,8 @@
  * Never called on a hot path (post, poll, dispatch). Lines go to stderr as
  * `qlink LEVEL [component] message`; the threshold comes from the QLINK_LOG
  * environment variable (error, warn, info, debug; default warn) or
- * ql_log_set_level().
+ * ql_log_set_level(). A program with its own log format (qlinkd's JSON
+ * lines) takes the lines instead with ql_log_set_sink().
  */
 #ifndef QLINK_LOG_H
 #define QLINK_LOG_H
@@ -20,6 +21,13 @@ enum ql_log_level { QL_LOG_ERROR = 0, QL_LOG_WARN = 1, QL_LOG_INFO = 2, QL_LOG_D
 
 void ql_log_set_level(enum ql_log_level level);
 enum ql_log_level ql_log_get_level(void);
+/* Where lines at or under the threshold go: sink(ctx, level, component,
+ * message) with the message formatted but not escaped (the sink escapes as
+ * its format needs), instead of stderr; NULL: stderr again. Set it before
+ * other threads log. */
+typedef void (*ql_log_sink_fn)(void *ctx, enum ql_log_level level, const char *component,
+			       const char *message);
+void ql_log_set_sink(ql_log_sink_fn sink, void *ctx);
 /* Copy `in` into `out` (cap bytes, NUL included) with backslash, quote,
  * control characters and DEL escaped (\\, \", \n, \r, \t, \xHH), truncated at a
  * whole escape; returns the length written. ql_log() applies it to every

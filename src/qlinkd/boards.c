@@ -59,11 +59,12 @@ static int board_open(struct qlinkd *q, const struct ql_config_qcs *b)
 	struct ql_conn_params board = { 0 };
 	struct qlinkd_session *s = NULL;
 	struct ql_hsb_params hp;
-	char gid[INET6_ADDRSTRLEN];
+	char gid[INET6_ADDRSTRLEN], where[300], mac[24], ipv[12];
 	uint32_t ip_version = 0;
 	int ret;
 
 	inet_ntop(AF_INET6, b->gid, gid, sizeof(gid));
+	snprintf(where, sizeof(where), "%s:%u", b->address, b->port);
 	/* a board is hsb whatever `transport` */
 	ret = qlinkd_session_create(q, SESSION_HSB, NULL, &s, NULL);
 	if (!ret)
@@ -84,7 +85,7 @@ static int board_open(struct qlinkd *q, const struct ql_config_qcs *b)
 		memcpy(dp.gid, hp.gid.raw, 16);
 		if (host_mac(dp.gid, dp.mac) && !memcmp(dp.gid + 10, "\xff\xff", 2))
 			qlog(QL_LOG_WARN, "board", "no interface holds the host IP: MAC 0",
-			     "board=%s:%u vp=%u", b->address, b->port, b->vp);
+			     QS("board", where), QU("vp", b->vp));
 		/* DP_PACKET_SIZE follows the Ethernet MTU (qcs.mtu, 1500), not
 		 * the IB path MTU, as upstream's host sets it */
 		dp.mtu = b->mtu;
@@ -93,22 +94,23 @@ static int board_open(struct qlinkd *q, const struct ql_config_qcs *b)
 					     &ip_version);
 	}
 	if (ret) {
-		qlog(QL_LOG_ERROR, "board", "not programmed: session failed",
-		     "board=%s:%u vp=%u board_qpn=%u board_gid=%s error=\"%s\"", b->address,
-		     b->port, b->vp, b->qp, gid, qlinkd_detail_or(ret));
-		fprintf(stderr, "qlinkd: qcs board %s:%u VP %u: %s\n", b->address, b->port, b->vp,
-			qlinkd_detail_or(ret));
+		qlog(QL_LOG_ERROR, "board", "not programmed: session failed", QS("board", where),
+		     QU("vp", b->vp), QU("board_qpn", b->qp), QS("board_gid", gid),
+		     QS("error", qlinkd_detail_or(ret)));
+		qlinkd_say("qlinkd: qcs board %s:%u VP %u: %s\n", b->address, b->port, b->vp,
+			   qlinkd_detail_or(ret));
 		qlinkd_session_destroy(s);
 		return ret;
 	}
-	qlog(QL_LOG_INFO, "board", "programmed",
-	     "session=%u board=%s:%u vp=%u board_qpn=%u board_gid=%s hsb_ip_version=0x%04x "
-	     "hsb_version=%s qpn=%u rkey=0x%x pages=%u page_size=%u frame_len=%u mtu=%u "
-	     "mac=%02x:%02x:%02x:%02x:%02x:%02x",
-	     s->id, b->address, b->port, b->vp, b->qp, gid, ip_version,
-	     ql_hsb_layout_name(b->layout), hp.qpn, hp.rkey, hp.num_pages, hp.page_size,
-	     hp.frame_len, b->mtu, dp.mac[0], dp.mac[1], dp.mac[2], dp.mac[3], dp.mac[4],
-	     dp.mac[5]);
+	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", dp.mac[0], dp.mac[1], dp.mac[2],
+		 dp.mac[3], dp.mac[4], dp.mac[5]);
+	snprintf(ipv, sizeof(ipv), "0x%04x", ip_version);
+	qlog(QL_LOG_INFO, "board", "programmed", QU("session", s->id), QS("board", where),
+	     QU("vp", b->vp), QU("board_qpn", b->qp), QS("board_gid", gid),
+	     QS("hsb_ip_version", ipv), QS("hsb_version", ql_hsb_layout_name(b->layout)),
+	     QU("qpn", hp.qpn), QX("rkey", hp.rkey), QU("pages", hp.num_pages),
+	     QU("page_size", hp.page_size), QU("frame_len", hp.frame_len), QU("mtu", b->mtu),
+	     QS("mac", mac));
 	return 0;
 }
 

@@ -42,13 +42,14 @@ static int ctl_offer(void *ctx, struct ql_ctl_session *cs, uint32_t n, struct ql
 		if (ret)
 			break;
 		l->s[l->n]->ctl_id = ql_ctl_session_id(cs);
+		snprintf(l->s[l->n]->qcs, sizeof(l->s[l->n]->qcs), "%s", ql_ctl_session_name(cs));
 	}
 	if (ret) {
 		ctl_link_free(cs);
 		return ret;
 	}
-	qlog(QL_LOG_INFO, "control", "offered", "qcs=%s peer=%s channels=%u",
-	     ql_ctl_session_name(cs), ql_ctl_session_peer(cs), n);
+	qlog(QL_LOG_INFO, "control", "offered", QS("qcs", ql_ctl_session_name(cs)),
+	     QS("peer", ql_ctl_session_peer(cs)), QU("channels", n));
 	return 0;
 }
 
@@ -82,7 +83,7 @@ static int ctl_start(void *ctx, struct ql_ctl_session *cs)
 		if (ret)
 			return ret;
 	}
-	qlog(QL_LOG_INFO, "control", "started", "qcs=%s", ql_ctl_session_name(cs));
+	qlog(QL_LOG_INFO, "control", "started", QS("qcs", ql_ctl_session_name(cs)));
 	return 0;
 }
 
@@ -95,15 +96,15 @@ static int ctl_stop(void *ctx, struct ql_ctl_session *cs)
 	(void)ctx;
 	for (uint32_t i = 0; l && i < l->n; i++)
 		qlinkd_session_pause(l->s[i]);
-	qlog(QL_LOG_INFO, "control", "stopped", "qcs=%s", ql_ctl_session_name(cs));
+	qlog(QL_LOG_INFO, "control", "stopped", QS("qcs", ql_ctl_session_name(cs)));
 	return 0;
 }
 
 static int ctl_end(void *ctx, struct ql_ctl_session *cs)
 {
 	(void)ctx;
-	qlog(QL_LOG_INFO, "control", "session ended", "qcs=%s state=%s", ql_ctl_session_name(cs),
-	     ql_ctl_state_name(ql_ctl_session_state(cs)));
+	qlog(QL_LOG_INFO, "control", "session ended", QS("qcs", ql_ctl_session_name(cs)),
+	     QS("state", ql_ctl_state_name(ql_ctl_session_state(cs))));
 	ctl_link_free(cs);
 	return 0;
 }
@@ -111,8 +112,8 @@ static int ctl_end(void *ctx, struct ql_ctl_session *cs)
 static void ctl_lost(void *ctx, struct ql_ctl_session *cs)
 {
 	(void)ctx;
-	qlog(QL_LOG_WARN, "control", "QCS lost: tearing its channels down", "qcs=%s peer=%s",
-	     ql_ctl_session_name(cs), ql_ctl_session_peer(cs));
+	qlog(QL_LOG_WARN, "control", "QCS lost: tearing its channels down",
+	     QS("qcs", ql_ctl_session_name(cs)), QS("peer", ql_ctl_session_peer(cs)));
 	ctl_link_free(cs);
 }
 
@@ -243,7 +244,7 @@ int qlinkd_control_open(struct qlinkd *q)
 		return local;
 	if (local && !c->control.allow_count)
 		qlog(QL_LOG_INFO, "control", "soft+shm without a secret: local QCSs only",
-		     "allow=127.0.0.0/8");
+		     QS("allow", "127.0.0.0/8"));
 	if (c->control.allow_count) {
 		allow = calloc(c->control.allow_count + 1, sizeof(*allow));
 		if (!allow)
@@ -264,9 +265,9 @@ int qlinkd_control_open(struct qlinkd *q)
 	ret = ql_ctl_server_create(&sc, &ctl_ops, q, &q->ctl);
 	free(allow);
 	if (!ret)
-		qlog(QL_LOG_INFO, "control", "listening", "address=%s port=%u auth=%s allow=%u",
-		     c->control.address, ql_ctl_server_port(q->ctl), secret_len ? "hmac" : "none",
-		     c->control.allow_count);
+		qlog(QL_LOG_INFO, "control", "listening", QS("address", c->control.address),
+		     QU("port", ql_ctl_server_port(q->ctl)),
+		     QS("auth", secret_len ? "hmac" : "none"), QU("allow", c->control.allow_count));
 	return ret;
 }
 
@@ -277,15 +278,13 @@ void qlinkd_control_counters(struct qlinkd *q)
 	if (!q->ctl)
 		return;
 	ql_ctl_server_stats(q->ctl, &st);
-	qlinkd_log_to(stdout, true, QL_LOG_INFO, "counters", "control",
-		      "received=%" PRIu64 " replied=%" PRIu64 " duplicates=%" PRIu64
-		      " rejected=%" PRIu64 " malformed=%" PRIu64 " too_big=%" PRIu64
-		      " bad_version=%" PRIu64 " not_allowed=%" PRIu64 " bad_mac=%" PRIu64
-		      " replayed=%" PRIu64 " sessions_active=%" PRIu64 " sessions_lost=%" PRIu64
-		      " sessions_total=%" PRIu64 " busy=%" PRIu64 " retries=%" PRIu64
-		      " bad_cookie=%" PRIu64 " unanswered=%" PRIu64 " self_connect=%" PRIu64,
-		      st.received, st.replied, st.duplicates, st.rejected, st.malformed, st.too_big,
-		      st.bad_version, st.not_allowed, st.bad_mac, st.replayed, st.sessions_active,
-		      st.sessions_lost, st.sessions_total, st.busy, st.retries, st.bad_cookie,
-		      st.unanswered, st.self_connect);
+	qcounters(stdout, "control", QU("received", st.received), QU("replied", st.replied),
+		  QU("duplicates", st.duplicates), QU("rejected", st.rejected),
+		  QU("malformed", st.malformed), QU("too_big", st.too_big),
+		  QU("bad_version", st.bad_version), QU("not_allowed", st.not_allowed),
+		  QU("bad_mac", st.bad_mac), QU("replayed", st.replayed),
+		  QU("sessions_active", st.sessions_active), QU("sessions_lost", st.sessions_lost),
+		  QU("sessions_total", st.sessions_total), QU("busy", st.busy),
+		  QU("retries", st.retries), QU("bad_cookie", st.bad_cookie),
+		  QU("unanswered", st.unanswered), QU("self_connect", st.self_connect));
 }

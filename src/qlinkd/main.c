@@ -73,26 +73,29 @@ static void on_sighup(struct qlinkd *q)
 	ql_config_free(c);
 	qlog(QL_LOG_WARN, "qlinkd",
 	     "SIGHUP: configuration not reloaded; restart qlinkd to apply changes",
-	     "config=%s config_on_disk=%s problems=%u", q->cfg->path, ret ? "invalid" : "valid",
-	     ret ? diags.count + diags.dropped : 0u);
+	     QS("config", q->cfg->path), QS("config_on_disk", ret ? "invalid" : "valid"),
+	     QU("problems", ret ? diags.count + diags.dropped : 0u));
 	if (ret)
-		ql_diags_print(&diags, q->cfg->path, stderr);
+		qlinkd_log_diags(&diags, q->cfg->path);
 }
 
 /* Wait up to ms for a signal, serving the control plane meanwhile; what
  * the signal asks for. */
 static int wait_signal(struct qlinkd *q, int ms)
 {
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[2 + 16] = {
 		{ .fd = q->sigfd, .events = POLLIN },
 		{ .fd = q->ctl ? ql_ctl_server_fd(q->ctl) : -1, .events = POLLIN },
 	};
 	struct signalfd_siginfo si;
-	int n = poll(pfd, 2, ms);
+	int ns = qlinkd_stats_pollfds(q, pfd + 2, 16);
+	int n = poll(pfd, 2 + (nfds_t)ns, ms);
 
 	/* datagrams, and session deadlines even when none came */
 	if (q->ctl)
 		ql_ctl_server_poll(q->ctl, 0);
+	if (n > 0)
+		qlinkd_stats_serve(q, pfd + 2, ns); /* stats clients: bounded work */
 	if (n <= 0 || !(pfd[0].revents & POLLIN))
 		return EV_NONE;
 	if (read(q->sigfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
@@ -104,7 +107,7 @@ static int wait_signal(struct qlinkd *q, int ms)
 		return EV_NONE;
 	}
 	qlog(QL_LOG_INFO, "qlinkd", "stopping: ending every session (QCS told by ABORT)",
-	     "signal=%s", signal_name(si.ssi_signo));
+	     QS("signal", signal_name(si.ssi_signo)));
 	return EV_STOP;
 }
 
@@ -141,8 +144,8 @@ static int params_rendezvous(struct qlinkd *q, const char *file, double timeout)
 		ret = ql__rdv_offer(&params_rdv, &sp);
 	if (ret)
 		return ret;
-	qlog(QL_LOG_INFO, "session", "waiting for a client", "session=%u params_file=%s", s->id,
-	     file);
+	qlog(QL_LOG_INFO, "session", "waiting for a client", QU("session", s->id),
+	     QS("params_file", file));
 	ret = ql__rdv_wait_client(&params_rdv, timeout, params_idle, q, &cp);
 	if (!ret)
 		ret = qlinkd_session_connect(s, &cp);
@@ -158,29 +161,35 @@ static struct qlinkd kept_on_exit;
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: qlinkd --config FILE [--params-file FILE]\n"
-		   "       qlinkd --check-config FILE [--load-plugins]\n"
-		   "\n"
-		   "The qlink real-time host daemon: serves RPC functions (the built-ins\n"
-		   "qlink_parity and rpc_increment, and those of the plugins in the config)\n"
-		   "to quantum control systems over RDMA, and over CUDA-Q Realtime's UDP\n"
-		   "transport. Runs in the foreground; SIGINT or SIGTERM stop it\n"
-		   "cleanly, SIGUSR1 prints its counters, SIGHUP is logged (no reload).\n"
-		   "See docs/qlinkd.md.\n"
-		   "\n"
-		   "options:\n"
-		   "  -c, --config FILE        the YAML configuration\n"
-		   "  --check-config FILE      check FILE and that its plugins exist and are\n"
-		   "                           trusted (no plugin code runs); print FILE: OK\n"
-		   "                           or FILE:LINE: message per problem; exit 0 or 1\n"
-		   "  --load-plugins           with --check-config: also load each plugin (its\n"
-		   "                           constructors and init run) and register its\n"
-		   "                           functions\n"
-		   "  --params-file FILE       serve one session over a rendezvous file, as\n"
-		   "                           `qlink serve` does (besides the control plane)\n"
-		   "  --timeout S              how long to wait for that client (default 60)\n"
-		   "  -h, --help               this text\n"
-		   "  -V, --version            the version\n");
+	fprintf(f,
+		"usage: qlinkd --config FILE [--params-file FILE] [--stats-socket PATH]\n"
+		"       qlinkd --check-config FILE [--load-plugins]\n"
+		"\n"
+		"The qlink real-time host daemon: serves RPC functions (the built-ins\n"
+		"qlink_parity and rpc_increment, and those of the plugins in the config)\n"
+		"to quantum control systems over RDMA, and over CUDA-Q Realtime's UDP\n"
+		"transport. Runs in the foreground; SIGINT or SIGTERM stop it\n"
+		"cleanly, SIGUSR1 prints its counters, SIGHUP is logged (no reload).\n"
+		"See docs/qlinkd.md.\n"
+		"\n"
+		"options:\n"
+		"  -c, --config FILE        the YAML configuration\n"
+		"  --check-config FILE      check FILE and that its plugins exist and are\n"
+		"                           trusted (no plugin code runs); print FILE: OK\n"
+		"                           or FILE:LINE: message per problem; exit 0 or 1\n"
+		"  --load-plugins           with --check-config: also load each plugin (its\n"
+		"                           constructors and init run) and register its\n"
+		"                           functions\n"
+		"  --params-file FILE       serve one session over a rendezvous file, as\n"
+		"                           `qlink serve` does (besides the control plane)\n"
+		"  --timeout S              how long to wait for that client (default 60)\n"
+		"  --stats-socket PATH      the read-only statistics socket `qlink stat`\n"
+		"                           reads (mode 0600; default\n"
+		"                           $RUNTIME_DIRECTORY/qlinkd-stats.sock, else\n"
+		"                           /run/qlink/qlinkd-stats.sock as root, else\n"
+		"                           $XDG_RUNTIME_DIR/qlinkd-stats.sock; none: no socket)\n"
+		"  -h, --help               this text\n"
+		"  -V, --version            the version\n");
 }
 
 /* Every problem the file and its plugins have, each with its line: the
@@ -217,8 +226,9 @@ static int check_config(const char *path, bool load)
 
 struct qlinkd_opts {
 	const char *config, *check, *params;
-	bool load_plugins; /* --load-plugins: --check-config runs the plugins' code */
-	double timeout;	   /* for --params-file's client */
+	const char *stats_socket; /* --stats-socket: NULL the default place */
+	bool load_plugins;	  /* --load-plugins: --check-config runs the plugins' code */
+	double timeout;		  /* for --params-file's client */
 };
 
 /* Command line: -1 to go on, else the exit status (--help, --version, errors). */
@@ -230,6 +240,7 @@ static int parse_args(int argc, char **argv, struct qlinkd_opts *o)
 		{ "load-plugins", no_argument, NULL, 'L' },
 		{ "params-file", required_argument, NULL, 'p' },
 		{ "timeout", required_argument, NULL, 't' },
+		{ "stats-socket", required_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
@@ -250,6 +261,9 @@ static int parse_args(int argc, char **argv, struct qlinkd_opts *o)
 			break;
 		case 'p':
 			o->params = optarg;
+			break;
+		case 'S':
+			o->stats_socket = optarg;
 			break;
 		case 't': {
 			char *end;
@@ -299,6 +313,7 @@ const char *qlinkd_detail_or(int err)
  */
 static int qlinkd_start(struct qlinkd *q, const struct qlinkd_opts *o)
 {
+	char control[300];
 	sigset_t mask;
 	int ret;
 
@@ -318,38 +333,41 @@ static int qlinkd_start(struct qlinkd *q, const struct qlinkd_opts *o)
 	q->sessions = calloc(q->cfg->max_sessions, sizeof(*q->sessions));
 	if (q->sigfd < 0 || !q->sessions) {
 		ret = q->sigfd < 0 ? -errno : -ENOMEM;
-		qlog(QL_LOG_ERROR, "qlinkd", "setup failed", "error=%s", ql_strerror(ret));
+		qlog(QL_LOG_ERROR, "qlinkd", "setup failed", QS("error", ql_strerror(ret)));
 		return ret;
 	}
-	qlog(QL_LOG_INFO, "qlinkd", "starting",
-	     "version=%s config=%s device=%s control=%s:%u cpu=%d dispatchers=%u slots=%u "
-	     "slot_size=%u",
-	     QLINK_VERSION, o->config, q->cfg->device, q->cfg->control.address,
-	     q->cfg->control.port, q->cfg->dispatcher.cpu, q->cfg->dispatcher.cpus_count,
-	     q->cfg->ring.slots, q->cfg->ring.slot_size);
-	ret = qlinkd_load_plugins(q, false, true);
+	snprintf(control, sizeof(control), "%s:%u", q->cfg->control.address, q->cfg->control.port);
+	qlog(QL_LOG_INFO, "qlinkd", "starting", QS("version", QLINK_VERSION),
+	     QS("config", o->config), QS("device", q->cfg->device), QS("control", control),
+	     QI("cpu", q->cfg->dispatcher.cpu), QU("dispatchers", q->cfg->dispatcher.cpus_count),
+	     QU("slots", q->cfg->ring.slots), QU("slot_size", q->cfg->ring.slot_size));
+	ret = qlinkd_stats_open(q, o->stats_socket);
+	if (!ret)
+		ret = qlinkd_load_plugins(q, false, true);
+	if (!ret)
+		ret = qlinkd_list_functions(q);
 	if (ret)
 		return ret;
 	ret = ql_device_open(q->cfg->device, &q->dev);
 	if (ret) {
-		qlog(QL_LOG_ERROR, "qlinkd", "cannot open the device", "device=%s error=\"%s\"",
-		     q->cfg->device, qlinkd_detail_or(ret));
-		fprintf(stderr, "%s: device %s: %s\n", o->config, q->cfg->device,
-			qlinkd_detail_or(ret));
+		qlog(QL_LOG_ERROR, "qlinkd", "cannot open the device", QS("device", q->cfg->device),
+		     QS("error", qlinkd_detail_or(ret)));
+		qlinkd_say("%s: device %s: %s\n", o->config, q->cfg->device, qlinkd_detail_or(ret));
 		return ret;
 	}
 	ret = qlinkd_dispatch_open(q);
 	if (ret) {
-		qlog(QL_LOG_ERROR, "dispatcher", "cannot start the dispatchers", "error=\"%s\"",
-		     qlinkd_detail_or(ret));
+		qlog(QL_LOG_ERROR, "dispatcher", "cannot start the dispatchers",
+		     QS("error", qlinkd_detail_or(ret)));
 		return ret;
 	}
 	ret = qlinkd_control_open(q);
 	if (ret) {
-		qlog(QL_LOG_ERROR, "control", "cannot listen", "address=%s port=%u error=\"%s\"",
-		     q->cfg->control.address, q->cfg->control.port, qlinkd_detail_or(ret));
-		fprintf(stderr, "%s: control %s:%u: %s\n", o->config, q->cfg->control.address,
-			q->cfg->control.port, qlinkd_detail_or(ret));
+		qlog(QL_LOG_ERROR, "control", "cannot listen",
+		     QS("address", q->cfg->control.address), QU("port", q->cfg->control.port),
+		     QS("error", qlinkd_detail_or(ret)));
+		qlinkd_say("%s: control %s:%u: %s\n", o->config, q->cfg->control.address,
+			   q->cfg->control.port, qlinkd_detail_or(ret));
 		return ret;
 	}
 	ret = qlinkd_boards_open(q);
@@ -360,9 +378,9 @@ static int qlinkd_start(struct qlinkd *q, const struct qlinkd_opts *o)
 	if (o->params) {
 		ret = params_rendezvous(q, o->params, o->timeout);
 		if (ret && ret != -EINTR) {
-			qlog(QL_LOG_ERROR, "session", "rendezvous failed", "params_file=%s",
-			     o->params);
-			fprintf(stderr, "qlinkd: %s: %s\n", o->params, qlinkd_detail_or(ret));
+			qlog(QL_LOG_ERROR, "session", "rendezvous failed",
+			     QS("params_file", o->params), QS("error", qlinkd_detail_or(ret)));
+			qlinkd_say("qlinkd: %s: %s\n", o->params, qlinkd_detail_or(ret));
 		}
 	}
 	return ret;
@@ -373,8 +391,8 @@ static void qlinkd_serve(struct qlinkd *q, bool params)
 {
 	int ev;
 
-	qlog(QL_LOG_INFO, "qlinkd", "serving", "control_port=%u params_sessions=%u",
-	     ql_ctl_server_port(q->ctl), params ? 1u : 0u);
+	qlog(QL_LOG_INFO, "qlinkd", "serving", QU("control_port", ql_ctl_server_port(q->ctl)),
+	     QU("params_sessions", params ? 1u : 0u));
 	for (;;) {
 		ev = wait_signal(q, 200);
 		if (ev == EV_STOP)
@@ -408,7 +426,7 @@ static int qlinkd_stop(struct qlinkd *q, int ret)
 		 * must stay mapped under it. Exit without freeing them (kept
 		 * reachable); the thread is not joined. */
 		qlog(QL_LOG_WARN, "qlinkd", "exiting with a handler still running",
-		     "abandoned_threads=%" PRIu64, qlinkd_abandoned_threads(q));
+		     QU("abandoned_threads", qlinkd_abandoned_threads(q)));
 		kept_on_exit = *q;
 		q->dev = NULL;
 	} else {
@@ -417,10 +435,11 @@ static int qlinkd_stop(struct qlinkd *q, int ret)
 	}
 	if (q->dev)
 		ql_device_close(q->dev);
+	qlinkd_stats_close(q);
 	if (q->sigfd >= 0)
 		close(q->sigfd);
-	qlog(QL_LOG_INFO, "qlinkd", ret ? "exiting on an error" : "stopped", "status=%d",
-	     ret ? 1 : 0);
+	qlog(QL_LOG_INFO, "qlinkd", ret ? "exiting on an error" : "stopped",
+	     QI("status", ret ? 1 : 0));
 	ql_config_free(q->cfg);
 	return ret ? 1 : 0;
 }

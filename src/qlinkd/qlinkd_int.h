@@ -42,18 +42,52 @@
 
 /* ---- log.c: structured logs ---------------------------------------------------- */
 
-/* Where the configured level and format (log:) take effect. */
+/* Where the configured level and format (log:) take effect; the library's
+ * ql_log() lines are written as qlinkd's from then on. */
 void qlinkd_log_config(enum ql_log_level level, enum ql_config_log_format format);
-/*
- * One line: time, level, component, message, then the key=value pairs of
- * kv (printf-formatted; pairs separated by spaces, values without spaces).
- * Lines at or under the configured level go to stderr; force sends to out
- * whatever the level (the counters).
- */
-void qlinkd_log_to(FILE *out, bool force, enum ql_log_level level, const char *comp,
-		   const char *msg, const char *kv, ...) __attribute__((format(printf, 6, 7)));
+/* A plain line on stderr for the operator, in the text format only. */
+void qlinkd_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A configuration's problems, in the log's format. */
+void qlinkd_log_diags(const struct ql_diags *diags, const char *file);
+/* log.format is json. */
+bool qlinkd_log_json(void);
+/* s as a JSON string (quoted, escaped, invalid UTF-8 replaced). */
+void qlinkd_json_str(FILE *f, const char *s);
 
-#define qlog(level, comp, msg, ...) qlinkd_log_to(stderr, false, level, comp, msg, __VA_ARGS__)
+/* A field of a log line: its key (stable, docs/qlinkd.md) and typed value. */
+enum qlinkd_ftype { QF_END = 0, QF_STR, QF_UINT, QF_INT, QF_HEX, QF_HEX32, QF_REAL };
+struct qlinkd_field {
+	const char *key;
+	enum qlinkd_ftype type;
+	union {
+		const char *s;
+		uint64_t u;
+		int64_t i;
+		double d;
+	} v;
+};
+#define QS(k, x) ((struct qlinkd_field){ (k), QF_STR, { .s = (x) } })
+#define QU(k, x) ((struct qlinkd_field){ (k), QF_UINT, { .u = (uint64_t)(x) } })
+#define QI(k, x) ((struct qlinkd_field){ (k), QF_INT, { .i = (int64_t)(x) } })
+#define QX(k, x) ((struct qlinkd_field){ (k), QF_HEX, { .u = (uint64_t)(x) } })
+#define QX32(k, x) ((struct qlinkd_field){ (k), QF_HEX32, { .u = (uint64_t)(x) } })
+#define QR(k, x) ((struct qlinkd_field){ (k), QF_REAL, { .d = (double)(x) } })
+
+/*
+ * One line: time, level, component, message, then the fields (f ends at a
+ * NULL key). Lines at or under the configured level go to out; force
+ * writes whatever the level (the counters).
+ */
+void qlinkd_log_fields(FILE *out, bool force, enum ql_log_level level, const char *comp,
+		       const char *msg, const struct qlinkd_field *f);
+
+#define QL_FIELDS(...) ((const struct qlinkd_field[]){ __VA_ARGS__, { 0 } })
+/* qlog(level, component, message, QU("session", id), QS("error", text), ...) */
+#define qlog(level, comp, msg, ...) \
+	qlinkd_log_fields(stderr, false, level, comp, msg, QL_FIELDS(__VA_ARGS__))
+/* A counters line on out (stdout) whatever the level: component "counters". */
+#define qcounters(out, what, ...) \
+	qlinkd_log_fields(out, true, QL_LOG_INFO, "counters", what, QL_FIELDS(__VA_ARGS__))
 
 /* ---- the daemon's state ------------------------------------------------------ */
 
@@ -86,6 +120,7 @@ struct qlinkd_session {
 	bool reported_failure;
 	uint64_t reported_overruns;
 	uint64_t ctl_id; /* its QCS's control-plane session; 0: --params-file */
+	char qcs[64];	 /* its QCS's name (DISCOVER), "" if none */
 };
 
 struct qlinkd {
@@ -100,6 +135,7 @@ struct qlinkd {
 	struct qlinkd_session **sessions; /* cfg->max_sessions entries */
 	uint32_t next_id;
 	int sigfd;
+	struct qlinkd_stats *stats; /* stats.c: the stats socket, ended sessions */
 };
 
 /* ---- session.c ------------------------------------------------------------------- */
@@ -145,6 +181,24 @@ void qlinkd_control_counters(struct qlinkd *q);
 
 int qlinkd_boards_open(struct qlinkd *q);
 int qlinkd_udp_open_all(struct qlinkd *q);
+
+/* ---- stats.c: live statistics (a read-only UNIX socket) ------------------------- */
+
+/* The socket at path (NULL: the default place, ql_stats_socket_default;
+ * "none": no socket); a failure at the default place is logged and qlinkd
+ * runs without one, at a given path it is returned. */
+int qlinkd_stats_open(struct qlinkd *q, const char *path);
+void qlinkd_stats_close(struct qlinkd *q);
+/* The main loop's poll: up to max entries filled (the listener and the
+ * clients), their number; after the poll, the same entries served. */
+int qlinkd_stats_pollfds(struct qlinkd *q, struct pollfd *pfd, int max);
+void qlinkd_stats_serve(struct qlinkd *q, const struct pollfd *pfd, int n);
+/* A function every session serves (listed with zero calls until called). */
+void qlinkd_stats_served(struct qlinkd *q, const char *name, uint32_t id);
+/* A session ends: its final counters are kept and added to the totals. */
+void qlinkd_stats_retire(struct qlinkd *q, const struct qlinkd_session *s);
+/* Log (and count for the stats) every function a session serves. */
+int qlinkd_list_functions(struct qlinkd *q);
 
 /* ---- main.c ---------------------------------------------------------------------- */
 

@@ -19,7 +19,7 @@ static int reg_function(void *host, const struct ql_rpc_function *fn)
 /* Plugins log through qlinkd's structured logger. */
 static void reg_log(void *host, enum ql_log_level level, const char *msg)
 {
-	qlog(level, "plugin", msg ? msg : "", "plugin=%s", ((struct reg_host *)host)->plugin);
+	qlog(level, "plugin", msg ? msg : "", QS("plugin", ((struct reg_host *)host)->plugin));
 }
 
 /* Register the built-ins `builtins:` names (default: all) and every plugin
@@ -69,8 +69,8 @@ static int gpu_session_open(struct qlinkd *q, struct qlinkd_session *s)
 	if (!ret)
 		ret = ql_gpu_dispatcher_local_params(s->gpu, &s->local);
 	if (!ret)
-		qlog(QL_LOG_INFO, "session", "gpu dispatcher", "session=%u mode=%s", s->id,
-		     ql_gpu_mode_str(ql_gpu_dispatcher_mode(s->gpu)));
+		qlog(QL_LOG_INFO, "session", "gpu dispatcher", QU("session", s->id),
+		     QS("mode", ql_gpu_mode_str(ql_gpu_dispatcher_mode(s->gpu))));
 	return ret;
 }
 
@@ -163,9 +163,9 @@ made:
 	if (params)
 		*params = s->local;
 	if (kind != SESSION_UDP)
-		qlog(QL_LOG_INFO, "session", "created",
-		     "session=%u transport=%s qpn=%u slots=%u slot_size=%u", s->id,
-		     hsb ? "hsb" : "ring", s->local.qpn, s->local.num_slots, s->local.slot_size);
+		qlog(QL_LOG_INFO, "session", "created", QU("session", s->id),
+		     QS("transport", hsb ? "hsb" : "ring"), QU("qpn", s->local.qpn),
+		     QU("slots", s->local.num_slots), QU("slot_size", s->local.slot_size));
 	*out = s;
 	return 0;
 }
@@ -192,8 +192,8 @@ int qlinkd_session_run(struct qlinkd_session *s)
 		return ret;
 	q->load[best]++;
 	s->core = (int)best;
-	qlog(QL_LOG_INFO, "session", "dispatching", "session=%u cpu=%d sessions_on_cpu=%u", s->id,
-	     q->cfg->dispatcher.cpus[best], q->load[best]);
+	qlog(QL_LOG_INFO, "session", "dispatching", QU("session", s->id),
+	     QI("cpu", q->cfg->dispatcher.cpus[best]), QU("sessions_on_cpu", q->load[best]));
 	return 0;
 }
 
@@ -224,12 +224,12 @@ int qlinkd_session_connect(struct qlinkd_session *s, const struct ql_conn_params
 		return ret;
 	s->connected = true;
 	if (s->gpu) {
-		qlog(QL_LOG_INFO, "session", "connected", "session=%u peer_qpn=%u datapath=gpu",
-		     s->id, client->qpn);
+		qlog(QL_LOG_INFO, "session", "connected", QU("session", s->id),
+		     QU("peer_qpn", client->qpn), QS("datapath", "gpu"));
 		return 0;
 	}
-	qlog(QL_LOG_INFO, "session", "connected", "session=%u peer_qpn=%u cpu=%d", s->id,
-	     client->qpn, s->q->cfg->dispatcher.cpus[s->core]);
+	qlog(QL_LOG_INFO, "session", "connected", QU("session", s->id), QU("peer_qpn", client->qpn),
+	     QI("cpu", s->q->cfg->dispatcher.cpus[s->core]));
 	return 0;
 }
 
@@ -238,18 +238,18 @@ static void gpu_session_counters(const struct qlinkd_session *s, FILE *out)
 	struct ql_gpu_stats st;
 
 	ql_gpu_dispatcher_stats(s->gpu, &st);
-	qlinkd_log_to(
-		out, true, QL_LOG_INFO, "counters", "session",
-		"session=%u datapath=gpu mode=%s running=%d requests=%" PRIu64 " responses=%" PRIu64
-		" ok=%" PRIu64 " handler_errors=%" PRIu64 " protocol_errors=%" PRIu64
-		" result_overruns=%" PRIu64 " sent=%" PRIu64 " send_errors=%" PRIu64
-		" error=%d handler_cycles_avg=%.0f handler_cycles_max=%" PRIu64,
-		s->id, ql_gpu_mode_str(ql_gpu_dispatcher_mode(s->gpu)),
-		ql_gpu_dispatcher_is_running(s->gpu), st.requests, st.completed, st.ok,
-		st.handler_error, st.requests - st.ok - st.handler_error - st.err_result_overrun,
-		st.err_result_overrun, st.posted, st.send_errors, ql_gpu_dispatcher_error(s->gpu),
-		st.handled ? (double)st.handler_cycles_sum / (double)st.handled : 0.0,
-		st.handler_cycles_max);
+	qcounters(out, "session", QU("session", s->id), QS("datapath", "gpu"),
+		  QS("mode", ql_gpu_mode_str(ql_gpu_dispatcher_mode(s->gpu))),
+		  QI("running", ql_gpu_dispatcher_is_running(s->gpu)), QU("requests", st.requests),
+		  QU("responses", st.completed), QU("ok", st.ok),
+		  QU("handler_errors", st.handler_error),
+		  QU("protocol_errors",
+		     st.requests - st.ok - st.handler_error - st.err_result_overrun),
+		  QU("result_overruns", st.err_result_overrun), QU("sent", st.posted),
+		  QU("send_errors", st.send_errors), QI("error", ql_gpu_dispatcher_error(s->gpu)),
+		  QR("handler_cycles_avg",
+		     st.handled ? (double)st.handler_cycles_sum / (double)st.handled : 0.0),
+		  QU("handler_cycles_max", st.handler_cycles_max));
 }
 
 static void session_counters(const struct qlinkd_session *s, FILE *out)
@@ -264,59 +264,51 @@ static void session_counters(const struct qlinkd_session *s, FILE *out)
 	}
 	ql_daemon_stats(s->d, &st);
 	ql_daemon_handler_hist(s->d, &h);
-	qlinkd_log_to(out, true, QL_LOG_INFO, "counters", "session",
-		      "session=%u running=%d requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64
-		      " handler_errors=%" PRIu64 " protocol_errors=%" PRIu64 " dropped=%" PRIu64
-		      " result_overruns=%" PRIu64 " deadline_exceeded=%" PRIu64 " sent=%" PRIu64
-		      " dropped_rnr=%" PRIu64 " dropped_peer=%" PRIu64 " send_failed=%" PRIu64
-		      " bursts=%" PRIu64
-		      " channel_error=%d failed=%d handler_ns_p50=%.0f handler_ns_p99=%.0f",
-		      s->id, st.running, st.requests, st.responses, st.ok, st.handler_error,
-		      st.requests - st.ok - st.handler_error - st.err_result_overrun -
-			      st.err_deadline,
-		      st.dropped, st.err_result_overrun, st.err_deadline, st.sent, st.dropped_rnr,
-		      st.dropped_peer, st.send_failed, st.bursts, st.channel_error, st.failed,
-		      ql_hist_count(&h) ? ql_hist_percentile(&h, 50) : 0.0,
-		      ql_hist_count(&h) ? ql_hist_percentile(&h, 99) : 0.0);
+	qcounters(out, "session", QU("session", s->id), QI("running", st.running),
+		  QU("requests", st.requests), QU("responses", st.responses), QU("ok", st.ok),
+		  QU("handler_errors", st.handler_error),
+		  QU("protocol_errors", st.requests - st.ok - st.handler_error -
+						st.err_result_overrun - st.err_deadline),
+		  QU("dropped", st.dropped), QU("result_overruns", st.err_result_overrun),
+		  QU("deadline_exceeded", st.err_deadline), QU("sent", st.sent),
+		  QU("dropped_rnr", st.dropped_rnr), QU("dropped_peer", st.dropped_peer),
+		  QU("send_failed", st.send_failed), QU("bursts", st.bursts),
+		  QI("channel_error", st.channel_error), QI("failed", st.failed),
+		  QU("handler_ns_p50", ql_hist_count(&h) ? ql_hist_percentile(&h, 50) : 0),
+		  QU("handler_ns_p99", ql_hist_count(&h) ? ql_hist_percentile(&h, 99) : 0));
 	if (s->udp) {
 		struct ql_udp_channel_stats us;
 
 		if (!ql_udp_channel_stats(s->ch, &us))
-			qlinkd_log_to(out, true, QL_LOG_INFO, "counters", "udp",
-				      "session=%u listen=%s datagrams=%" PRIu64 " oversize=%" PRIu64
-				      " undersize=%" PRIu64 " sent=%" PRIu64 " send_errors=%" PRIu64
-				      " recv_errors=%" PRIu64 " kernel_drops=%" PRIu64
-				      " busy_poll=%d"
-				      " truncated=%" PRIu64 " not_allowed=%" PRIu64 " shed=%" PRIu64
-				      " reply_clamped=%" PRIu64,
-				      s->id, s->listen, us.datagrams, us.oversize, us.undersize,
-				      us.sent, us.send_errors, us.recv_errors, us.kernel_drops,
-				      us.busy_poll, us.truncated, us.not_allowed, us.shed,
-				      us.reply_clamped);
+			qcounters(out, "udp", QU("session", s->id), QS("listen", s->listen),
+				  QU("datagrams", us.datagrams), QU("oversize", us.oversize),
+				  QU("undersize", us.undersize), QU("sent", us.sent),
+				  QU("send_errors", us.send_errors),
+				  QU("recv_errors", us.recv_errors),
+				  QU("kernel_drops", us.kernel_drops),
+				  QI("busy_poll", us.busy_poll), QU("truncated", us.truncated),
+				  QU("not_allowed", us.not_allowed), QU("shed", us.shed),
+				  QU("reply_clamped", us.reply_clamped));
 	}
 	if (s->hsb) {
 		struct ql_hsb_channel_stats hs;
 
 		/* why frames were refused before the RPC layer saw them */
 		if (!ql_hsb_channel_stats(s->ch, &hs))
-			qlinkd_log_to(out, true, QL_LOG_INFO, "counters", "hsb",
-				      "session=%u frames=%" PRIu64 " refused=%" PRIu64
-				      " bad_imm=%" PRIu64 " bad_len=%" PRIu64 " not_imm=%" PRIu64
-				      " page_busy=%" PRIu64 " recv_errors=%" PRIu64
-				      " resp_too_big=%" PRIu64,
-				      s->id, hs.frames,
-				      hs.bad_imm + hs.bad_len + hs.not_imm + hs.page_busy +
-					      hs.recv_errors,
-				      hs.bad_imm, hs.bad_len, hs.not_imm, hs.page_busy,
-				      hs.recv_errors, hs.resp_too_big);
+			qcounters(out, "hsb", QU("session", s->id), QU("frames", hs.frames),
+				  QU("refused", hs.bad_imm + hs.bad_len + hs.not_imm +
+							hs.page_busy + hs.recv_errors),
+				  QU("bad_imm", hs.bad_imm), QU("bad_len", hs.bad_len),
+				  QU("not_imm", hs.not_imm), QU("page_busy", hs.page_busy),
+				  QU("recv_errors", hs.recv_errors),
+				  QU("resp_too_big", hs.resp_too_big));
 	}
 	for (uint32_t i = 0; i < ql_daemon_function_count(s->d); i++) {
 		if (ql_daemon_function_stats(s->d, i, &fs))
 			continue;
-		qlinkd_log_to(out, true, QL_LOG_INFO, "counters", "function",
-			      "session=%u function=%s id=0x%08x calls=%" PRIu64 " errors=%" PRIu64
-			      " result_overruns=%" PRIu64,
-			      s->id, fs.name, fs.id, fs.calls, fs.errors, fs.result_overruns);
+		qcounters(out, "function", QU("session", s->id), QS("function", fs.name),
+			  QX32("id", fs.id), QU("calls", fs.calls), QU("errors", fs.errors),
+			  QU("result_overruns", fs.result_overruns));
 	}
 }
 
@@ -338,11 +330,15 @@ void qlinkd_session_destroy(struct qlinkd_session *s)
 	if (s->gpu) {
 		ql_gpu_dispatcher_stop(s->gpu);
 		session_counters(s, stdout);
+		if (s->connected)
+			qlinkd_stats_retire(q, s);
 		ql_gpu_dispatcher_destroy(s->gpu);
 	}
 	if (s->d) {
 		qlinkd_session_pause(s);
 		session_counters(s, stdout);
+		if (s->connected)
+			qlinkd_stats_retire(q, s);
 		failed = ql_daemon_failure(s->d, NULL, 0) != 0;
 		ql_daemon_destroy(s->d); /* a failed one is kept by the library */
 	}
@@ -355,14 +351,14 @@ void qlinkd_session_destroy(struct qlinkd_session *s)
 		}
 		/* else: leaked, unreachable, but never freed under the thread */
 		qlog(QL_LOG_WARN, "session", "channel kept: its handler may still run",
-		     "session=%u", s->id);
+		     QU("session", s->id));
 	} else if (s->ch) {
 		ql_channel_destroy(s->ch);
 	}
 	for (uint32_t i = 0; q && i < q->cfg->max_sessions; i++)
 		if (q->sessions[i] == s)
 			q->sessions[i] = NULL;
-	qlog(QL_LOG_INFO, "session", "destroyed", "session=%u", s->id);
+	qlog(QL_LOG_INFO, "session", "destroyed", QU("session", s->id));
 	free(s);
 }
 
@@ -380,14 +376,11 @@ void qlinkd_print_counters(struct qlinkd *q)
 		struct ql_dispatcher_stats ds;
 
 		ql_dispatcher_stats(q->disp[i], &ds);
-		qlinkd_log_to(stdout, true, QL_LOG_INFO, "counters", "dispatcher",
-			      "cpu=%d sessions=%u requests=%" PRIu64 " rounds=%" PRIu64
-			      " idle_rounds=%" PRIu64 " backoffs=%" PRIu64,
-			      ds.cpu, ds.daemons, ds.requests, ds.rounds, ds.idle_rounds,
-			      ds.backoffs);
+		qcounters(stdout, "dispatcher", QI("cpu", ds.cpu), QU("sessions", ds.daemons),
+			  QU("requests", ds.requests), QU("rounds", ds.rounds),
+			  QU("idle_rounds", ds.idle_rounds), QU("backoffs", ds.backoffs));
 	}
-	qlinkd_log_to(stdout, true, QL_LOG_INFO, "counters", "qlinkd", "sessions=%u plugins=%u", n,
-		      q->nplugins);
+	qcounters(stdout, "qlinkd", QU("sessions", n), QU("plugins", q->nplugins));
 }
 
 /* The device's shared verbs context and one running dispatcher per core. */
@@ -409,8 +402,9 @@ int qlinkd_dispatch_open(struct qlinkd *q)
 
 	if (c->datapath == QL_CONFIG_DATAPATH_GPU) {
 		/* each session's GPU dispatcher serves it: no CPU dispatchers */
-		qlog(QL_LOG_INFO, "dispatcher", "datapath gpu", "mode=%s device=%d",
-		     ql_gpu_mode_str((enum ql_gpu_mode)c->gpu.mode), c->gpu.device);
+		qlog(QL_LOG_INFO, "dispatcher", "datapath gpu",
+		     QS("mode", ql_gpu_mode_str((enum ql_gpu_mode)c->gpu.mode)),
+		     QI("device", c->gpu.device));
 		return 0;
 	}
 	/* every session's response buffers in one registration, unless that
@@ -423,7 +417,7 @@ int qlinkd_dispatch_open(struct qlinkd *q)
 		ret = ql_verbs_context_create(q->dev, &xc, &q->vctx);
 	} else {
 		qlog(QL_LOG_WARN, "dispatcher", "no shared verbs context",
-		     "reason=\"max_sessions x ring bytes above 1 GiB\"");
+		     QS("reason", "max_sessions x ring bytes above 1 GiB"));
 	}
 	if (ret)
 		return ret;
@@ -438,10 +432,10 @@ int qlinkd_dispatch_open(struct qlinkd *q)
 			ret = ql_dispatcher_start(q->disp[i]);
 		if (ret)
 			return ret;
-		qlog(QL_LOG_INFO, "dispatcher", "started",
-		     "cpu=%d idle=%s idle_after_us=%u call_deadline_ms=%u", dc.cpu,
-		     ql_idle_policy_str(dc.idle), c->dispatcher.idle_after_us,
-		     c->dispatcher.call_deadline_ms);
+		qlog(QL_LOG_INFO, "dispatcher", "started", QI("cpu", dc.cpu),
+		     QS("idle", ql_idle_policy_str(dc.idle)),
+		     QU("idle_after_us", c->dispatcher.idle_after_us),
+		     QU("call_deadline_ms", c->dispatcher.call_deadline_ms));
 	}
 	return 0;
 }
@@ -499,8 +493,13 @@ int qlinkd_load_plugins(struct qlinkd *q, bool check_only, bool load)
 			r = ql_plugin_load(c->plugins[i].path, c->plugins[i].config, &p);
 
 		if (r) {
-			fprintf(stderr, "%s:%u: plugins[%u]: %s\n", c->path, c->plugins[i].line, i,
-				ql_error_detail()[0] ? ql_error_detail() : ql_strerror(r));
+			if (!check_only)
+				qlog(QL_LOG_ERROR, "plugin", "cannot load",
+				     QS("path", c->plugins[i].path), QS("config", c->path),
+				     QU("line", c->plugins[i].line),
+				     QS("error", qlinkd_detail_or(r)));
+			qlinkd_say("%s:%u: plugins[%u]: %s\n", c->path, c->plugins[i].line, i,
+				   qlinkd_detail_or(r));
 			ret = ret ? ret : r;
 			continue;
 		}
@@ -512,7 +511,13 @@ int qlinkd_load_plugins(struct qlinkd *q, bool check_only, bool load)
 			/* every sender a listener allows reaches the one session:
 			 * per-session state would be every caller's to reset,
 			 * feed or read */
-			fprintf(stderr,
+			if (!check_only)
+				qlog(QL_LOG_ERROR, "plugin",
+				     "keeps state per session: refused with udp",
+				     QS("plugin", ql_plugin_get_info(p)->name),
+				     QS("path", c->plugins[i].path), QS("config", c->path),
+				     QU("line", c->plugins[i].line));
+			qlinkd_say(
 				"%s:%u: plugins[%u]: plugin '%s' keeps state per session (it "
 				"declares neither QL_PLUGIN_STATELESS nor QL_PLUGIN_PER_SOURCE) "
 				"and udp[0] (line %u) is a listener shared by every sender: one "
@@ -524,10 +529,12 @@ int qlinkd_load_plugins(struct qlinkd *q, bool check_only, bool load)
 			continue;
 		}
 		if (!check_only)
-			qlog(QL_LOG_INFO, "plugin", "loaded", "plugin=%s version=%s path=%s",
-			     ql_plugin_get_info(p)->name,
-			     ql_plugin_get_info(p)->version ? ql_plugin_get_info(p)->version : "-",
-			     c->plugins[i].path);
+			qlog(QL_LOG_INFO, "plugin", "loaded",
+			     QS("plugin", ql_plugin_get_info(p)->name),
+			     QS("version", ql_plugin_get_info(p)->version ?
+						   ql_plugin_get_info(p)->version :
+						   ""),
+			     QS("path", c->plugins[i].path));
 	}
 	return ret;
 }
@@ -541,9 +548,10 @@ void qlinkd_unload_plugins(struct qlinkd *q)
 	q->nplugins = 0;
 }
 
-/* In --check-config, also make every function table once: a plugin whose
- * functions clash with another's (or the built-in) is caught here. */
-int qlinkd_check_registration(struct qlinkd *q)
+/* The table every session's functions make (the built-ins `builtins:`
+ * names, then each plugin's), in *out; a plugin whose functions clash with
+ * another's (or a built-in) fails here (logged too when serving). */
+static int function_table(struct qlinkd *q, bool serving, struct ql_rpc_table **out)
 {
 	struct ql_rpc_table *t;
 	int ret = ql_rpc_table_create(1024, &t);
@@ -557,12 +565,57 @@ int qlinkd_check_registration(struct qlinkd *q)
 		ret = ql_rpc_table_add(t, ql_demo_increment_function());
 	for (uint32_t i = 0; ret >= 0 && i < q->nplugins; i++) {
 		ret = ql_plugin_register_table(q->plugins[i], t);
+		if (ret && serving)
+			qlog(QL_LOG_ERROR, "plugin", "cannot register its functions",
+			     QS("plugin", ql_plugin_get_info(q->plugins[i])->name),
+			     QS("config", q->cfg->path), QU("line", q->cfg->plugins[i].line),
+			     QS("error", ql_error_detail()));
 		if (ret)
-			fprintf(stderr, "%s:%u: plugins[%u]: %s\n", q->cfg->path,
-				q->cfg->plugins[i].line, i, ql_error_detail());
+			qlinkd_say("%s:%u: plugins[%u]: %s\n", q->cfg->path,
+				   q->cfg->plugins[i].line, i, ql_error_detail());
+	}
+	if (ret < 0) {
+		ql_rpc_table_destroy(t);
+		return ret;
+	}
+	*out = t;
+	return 0;
+}
+
+/* In --check-config, also make every function table once. */
+int qlinkd_check_registration(struct qlinkd *q)
+{
+	struct ql_rpc_table *t;
+	int ret = function_table(q, false, &t);
+
+	if (!ret)
+		ql_rpc_table_destroy(t);
+	return ret;
+}
+
+/* Every function a session serves, logged with its id (and listed by the
+ * stats with zero calls until called). */
+int qlinkd_list_functions(struct qlinkd *q)
+{
+	struct ql_rpc_table *t;
+	int ret;
+
+	if (q->cfg->datapath == QL_CONFIG_DATAPATH_GPU)
+		return 0; /* its own table: qlink_parity, as gpu_session_open says */
+	ret = function_table(q, true, &t);
+	if (ret)
+		return ret;
+	for (uint32_t i = 0; i < ql_rpc_table_count(t); i++) {
+		const struct ql_rpc_function *fn = ql_rpc_table_get(t, (int)i);
+
+		if (!fn)
+			continue;
+		qlog(QL_LOG_INFO, "qlinkd", "serves", QS("function", fn->name ? fn->name : ""),
+		     QX32("id", fn->id));
+		qlinkd_stats_served(q, fn->name, fn->id);
 	}
 	ql_rpc_table_destroy(t);
-	return ret < 0 ? ret : 0;
+	return 0;
 }
 
 /* A session whose handler overran the call deadline: the watchdog failed it
@@ -579,15 +632,15 @@ static bool report_failure(struct qlinkd *q, struct qlinkd_session *s)
 
 	s->reported_failure = true;
 	qlog(QL_LOG_ERROR, "session", "handler exceeded its deadline: session failed",
-	     "session=%u function=%s deadline_ms=%u error=\"%s\"", id, fn,
-	     q->cfg->dispatcher.call_deadline_ms, ql_strerror(err));
+	     QU("session", id), QS("function", fn),
+	     QU("deadline_ms", q->cfg->dispatcher.call_deadline_ms), QS("error", ql_strerror(err)));
 	if (!s->ctl_id || !q->ctl)
 		return false;
 	snprintf(m.text, sizeof(m.text), "handler '%s' exceeded its deadline (%u ms)", fn,
 		 q->cfg->dispatcher.call_deadline_ms);
 	ret = ql_ctl_server_request(q->ctl, s->ctl_id, &m, 1000);
-	qlog(ret ? QL_LOG_WARN : QL_LOG_INFO, "control", "QCS told (ABORT)",
-	     "session=%u answer=\"%s\"", id, ret ? ql_strerror(ret) : "OK");
+	qlog(ret ? QL_LOG_WARN : QL_LOG_INFO, "control", "QCS told (ABORT)", QU("session", id),
+	     QS("answer", ret ? ql_strerror(ret) : "OK"));
 	return true;
 }
 
@@ -606,7 +659,7 @@ void qlinkd_check_sessions(struct qlinkd *q)
 			if (err && !s->reported_error) {
 				s->reported_error = err;
 				qlog(QL_LOG_WARN, "session", "gpu dispatcher stopped (peer gone?)",
-				     "session=%u error=\"%s\"", s->id, ql_strerror(err));
+				     QU("session", s->id), QS("error", ql_strerror(err)));
 			}
 			continue;
 		}
@@ -626,8 +679,8 @@ void qlinkd_check_sessions(struct qlinkd *q)
 				if (!ql_daemon_function_stats(s->d, k, &fs) && fs.result_overruns)
 					qlog(QL_LOG_ERROR, "session",
 					     "handler wrote past its result buffer (answered -7)",
-					     "session=%u function=%s result_overruns=%" PRIu64,
-					     s->id, fs.name, fs.result_overruns);
+					     QU("session", s->id), QS("function", fs.name),
+					     QU("result_overruns", fs.result_overruns));
 			}
 		}
 		if (s->udp && !s->warned_oversize) {
@@ -640,15 +693,16 @@ void qlinkd_check_sessions(struct qlinkd *q)
 				qlog(QL_LOG_WARN, "session",
 				     "dropping datagrams longer than the slot stride (warned "
 				     "once; counted as udp oversize)",
-				     "session=%u listen=%s bytes=%u slot_size=%u oversize=%" PRIu64,
-				     s->id, s->listen, us.last_oversize, s->udp->slot_size,
-				     us.oversize);
+				     QU("session", s->id), QS("listen", s->listen),
+				     QU("bytes", us.last_oversize),
+				     QU("slot_size", s->udp->slot_size),
+				     QU("oversize", us.oversize));
 			}
 		}
 		if (st.channel_error && !s->reported_error) {
 			s->reported_error = st.channel_error;
 			qlog(QL_LOG_WARN, "session", "channel failed (peer gone?)",
-			     "session=%u error=\"%s\"", s->id, ql_strerror(st.channel_error));
+			     QU("session", s->id), QS("error", ql_strerror(st.channel_error)));
 		}
 	}
 }

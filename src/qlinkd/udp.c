@@ -43,18 +43,18 @@ static int udp_open(struct qlinkd *q, const struct ql_config_udp *u)
 	}
 	if (ret) {
 		qlog(QL_LOG_ERROR, "udp", "cannot listen: session failed",
-		     "address=%s port=%u error=\"%s\"", u->address, u->port, qlinkd_detail_or(ret));
-		fprintf(stderr, "%s:%u: udp %s port %u: %s\n", q->cfg->path, u->line, u->address,
-			u->port, qlinkd_detail_or(ret));
+		     QS("address", u->address), QU("port", u->port),
+		     QS("error", qlinkd_detail_or(ret)));
+		qlinkd_say("%s:%u: udp %s port %u: %s\n", q->cfg->path, u->line, u->address,
+			   u->port, qlinkd_detail_or(ret));
 		qlinkd_session_destroy(s);
 		return ret;
 	}
 	s->connected = true; /* watched by qlinkd_check_sessions from now on */
-	qlog(QL_LOG_INFO, "udp", "listening",
-	     "session=%u listen=%s port=%u slots=%u slot_size=%u bad_requests=%s cpu=%d", s->id,
-	     s->listen, port, u->slots, u->slot_size,
-	     u->bad_requests == QL_BAD_REQUEST_DROP ? "drop" : "answer",
-	     q->cfg->dispatcher.cpus[s->core]);
+	qlog(QL_LOG_INFO, "udp", "listening", QU("session", s->id), QS("listen", s->listen),
+	     QU("port", port), QU("slots", u->slots), QU("slot_size", u->slot_size),
+	     QS("bad_requests", u->bad_requests == QL_BAD_REQUEST_DROP ? "drop" : "answer"),
+	     QI("cpu", q->cfg->dispatcher.cpus[s->core]));
 	return 0;
 }
 

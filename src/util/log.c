@@ -8,6 +8,14 @@
 #include <string.h>
 
 static int level = -1;
+static ql_log_sink_fn sink;
+static void *sink_ctx;
+
+void ql_log_set_sink(ql_log_sink_fn fn, void *ctx)
+{
+	sink_ctx = ctx;
+	__atomic_store_n(&sink, fn, __ATOMIC_RELEASE);
+}
 
 static enum ql_log_level level_from_env(void)
 {
@@ -78,6 +86,7 @@ void ql_log(enum ql_log_level l, const char *component, const char *fmt, ...)
 {
 	static const char *const names[] = { "error", "warn", "info", "debug" };
 	char msg[1024], safe[2048];
+	ql_log_sink_fn fn;
 	va_list ap;
 
 	if ((int)l > (int)ql_log_get_level())
@@ -85,6 +94,11 @@ void ql_log(enum ql_log_level l, const char *component, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	fn = __atomic_load_n(&sink, __ATOMIC_ACQUIRE);
+	if (fn) {
+		fn(sink_ctx, l, component ? component : "", msg);
+		return;
+	}
 	/* Messages carry strings from peers (names, reasons): escaped, so that no
 	 * line, terminal control or quote can be forged into the log. */
 	ql_log_escape(safe, sizeof(safe), msg);
