@@ -605,10 +605,10 @@ static int walk_list(struct ql__config_walk *w, const struct ql_config_key *k, y
 				     ql__yaml_node_kind(e));
 			continue;
 		}
-		w->index = (unsigned)i;
 		if (k->type == QL_CONFIG_KEY_LIST) {
 			void *entry = (char *)arr + (size_t)*count * esize;
 
+			w->index = (unsigned)i;
 			put32(entry, k->line_off, ql__yaml_node_line(e));
 			ret = apply_defaults(w, k, entry);
 			(*count)++;
@@ -906,7 +906,7 @@ static const struct ql_config_key keys[] = {
 	INT("control.port", C(control.port), 1, 65535, QL_CONFIG_DEFAULT_PORT, .why = "a UDP port",
 	    .doc = "the control plane's UDP port"),
 	STR("control.secret_file", C(control.secret_file), .flags = QL_CONFIG_KEY_NOSTORE,
-	    .hook = hook_file, .def_doc = "none: messages are not authenticated",
+	    .hook = hook_file, .def_doc = "none (not authenticated)",
 	    .doc = "the file holding the shared secret of control messages (HMAC-SHA256)"),
 	{ .path = "control.allow",
 	  .type = QL_CONFIG_KEY_STRS,
@@ -1005,7 +1005,8 @@ static const struct ql_config_key keys[] = {
 	  .hook = hook_qcs_entry,
 	  .def_doc = "none",
 	  .doc = "QCSs qlinkd configures itself (Hololink boards), each a mapping" },
-	STR("qcs.kind", Q(kind), .def_doc = "none (required)", .doc = "hsb: a Hololink board"),
+	STR("qcs.kind", Q(kind), .def_doc = "none (required)",
+	    .doc = "the QCS's kind: hsb (a Hololink board)"),
 	STR("qcs.address", Q(address), .def_doc = "none (required)",
 	    .doc = "the board's IPv4 address"),
 	INT("qcs.port", Q(port), 1, 65535, QL_HL_PORT, .why = "a UDP port",
