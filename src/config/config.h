@@ -5,12 +5,14 @@
  * qlinkd (the RTH daemon) reads one YAML file naming the device URI, the
  * control-plane address, the dispatcher cores and idle policy, the ring
  * geometry, the built-in functions, the handler plugins, the static
- * sessions (Hololink boards, CUDA-Q UDP listeners) and the logging. The file is mapped onto struct
- * ql_config by libcyaml's schema, then checked beyond what a schema can say
- * (ring geometry, port and CPU ranges, URI scheme, plugin files, CIDR
- * lists). Every problem found is reported with the line it is on, so that
- * `qlinkd --check-config FILE` can print `FILE:LINE: message` lines an
- * editor can jump to. docs/qlinkd.md documents every key and default.
+ * sessions (Hololink boards, CUDA-Q UDP listeners) and the logging. The
+ * file is mapped onto struct ql_config by the key table below (one row per
+ * key: type, range, default, field, man-page summary), then checked beyond
+ * what one key can say (ring geometry, memory, boards, listeners). Every
+ * problem found is reported with the line it is on, all of them in one run,
+ * so that `qlinkd --check-config FILE` can print `FILE:LINE: message` lines
+ * an editor can jump to. docs/qlinkd.md and qlinkd.yaml(5) document every
+ * key and default (checked against the table: tests/check_config_keys.sh).
  *
  * The diagnostics type (struct ql_diags, yamlfile/diag.h) is shared with
  * program.h, which loads VPPU programs the same way, and with the endpoint
