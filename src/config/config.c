@@ -733,21 +733,31 @@ static int hook_address(struct ql__config_walk *w, const struct ql_config_key *k
 	return 0;
 }
 
+/* The key as messages show it: "control.allow", or with the index of its
+ * list entry: "udp[2].allow". */
+static const char *key_shown(const struct ql__config_walk *w, const struct ql_config_key *k,
+			     char *buf, size_t len)
+{
+	const struct ql_config_key *owner = key_owner(k);
+
+	if (owner)
+		snprintf(buf, len, "%s[%u].%s", owner->path, w->index,
+			 k->path + strlen(owner->path) + 1);
+	else
+		snprintf(buf, len, "%s", k->path);
+	return buf;
+}
+
 /* control.allow, udp.allow: addresses and CIDR blocks */
 static int hook_cidr(struct ql__config_walk *w, const struct ql_config_key *k, void *base,
 		     const char *s, int64_t v, unsigned line)
 {
-	const struct ql_config_key *owner = key_owner(k);
 	uint32_t n = get32(base, k->count_off);
 	char path[64];
 
 	if (valid_cidr(s))
 		return 0;
-	if (owner)
-		snprintf(path, sizeof(path), "%s[%u].%s", owner->path, w->index,
-			 k->path + strlen(owner->path) + 1);
-	else
-		snprintf(path, sizeof(path), "%s", k->path);
+	key_shown(w, k, path, sizeof(path));
 	ql__diag_add(w->f, line,
 		     "%s[%u]: '%s' is not an address or CIDR block (e.g. 10.0.0.0/8, fd00::/8)",
 		     path, n - 1, s);
@@ -766,10 +776,7 @@ static int hook_file(struct ql__config_walk *w, const struct ql_config_key *k, v
 	*sp = resolve_path(w->f->path, s);
 	if (!*sp)
 		return -ENOMEM;
-	if (key_owner(k))
-		snprintf(what, sizeof(what), "plugins[%u].path", w->index);
-	else
-		snprintf(what, sizeof(what), "%s", k->path);
+	key_shown(w, k, what, sizeof(what));
 	if (access(*sp, R_OK))
 		ql__diag_add(w->f, line, "%s: cannot read '%s': %s", what, *sp, strerror(errno));
 	return 0;
