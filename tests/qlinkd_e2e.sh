@@ -79,17 +79,33 @@ expect_fail "check bad plugin ABI" "plugin ABI version 42" "$qlinkd" --check-con
 printf 'plugins:\n  - path: %s\n' "$qlink" >"$dir/exe.yaml"
 expect_fail "executable as plugin" "cannot be loaded\|not a qlink plugin" \
 	"$qlinkd" --config "$dir/exe.yaml"
-# --check-config reports every problem, each with its line: the file's own
-# (URI, ring memory, unknown key, port) and then each plugin's
+# --check-config reports every problem in one run, each as FILE:LINE:
+# message, whatever its kind (issue 25): an unknown key hides no bad value,
+# the first error no later one (a bad value, an unknown key, a bad type, a
+# key nested where it does not belong); the exit status is 1
 cat >"$dir/many.yaml" <<YAML
 device: soft+shm://this/is:bad
 control:
   port: 0
   prot: 1
+ring: 64
+dispatcher:
+  log:
+    level: debug
+max_sessions: [4]
 YAML
-"$qlinkd" --check-config "$dir/many.yaml" >"$dir/many.out" 2>&1 && fail "check-config: many problems accepted"
-grep -q "many.yaml:4: unknown key 'prot' in control" "$dir/many.out" || fail "check-config: unknown key"
-[ "$(wc -l <"$dir/many.out")" -eq 1 ] || fail "check-config: schema problems come alone (nothing to build from)"
+"$qlinkd" --check-config "$dir/many.yaml" >"$dir/many.out" 2>&1
+rc=$?
+[ $rc -eq 1 ] || fail "check-config: many problems: exit status $rc, not 1"
+for want in "many.yaml:1: device: .*outside" "many.yaml:3: control.port: 0 is out of range" \
+	"many.yaml:4: unknown key 'prot' in control" \
+	"many.yaml:5: ring: wrong type: expected a mapping, found a scalar" \
+	"many.yaml:7: unknown key 'log' in dispatcher" \
+	"many.yaml:9: max_sessions: wrong type: expected a scalar value, found a list"; do
+	grep -q -- "$want" "$dir/many.out" || fail "check-config: missing '$want'"
+done
+[ "$(wc -l <"$dir/many.out")" -eq 6 ] || fail "check-config: not one line per problem"
+# ... and then each plugin's
 cat >"$dir/many.yaml" <<YAML
 device: soft+shm://this/is:bad
 control:

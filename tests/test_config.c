@@ -442,10 +442,66 @@ static void test_check_keeps_partial(void **state)
 	assert_int_equal(c->control.port, 7700); /* the default stands in */
 	assert_int_equal(c->plugins_count, 1);
 	ql_config_free(c);
-	/* unknown keys: nothing to build from */
-	path = write_tmp("partial.yaml", "prot: 1\n");
+	/* an unknown key hides nothing: the rest is built and checked */
+	path = write_tmp("partial.yaml", "prot: 1\ncontrol:\n  port: 0\n");
 	assert_int_equal(ql_config_check(path, &c, &d), -EINVAL);
-	assert_null(c);
+	assert_non_null(c);
+	assert_int_equal(d.count, 2);
+	ql_config_free(c);
+}
+
+/* Issue 25: one run reports every problem of a file, whatever its kind:
+ * unknown keys do not hide bad values, nor the first error the later ones;
+ * each on its line, in the file's order. */
+static void test_every_problem_at_once(void **state)
+{
+	static const struct {
+		unsigned line;
+		const char *msg;
+	} want[] = {
+		{ 2, "unknown key 'contrl'" },
+		{ 5, "dispatcher.burst: 64 is out of range (1..32)" },
+		{ 7, "ring.slots: wrong type: expected a scalar value, found a list" },
+		{ 8, "log: wrong type: expected a mapping, found a scalar" },
+		{ 9, "max_sessions: 0 is out of range" },
+		{ 12, "unknown key 'ring' in udp[0]" },
+		{ 13, "udp[0].slot_size: wrong type: expected a scalar value, found a mapping" },
+		{ 14, "udp[0].bad_requests: 'loud' is not one of drop, answer" },
+		{ 15, "transport: 'rings' is not one of ring, hsb" },
+	};
+	const char *path = write_tmp("every.yaml", "device: soft://loop\n"	  /* 1 */
+						   "contrl:\n"			  /* 2 */
+						   "  port: 7700\n"		  /* 3 */
+						   "dispatcher:\n"		  /* 4 */
+						   "  burst: 64\n"		  /* 5 */
+						   "ring:\n"			  /* 6 */
+						   "  slots: [64]\n"		  /* 7 */
+						   "log: debug\n"		  /* 8 */
+						   "max_sessions: 0\n"		  /* 9 */
+						   "udp:\n"			  /* 10 */
+						   "  - listen: 127.0.0.1:5000\n" /* 11 */
+						   "    ring: { slots: 4 }\n"	  /* 12 */
+						   "    slot_size: { a: 1 }\n"	  /* 13 */
+						   "    bad_requests: loud\n"	  /* 14 */
+						   "transport: rings\n");	  /* 15 */
+	struct ql_config *c = NULL;
+	struct ql_diags d;
+
+	(void)state;
+	assert_int_equal(ql_config_check(path, &c, &d), -EINVAL);
+	assert_non_null(c);
+	ql_config_free(c);
+	if (d.count != sizeof(want) / sizeof(want[0]))
+		ql_diags_print(&d, path, stderr);
+	assert_int_equal(d.count, sizeof(want) / sizeof(want[0]));
+	for (unsigned i = 0; i < d.count; i++) {
+		if (d.d[i].line != want[i].line || !strstr(d.d[i].msg, want[i].msg))
+			ql_diags_print(&d, path, stderr);
+		assert_int_equal(d.d[i].line, want[i].line);
+		assert_non_null(strstr(d.d[i].msg, want[i].msg));
+	}
+	/* the detail sentence is the first of them */
+	assert_non_null(strstr(ql_error_detail(), "every.yaml:2: unknown key 'contrl'"));
 }
 
 static int setup(void **state)
@@ -665,6 +721,7 @@ int main(void)
 		cmocka_unit_test(test_ring_memory),
 		cmocka_unit_test(test_multi_document),
 		cmocka_unit_test(test_check_keeps_partial),
+		cmocka_unit_test(test_every_problem_at_once),
 		cmocka_unit_test(test_deep_nesting),
 		cmocka_unit_test(test_qcs_hsb),
 		cmocka_unit_test(test_udp),

@@ -75,13 +75,14 @@ static void expect_error(const char *text, unsigned line, const char *substr)
 	"    buffer:\n"                    \
 	"      size: 4194304\n"
 
-static void test_seed_example(void **state)
+/* The seed's four endpoints, as loaded from path. */
+static void expect_seed_spec(const char *path)
 {
 	struct ql_ep_spec *s;
 	struct ql_ep_info in;
 
-	(void)state;
-	assert_int_equal(ql_ep_spec_load(write_tmp(SEED), &s), 0);
+	if (ql_ep_spec_load(path, &s))
+		fail_msg("%s: %s", path, ql_error_detail());
 	assert_int_equal(ql_ep_spec_count(s), 4);
 	assert_int_equal(ql_ep_spec_get(s, 0, &in), 0);
 	assert_string_equal(in.path, "/rdma/ep0");
@@ -100,8 +101,29 @@ static void test_seed_example(void **state)
 	ql_ep_spec_free(s);
 }
 
+static void test_seed_example(void **state)
+{
+	(void)state;
+	expect_seed_spec(write_tmp(SEED));
+}
+
 #define EP(path, type, size) \
 	"  - path: " path "\n    type: " type "\n    buffer:\n      size: " size "\n"
+
+/* The seed's own text, version "0.0.1" (a string) and all (issue 25): read
+ * as version 1, the same format (docs/endpoint.md, "The seed's version");
+ * another version string is refused, naming what is read. */
+static void test_seed_text(void **state)
+{
+	(void)state;
+	expect_seed_spec(QL_TEST_DATA "/seed002_endpoints.yaml");
+	expect_error("version: \"0.0.1\"\nendpoints:\n" EP("/a", "write", "8") "  - path: /b\n", 7,
+		     "");
+	expect_error("version: \"0.0.2\"\nendpoints:\n" EP("/a", "write", "8"), 1,
+		     "version 0.0.2 is not supported (this qlink reads version 1, and the "
+		     "seed's \"0.0.1\" as version 1)");
+	expect_error("version: [1]\nendpoints:\n" EP("/a", "write", "8"), 1, "version");
+}
 
 static void test_refusals(void **state)
 {
@@ -209,9 +231,9 @@ static void test_api_rules(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_seed_example), cmocka_unit_test(test_refusals),
-		cmocka_unit_test(test_deep_nesting), cmocka_unit_test(test_missing_file),
-		cmocka_unit_test(test_api_rules),
+		cmocka_unit_test(test_seed_example), cmocka_unit_test(test_seed_text),
+		cmocka_unit_test(test_refusals),     cmocka_unit_test(test_deep_nesting),
+		cmocka_unit_test(test_missing_file), cmocka_unit_test(test_api_rules),
 	};
 	int ret;
 

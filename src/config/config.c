@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The qlinkd configuration file (see config/config.h). libcyaml loads the
- * file into a raw struct whose scalars are pointers, so that an absent key
- * (NULL) can be told from one set to zero; the raw struct is then checked
- * key by key and copied into struct ql_config with the defaults filled in.
+ * The qlinkd configuration file (see config/config.h), read from a table
+ * with one row per key (keys[] below: path, type, range or names, default,
+ * field, man-page summary). libyaml parses the file (yamlfile.h); the walk
+ * fills struct ql_config with the defaults, then each key of the file is
+ * looked up, type- and range-checked and stored where its row says, its
+ * hook checking what one value says alone (an address, a file); an unknown
+ * key or a bad value is reported and the walk goes on, so one run reports
+ * every problem. The checks that need several keys come after the walk.
  */
 #define _GNU_SOURCE
 #include "config/config.h"
@@ -30,234 +34,6 @@
 #include "qlink/udp.h"
 #include "qlink/verbs.h"
 #include "yamlfile/yamlfile.h"
-
-struct raw_control {
-	char *address;
-	int64_t *port;
-	char *secret_file;
-	char **allow;
-	unsigned allow_count;
-};
-
-struct raw_dispatcher {
-	int64_t *cpu;
-	int64_t *cpus;
-	unsigned cpus_count;
-	int64_t *burst;
-	char *idle;
-	int64_t *idle_after_us;
-	int64_t *sleep_us;
-	int64_t *call_deadline_ms;
-};
-
-struct raw_ring {
-	int64_t *slots;
-	int64_t *slot_size;
-	char *qp;
-};
-
-struct raw_hsb {
-	int64_t *pages;
-	int64_t *page_size;
-	int64_t *frame_len;
-	int64_t *resp_size;
-};
-
-struct raw_plugin {
-	char *path;
-	char *config;
-};
-
-struct raw_qcs {
-	char *kind;
-	char *address;
-	int64_t *port;
-	int64_t *vp;
-	int64_t *vp_address;
-	int64_t *hif_address;
-	int64_t *data_plane;
-	int64_t *mtu;
-	char *hsb_version;
-	int64_t *qp;
-	char *gid;
-};
-
-struct raw_udp {
-	char *listen;
-	int64_t *slots;
-	int64_t *slot_size;
-	int64_t *busy_poll_us;
-	char *bad_requests;
-	int64_t *cpu;
-	char **allow;
-	unsigned allow_count;
-};
-
-struct raw_log {
-	char *level;
-	char *format;
-};
-
-struct raw_gpu {
-	char *mode;
-	int64_t *device;
-};
-
-struct raw_config {
-	char *device;
-	char *datapath;
-	struct raw_gpu *gpu;
-	struct raw_control *control;
-	struct raw_dispatcher *dispatcher;
-	struct raw_ring *ring;
-	char *transport;
-	char *bad_requests;
-	struct raw_hsb *hsb;
-	int64_t *max_sessions;
-	struct raw_plugin *plugins;
-	unsigned plugins_count;
-	struct raw_qcs *qcs;
-	unsigned qcs_count;
-	struct raw_udp *udp;
-	unsigned udp_count;
-	char **builtins;
-	unsigned builtins_count;
-	struct raw_log *log;
-};
-
-#define OPT (CYAML_FLAG_POINTER | CYAML_FLAG_OPTIONAL)
-#define STR(key, type, member) CYAML_FIELD_STRING_PTR(key, OPT, type, member, 0, CYAML_UNLIMITED)
-
-static const cyaml_schema_value_t string_entry = {
-	CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 0, CYAML_UNLIMITED),
-};
-
-static const cyaml_schema_field_t control_fields[] = {
-	STR("address", struct raw_control, address),
-	CYAML_FIELD_INT_PTR("port", OPT, struct raw_control, port),
-	STR("secret_file", struct raw_control, secret_file),
-	CYAML_FIELD_SEQUENCE("allow", OPT, struct raw_control, allow, &string_entry, 0,
-			     CYAML_UNLIMITED),
-	CYAML_FIELD_END,
-};
-
-static const cyaml_schema_value_t int_entry = {
-	CYAML_VALUE_INT(CYAML_FLAG_DEFAULT, int64_t),
-};
-
-static const cyaml_schema_field_t dispatcher_fields[] = {
-	CYAML_FIELD_INT_PTR("cpu", OPT, struct raw_dispatcher, cpu),
-	/* at least one core: libcyaml reports an empty list with its line */
-	CYAML_FIELD_SEQUENCE("cpus", OPT, struct raw_dispatcher, cpus, &int_entry, 1,
-			     CYAML_UNLIMITED),
-	CYAML_FIELD_INT_PTR("burst", OPT, struct raw_dispatcher, burst),
-	STR("idle", struct raw_dispatcher, idle),
-	CYAML_FIELD_INT_PTR("idle_after_us", OPT, struct raw_dispatcher, idle_after_us),
-	CYAML_FIELD_INT_PTR("sleep_us", OPT, struct raw_dispatcher, sleep_us),
-	CYAML_FIELD_INT_PTR("call_deadline_ms", OPT, struct raw_dispatcher, call_deadline_ms),
-	CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t ring_fields[] = {
-	CYAML_FIELD_INT_PTR("slots", OPT, struct raw_ring, slots),
-	CYAML_FIELD_INT_PTR("slot_size", OPT, struct raw_ring, slot_size),
-	STR("qp", struct raw_ring, qp),
-	CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t hsb_fields[] = {
-	CYAML_FIELD_INT_PTR("pages", OPT, struct raw_hsb, pages),
-	CYAML_FIELD_INT_PTR("page_size", OPT, struct raw_hsb, page_size),
-	CYAML_FIELD_INT_PTR("frame_len", OPT, struct raw_hsb, frame_len),
-	CYAML_FIELD_INT_PTR("resp_size", OPT, struct raw_hsb, resp_size),
-	CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t plugin_fields[] = {
-	CYAML_FIELD_STRING_PTR("path", CYAML_FLAG_POINTER, struct raw_plugin, path, 1,
-			       CYAML_UNLIMITED),
-	STR("config", struct raw_plugin, config),
-	CYAML_FIELD_END,
-};
-
-static const cyaml_schema_value_t plugin_entry = {
-	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct raw_plugin, plugin_fields),
-};
-
-static const cyaml_schema_field_t qcs_fields[] = {
-	STR("kind", struct raw_qcs, kind),
-	STR("address", struct raw_qcs, address),
-	CYAML_FIELD_INT_PTR("port", OPT, struct raw_qcs, port),
-	CYAML_FIELD_INT_PTR("vp", OPT, struct raw_qcs, vp),
-	CYAML_FIELD_INT_PTR("vp_address", OPT, struct raw_qcs, vp_address),
-	CYAML_FIELD_INT_PTR("hif_address", OPT, struct raw_qcs, hif_address),
-	CYAML_FIELD_INT_PTR("data_plane", OPT, struct raw_qcs, data_plane),
-	CYAML_FIELD_INT_PTR("mtu", OPT, struct raw_qcs, mtu),
-	STR("hsb_version", struct raw_qcs, hsb_version),
-	CYAML_FIELD_INT_PTR("qp", OPT, struct raw_qcs, qp),
-	STR("gid", struct raw_qcs, gid),
-	CYAML_FIELD_END,
-};
-
-static const cyaml_schema_value_t qcs_entry = {
-	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct raw_qcs, qcs_fields),
-};
-
-static const cyaml_schema_field_t udp_fields[] = {
-	CYAML_FIELD_STRING_PTR("listen", CYAML_FLAG_POINTER, struct raw_udp, listen, 0,
-			       CYAML_UNLIMITED),
-	CYAML_FIELD_INT_PTR("slots", OPT, struct raw_udp, slots),
-	CYAML_FIELD_INT_PTR("slot_size", OPT, struct raw_udp, slot_size),
-	CYAML_FIELD_INT_PTR("busy_poll_us", OPT, struct raw_udp, busy_poll_us),
-	STR("bad_requests", struct raw_udp, bad_requests),
-	CYAML_FIELD_INT_PTR("cpu", OPT, struct raw_udp, cpu),
-	CYAML_FIELD_SEQUENCE("allow", OPT, struct raw_udp, allow, &string_entry, 0,
-			     CYAML_UNLIMITED),
-	CYAML_FIELD_END,
-};
-
-static const cyaml_schema_value_t udp_entry = {
-	CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct raw_udp, udp_fields),
-};
-
-static const cyaml_schema_field_t log_fields[] = {
-	STR("level", struct raw_log, level),
-	STR("format", struct raw_log, format),
-	CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t gpu_fields[] = {
-	STR("mode", struct raw_gpu, mode),
-	CYAML_FIELD_INT_PTR("device", OPT, struct raw_gpu, device),
-	CYAML_FIELD_END,
-};
-
-static const cyaml_schema_field_t top_fields[] = {
-	STR("device", struct raw_config, device),
-	STR("datapath", struct raw_config, datapath),
-	CYAML_FIELD_MAPPING_PTR("gpu", OPT, struct raw_config, gpu, gpu_fields),
-	CYAML_FIELD_MAPPING_PTR("control", OPT, struct raw_config, control, control_fields),
-	CYAML_FIELD_MAPPING_PTR("dispatcher", OPT, struct raw_config, dispatcher,
-				dispatcher_fields),
-	CYAML_FIELD_MAPPING_PTR("ring", OPT, struct raw_config, ring, ring_fields),
-	STR("transport", struct raw_config, transport),
-	STR("bad_requests", struct raw_config, bad_requests),
-	CYAML_FIELD_MAPPING_PTR("hsb", OPT, struct raw_config, hsb, hsb_fields),
-	CYAML_FIELD_INT_PTR("max_sessions", OPT, struct raw_config, max_sessions),
-	CYAML_FIELD_SEQUENCE("plugins", OPT, struct raw_config, plugins, &plugin_entry, 0,
-			     CYAML_UNLIMITED),
-	CYAML_FIELD_SEQUENCE("qcs", OPT, struct raw_config, qcs, &qcs_entry, 0, CYAML_UNLIMITED),
-	CYAML_FIELD_SEQUENCE("udp", OPT, struct raw_config, udp, &udp_entry, 0, CYAML_UNLIMITED),
-	CYAML_FIELD_SEQUENCE("builtins", OPT, struct raw_config, builtins, &string_entry, 0,
-			     CYAML_UNLIMITED),
-	CYAML_FIELD_MAPPING_PTR("log", OPT, struct raw_config, log, log_fields),
-	CYAML_FIELD_END,
-};
-
-static const cyaml_schema_value_t top_schema = {
-	CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct raw_config, top_fields),
-};
-
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
 static const char *const format_names[] = { "text", "json" };
 
@@ -317,21 +93,6 @@ void ql_config_free(struct ql_config *cfg)
 	}
 	free(cfg->udp);
 	free(cfg);
-}
-
-/* An integer key within [min, max], or the default when absent. */
-static int64_t int_key(struct ql_yaml_file *f, const int64_t *v, const char *path, int64_t min,
-		       int64_t max, int64_t def, const char *why)
-{
-	if (!v)
-		return def;
-	if (*v < min || *v > max) {
-		ql__diag_add(f, ql__yaml_line(f, path), "%s: %lld is out of range (%lld..%lld%s%s)",
-			     path, (long long)*v, (long long)min, (long long)max, why ? "; " : "",
-			     why ? why : "");
-		return def;
-	}
-	return *v;
 }
 
 /* A device name as the providers accept it: 1..QL_DEVICE_NAME_MAX-1
@@ -505,156 +266,6 @@ static char *resolve_path(const char *cfg_path, const char *p)
 	return out;
 }
 
-static int name_index(const char *s, const char *const *names, int n)
-{
-	for (int i = 0; i < n; i++)
-		if (!strcmp(s, names[i]))
-			return i;
-	return -1;
-}
-
-/* dispatcher: one core (cpu) or a list of them (cpus), one dispatcher
- * thread each, and the idle policy they share. */
-static int convert_dispatcher(struct ql_yaml_file *f, const struct raw_dispatcher *rd,
-			      struct ql_config *c, int ncpu)
-{
-	enum ql_idle_policy idle = QL_IDLE_SPIN;
-	unsigned used_list = 0;
-
-	c->dispatcher.cpu = (int)int_key(f, rd ? rd->cpu : NULL, "dispatcher.cpu", -1, ncpu - 1, -1,
-					 "-1 for no pinning; this host's CPUs");
-	c->dispatcher.burst = (uint32_t)int_key(f, rd ? rd->burst : NULL, "dispatcher.burst", 1, 32,
-						QL_CONFIG_DEFAULT_BURST, NULL);
-	c->dispatcher.cpus = calloc(rd && rd->cpus_count ? rd->cpus_count : 1, sizeof(int));
-	if (!c->dispatcher.cpus)
-		return -ENOMEM;
-	c->dispatcher.cpus[0] = c->dispatcher.cpu;
-	c->dispatcher.cpus_count = 1;
-	if (rd && rd->cpus && rd->cpu)
-		ql__diag_add(f, ql__yaml_line(f, "dispatcher.cpus"),
-			     "dispatcher: give cpu (one core) or cpus (a list), not both");
-	for (unsigned i = 0; rd && rd->cpus && !rd->cpu && i < rd->cpus_count; i++) {
-		unsigned line = ql__yaml_linef(f, "dispatcher.cpus.%u", i);
-		int64_t v = rd->cpus[i];
-
-		if (v < 0 || v >= ncpu) {
-			ql__diag_add(f, line,
-				     "dispatcher.cpus[%u]: %lld is not a CPU of this host (0..%d)",
-				     i, (long long)v, ncpu - 1);
-			continue;
-		}
-		for (unsigned j = 0; j < i; j++)
-			if (rd->cpus[j] == v) {
-				ql__diag_add(f, line,
-					     "dispatcher.cpus[%u]: cpu %lld is listed twice (one "
-					     "dispatcher per core)",
-					     i, (long long)v);
-				v = -1;
-				break;
-			}
-		if (v < 0)
-			continue;
-		if (!used_list++)
-			c->dispatcher.cpus_count = 0;
-		c->dispatcher.cpus[c->dispatcher.cpus_count++] = (int)v;
-	}
-	c->dispatcher.cpu = c->dispatcher.cpus[0];
-	if (rd && rd->idle && ql_idle_policy_parse(rd->idle, &idle))
-		ql__diag_add(f, ql__yaml_line(f, "dispatcher.idle"),
-			     "dispatcher.idle: '%s' is not one of spin, yield, sleep", rd->idle);
-	c->dispatcher.idle = (uint32_t)idle;
-	c->dispatcher.idle_after_us =
-		(uint32_t)int_key(f, rd ? rd->idle_after_us : NULL, "dispatcher.idle_after_us", 1,
-				  1000000, QL_CONFIG_DEFAULT_IDLE_AFTER_US, "at most a second");
-	c->dispatcher.sleep_us = (uint32_t)int_key(f, rd ? rd->sleep_us : NULL,
-						   "dispatcher.sleep_us", 1, 100000,
-						   QL_CONFIG_DEFAULT_SLEEP_US, "at most 100 ms");
-	c->dispatcher.call_deadline_ms = (uint32_t)int_key(
-		f, rd ? rd->call_deadline_ms : NULL, "dispatcher.call_deadline_ms", 0, 3600000,
-		QL_CONFIG_DEFAULT_CALL_DEADLINE_MS, "0 (no deadline) up to an hour");
-	return 0;
-}
-
-/* qcs: QCSs qlinkd configures itself. Kind hsb: a Hololink board's IPv4
- * address (qlinkd talks to no other), its register port, the VP and, for
- * boards that report other ones, the VP and HIF block addresses. */
-static int convert_qcs(struct ql_yaml_file *f, const struct raw_config *r, struct ql_config *c)
-{
-	unsigned char a4[4];
-
-	if (r->qcs_count) {
-		c->qcs = calloc(r->qcs_count, sizeof(*c->qcs));
-		if (!c->qcs)
-			return -ENOMEM;
-	}
-	for (unsigned i = 0; i < r->qcs_count; i++) {
-		const struct raw_qcs *rq = &r->qcs[i];
-		struct ql_config_qcs *q = &c->qcs[i];
-		char key[64];
-
-		q->line = ql__yaml_linef(f, "qcs.%u", i);
-		q->kind = ql__strdup0(rq->kind);
-		q->address = ql__strdup0(rq->address);
-		if ((rq->kind && !q->kind) || (rq->address && !q->address))
-			return -ENOMEM;
-		c->qcs_count++;
-		if (!rq->kind || strcmp(rq->kind, "hsb"))
-			ql__diag_add(f, rq->kind ? ql__yaml_linef(f, "qcs.%u.kind", i) : q->line,
-				     "qcs[%u].kind: %s%s%s (known: hsb)", i,
-				     rq->kind ? "'" : "required", rq->kind ? rq->kind : "",
-				     rq->kind ? "' is not a QCS kind" : "");
-		if (!rq->address || inet_pton(AF_INET, rq->address, a4) != 1)
-			ql__diag_add(
-				f, rq->address ? ql__yaml_linef(f, "qcs.%u.address", i) : q->line,
-				"qcs[%u].address: %s%s%s", i, rq->address ? "'" : "required",
-				rq->address ? rq->address : "",
-				rq->address ? "' is not an IPv4 address" : " (the board's IPv4)");
-		snprintf(key, sizeof(key), "qcs.%u.port", i);
-		q->port = (uint32_t)int_key(f, rq->port, key, 1, 65535, 8192, "a UDP port");
-		snprintf(key, sizeof(key), "qcs.%u.vp", i);
-		q->vp = (uint32_t)int_key(f, rq->vp, key, 0, 31, 0, "one bit of DP_VP_MASK");
-		snprintf(key, sizeof(key), "qcs.%u.vp_address", i);
-		q->vp_address =
-			(uint32_t)int_key(f, rq->vp_address, key, 0, UINT32_MAX - 0x40, 0, NULL);
-		snprintf(key, sizeof(key), "qcs.%u.hif_address", i);
-		q->hif_address =
-			(uint32_t)int_key(f, rq->hif_address, key, 0, UINT32_MAX - 0x10, 0, NULL);
-		snprintf(key, sizeof(key), "qcs.%u.data_plane", i);
-		q->data_plane = (uint32_t)int_key(f, rq->data_plane, key, 0,
-						  QL_HSB_MAX_DATA_PLANES - 1, 0,
-						  "the board's data plane (HIF block)");
-		snprintf(key, sizeof(key), "qcs.%u.mtu", i);
-		q->mtu = (uint32_t)int_key(f, rq->mtu, key, QL_HSB_ROCE_OVERHEAD + QL_HSB_PAGE,
-					   9216, QL_HSB_ETH_MTU,
-					   "the Ethernet MTU (sets DP_PACKET_SIZE)");
-		if (rq->hsb_version && ql_hsb_layout_parse(rq->hsb_version, &q->layout))
-			ql__diag_add(f, ql__yaml_linef(f, "qcs.%u.hsb_version", i),
-				     "qcs[%u].hsb_version: '%s' is not a supported HSB version "
-				     "(2.6: 2.6.0 and later; 2.5: before 2.6.0)",
-				     i, rq->hsb_version);
-		snprintf(key, sizeof(key), "qcs.%u.qp", i);
-		q->qp = (uint32_t)int_key(f, rq->qp, key, 1, 0xffffff, 2,
-					  "the board's QP number (24 bits)");
-		/* the board's GID: by default its address, IPv4-mapped */
-		q->gid[10] = q->gid[11] = 0xff;
-		if (q->address && inet_pton(AF_INET, q->address, a4) == 1)
-			memcpy(q->gid + 12, a4, 4);
-		if (rq->gid && inet_pton(AF_INET6, rq->gid, q->gid) != 1)
-			ql__diag_add(f, ql__yaml_linef(f, "qcs.%u.gid", i),
-				     "qcs[%u].gid: '%s' is not a GID (IPv6 text form)", i, rq->gid);
-		if ((q->vp_address | q->hif_address) & 3)
-			ql__diag_add(f, q->line, "qcs[%u]: register addresses are multiples of 4",
-				     i);
-		for (unsigned j = 0; j < i; j++)
-			if (q->address && c->qcs[j].address &&
-			    !strcmp(q->address, c->qcs[j].address) && q->port == c->qcs[j].port &&
-			    q->vp == c->qcs[j].vp)
-				ql__diag_add(f, q->line,
-					     "qcs[%u]: the same board and VP as qcs[%u]", i, j);
-	}
-	return 0;
-}
-
 /*
  * "HOST:PORT" with an IPv4 literal, or "[V6]:PORT" with an IPv6 one (the
  * brackets are how an IPv6 address and a port are told apart). NULL and
@@ -719,93 +330,851 @@ static bool binds_overlap(const char *a, uint32_t pa, const char *b, uint32_t pb
 	return a6 == b6 && (aany || bany);
 }
 
-/* udp: CUDA-Q UDP listeners, each a session made at start. */
-static int convert_udp(struct ql_yaml_file *f, const struct raw_config *r, struct ql_config *c)
+/* ---- the walk of one file -------------------------------------------------- */
+
+#define NKEYS 64
+
+struct ql__config_walk {
+	struct ql_yaml_file *f;
+	struct ql_config *c;
+	int ncpu;
+	unsigned index;	  /* the entry of the list being read */
+	bool seen[NKEYS]; /* keys given (a list entry's keys: in this entry) */
+};
+
+static void *at(void *base, size_t off)
 {
-	static const char *const policies[] = { "answer", "drop" };
+	return (char *)base + off;
+}
 
-	if (r->udp_count) {
-		c->udp = calloc(r->udp_count, sizeof(*c->udp));
-		if (!c->udp)
-			return -ENOMEM;
-	}
-	for (unsigned i = 0; i < r->udp_count; i++) {
-		const struct raw_udp *ru = &r->udp[i];
-		struct ql_config_udp *u = &c->udp[i];
-		const char *why;
-		char key[64];
+/* Every integer and enum field is 32 bits (uint32_t, int or an enum). */
+static void put32(void *base, size_t off, int64_t v)
+{
+	int32_t x = (int32_t)v;
 
-		u->line = ql__yaml_linef(f, "udp.%u", i);
-		c->udp_count++;
-		if (ru->listen[0] && strspn(ru->listen, "0123456789") == strlen(ru->listen) &&
-		    strlen(ru->listen) <= 5) {
-			/* a bare port: loopback (an address must be written to
-			 * listen wider) */
-			char lo[32];
+	memcpy(at(base, off), &x, sizeof(x));
+}
 
-			snprintf(lo, sizeof(lo), "127.0.0.1:%s", ru->listen);
-			why = parse_listen(lo, &u->address, &u->port);
+static int32_t get32(const void *base, size_t off)
+{
+	int32_t x;
+
+	memcpy(&x, (const char *)base + off, sizeof(x));
+	return x;
+}
+
+/* The index of s among "a|b|c", or -1. */
+static int value_index(const char *values, const char *s)
+{
+	size_t n = strlen(s);
+	int i = 0;
+
+	for (const char *p = values; p; p = strchr(p, '|'), p = p ? p + 1 : NULL, i++)
+		if (strcspn(p, "|") == n && !strncmp(p, s, n))
+			return i;
+	return -1;
+}
+
+/* "a|b|c" as "a, b, c". */
+static const char *value_list(const char *values, char *buf, size_t len)
+{
+	size_t o = 0;
+
+	for (const char *p = values; *p && o + 3 < len; p++) {
+		if (*p == '|') {
+			buf[o++] = ',';
+			buf[o++] = ' ';
 		} else {
-			why = parse_listen(ru->listen, &u->address, &u->port);
+			buf[o++] = *p;
 		}
-		if (why && !u->address && !strcmp(why, "out of memory"))
-			return -ENOMEM;
-		if (why)
-			ql__diag_add(f, ql__yaml_linef(f, "udp.%u.listen", i),
-				     "udp[%u].listen: '%s': %s", i, ru->listen, why);
-		snprintf(key, sizeof(key), "udp.%u.slots", i);
-		u->slots = (uint32_t)int_key(f, ru->slots, key, 1, QL_UDP_MAX_SLOTS,
-					     QL_UDP_DEFAULT_SLOTS, "receive slots");
-		snprintf(key, sizeof(key), "udp.%u.slot_size", i);
-		u->slot_size = (uint32_t)int_key(
-			f, ru->slot_size, key, QL_UDP_MIN_SLOT_SIZE, QL_UDP_MAX_SLOT_SIZE,
-			QL_UDP_DEFAULT_SLOT_SIZE,
-			"bytes of one datagram: a 24-byte header and the arguments");
-		snprintf(key, sizeof(key), "udp.%u.busy_poll_us", i);
-		u->busy_poll_us = (uint32_t)int_key(f, ru->busy_poll_us, key, 0, 1000000, 0,
-						    "SO_BUSY_POLL; 0 for none");
-		u->bad_requests = QL_BAD_REQUEST_DROP;
-		if (ru->bad_requests) {
-			int k = name_index(ru->bad_requests, policies, 2);
+	}
+	buf[o] = '\0';
+	return buf;
+}
 
-			if (k < 0)
-				ql__diag_add(
-					f, ql__yaml_linef(f, "udp.%u.bad_requests", i),
-					"udp[%u].bad_requests: '%s' is not one of drop, answer", i,
-					ru->bad_requests);
+static int value_code(const struct ql_config_key *k, int i)
+{
+	return k->codes ? k->codes[i] : i;
+}
+
+static const struct ql_config_key keys[];
+static const size_t nkeys;
+
+static size_t key_index(const struct ql_config_key *k)
+{
+	return (size_t)(k - keys);
+}
+
+static const struct ql_config_key *key_find(const char *path)
+{
+	for (size_t i = 0; i < nkeys; i++)
+		if (!strcmp(keys[i].path, path))
+			return &keys[i];
+	return NULL;
+}
+
+/* The key's parent path length: "udp.slots" -> 3, "device" -> 0. */
+static size_t parent_len(const struct ql_config_key *k)
+{
+	const char *dot = strrchr(k->path, '.');
+
+	return dot ? (size_t)(dot - k->path) : 0;
+}
+
+/* The list whose entries hold k (udp for udp.slots), or NULL. */
+static const struct ql_config_key *key_owner(const struct ql_config_key *k)
+{
+	char p[64];
+	size_t n = parent_len(k);
+
+	while (n) {
+		const struct ql_config_key *o;
+
+		snprintf(p, sizeof(p), "%.*s", (int)n, k->path);
+		o = key_find(p);
+		if (o && o->type == QL_CONFIG_KEY_LIST)
+			return o;
+		n = o ? parent_len(o) : 0;
+	}
+	return NULL;
+}
+
+/* The defaults of the keys that live in base: the top level's (owner
+ * NULL) or one list entry's. */
+static int apply_defaults(struct ql__config_walk *w, const struct ql_config_key *owner, void *base)
+{
+	for (size_t i = 0; i < nkeys; i++) {
+		const struct ql_config_key *k = &keys[i];
+
+		if (key_owner(k) != owner)
+			continue;
+		w->seen[i] = false;
+		if (k->flags & (QL_CONFIG_KEY_LATE | QL_CONFIG_KEY_NOSTORE))
+			continue;
+		if (k->type == QL_CONFIG_KEY_INT || k->type == QL_CONFIG_KEY_FLAGS)
+			put32(base, k->off, k->def);
+		else if (k->type == QL_CONFIG_KEY_ENUM)
+			put32(base, k->off, value_code(k, (int)k->def));
+		else if (k->type == QL_CONFIG_KEY_STR && k->def_str) {
+			char **sp = at(base, k->off);
+
+			free(*sp);
+			*sp = strdup(k->def_str);
+			if (!*sp)
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static bool parse_int(const char *s, int64_t *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoll(s, &end, 0);
+	return *s && !*end && !errno;
+}
+
+static int walk_value(struct ql__config_walk *w, const struct ql_config_key *k, yaml_node_t *n,
+		      const char *dotted, void *base);
+
+/* A mapping of the keys below tpath (the table's path) at dotted (the
+ * file's, with list indices). */
+static int walk_map(struct ql__config_walk *w, yaml_node_t *n, const char *tpath,
+		    const char *dotted, void *base)
+{
+	char path[128], sub[160], disp[160];
+	size_t tl = strlen(tpath);
+	int ret;
+
+	for (yaml_node_pair_t *p = n->data.mapping.pairs.start; p < n->data.mapping.pairs.top;
+	     p++) {
+		yaml_node_t *kn = yaml_document_get_node(&w->f->doc, p->key);
+		yaml_node_t *val = yaml_document_get_node(&w->f->doc, p->value);
+		const struct ql_config_key *k;
+		const char *name;
+
+		if (!kn || !val)
+			continue;
+		ql__yaml_shown(dotted, disp, sizeof(disp));
+		if (kn->type != YAML_SCALAR_NODE) {
+			ql__diag_add(w->f, ql__yaml_node_line(kn),
+				     "%s%sa key must be a scalar, found %s", disp,
+				     *disp ? ": " : "", ql__yaml_node_kind(kn));
+			continue;
+		}
+		name = (const char *)kn->data.scalar.value;
+		snprintf(path, sizeof(path), "%s%s%s", tpath, tl ? "." : "", name);
+		k = key_find(path);
+		if (!k) {
+			ql__diag_add(w->f, ql__yaml_node_line(kn), "unknown key '%s'%s%s", name,
+				     *disp ? " in " : "", disp);
+			continue;
+		}
+		snprintf(sub, sizeof(sub), "%s%s%s", dotted, *dotted ? "." : "", name);
+		if (w->seen[key_index(k)]) {
+			ql__diag_add(w->f, ql__yaml_node_line(kn), "%s: given twice",
+				     ql__yaml_shown(sub, disp, sizeof(disp)));
+			continue;
+		}
+		w->seen[key_index(k)] = true;
+		ret = walk_value(w, k, val, sub, base);
+		if (ret)
+			return ret;
+	}
+	for (size_t i = 0; i < nkeys; i++) {
+		const struct ql_config_key *k = &keys[i];
+
+		if (!(k->flags & QL_CONFIG_KEY_REQUIRED) || w->seen[i] || parent_len(k) != tl ||
+		    strncmp(k->path, tpath, tl))
+			continue;
+		ql__yaml_shown(dotted, disp, sizeof(disp));
+		ql__diag_add(w->f, ql__yaml_node_line(n), "missing required key '%s'%s%s",
+			     k->path + tl + (tl ? 1 : 0), *disp ? " in " : "", disp);
+	}
+	return 0;
+}
+
+/* An integer within the key's range; false (reported) if it is not one. */
+static bool int_value(struct ql__config_walk *w, const struct ql_config_key *k, yaml_node_t *n,
+		      const char *dotted, int64_t *v)
+{
+	const char *s = (const char *)n->data.scalar.value;
+	int64_t max = k->flags & QL_CONFIG_KEY_NCPU ? w->ncpu - 1 : k->max;
+	char disp[160];
+
+	if (!parse_int(s, v)) {
+		ql__diag_add(w->f, ql__yaml_node_line(n),
+			     "%s: %s is not an integer (or is out of range)",
+			     ql__yaml_shown(dotted, disp, sizeof(disp)), s);
+		return false;
+	}
+	if (k->type == QL_CONFIG_KEY_INT && (*v < k->min || *v > max)) {
+		ql__diag_add(w->f, ql__yaml_node_line(n),
+			     "%s: %lld is out of range (%lld..%lld%s%s)", dotted, (long long)*v,
+			     (long long)k->min, (long long)max, k->why ? "; " : "",
+			     k->why ? k->why : "");
+		return false;
+	}
+	return true;
+}
+
+/* A list's entries: of mappings (LIST), names (FLAGS), strings or
+ * integers. */
+static int walk_list(struct ql__config_walk *w, const struct ql_config_key *k, yaml_node_t *n,
+		     const char *dotted, void *base)
+{
+	long cnt = n->data.sequence.items.top - n->data.sequence.items.start;
+	size_t esize = k->type == QL_CONFIG_KEY_LIST ? k->entry_size :
+		       k->type == QL_CONFIG_KEY_INTS ? sizeof(int) :
+						       sizeof(char *);
+	bool store = k->type != QL_CONFIG_KEY_FLAGS && !(k->flags & QL_CONFIG_KEY_NOSTORE);
+	uint32_t *count = store ? at(base, k->count_off) : NULL;
+	char sub[160], disp[160];
+	void *arr = NULL;
+	int ret;
+
+	if (cnt < k->min)
+		ql__diag_add(w->f, ql__yaml_node_line(n), "%s: a list needs at least %s",
+			     ql__yaml_shown(dotted, disp, sizeof(disp)),
+			     k->min == 1 ? "one entry" : "more entries");
+	if (store && cnt) {
+		arr = calloc((size_t)cnt, esize);
+		if (!arr)
+			return -ENOMEM;
+		*(void **)at(base, k->off) = arr;
+	}
+	if (k->type == QL_CONFIG_KEY_FLAGS)
+		put32(base, k->off, 0);
+	for (long i = 0; i < cnt; i++) {
+		yaml_node_t *e =
+			yaml_document_get_node(&w->f->doc, n->data.sequence.items.start[i]);
+		yaml_node_type_t want = k->type == QL_CONFIG_KEY_LIST ? YAML_MAPPING_NODE :
+									YAML_SCALAR_NODE;
+		const char *s = NULL;
+		int64_t v = 0;
+
+		if (!e || snprintf(sub, sizeof(sub), "%s.%ld", dotted, i) >= (int)sizeof(sub))
+			continue;
+		if (e->type != want) {
+			ql__diag_add(w->f, ql__yaml_node_line(e),
+				     "%s: wrong type: expected %s, found %s",
+				     ql__yaml_shown(sub, disp, sizeof(disp)),
+				     want == YAML_MAPPING_NODE ? "a mapping" : "a scalar value",
+				     ql__yaml_node_kind(e));
+			continue;
+		}
+		if (k->type == QL_CONFIG_KEY_LIST) {
+			void *entry = (char *)arr + (size_t)*count * esize;
+
+			w->index = (unsigned)i;
+			put32(entry, k->line_off, ql__yaml_node_line(e));
+			ret = apply_defaults(w, k, entry);
+			(*count)++;
+			if (!ret)
+				ret = walk_map(w, e, k->path, sub, entry);
+			if (!ret && k->hook)
+				ret = k->hook(w, k, entry, NULL, i, ql__yaml_node_line(e));
+			if (ret)
+				return ret;
+			continue;
+		}
+		s = (const char *)e->data.scalar.value;
+		if (k->type == QL_CONFIG_KEY_FLAGS) {
+			int x = value_index(k->values, s);
+			char list[128];
+			int32_t bits = get32(base, k->off);
+
+			if (x < 0)
+				ql__diag_add(w->f, ql__yaml_node_line(e), "%s: '%s' %s (known: %s)",
+					     ql__yaml_shown(sub, disp, sizeof(disp)), s, k->why,
+					     value_list(k->values, list, sizeof(list)));
+			else if (bits & value_code(k, x))
+				ql__diag_add(w->f, ql__yaml_node_line(e),
+					     "%s: '%s' is listed twice",
+					     ql__yaml_shown(sub, disp, sizeof(disp)), s);
 			else
-				u->bad_requests = (enum ql_bad_request_policy)k;
+				put32(base, k->off, bits | value_code(k, x));
+			continue;
 		}
-		if (ru->allow_count) {
-			u->allow = calloc(ru->allow_count, sizeof(char *));
-			if (!u->allow)
+		if (k->type == QL_CONFIG_KEY_INTS) {
+			if (!int_value(w, k, e, sub, &v))
+				continue;
+			if (store)
+				((int *)arr)[(*count)++] = (int)v;
+		} else if (store) {
+			((char **)arr)[*count] = strdup(s);
+			if (!((char **)arr)[*count])
+				return -ENOMEM;
+			(*count)++;
+		}
+		if (k->hook) {
+			ret = k->hook(w, k, base, s, v, ql__yaml_node_line(e));
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+static int walk_value(struct ql__config_walk *w, const struct ql_config_key *k, yaml_node_t *n,
+		      const char *dotted, void *base)
+{
+	yaml_node_type_t want = k->type == QL_CONFIG_KEY_MAP ? YAML_MAPPING_NODE :
+				k->type == QL_CONFIG_KEY_INT || k->type == QL_CONFIG_KEY_STR ||
+						k->type == QL_CONFIG_KEY_ENUM ?
+							       YAML_SCALAR_NODE :
+							       YAML_SEQUENCE_NODE;
+	char disp[160], list[128];
+	const char *s;
+	int64_t v = 0;
+	int i;
+
+	if (n->type != want) {
+		ql__diag_add(w->f, ql__yaml_node_line(n), "%s%swrong type: expected %s, found %s",
+			     ql__yaml_shown(dotted, disp, sizeof(disp)), *dotted ? ": " : "",
+			     want == YAML_MAPPING_NODE	? "a mapping" :
+			     want == YAML_SEQUENCE_NODE ? "a list" :
+							  "a scalar value",
+			     ql__yaml_node_kind(n));
+		return 0;
+	}
+	if (k->type == QL_CONFIG_KEY_MAP)
+		return walk_map(w, n, k->path, dotted, base);
+	if (want == YAML_SEQUENCE_NODE)
+		return walk_list(w, k, n, dotted, base);
+	s = (const char *)n->data.scalar.value;
+	switch (k->type) {
+	case QL_CONFIG_KEY_INT:
+		if (!int_value(w, k, n, dotted, &v))
+			return 0;
+		if (!(k->flags & QL_CONFIG_KEY_NOSTORE))
+			put32(base, k->off, v);
+		break;
+	case QL_CONFIG_KEY_ENUM:
+		i = value_index(k->values, s);
+		if (i < 0) {
+			ql__diag_add(w->f, ql__yaml_node_line(n), "%s: '%s' is not one of %s",
+				     ql__yaml_shown(dotted, disp, sizeof(disp)), s,
+				     value_list(k->values, list, sizeof(list)));
+			return 0;
+		}
+		put32(base, k->off, value_code(k, i));
+		break;
+	default: /* STR */
+		if (!(k->flags & QL_CONFIG_KEY_NOSTORE)) {
+			char **sp = at(base, k->off);
+
+			free(*sp);
+			*sp = strdup(s);
+			if (!*sp)
 				return -ENOMEM;
 		}
-		for (unsigned k = 0; k < ru->allow_count; k++) {
-			u->allow[k] = strdup(ru->allow[k]);
-			if (!u->allow[k])
-				return -ENOMEM;
-			u->allow_count++;
-			if (!valid_cidr(ru->allow[k]))
-				ql__diag_add(f, ql__yaml_linef(f, "udp.%u.allow.%u", i, k),
-					     "udp[%u].allow[%u]: '%s' is not an address or CIDR "
-					     "block (e.g. 10.0.0.0/8, fd00::/8)",
-					     i, k, ru->allow[k]);
+		break;
+	}
+	return k->hook ? k->hook(w, k, base, s, v, ql__yaml_node_line(n)) : 0;
+}
+
+/* ---- the checks of single values (the table's hooks) ---------------------- */
+
+static int hook_device(struct ql__config_walk *w, const struct ql_config_key *k, void *base,
+		       const char *s, int64_t v, unsigned line)
+{
+	check_device(w->f, s);
+	return 0;
+}
+
+static int hook_address(struct ql__config_walk *w, const struct ql_config_key *k, void *base,
+			const char *s, int64_t v, unsigned line)
+{
+	if (!valid_address(s))
+		ql__diag_add(w->f, line, "%s: '%s' is not an IPv4 or IPv6 address", k->path, s);
+	return 0;
+}
+
+/* The key as messages show it: "control.allow", or with the index of its
+ * list entry: "udp[2].allow". */
+static const char *key_shown(const struct ql__config_walk *w, const struct ql_config_key *k,
+			     char *buf, size_t len)
+{
+	const struct ql_config_key *owner = key_owner(k);
+
+	if (owner)
+		snprintf(buf, len, "%s[%u].%s", owner->path, w->index,
+			 k->path + strlen(owner->path) + 1);
+	else
+		snprintf(buf, len, "%s", k->path);
+	return buf;
+}
+
+/* control.allow, udp.allow: addresses and CIDR blocks */
+static int hook_cidr(struct ql__config_walk *w, const struct ql_config_key *k, void *base,
+		     const char *s, int64_t v, unsigned line)
+{
+	uint32_t n = get32(base, k->count_off);
+	char path[64];
+
+	if (valid_cidr(s))
+		return 0;
+	key_shown(w, k, path, sizeof(path));
+	ql__diag_add(w->f, line,
+		     "%s[%u]: '%s' is not an address or CIDR block (e.g. 10.0.0.0/8, fd00::/8)",
+		     path, n - 1, s);
+	return 0;
+}
+
+/* control.secret_file, plugins.path: files read at start, taken relative
+ * to the config file's directory */
+static int hook_file(struct ql__config_walk *w, const struct ql_config_key *k, void *base,
+		     const char *s, int64_t v, unsigned line)
+{
+	char **sp = at(base, k->off);
+	char what[64];
+
+	free(*sp);
+	*sp = resolve_path(w->f->path, s);
+	if (!*sp)
+		return -ENOMEM;
+	key_shown(w, k, what, sizeof(what));
+	if (access(*sp, R_OK))
+		ql__diag_add(w->f, line, "%s: cannot read '%s': %s", what, *sp, strerror(errno));
+	return 0;
+}
+
+/* dispatcher.cpus: cores of this host, each once */
+static int hook_cpus(struct ql__config_walk *w, const struct ql_config_key *k, void *base,
+		     const char *s, int64_t v, unsigned line)
+{
+	const struct ql_config *c = base;
+	uint32_t i = c->dispatcher.cpus_count - 1;
+
+	if (v < 0 || v >= w->ncpu) {
+		ql__diag_add(w->f, line,
+			     "dispatcher.cpus[%u]: %lld is not a CPU of this host (0..%d)", i,
+			     (long long)v, w->ncpu - 1);
+		return 0;
+	}
+	for (uint32_t j = 0; j < i; j++)
+		if (c->dispatcher.cpus[j] == v) {
+			ql__diag_add(
+				w->f, line,
+				"dispatcher.cpus[%u]: cpu %lld is listed twice (one dispatcher "
+				"per core)",
+				i, (long long)v);
+			break;
 		}
-		u->cpu = -1;
-		if (ru->cpu) {
+	return 0;
+}
+
+static int hook_hsb_version(struct ql__config_walk *w, const struct ql_config_key *k, void *base,
+			    const char *s, int64_t v, unsigned line)
+{
+	struct ql_config_qcs *q = base;
+
+	if (ql_hsb_layout_parse(s, &q->layout))
+		ql__diag_add(w->f, line,
+			     "qcs[%u].hsb_version: '%s' is not a supported HSB version (2.6: 2.6.0 "
+			     "and later; 2.5: before 2.6.0)",
+			     w->index, s);
+	return 0;
+}
+
+static int hook_gid(struct ql__config_walk *w, const struct ql_config_key *k, void *base,
+		    const char *s, int64_t v, unsigned line)
+{
+	struct ql_config_qcs *q = base;
+
+	if (inet_pton(AF_INET6, s, q->gid) != 1)
+		ql__diag_add(w->f, line, "qcs[%u].gid: '%s' is not a GID (IPv6 text form)",
+			     w->index, s);
+	return 0;
+}
+
+/* One qcs entry, its keys read: the GID defaults to its address,
+ * IPv4-mapped. */
+static int hook_qcs_entry(struct ql__config_walk *w, const struct ql_config_key *k, void *base,
+			  const char *s, int64_t v, unsigned line)
+{
+	struct ql_config_qcs *q = base;
+	unsigned char a4[4];
+	const struct ql_config_key *gid = key_find("qcs.gid");
+
+	if (w->seen[key_index(gid)])
+		return 0;
+	memset(q->gid, 0, sizeof(q->gid));
+	q->gid[10] = q->gid[11] = 0xff;
+	if (q->address && inet_pton(AF_INET, q->address, a4) == 1)
+		memcpy(q->gid + 12, a4, 4);
+	return 0;
+}
+
+/* udp.listen: a bare port (loopback), ADDRESS:PORT or [ADDRESS]:PORT */
+static int hook_listen(struct ql__config_walk *w, const struct ql_config_key *k, void *base,
+		       const char *s, int64_t v, unsigned line)
+{
+	struct ql_config_udp *u = base;
+	const char *why;
+
+	free(u->address);
+	if (s[0] && strspn(s, "0123456789") == strlen(s) && strlen(s) <= 5) {
+		/* a bare port: loopback (an address must be written to listen
+		 * wider) */
+		char lo[32];
+
+		snprintf(lo, sizeof(lo), "127.0.0.1:%s", s);
+		why = parse_listen(lo, &u->address, &u->port);
+	} else {
+		why = parse_listen(s, &u->address, &u->port);
+	}
+	if (why && !u->address && !strcmp(why, "out of memory"))
+		return -ENOMEM;
+	if (why)
+		ql__diag_add(w->f, line, "udp[%u].listen: '%s': %s", w->index, s, why);
+	return 0;
+}
+
+/* ---- the table -------------------------------------------------------------- */
+
+#define C(m) offsetof(struct ql_config, m)
+#define Q(m) offsetof(struct ql_config_qcs, m)
+#define U(m) offsetof(struct ql_config_udp, m)
+#define P(m) offsetof(struct ql_config_plugin, m)
+#define INT(p, o, lo, hi, d, ...)                                                               \
+	{                                                                                       \
+		.path = p, .type = QL_CONFIG_KEY_INT, .off = o, .min = lo, .max = hi, .def = d, \
+		__VA_ARGS__                                                                     \
+	}
+#define ENUM(p, o, vals, d, ...)                                                           \
+	{                                                                                  \
+		.path = p, .type = QL_CONFIG_KEY_ENUM, .off = o, .values = vals, .def = d, \
+		__VA_ARGS__                                                                \
+	}
+#define STR(p, o, ...)                                                      \
+	{                                                                   \
+		.path = p, .type = QL_CONFIG_KEY_STR, .off = o, __VA_ARGS__ \
+	}
+#define MAP(p, ...)                                               \
+	{                                                         \
+		.path = p, .type = QL_CONFIG_KEY_MAP, __VA_ARGS__ \
+	}
+
+static const int qp_codes[] = { IBV_QPT_RC, IBV_QPT_UC };
+static const int drop_answer[] = { QL_BAD_REQUEST_DROP, QL_BAD_REQUEST_ANSWER };
+static const int builtin_codes[] = { QL_CONFIG_BUILTIN_PARITY, QL_CONFIG_BUILTIN_INCREMENT };
+
+static const struct ql_config_key keys[] = {
+	STR("device", C(device), .def_str = QL_CONFIG_DEFAULT_DEVICE, .hook = hook_device,
+	    .doc = "the device URI: soft://loop, soft+shm://NAME, soft+udp://IP[:PORT] or "
+		   "ibv://DEVICE[:PORT[:GID]]"),
+	MAP("control", .doc = "the UDP control plane, through which a QCS opens sessions"),
+	STR("control.address", C(control.address), .def_str = QL_CONFIG_DEFAULT_ADDRESS,
+	    .hook = hook_address, .doc = "the IPv4 address the control plane listens on"),
+	INT("control.port", C(control.port), 1, 65535, QL_CONFIG_DEFAULT_PORT, .why = "a UDP port",
+	    .doc = "the control plane's UDP port"),
+	STR("control.secret_file", C(control.secret_file), .flags = QL_CONFIG_KEY_NOSTORE,
+	    .hook = hook_file, .def_doc = "none (not authenticated)",
+	    .doc = "the file holding the shared secret of control messages (HMAC-SHA256)"),
+	{ .path = "control.allow",
+	  .type = QL_CONFIG_KEY_STRS,
+	  .off = C(control.allow),
+	  .count_off = C(control.allow_count),
+	  .max = INT32_MAX,
+	  .hook = hook_cidr,
+	  .def_doc = "any (soft+shm without a secret: 127.0.0.0/8)",
+	  .doc = "the addresses and CIDR blocks a QCS may connect from" },
+	MAP("dispatcher", .doc = "the CPU dispatchers, one polling thread per core"),
+	INT("dispatcher.cpu", C(dispatcher.cpu), -1, 0, -1, .flags = QL_CONFIG_KEY_NCPU,
+	    .why = "-1 for no pinning; this host's CPUs",
+	    .doc = "the core of a single dispatcher; -1 leaves it unpinned"),
+	{ .path = "dispatcher.cpus",
+	  .type = QL_CONFIG_KEY_INTS,
+	  .off = C(dispatcher.cpus),
+	  .count_off = C(dispatcher.cpus_count),
+	  .min = 1,
+	  .max = INT32_MAX,
+	  .hook = hook_cpus,
+	  .def_doc = "[cpu]",
+	  .doc = "the cores, one dispatcher pinned to each (instead of cpu)" },
+	ENUM("dispatcher.idle", C(dispatcher.idle), "spin|yield|sleep", QL_IDLE_SPIN,
+	     .doc = "what an idle dispatcher does"),
+	INT("dispatcher.idle_after_us", C(dispatcher.idle_after_us), 1, 1000000,
+	    QL_CONFIG_DEFAULT_IDLE_AFTER_US, .why = "at most a second",
+	    .doc = "idle time in microseconds before yield or sleep back off"),
+	INT("dispatcher.sleep_us", C(dispatcher.sleep_us), 1, 100000, QL_CONFIG_DEFAULT_SLEEP_US,
+	    .why = "at most 100 ms", .doc = "one nap of the sleep policy, in microseconds"),
+	INT("dispatcher.call_deadline_ms", C(dispatcher.call_deadline_ms), 0, 3600000,
+	    QL_CONFIG_DEFAULT_CALL_DEADLINE_MS, .why = "0 (no deadline) up to an hour",
+	    .doc = "the longest a handler call may run, in milliseconds; 0: no deadline"),
+	INT("dispatcher.burst", C(dispatcher.burst), 1, 32, QL_CONFIG_DEFAULT_BURST,
+	    .doc = "requests taken per burst"),
+	MAP("ring", .doc = "the geometry of each session's request ring"),
+	INT("ring.slots", C(ring.slots), 1, QL_RING_MAX_SLOTS, QL_CONFIG_DEFAULT_SLOTS,
+	    .doc = "slots per ring, a power of two"),
+	INT("ring.slot_size", C(ring.slot_size), QL_RING_MIN_SLOT, QL_RING_MAX_SLOT,
+	    QL_CONFIG_DEFAULT_SLOT_SIZE, .doc = "bytes per slot, a multiple of 64"),
+	ENUM("ring.qp", C(ring.qp), "rc|uc", 0, .codes = qp_codes,
+	     .doc = "the rings' QP type, sent to the QCS as qp_type"),
+	ENUM("transport", C(transport), "ring|hsb", QL_CONFIG_TRANSPORT_RING,
+	     .doc = "the data plane of the sessions QCSs open through the control plane"),
+	ENUM("datapath", C(datapath), "cpu|gpu", QL_CONFIG_DATAPATH_CPU,
+	     .doc = "who serves the ring sessions: the CPU dispatchers or a GPU dispatcher"),
+	MAP("gpu", .doc = "the GPU dispatcher of datapath: gpu"),
+	ENUM("gpu.mode", C(gpu.mode), "auto|device|emulate", QL_GPU_MODE_AUTO,
+	     .doc = "the GPU, or its host emulation"),
+	INT("gpu.device", C(gpu.device), 0, 1023, 0, .doc = "the CUDA device ordinal"),
+	ENUM("bad_requests", C(bad_requests), "answer|drop", 0, .flags = QL_CONFIG_KEY_LATE,
+	     .def_doc = "answer (ring), drop (hsb)",
+	     .doc = "what a request refused before its handler runs gets"),
+	MAP("hsb", .doc = "the page geometry of each hsb session"),
+	INT("hsb.pages", C(hsb.pages), 1, QL_HSB_MAX_PAGES, QL_HSB_DEFAULT_PAGES,
+	    .doc = "pages per session"),
+	INT("hsb.page_size", C(hsb.page_size), QL_HSB_PAGE_UNIT, QL_HSB_MAX_PAGE_SIZE,
+	    QL_HSB_DEFAULT_PAGE_SIZE, .why = "a multiple of 128",
+	    .doc = "bytes per page, a multiple of 128"),
+	INT("hsb.frame_len", C(hsb.frame_len), 24, QL_HSB_MAX_PAGE_SIZE, 0,
+	    .flags = QL_CONFIG_KEY_LATE, .def_doc = "page_size - 128",
+	    .doc = "bytes the QCS writes per frame"),
+	INT("hsb.resp_size", C(hsb.resp_size), 24, QL_HSB_MAX_PAGE_SIZE, QL_HSB_DEFAULT_RESP_SIZE,
+	    .doc = "bytes of each QCS receive buffer"),
+	INT("max_sessions", C(max_sessions), 1, QL_CONFIG_MAX_SESSIONS,
+	    QL_CONFIG_DEFAULT_MAX_SESSIONS, .doc = "concurrent QCS sessions"),
+	{ .path = "builtins",
+	  .type = QL_CONFIG_KEY_FLAGS,
+	  .off = C(builtins),
+	  .values = QL_DEMO_PARITY_NAME "|" QL_DEMO_INCREMENT_NAME,
+	  .codes = builtin_codes,
+	  .def = QL_CONFIG_BUILTINS_DEFAULT,
+	  .max = INT32_MAX,
+	  .why = "is not a built-in function",
+	  .def_doc = "[" QL_DEMO_PARITY_NAME ", " QL_DEMO_INCREMENT_NAME "]",
+	  .doc = "the built-in functions every session serves" },
+	{ .path = "plugins",
+	  .type = QL_CONFIG_KEY_LIST,
+	  .off = C(plugins),
+	  .count_off = C(plugins_count),
+	  .entry_size = sizeof(struct ql_config_plugin),
+	  .line_off = P(line),
+	  .max = INT32_MAX,
+	  .def_doc = "none",
+	  .doc = "handler plugins, each a mapping" },
+	STR("plugins.path", P(path), .flags = QL_CONFIG_KEY_REQUIRED | QL_CONFIG_KEY_NOSTORE,
+	    .hook = hook_file, .doc = "the plugin's shared library"),
+	STR("plugins.config", P(config), .def_doc = "none",
+	    .doc = "a string passed to the plugin's init"),
+	{ .path = "qcs",
+	  .type = QL_CONFIG_KEY_LIST,
+	  .off = C(qcs),
+	  .count_off = C(qcs_count),
+	  .entry_size = sizeof(struct ql_config_qcs),
+	  .line_off = Q(line),
+	  .max = INT32_MAX,
+	  .hook = hook_qcs_entry,
+	  .def_doc = "none",
+	  .doc = "QCSs qlinkd configures itself (Hololink boards), each a mapping" },
+	STR("qcs.kind", Q(kind), .def_doc = "none (required)",
+	    .doc = "the QCS's kind: hsb (a Hololink board)"),
+	STR("qcs.address", Q(address), .def_doc = "none (required)",
+	    .doc = "the board's IPv4 address"),
+	INT("qcs.port", Q(port), 1, 65535, QL_HL_PORT, .why = "a UDP port",
+	    .doc = "the board's register port"),
+	INT("qcs.vp", Q(vp), 0, 31, 0, .why = "one bit of DP_VP_MASK",
+	    .doc = "the virtual port qlinkd configures"),
+	INT("qcs.vp_address", Q(vp_address), 0, UINT32_MAX - 0x40, 0, .flags = QL_CONFIG_KEY_HEX,
+	    .def_doc = "0x1000 + 0x40 x vp", .doc = "the VP's register block, a multiple of 4"),
+	INT("qcs.hif_address", Q(hif_address), 0, UINT32_MAX - 0x10, 0, .flags = QL_CONFIG_KEY_HEX,
+	    .def_doc = "0x02000300 + 0x10000 x data_plane",
+	    .doc = "the board's HIF block, a multiple of 4"),
+	INT("qcs.data_plane", Q(data_plane), 0, QL_HSB_MAX_DATA_PLANES - 1, 0,
+	    .why = "the board's data plane (HIF block)",
+	    .doc = "the data plane whose HIF block qlinkd writes"),
+	INT("qcs.mtu", Q(mtu), QL_HSB_ROCE_OVERHEAD + QL_HSB_PAGE, 9216, QL_HSB_ETH_MTU,
+	    .why = "the Ethernet MTU (sets DP_PACKET_SIZE)", .doc = "the Ethernet MTU to the host"),
+	STR("qcs.hsb_version", Q(layout), .flags = QL_CONFIG_KEY_NOSTORE, .hook = hook_hsb_version,
+	    .def_doc = "2.6", .doc = "the board's register layout: 2.6 or 2.5"),
+	INT("qcs.qp", Q(qp), 1, 0xffffff, 2, .flags = QL_CONFIG_KEY_HEX,
+	    .why = "the board's QP number (24 bits)", .doc = "the board's QP number"),
+	STR("qcs.gid", Q(gid), .flags = QL_CONFIG_KEY_NOSTORE, .hook = hook_gid,
+	    .def_doc = "::ffff:ADDRESS", .doc = "the board's GID, IPv6 text form"),
+	{ .path = "udp",
+	  .type = QL_CONFIG_KEY_LIST,
+	  .off = C(udp),
+	  .count_off = C(udp_count),
+	  .entry_size = sizeof(struct ql_config_udp),
+	  .line_off = U(line),
+	  .max = INT32_MAX,
+	  .def_doc = "none",
+	  .doc = "CUDA-Q Realtime UDP listeners, each a mapping" },
+	STR("udp.listen", U(address), .flags = QL_CONFIG_KEY_REQUIRED | QL_CONFIG_KEY_NOSTORE,
+	    .hook = hook_listen, .doc = "PORT (loopback), ADDRESS:PORT or [ADDRESS]:PORT"),
+	{ .path = "udp.allow",
+	  .type = QL_CONFIG_KEY_STRS,
+	  .off = U(allow),
+	  .count_off = U(allow_count),
+	  .max = INT32_MAX,
+	  .hook = hook_cidr,
+	  .def_doc = "loopback (127.0.0.0/8, ::1)",
+	  .doc = "the addresses and CIDR blocks served" },
+	INT("udp.slots", U(slots), 1, QL_UDP_MAX_SLOTS, QL_UDP_DEFAULT_SLOTS,
+	    .why = "receive slots", .doc = "receive slots"),
+	INT("udp.slot_size", U(slot_size), QL_UDP_MIN_SLOT_SIZE, QL_UDP_MAX_SLOT_SIZE,
+	    QL_UDP_DEFAULT_SLOT_SIZE,
+	    .why = "bytes of one datagram: a 24-byte header and the arguments",
+	    .doc = "the slot stride: bytes of one datagram"),
+	INT("udp.busy_poll_us", U(busy_poll_us), 0, 1000000, 0, .why = "SO_BUSY_POLL; 0 for none",
+	    .doc = "SO_BUSY_POLL of the socket, in microseconds; 0: none"),
+	ENUM("udp.bad_requests", U(bad_requests), "drop|answer", 0, .codes = drop_answer,
+	     .doc = "what a refused request gets"),
+	INT("udp.cpu", U(cpu), INT32_MIN + 1, INT32_MAX, INT32_MIN,
+	    .def_doc = "the least-loaded dispatcher",
+	    .doc = "the core of the dispatcher serving it, one of dispatcher.cpu(s)"),
+	MAP("log", .doc = "log lines (stderr) and counters (stdout)"),
+	ENUM("log.level", C(log.level), "error|warn|info|debug", QL_LOG_INFO,
+	     .doc = "the least severe level logged"),
+	ENUM("log.format", C(log.format), "text|json", QL_LOG_FORMAT_TEXT,
+	     .doc = "text, or one JSON object per line"),
+};
+
+static const size_t nkeys = sizeof(keys) / sizeof(keys[0]);
+_Static_assert(sizeof(keys) / sizeof(keys[0]) <= NKEYS, "NKEYS: raise it");
+
+const struct ql_config_key *ql_config_keys(size_t *count)
+{
+	*count = nkeys;
+	return keys;
+}
+
+static bool seen(const struct ql__config_walk *w, const char *path)
+{
+	return w->seen[key_index(key_find(path))];
+}
+
+/* ---- what one value cannot say alone --------------------------------------- */
+
+/* dispatcher: one core (cpu) or a list of them (cpus), not both; the
+ * list's bad entries (reported) left out. */
+static int check_dispatcher(struct ql__config_walk *w, struct ql_config *c)
+{
+	uint32_t n = 0;
+
+	if (seen(w, "dispatcher.cpu") && seen(w, "dispatcher.cpus"))
+		ql__diag_add(w->f, ql__yaml_line(w->f, "dispatcher.cpus"),
+			     "dispatcher: give cpu (one core) or cpus (a list), not both");
+	else
+		for (uint32_t i = 0; i < c->dispatcher.cpus_count; i++) {
+			int v = c->dispatcher.cpus[i];
+			bool dup = false;
+
+			for (uint32_t j = 0; j < i; j++)
+				dup = dup || c->dispatcher.cpus[j] == v;
+			if (v >= 0 && v < w->ncpu && !dup)
+				c->dispatcher.cpus[n++] = v;
+		}
+	if (!n) {
+		free(c->dispatcher.cpus);
+		c->dispatcher.cpus = calloc(1, sizeof(int));
+		if (!c->dispatcher.cpus)
+			return -ENOMEM;
+		c->dispatcher.cpus[0] = c->dispatcher.cpu;
+		n = 1;
+	}
+	c->dispatcher.cpus_count = n;
+	c->dispatcher.cpu = c->dispatcher.cpus[0];
+	return 0;
+}
+
+/* qcs: Hololink boards; kind and address are required. */
+static void check_qcs(struct ql__config_walk *w, struct ql_config *c)
+{
+	struct ql_yaml_file *f = w->f;
+	unsigned char a4[4];
+
+	for (unsigned i = 0; i < c->qcs_count; i++) {
+		const struct ql_config_qcs *q = &c->qcs[i];
+
+		if (!q->kind || strcmp(q->kind, "hsb"))
+			ql__diag_add(f, q->kind ? ql__yaml_linef(f, "qcs.%u.kind", i) : q->line,
+				     "qcs[%u].kind: %s%s%s (known: hsb)", i,
+				     q->kind ? "'" : "required", q->kind ? q->kind : "",
+				     q->kind ? "' is not a QCS kind" : "");
+		if (!q->address || inet_pton(AF_INET, q->address, a4) != 1)
+			ql__diag_add(
+				f, q->address ? ql__yaml_linef(f, "qcs.%u.address", i) : q->line,
+				"qcs[%u].address: %s%s%s", i, q->address ? "'" : "required",
+				q->address ? q->address : "",
+				q->address ? "' is not an IPv4 address" : " (the board's IPv4)");
+		if ((q->vp_address | q->hif_address) & 3)
+			ql__diag_add(f, q->line, "qcs[%u]: register addresses are multiples of 4",
+				     i);
+		for (unsigned j = 0; j < i; j++)
+			if (q->address && c->qcs[j].address &&
+			    !strcmp(q->address, c->qcs[j].address) && q->port == c->qcs[j].port &&
+			    q->vp == c->qcs[j].vp)
+				ql__diag_add(f, q->line,
+					     "qcs[%u]: the same board and VP as qcs[%u]", i, j);
+	}
+}
+
+/* udp: each listener's dispatcher, and binds that would collide. */
+static void check_udp(struct ql__config_walk *w, struct ql_config *c)
+{
+	struct ql_yaml_file *f = w->f;
+
+	for (unsigned i = 0; i < c->udp_count; i++) {
+		struct ql_config_udp *u = &c->udp[i];
+
+		if (u->cpu != INT32_MIN) {
 			bool found = false;
 
 			for (uint32_t k = 0; k < c->dispatcher.cpus_count; k++)
-				found = found || c->dispatcher.cpus[k] == *ru->cpu;
-			if (!found || *ru->cpu < 0)
+				found = found || c->dispatcher.cpus[k] == u->cpu;
+			if (!found || u->cpu < 0)
 				ql__diag_add(f, ql__yaml_linef(f, "udp.%u.cpu", i),
-					     "udp[%u].cpu: %lld is not the core of a dispatcher "
+					     "udp[%u].cpu: %d is not the core of a dispatcher "
 					     "(dispatcher.cpu or dispatcher.cpus)",
-					     i, (long long)*ru->cpu);
-			else
-				u->cpu = (int)*ru->cpu;
+					     i, u->cpu);
 		}
+		u->cpu = u->cpu == INT32_MIN || u->cpu < 0 ? -1 : u->cpu;
 		if (!u->address)
 			continue;
 		if (binds_overlap(u->address, u->port, c->control.address, c->control.port))
@@ -820,87 +1189,24 @@ static int convert_udp(struct ql_yaml_file *f, const struct raw_config *r, struc
 					     "udp[%u]: listens where udp[%u] does (%s port %u)", i,
 					     j, c->udp[j].address, c->udp[j].port);
 	}
-	return 0;
 }
 
-/* Whether the file has this top-level key (libcyaml leaves an empty list
- * and an absent one alike NULL). */
-static bool top_key_present(struct ql_yaml_file *f, const char *key)
+/* transport and bad_requests (default: the transport's), the ring and
+ * hsb geometries. */
+static void check_geometry(struct ql__config_walk *w, struct ql_config *c)
 {
-	yaml_node_t *root = f->have_doc ? yaml_document_get_root_node(&f->doc) : NULL;
-
-	if (!root || root->type != YAML_MAPPING_NODE)
-		return false;
-	for (yaml_node_pair_t *p = root->data.mapping.pairs.start; p < root->data.mapping.pairs.top;
-	     p++) {
-		yaml_node_t *k = yaml_document_get_node(&f->doc, p->key);
-
-		if (k && k->type == YAML_SCALAR_NODE && k->data.scalar.length == strlen(key) &&
-		    !memcmp(k->data.scalar.value, key, strlen(key)))
-			return true;
-	}
-	return false;
-}
-
-/* builtins: the built-in functions every session registers (default all;
- * [] for none, e.g. when a plugin brings its own rpc_increment). */
-static void convert_builtins(struct ql_yaml_file *f, const struct raw_config *r,
-			     struct ql_config *c)
-{
-	c->builtins = QL_CONFIG_BUILTINS_DEFAULT;
-	if (!r->builtins && !top_key_present(f, "builtins"))
-		return;
-	c->builtins = 0;
-	for (unsigned i = 0; i < r->builtins_count; i++) {
-		unsigned line = ql__yaml_linef(f, "builtins.%u", i);
-		uint32_t bit = 0;
-
-		for (size_t k = 0; k < sizeof(builtin_names) / sizeof(builtin_names[0]); k++)
-			if (!strcmp(r->builtins[i], builtin_names[k].name))
-				bit = builtin_names[k].bit;
-		if (!bit)
-			ql__diag_add(
-				f, line,
-				"builtins[%u]: '%s' is not a built-in function (known: %s, %s)", i,
-				r->builtins[i], QL_DEMO_PARITY_NAME, QL_DEMO_INCREMENT_NAME);
-		else if (c->builtins & bit)
-			ql__diag_add(f, line, "builtins[%u]: '%s' is listed twice", i,
-				     r->builtins[i]);
-		c->builtins |= bit;
-	}
-}
-
-/* transport: ring|hsb, bad_requests: answer|drop (default: the
- * transport's), hsb: the page geometry (checked as a QCS is programmed). */
-static void convert_transport(struct ql_yaml_file *f, const struct raw_config *r,
-			      struct ql_config *c)
-{
-	static const char *const transports[] = { "ring", "hsb" };
-	static const char *const policies[] = { "answer", "drop" };
-	const struct raw_hsb *h = r->hsb;
+	struct ql_yaml_file *f = w->f;
 	struct ql_hsb_params g = { 0 };
-	int i;
 
-	c->transport = QL_CONFIG_TRANSPORT_RING;
-	if (r->transport) {
-		i = name_index(r->transport, transports, 2);
-		if (i < 0)
-			ql__diag_add(f, ql__yaml_line(f, "transport"),
-				     "transport: '%s' is not one of ring, hsb", r->transport);
-		else
-			c->transport = (enum ql_config_transport)i;
-	}
-	c->bad_requests = c->transport == QL_CONFIG_TRANSPORT_HSB ? QL_BAD_REQUEST_DROP :
-								    QL_BAD_REQUEST_ANSWER;
-	if (r->bad_requests) {
-		i = name_index(r->bad_requests, policies, 2);
-		if (i < 0)
-			ql__diag_add(f, ql__yaml_line(f, "bad_requests"),
-				     "bad_requests: '%s' is not one of answer, drop",
-				     r->bad_requests);
-		else
-			c->bad_requests = (enum ql_bad_request_policy)i;
-	}
+	if (ql_ring_check_geometry(c->ring.slots, c->ring.slot_size))
+		ql__diag_add(f,
+			     ql__yaml_line(f, c->ring.slots & (c->ring.slots - 1) ?
+						      "ring.slots" :
+						      "ring.slot_size"),
+			     "%s", ql_error_detail());
+	if (!seen(w, "bad_requests"))
+		c->bad_requests = c->transport == QL_CONFIG_TRANSPORT_HSB ? QL_BAD_REQUEST_DROP :
+									    QL_BAD_REQUEST_ANSWER;
 	/* a UC ring's resend cache pairs the k-th response with request k:
 	 * every request must be answered (docs/wire-protocol.md §2.3) */
 	if (c->transport == QL_CONFIG_TRANSPORT_RING && c->ring.qp == IBV_QPT_UC &&
@@ -908,64 +1214,34 @@ static void convert_transport(struct ql_yaml_file *f, const struct raw_config *r
 		ql__diag_add(f, ql__yaml_line(f, "bad_requests"),
 			     "bad_requests: drop is not possible on a UC ring (ring.qp: uc): its "
 			     "resend cache needs every request answered");
-	c->hsb.pages = (uint32_t)int_key(f, h ? h->pages : NULL, "hsb.pages", 1, QL_HSB_MAX_PAGES,
-					 QL_HSB_DEFAULT_PAGES, NULL);
-	c->hsb.page_size = (uint32_t)int_key(f, h ? h->page_size : NULL, "hsb.page_size",
-					     QL_HSB_PAGE_UNIT, QL_HSB_MAX_PAGE_SIZE,
-					     QL_HSB_DEFAULT_PAGE_SIZE, "a multiple of 128");
 	/* default: the largest frame that leaves the board's 128 bytes of
 	 * metadata room at page + round_up(frame, 128) */
-	c->hsb.frame_len = (uint32_t)int_key(f, h ? h->frame_len : NULL, "hsb.frame_len", 24,
-					     QL_HSB_MAX_PAGE_SIZE,
-					     c->hsb.page_size > QL_HSB_METADATA_SIZE ?
-						     c->hsb.page_size - QL_HSB_METADATA_SIZE :
-						     c->hsb.page_size,
-					     NULL);
-	c->hsb.resp_size = (uint32_t)int_key(f, h ? h->resp_size : NULL, "hsb.resp_size", 24,
-					     QL_HSB_MAX_PAGE_SIZE, QL_HSB_DEFAULT_RESP_SIZE, NULL);
+	if (!seen(w, "hsb.frame_len"))
+		c->hsb.frame_len = c->hsb.page_size > QL_HSB_METADATA_SIZE ?
+					   c->hsb.page_size - QL_HSB_METADATA_SIZE :
+					   c->hsb.page_size;
 	g.num_pages = c->hsb.pages;
 	g.page_size = c->hsb.page_size;
 	g.frame_len = c->hsb.frame_len;
 	g.resp_size = c->hsb.resp_size;
 	if (ql_hsb_params_check(&g))
 		ql__diag_add(f,
-			     ql__yaml_line(f, h && h->frame_len ? "hsb.frame_len" :
-					      h			? "hsb" :
-								  "transport"),
+			     ql__yaml_line(f, seen(w, "hsb.frame_len") ? "hsb.frame_len" :
+					      seen(w, "hsb")	       ? "hsb" :
+									 "transport"),
 			     "%s", ql_error_detail());
+	if (!ql_ring_check_geometry(c->ring.slots, c->ring.slot_size))
+		check_ring_memory(f, c);
 }
 
-/* datapath: cpu|gpu, gpu: mode and device. The GPU dispatcher serves the
- * ring over RC with its own handlers: no hsb, UC, plugins, boards or UDP
- * listeners, and of the built-ins only qlink_parity. */
-static void convert_datapath(struct ql_yaml_file *f, const struct raw_config *r,
-			     struct ql_config *c)
+/* datapath: gpu serves the ring over RC with its own handlers: no hsb,
+ * UC, plugins, boards or UDP listeners, and of the built-ins only
+ * qlink_parity. */
+static void check_datapath(struct ql__config_walk *w, struct ql_config *c)
 {
-	static const char *const datapaths[] = { "cpu", "gpu" };
-	static const char *const modes[] = { "auto", "device", "emulate" };
+	struct ql_yaml_file *f = w->f;
 	unsigned line = ql__yaml_line(f, "datapath");
-	int i;
 
-	c->datapath = QL_CONFIG_DATAPATH_CPU;
-	c->gpu.mode = QL_GPU_MODE_AUTO;
-	if (r->datapath) {
-		i = name_index(r->datapath, datapaths, 2);
-		if (i < 0)
-			ql__diag_add(f, line, "datapath: '%s' is not one of cpu, gpu", r->datapath);
-		else
-			c->datapath = (enum ql_config_datapath)i;
-	}
-	if (r->gpu && r->gpu->mode) {
-		i = name_index(r->gpu->mode, modes, 3);
-		if (i < 0)
-			ql__diag_add(f, ql__yaml_line(f, "gpu.mode"),
-				     "gpu.mode: '%s' is not one of auto, device, emulate",
-				     r->gpu->mode);
-		else
-			c->gpu.mode = (uint32_t)i;
-	}
-	c->gpu.device =
-		(int)int_key(f, r->gpu ? r->gpu->device : NULL, "gpu.device", 0, 1023, 0, NULL);
 	if (c->datapath != QL_CONFIG_DATAPATH_GPU)
 		return;
 	if (c->transport != QL_CONFIG_TRANSPORT_RING)
@@ -978,145 +1254,78 @@ static void convert_datapath(struct ql_yaml_file *f, const struct raw_config *r,
 			     "handlers are built for the GPU (docs/gpu.md)");
 	if (c->qcs_count || c->udp_count)
 		ql__diag_add(f, line, "datapath: gpu serves ring sessions only (no qcs: or udp:)");
-	if (top_key_present(f, "builtins") && (c->builtins & QL_CONFIG_BUILTIN_INCREMENT))
+	if (seen(w, "builtins") && (c->builtins & QL_CONFIG_BUILTIN_INCREMENT))
 		ql__diag_add(f, ql__yaml_line(f, "builtins"),
 			     "builtins: %s has no GPU build (datapath: gpu)",
 			     QL_DEMO_INCREMENT_NAME);
 	c->builtins &= QL_CONFIG_BUILTIN_PARITY;
 }
 
-static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql_config *c)
+/* Plugins without a path (reported) are left out. */
+static void drop_pathless_plugins(struct ql_config *c)
 {
-	const struct raw_control *rc = r->control;
-	const struct raw_dispatcher *rd = r->dispatcher;
-	const struct raw_ring *rr = r->ring;
-	int ncpu = ql_cpu_count();
+	uint32_t n = 0;
 
-	c->path = strdup(f->path);
-	c->device = strdup(r->device ? r->device : QL_CONFIG_DEFAULT_DEVICE);
-	c->control.address = strdup(rc && rc->address ? rc->address : QL_CONFIG_DEFAULT_ADDRESS);
-	if (!c->path || !c->device || !c->control.address)
-		return -ENOMEM;
-	check_device(f, c->device);
-	if (!valid_address(c->control.address))
-		ql__diag_add(f, ql__yaml_line(f, "control.address"),
-			     "control.address: '%s' is not an IPv4 or IPv6 address",
-			     c->control.address);
-	c->control.port = (uint32_t)int_key(f, rc ? rc->port : NULL, "control.port", 1, 65535,
-					    QL_CONFIG_DEFAULT_PORT, "a UDP port");
-	if (rc && rc->secret_file) {
-		c->control.secret_file = resolve_path(f->path, rc->secret_file);
-		if (!c->control.secret_file)
-			return -ENOMEM;
-		if (access(c->control.secret_file, R_OK))
-			ql__diag_add(f, ql__yaml_line(f, "control.secret_file"),
-				     "control.secret_file: cannot read '%s': %s",
-				     c->control.secret_file, strerror(errno));
-	}
-	if (rc && rc->allow_count) {
-		c->control.allow = calloc(rc->allow_count, sizeof(char *));
-		if (!c->control.allow)
-			return -ENOMEM;
-		for (unsigned i = 0; i < rc->allow_count; i++) {
-			c->control.allow[i] = strdup(rc->allow[i]);
-			if (!c->control.allow[i])
-				return -ENOMEM;
-			c->control.allow_count++;
-			if (!valid_cidr(rc->allow[i]))
-				ql__diag_add(f, ql__yaml_linef(f, "control.allow.%u", i),
-					     "control.allow[%u]: '%s' is not an address or CIDR "
-					     "block (e.g. 10.0.0.0/8, fd00::/8)",
-					     i, rc->allow[i]);
-		}
-	}
-	if (convert_dispatcher(f, rd, c, ncpu))
-		return -ENOMEM;
-	c->ring.slots = (uint32_t)int_key(f, rr ? rr->slots : NULL, "ring.slots", 1,
-					  QL_RING_MAX_SLOTS, QL_CONFIG_DEFAULT_SLOTS, NULL);
-	c->ring.slot_size = (uint32_t)int_key(f, rr ? rr->slot_size : NULL, "ring.slot_size",
-					      QL_RING_MIN_SLOT, QL_RING_MAX_SLOT,
-					      QL_CONFIG_DEFAULT_SLOT_SIZE, NULL);
-	c->ring.qp = IBV_QPT_RC;
-	if (rr && rr->qp) {
-		if (!strcmp(rr->qp, "uc"))
-			c->ring.qp = IBV_QPT_UC;
-		else if (strcmp(rr->qp, "rc"))
-			ql__diag_add(f, ql__yaml_line(f, "ring.qp"),
-				     "ring.qp: '%s' is not one of rc, uc", rr->qp);
-	}
-	if (ql_ring_check_geometry(c->ring.slots, c->ring.slot_size))
-		ql__diag_add(f,
-			     ql__yaml_line(f, c->ring.slots & (c->ring.slots - 1) ?
-						      "ring.slots" :
-						      "ring.slot_size"),
-			     "%s", ql_error_detail());
-	convert_transport(f, r, c);
-	c->max_sessions = (uint32_t)int_key(f, r->max_sessions, "max_sessions", 1,
-					    QL_CONFIG_MAX_SESSIONS, QL_CONFIG_DEFAULT_MAX_SESSIONS,
-					    NULL);
-	if (!ql_ring_check_geometry(c->ring.slots, c->ring.slot_size))
-		check_ring_memory(f, c);
-	if (r->plugins_count) {
-		c->plugins = calloc(r->plugins_count, sizeof(*c->plugins));
-		if (!c->plugins)
-			return -ENOMEM;
-	}
-	for (unsigned i = 0; i < r->plugins_count; i++) {
-		struct ql_config_plugin *p = &c->plugins[i];
-
-		p->line = ql__yaml_linef(f, "plugins.%u", i);
-		p->path = resolve_path(f->path, r->plugins[i].path);
-		p->config = ql__strdup0(r->plugins[i].config);
-		if (!p->path || (r->plugins[i].config && !p->config))
-			return -ENOMEM;
-		c->plugins_count++;
-		if (access(p->path, R_OK))
-			ql__diag_add(f, ql__yaml_linef(f, "plugins.%u.path", i),
-				     "plugins[%u].path: cannot read '%s': %s", i, p->path,
-				     strerror(errno));
-	}
-	if (convert_qcs(f, r, c))
-		return -ENOMEM;
-	if (convert_udp(f, r, c))
-		return -ENOMEM;
-	convert_builtins(f, r, c);
-	convert_datapath(f, r, c);
-	/* sessions made at start take their places among max_sessions */
-	if (c->qcs_count + c->udp_count > c->max_sessions)
-		ql__diag_add(f,
-			     ql__yaml_line(f, r->max_sessions ? "max_sessions" :
-					      c->udp_count    ? "udp" :
-								"qcs"),
-			     "max_sessions: %u is fewer than the %u sessions qcs and udp make at "
-			     "start (each takes one of max_sessions)",
-			     c->max_sessions, c->qcs_count + c->udp_count);
-	c->log.level = QL_LOG_INFO;
-	c->log.format = QL_LOG_FORMAT_TEXT;
-	if (r->log && r->log->level) {
-		int l = name_index(r->log->level, level_names, 4);
-
-		if (l < 0)
-			ql__diag_add(f, ql__yaml_line(f, "log.level"),
-				     "log.level: '%s' is not one of error, warn, info, debug",
-				     r->log->level);
+	for (uint32_t i = 0; i < c->plugins_count; i++) {
+		if (c->plugins[i].path)
+			c->plugins[n++] = c->plugins[i];
 		else
-			c->log.level = (enum ql_log_level)l;
+			free(c->plugins[i].config);
 	}
-	if (r->log && r->log->format) {
-		int l = name_index(r->log->format, format_names, 2);
+	c->plugins_count = n;
+}
 
-		if (l < 0)
-			ql__diag_add(f, ql__yaml_line(f, "log.format"),
-				     "log.format: '%s' is not one of text, json", r->log->format);
-		else
-			c->log.format = (enum ql_config_log_format)l;
+/* Diagnostics in the file's order (stable: one line's stay in the order
+ * found). */
+static void sort_diags(struct ql_diags *d)
+{
+	for (unsigned i = 1; i < d->count; i++) {
+		struct ql_diag x = d->d[i];
+		unsigned j = i;
+
+		for (; j > 0 && d->d[j - 1].line > x.line; j--)
+			d->d[j] = d->d[j - 1];
+		d->d[j] = x;
 	}
-	return 0;
 }
 
 static int build_config(struct ql_yaml_file *f, void *raw, void *ctx)
 {
-	return convert(f, raw, ctx);
+	struct ql__config_walk w = { .f = f, .c = ctx, .ncpu = ql_cpu_count() };
+	struct ql_config *c = ctx;
+	yaml_node_t *root = yaml_document_get_root_node(&f->doc);
+	int ret;
+
+	(void)raw;
+	c->path = strdup(f->path);
+	if (!c->path)
+		return -ENOMEM;
+	ret = apply_defaults(&w, NULL, c);
+	if (!ret && root->type != YAML_MAPPING_NODE)
+		ql__diag_add(f, ql__yaml_node_line(root),
+			     "wrong type: expected a mapping, found %s", ql__yaml_node_kind(root));
+	else if (!ret)
+		ret = walk_map(&w, root, "", "", c);
+	if (!ret)
+		ret = check_dispatcher(&w, c);
+	if (ret)
+		return ret;
+	drop_pathless_plugins(c);
+	check_geometry(&w, c);
+	check_qcs(&w, c);
+	check_udp(&w, c);
+	check_datapath(&w, c);
+	/* sessions made at start take their places among max_sessions */
+	if (c->qcs_count + c->udp_count > c->max_sessions)
+		ql__diag_add(f,
+			     ql__yaml_line(f, seen(&w, "max_sessions") ? "max_sessions" :
+					      c->udp_count	       ? "udp" :
+									 "qcs"),
+			     "max_sessions: %u is fewer than the %u sessions qcs and udp make at "
+			     "start (each takes one of max_sessions)",
+			     c->max_sessions, c->qcs_count + c->udp_count);
+	sort_diags(f->diags);
+	return 0;
 }
 
 /* Load; with keep_partial, *out is also set when the file was read and
@@ -1132,7 +1341,7 @@ static int config_load(const char *path, struct ql_config **out, struct ql_diags
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
-	ret = ql__yaml_load(path, &top_schema, diags ? diags : &local, build_config, c);
+	ret = ql__yaml_load(path, NULL, diags ? diags : &local, build_config, c);
 	if (ret && !(keep_partial && ret == -EINVAL && c->path)) {
 		ql_config_free(c);
 		return ret;

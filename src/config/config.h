@@ -5,12 +5,14 @@
  * qlinkd (the RTH daemon) reads one YAML file naming the device URI, the
  * control-plane address, the dispatcher cores and idle policy, the ring
  * geometry, the built-in functions, the handler plugins, the static
- * sessions (Hololink boards, CUDA-Q UDP listeners) and the logging. The file is mapped onto struct
- * ql_config by libcyaml's schema, then checked beyond what a schema can say
- * (ring geometry, port and CPU ranges, URI scheme, plugin files, CIDR
- * lists). Every problem found is reported with the line it is on, so that
- * `qlinkd --check-config FILE` can print `FILE:LINE: message` lines an
- * editor can jump to. docs/qlinkd.md documents every key and default.
+ * sessions (Hololink boards, CUDA-Q UDP listeners) and the logging. The
+ * file is mapped onto struct ql_config by the key table below (one row per
+ * key: type, range, default, field, man-page summary), then checked beyond
+ * what one key can say (ring geometry, memory, boards, listeners). Every
+ * problem found is reported with the line it is on, all of them in one run,
+ * so that `qlinkd --check-config FILE` can print `FILE:LINE: message` lines
+ * an editor can jump to. docs/qlinkd.md and qlinkd.yaml(5) document every
+ * key and default (checked against the table: tests/check_config_keys.sh).
  *
  * The diagnostics type (struct ql_diags, yamlfile/diag.h) is shared with
  * program.h, which loads VPPU programs the same way, and with the endpoint
@@ -154,6 +156,63 @@ struct ql_config {
 		enum ql_config_log_format format;
 	} log;
 };
+
+/* ---- the key table ------------------------------------------------------ */
+
+/*
+ * Every key of the file is one row of a table (src/config/config.c): its
+ * YAML path, type, range or allowed values, default, where it goes in
+ * struct ql_config and the man page's summary of it. Parsing, range checks,
+ * defaults and `qlinkd --check-config` run from the table;
+ * scripts/gen-config-keys.sh writes qlinkd.yaml(5)'s KEY SUMMARY from it and
+ * tests/check_config_keys.sh (ctest config_keys_sync) fails when a key of the
+ * table is not documented, or a documented key is not in the table.
+ */
+enum ql_config_key_type {
+	QL_CONFIG_KEY_MAP,   /* a mapping of the keys below it */
+	QL_CONFIG_KEY_LIST,  /* a list of such mappings (entry_size bytes each) */
+	QL_CONFIG_KEY_INT,   /* an integer in min..max */
+	QL_CONFIG_KEY_STR,   /* a string */
+	QL_CONFIG_KEY_ENUM,  /* one of the names of values */
+	QL_CONFIG_KEY_FLAGS, /* a list of names of values, their codes OR'd */
+	QL_CONFIG_KEY_STRS,  /* a list of strings */
+	QL_CONFIG_KEY_INTS,  /* a list of integers */
+};
+
+#define QL_CONFIG_KEY_REQUIRED 0x1u /* a mapping without it is an error */
+#define QL_CONFIG_KEY_NCPU 0x2u	    /* max: this host's last CPU */
+#define QL_CONFIG_KEY_NOSTORE 0x4u  /* its hook stores it */
+#define QL_CONFIG_KEY_LATE 0x8u	    /* default computed from other keys */
+#define QL_CONFIG_KEY_HEX 0x10u	    /* documented in hexadecimal */
+
+struct ql__config_walk; /* config.c's walk of one file */
+
+struct ql_config_key {
+	const char *path; /* "control.port"; a list entry's key: "udp.slots" */
+	enum ql_config_key_type type;
+	int64_t min, max;    /* INT: the range; LIST, STRS, INTS: min..max entries */
+	const char *values;  /* ENUM, FLAGS: "ring|hsb" */
+	const int *codes;    /* ENUM, FLAGS: the value of each name; NULL: its index */
+	int64_t def;	     /* INT: the default; ENUM: index of the default; FLAGS: codes */
+	const char *def_str; /* STR: the default (NULL: none) */
+	const char *def_doc; /* the default as documented, when not def/def_str */
+	size_t off;	     /* the field in struct ql_config, or in the list's entry */
+	size_t count_off;    /* LIST, STRS, INTS: its uint32_t count */
+	size_t entry_size;   /* LIST: one entry */
+	size_t line_off;     /* LIST: the entry's `unsigned line` */
+	unsigned flags;	     /* QL_CONFIG_KEY_* */
+	const char *why;     /* INT: said with the range when out of it;
+				 FLAGS: what an unknown name is not */
+	const char *doc;     /* the man page's summary (one sentence) */
+	/* checks the value (s: a scalar's text, v: an INT or INTS entry) at
+	 * base (struct ql_config or the list's entry); LIST: called per entry,
+	 * when its keys are read. 0, or -ENOMEM. */
+	int (*hook)(struct ql__config_walk *w, const struct ql_config_key *k, void *base,
+		    const char *s, int64_t v, unsigned line);
+};
+
+/* The table, in file order of the man page. */
+const struct ql_config_key *ql_config_keys(size_t *count);
 
 /*
  * Load and check path. Returns 0 and *out (free with ql_config_free), or a

@@ -6,6 +6,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,7 +111,7 @@ struct raw_endpoint {
 };
 
 struct raw_spec {
-	int64_t *version;
+	char *version;
 	struct raw_endpoint *endpoints;
 	unsigned endpoints_count;
 };
@@ -135,7 +136,9 @@ static const cyaml_schema_value_t endpoint_entry = {
 };
 
 static const cyaml_schema_field_t top_fields[] = {
-	CYAML_FIELD_INT_PTR("version", CYAML_FLAG_POINTER, struct raw_spec, version),
+	/* a string: the seed writes "0.0.1" (see spec_version) */
+	CYAML_FIELD_STRING_PTR("version", CYAML_FLAG_POINTER, struct raw_spec, version, 0,
+			       CYAML_UNLIMITED),
 	CYAML_FIELD_SEQUENCE("endpoints", CYAML_FLAG_POINTER, struct raw_spec, endpoints,
 			     &endpoint_entry, 1, QL_EP_MAX_ENDPOINTS),
 	CYAML_FIELD_END,
@@ -145,15 +148,36 @@ static const cyaml_schema_value_t top_schema = {
 	CYAML_VALUE_MAPPING(CYAML_FLAG_POINTER, struct raw_spec, top_fields),
 };
 
+/* The seed's own example (doca-cpp, seed 002) says version: "0.0.1" of
+ * the same keys, which qlink reads as its version 1 (docs/endpoint.md, "The
+ * seed's version"). */
+#define QL_EP_SPEC_SEED_VERSION "0.0.1"
+
+/* Whether qlink reads this version: 1 (an integer, as YAML writes it) or
+ * the seed's "0.0.1". */
+static bool spec_version(const char *v)
+{
+	char *end;
+	long n;
+
+	if (!strcmp(v, QL_EP_SPEC_SEED_VERSION))
+		return true;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	return *v && !*end && !errno && n == QL_EP_SPEC_VERSION;
+}
+
 static int build_spec(struct ql_yaml_file *f, void *rawp, void *ctx)
 {
 	struct raw_spec *raw = rawp;
 	struct ql_ep_spec *spec = ctx;
 
-	if (*raw->version != QL_EP_SPEC_VERSION)
+	if (!spec_version(raw->version))
 		ql__diag_add(f, ql__yaml_line(f, "version"),
-			     "version %lld is not supported (this qlink reads version %d)",
-			     (long long)*raw->version, QL_EP_SPEC_VERSION);
+			     "version %.20s is not supported (this qlink reads version %d, and the "
+			     "seed's \"%s\" as version %d)",
+			     raw->version, QL_EP_SPEC_VERSION, QL_EP_SPEC_SEED_VERSION,
+			     QL_EP_SPEC_VERSION);
 	for (unsigned i = 0; i < raw->endpoints_count; i++) {
 		const struct raw_endpoint *r = &raw->endpoints[i];
 		enum ql_ep_type type = 0;

@@ -226,12 +226,36 @@ int qlinkd_control_local_only(const struct ql_config *c, bool secret)
 	return 1;
 }
 
+int qlinkd_control_exposed(const struct ql_config *c, bool secret, char *why, size_t len)
+{
+	/* held to loopback: by its address, the soft+shm rule or an
+	 * allowlist of loopback entries only */
+	bool held = qlinkd_control_local_only(c, secret) > 0 ||
+		    !strcmp(c->control.address, "::1") || cidr_is_loopback(c->control.address);
+	bool allow_lo = c->control.allow_count > 0;
+
+	for (uint32_t i = 0; i < c->control.allow_count; i++)
+		allow_lo = allow_lo && cidr_is_loopback(c->control.allow[i]);
+	held = held || allow_lo;
+	if (secret || held)
+		return 0;
+	snprintf(why, len,
+		 "the control plane listens on %s port %u beyond loopback without "
+		 "control.secret_file: any host that reaches it%s can open sessions and call "
+		 "every function; set control.secret_file (docs/security.md), or listen on "
+		 "127.0.0.1",
+		 c->control.address, c->control.port,
+		 c->control.allow_count ? " from control.allow" : "");
+	return 1;
+}
+
 int qlinkd_control_open(struct qlinkd *q)
 {
 	const struct ql_config *c = q->cfg;
 	const char **allow = NULL;
 	uint8_t secret[256];
 	size_t secret_len = 0;
+	char why[320];
 	int local, ret;
 
 	if (c->control.secret_file) {
@@ -245,6 +269,12 @@ int qlinkd_control_open(struct qlinkd *q)
 	if (local && !c->control.allow_count)
 		qlog(QL_LOG_INFO, "control", "soft+shm without a secret: local QCSs only",
 		     QS("allow", "127.0.0.0/8"));
+	if (qlinkd_control_exposed(c, secret_len > 0, why, sizeof(why)))
+		qlog(QL_LOG_WARN, "control",
+		     "listening beyond loopback without a secret: any host that reaches it can "
+		     "open sessions; set control.secret_file",
+		     QS("address", c->control.address), QU("port", c->control.port),
+		     QU("allow", c->control.allow_count));
 	if (c->control.allow_count) {
 		allow = calloc(c->control.allow_count + 1, sizeof(*allow));
 		if (!allow)

@@ -201,6 +201,7 @@ static int check_config(const char *path, bool load)
 {
 	struct qlinkd q = { 0 };
 	struct ql_diags diags;
+	char why[320];
 	int ret = ql_config_check(path, &q.cfg, &diags);
 
 	if (ret)
@@ -212,6 +213,9 @@ static int check_config(const char *path, bool load)
 		fprintf(stderr, "%s: %s\n", path, ql_error_detail());
 		ret = -EINVAL;
 	}
+	if (q.cfg->device &&
+	    qlinkd_control_exposed(q.cfg, q.cfg->control.secret_file != NULL, why, sizeof(why)))
+		fprintf(stderr, "%s: warning: %s\n", path, why);
 	if (qlinkd_load_plugins(&q, true, load))
 		ret = -EINVAL;
 	else if (load && qlinkd_check_registration(&q))

@@ -174,6 +174,11 @@ void qlinkd_check_sessions(struct qlinkd *q);
 /* 1 when a soft+shm device without a secret answers local QCSs only, 0 if
  * not, -EPERM when control.allow names a remote source then. */
 int qlinkd_control_local_only(const struct ql_config *c, bool secret);
+/* Whether the control plane answers beyond loopback without a shared
+ * secret (an address other than loopback, no allowlist or soft+shm rule
+ * holding it to 127.0.0.0/8): 1 with the warning's sentence in why, or 0.
+ * Logged at start and printed by --check-config (issue 25). */
+int qlinkd_control_exposed(const struct ql_config *c, bool secret, char *why, size_t len);
 int qlinkd_control_open(struct qlinkd *q);
 void qlinkd_control_counters(struct qlinkd *q);
 

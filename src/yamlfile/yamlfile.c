@@ -512,7 +512,7 @@ void ql__yaml_cyaml_free(const cyaml_schema_value_t *schema, void *data)
 
 /* ---- every schema problem, not only libcyaml's first ----------------------- */
 
-static unsigned node_line(const yaml_node_t *n)
+unsigned ql__yaml_node_line(const yaml_node_t *n)
 {
 	return (unsigned)n->start_mark.line + 1;
 }
@@ -526,15 +526,14 @@ static bool is_null_scalar(const yaml_node_t *n)
 		!strcmp(v, "NULL"));
 }
 
-static const char *node_kind(const yaml_node_t *n)
+const char *ql__yaml_node_kind(const yaml_node_t *n)
 {
 	return n->type == YAML_MAPPING_NODE  ? "a mapping" :
 	       n->type == YAML_SEQUENCE_NODE ? "a list" :
 					       "a scalar";
 }
 
-/* Add PATH (display form) + ": " or nothing to buf. */
-static const char *shown(const char *path, char *buf, size_t len)
+const char *ql__yaml_shown(const char *path, char *buf, size_t len)
 {
 	snprintf(buf, len, "%s", path);
 	ql__yaml_display_path(buf);
@@ -562,8 +561,8 @@ static void walk_mapping(struct ql_yaml_file *f, const cyaml_schema_value_t *v, 
 		while (fd->key && strcmp(fd->key, key))
 			fd++;
 		if (!fd->key) {
-			shown(path, disp, sizeof(disp));
-			ql__diag_add(f, node_line(k), "unknown key '%s'%s%s", key,
+			ql__yaml_shown(path, disp, sizeof(disp));
+			ql__diag_add(f, ql__yaml_node_line(k), "unknown key '%s'%s%s", key,
 				     *disp ? " in " : "", disp);
 			(*found)++;
 			continue;
@@ -584,9 +583,9 @@ static void walk_mapping(struct ql_yaml_file *f, const cyaml_schema_value_t *v, 
 				  !strcmp((const char *)k->data.scalar.value, fd->key);
 		}
 		if (!present) {
-			shown(path, disp, sizeof(disp));
-			ql__diag_add(f, node_line(n), "missing required key '%s'%s%s", fd->key,
-				     *disp ? " in " : "", disp);
+			ql__yaml_shown(path, disp, sizeof(disp));
+			ql__diag_add(f, ql__yaml_node_line(n), "missing required key '%s'%s%s",
+				     fd->key, *disp ? " in " : "", disp);
 			(*found)++;
 		}
 	}
@@ -619,10 +618,10 @@ static void walk(struct ql_yaml_file *f, const cyaml_schema_value_t *v, yaml_nod
 	}
 	if ((v->flags & CYAML_FLAG_POINTER) && is_null_scalar(n) && type != YAML_SCALAR_NODE)
 		return; /* an explicit null: libcyaml decides */
-	shown(path, disp, sizeof(disp));
+	ql__yaml_shown(path, disp, sizeof(disp));
 	if (n->type != type) {
-		ql__diag_add(f, node_line(n), "%s%swrong type: expected %s, found %s", disp,
-			     *disp ? ": " : "", want, node_kind(n));
+		ql__diag_add(f, ql__yaml_node_line(n), "%s%swrong type: expected %s, found %s",
+			     disp, *disp ? ": " : "", want, ql__yaml_node_kind(n));
 		(*found)++;
 		return;
 	}
@@ -632,13 +631,13 @@ static void walk(struct ql_yaml_file *f, const cyaml_schema_value_t *v, yaml_nod
 		long cnt = n->data.sequence.items.top - n->data.sequence.items.start;
 
 		if (cnt < (long)v->sequence.min) {
-			ql__diag_add(f, node_line(n), "%s%sa list needs at least %s", disp,
+			ql__diag_add(f, ql__yaml_node_line(n), "%s%sa list needs at least %s", disp,
 				     *disp ? ": " : "",
 				     v->sequence.min == 1 ? "one entry" : "more entries");
 			(*found)++;
 		} else if (v->sequence.max != CYAML_UNLIMITED && cnt > (long)v->sequence.max) {
-			ql__diag_add(f, node_line(n), "%s%sat most %u entries, found %ld", disp,
-				     *disp ? ": " : "", v->sequence.max, cnt);
+			ql__diag_add(f, ql__yaml_node_line(n), "%s%sat most %u entries, found %ld",
+				     disp, *disp ? ": " : "", v->sequence.max, cnt);
 			(*found)++;
 		}
 		for (long i = 0; i < cnt; i++) {
@@ -660,10 +659,10 @@ static void walk(struct ql_yaml_file *f, const cyaml_schema_value_t *v, yaml_nod
 			strtoll(s, &end, 0);
 		if (!*s || *end || errno) {
 			if (v->type == CYAML_FLOAT)
-				ql__diag_add(f, node_line(n), "%s%s'%s' is not a number", disp,
-					     *disp ? ": " : "", s);
+				ql__diag_add(f, ql__yaml_node_line(n), "%s%s'%s' is not a number",
+					     disp, *disp ? ": " : "", s);
 			else
-				ql__diag_add(f, node_line(n),
+				ql__diag_add(f, ql__yaml_node_line(n),
 					     "%s%s%s is not an integer (or is out of range)", disp,
 					     *disp ? ": " : "", s);
 			(*found)++;
@@ -694,9 +693,9 @@ int ql__yaml_load(const char *path, const cyaml_schema_value_t *schema, struct q
 	memset(diags, 0, sizeof(*diags));
 	ql_error_clear();
 	ret = ql__yaml_open(&f, path, diags);
-	if (!ret && schema_check(&f, schema))
+	if (!ret && schema && schema_check(&f, schema))
 		ret = -EINVAL;
-	if (!ret)
+	if (!ret && schema)
 		ret = ql__yaml_cyaml_load(&f, schema, &raw);
 	if (!ret) {
 		ret = build(&f, raw, ctx);
@@ -705,7 +704,8 @@ int ql__yaml_load(const char *path, const cyaml_schema_value_t *schema, struct q
 		else if (diags->count)
 			ret = -EINVAL;
 	}
-	ql__yaml_cyaml_free(schema, raw);
+	if (schema)
+		ql__yaml_cyaml_free(schema, raw);
 	ql__yaml_close(&f);
 	/* later checks may have overwritten the first sentence */
 	if (ret && diags->count && diags->d[0].line)

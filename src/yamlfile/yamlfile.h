@@ -57,6 +57,7 @@ int ql__yaml_cyaml_load(struct ql_yaml_file *f, const cyaml_schema_value_t *sche
 void ql__yaml_cyaml_free(const cyaml_schema_value_t *schema, void *data);
 /* The one way config and program files are read: open and parse path with
  * schema, then build(f, raw, ctx) turns the raw tree into the caller's object
+ * (schema NULL: no libcyaml, raw NULL; build reads f->doc itself)
  * (adding a diagnostic per problem; non-zero only when out of memory).
  * Returns 0, or a negative errno with diags filled and the detail sentence
  * ("FILE:LINE: message") set from the first problem. */
@@ -65,6 +66,11 @@ int ql__yaml_load(const char *path, const cyaml_schema_value_t *schema, struct q
 
 /* "plugins.0.path" -> "plugins[0].path", in place, for messages. */
 void ql__yaml_display_path(char *path);
+/* The same into buf, from path left as it is; buf. */
+const char *ql__yaml_shown(const char *path, char *buf, size_t len);
+/* A node's 1-based line; "a mapping", "a list" or "a scalar". */
+unsigned ql__yaml_node_line(const yaml_node_t *n);
+const char *ql__yaml_node_kind(const yaml_node_t *n);
 
 /* strdup that tolerates NULL; -ENOMEM is the caller's to report. */
 char *ql__strdup0(const char *s);
