@@ -79,6 +79,7 @@ static void test_connect_opts_default(void **state)
 	assert_int_equal(o.retry_cnt, 7);
 	assert_int_equal(o.rnr_retry, 7);
 	assert_int_equal(o.min_rnr_timer, 12);
+	assert_int_equal(o.local_psn, QL_QP_PSN_PROVIDER);
 }
 
 static void test_conn_params_roundtrip(void **state)
@@ -497,6 +498,48 @@ static void test_local_params(void **state)
 	assert_int_not_equal(ql_qp_num(pr->a.qp), ql_qp_num(pr->b.qp));
 }
 
+/* The connect option local_psn: the QP sends from it (the peer, told it,
+ * accepts the first packet), ql_qp_local_params and the QP's SQ_PSN report
+ * it once connected, and a PSN wider than 24 bits is refused. */
+static void test_connect_local_psn(void **state)
+{
+	struct vt_pair *pr = *state;
+	struct ql_qp_connect_opts o;
+	struct ql_conn_params p;
+	struct ibv_qp_attr qa;
+	struct ql_qp_init_attr ia;
+	struct vt_end told;
+	struct ibv_wc wc;
+	const uint32_t psn = 0x5a1234; /* neither 0 nor (2^-24) soft+udp's choice */
+
+	ql_qp_connect_opts_default(&o);
+	assert_int_equal(o.local_psn, QL_QP_PSN_PROVIDER);
+	o.local_psn = 0x1000000;
+	assert_int_equal(ql_qp_connect(pr->a.qp, &pr->b.params, &o), -EINVAL);
+	assert_int_equal(ql_qp_state(pr->a.qp), IBV_QPS_RESET);
+
+	o.local_psn = psn;
+	assert_int_equal(vt_end_connect(&pr->a, &pr->b, &o), 0);
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(ql_qp_local_params(pr->a.qp, &p), 0);
+	assert_int_equal(p.psn, psn);
+	assert_int_equal(ql_qp_query(pr->a.qp, &qa, IBV_QP_SQ_PSN, &ia), 0);
+	assert_int_equal(qa.sq_psn, psn);
+
+	/* b expects what a now says it sends from */
+	told = pr->a;
+	told.params.psn = psn;
+	assert_int_equal(vt_end_connect(&pr->b, &told, NULL), 0);
+	assert_int_equal(vt_post_recv(pr->b.qp, 9, pr->b.buf, 64, ql_mr_lkey(pr->b.mr)), 0);
+	memcpy(pr->a.buf, "psn", 4);
+	assert_int_equal(vt_post_send(pr->a.qp, 3, pr->a.buf, 4, ql_mr_lkey(pr->a.mr),
+				      IBV_SEND_SIGNALED),
+			 0);
+	vt_expect_wc(pr->a.scq, &wc, 3, IBV_WC_SUCCESS, IBV_WC_SEND);
+	vt_expect_wc(pr->b.rcq, &wc, 9, IBV_WC_SUCCESS, IBV_WC_RECV);
+	assert_string_equal((char *)pr->b.buf, "psn");
+}
+
 static void test_mr_rereg_old_rkey_dies(void **state)
 {
 	struct vt_pair *pr = *state;
@@ -608,6 +651,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mr_dereg_busy_recv, vt_setup_rc, vt_teardown),
 		cmocka_unit_test_setup_teardown(test_mr_dereg_busy_send, vt_setup_rc, vt_teardown),
 		cmocka_unit_test_setup_teardown(test_local_params, vt_setup_rc, vt_teardown),
+		cmocka_unit_test_setup_teardown(test_connect_local_psn, vt_setup_rc_reset,
+						vt_teardown),
 		cmocka_unit_test(test_many_mrs),
 		cmocka_unit_test_setup_teardown(test_mr_rereg_old_rkey_dies, vt_setup_rc,
 						vt_teardown),

@@ -278,7 +278,8 @@ int ql_conn_params_format(const struct ql_conn_params *p, char *buf, size_t len)
 int ql_conn_params_parse(const char *text, struct ql_conn_params *p);
 /* Fill qpn, psn, gid and mtu of a local QP (no memory region). psn is the
  * first PSN the QP sends when connected with ql_qp_connect: random on
- * soft+udp (docs/soft-udp.md 11), 0 on the other providers. */
+ * soft+udp (docs/soft-udp.md 11), 0 on the other providers, or once
+ * connected the connect option's local_psn where one was given. */
 int ql_qp_local_params(struct ql_qp *qp, struct ql_conn_params *p);
 
 struct ql_qp_connect_opts {
@@ -287,9 +288,16 @@ struct ql_qp_connect_opts {
 	uint8_t retry_cnt;
 	uint8_t rnr_retry;     /* 7 = retry forever */
 	uint8_t min_rnr_timer; /* encoded, IB table */
+	/* The first PSN this QP sends (24 bits), or QL_QP_PSN_PROVIDER: the
+	 * one the provider chose at create, which ql_qp_local_params reported
+	 * before the connect. Set it where the peer assumes a PSN instead of
+	 * reading ours (HSB: both directions start at 0); ql_qp_local_params
+	 * reports it once connected. Above 24 bits: -EINVAL. */
+	uint32_t local_psn;
 };
+#define QL_QP_PSN_PROVIDER 0xffffffffu
 /* Defaults: all remote access, timeout 14, retry_cnt 7, rnr_retry 7,
- * min_rnr_timer 12 (0.64 ms). */
+ * min_rnr_timer 12 (0.64 ms), local_psn QL_QP_PSN_PROVIDER. */
 void ql_qp_connect_opts_default(struct ql_qp_connect_opts *o);
 /* RESET -> INIT -> RTR -> RTS towards `remote` (opts NULL: defaults). */
 int ql_qp_connect(struct ql_qp *qp, const struct ql_conn_params *remote,

@@ -21,7 +21,6 @@
 #include "qlink/gpu.h"
 #include "qlink/mlx5.h"
 #include "qlink/ring.h"
-#include "verbs/provider.h"
 
 #define GPU_DEF_SLOTS 64u
 #define GPU_DEF_SLOT_SIZE 256u
@@ -553,7 +552,7 @@ static int connect_hsb(struct ql_gpu_dispatcher *d, const struct ql_conn_params 
 	o.access = IBV_ACCESS_REMOTE_WRITE;
 	peer = *qcs;
 	peer.psn = 0;
-	d->qp->init_psn = 0; /* and we send from 0 */
+	o.local_psn = 0; /* and we send from 0 */
 	ret = ql_qp_connect(d->qp, &peer, &o);
 	if (ret)
 		return ret;

@@ -39,7 +39,6 @@
 #include "qlink/hsb.h"
 #include "transport/hsb_int.h"
 #include "transport/txq.h"
-#include "verbs/provider.h"
 
 #define HCH_IDLE_CHECK 65536
 #define HCH_REPOST_BATCH 16u
@@ -303,7 +302,6 @@ static int create_qp(struct hch *c)
 	ret = ql_qp_create(c->pd, &ia, &c->qp);
 	if (ret)
 		return ret;
-	c->qp->init_psn = 0; /* HSB starts both directions at PSN 0 */
 	c->tx.max_inline = ia.cap.max_inline_data;
 	/* the re-post chain: WQEs without SGEs (WRITE WITH IMMEDIATE places
 	 * nothing); wr_id means nothing, the page is the immediate's */
@@ -444,8 +442,9 @@ int ql_hsb_channel_connect(struct ql_channel *ch, const struct ql_conn_params *q
 		ql_qp_connect_opts_default(&o);
 	/* UC: WRITE is all a peer may do (no READ, no atomics on UC) */
 	o.access = IBV_ACCESS_REMOTE_WRITE;
+	o.local_psn = 0; /* HSB starts both directions at PSN 0 */
 	peer = *qcs;
-	peer.psn = 0; /* HSB starts both directions at PSN 0 */
+	peer.psn = 0;
 	ret = ql_qp_connect(c->qp, &peer, &o);
 	if (ret)
 		return ret;
