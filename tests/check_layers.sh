@@ -51,7 +51,7 @@ bridge:7 tools:7 qlinkd:7 umbrella:7
 HEADERS="
 error:util log:util clock:util histogram:util version:util
 verbs:verbs mlx5:verbs
-channel:transport ring:transport hsb:transport udp:transport
+channel:transport client:transport ring:transport hsb:transport udp:transport
 rpc:rpc rpc_fn:rpc rpc_stream:rpc rpc_table:rpc rpc_wire:rpc
 gpu:gpu gpu_rpc:gpu
 daemon:daemon dispatcher:daemon plugin:daemon

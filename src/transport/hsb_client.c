@@ -28,11 +28,12 @@
 
 #include "qlink/error.h"
 #include "qlink/hsb.h"
-#include "verbs/provider.h"
+#include "transport/client_int.h"
 
 #define HSB_CLIENT_BATCH 16u
 
 struct ql_hsb_client {
+	struct ql__client_head head; /* must stay first: a ql_client */
 	struct ql_device *dev;
 	struct ql_pd *pd;
 	struct ql_cq *scq, *rcq;
@@ -67,6 +68,8 @@ struct ql_hsb_client {
 	struct ibv_sge rsge[HSB_CLIENT_BATCH];
 	struct ibv_recv_wr rwr[HSB_CLIENT_BATCH]; /* a pre-linked chain */
 };
+
+static const struct ql__client_ops hsb_client_ops;
 
 static void free_stage(struct ql_hsb_client *c)
 {
@@ -115,6 +118,7 @@ int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_confi
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->head.ops = &hsb_client_ops;
 	c->dev = dev;
 	c->nrecv = cfg && cfg->recv_buffers ? cfg->recv_buffers : 64;
 	c->recv_size = cfg && cfg->recv_size ? cfg->recv_size : QL_HSB_DEFAULT_RESP_SIZE;
@@ -184,7 +188,6 @@ int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_confi
 	ret = ql_qp_create(c->pd, &ia, &c->qp);
 	if (ret)
 		goto err;
-	c->qp->init_psn = 0; /* a board's PSNs count from 0 (the immediate carries them) */
 	c->max_inline = ia.cap.max_inline_data;
 	for (uint32_t i = 0; i < HSB_CLIENT_BATCH; i++) {
 		c->rsge[i].length = c->recv_size;
@@ -278,7 +281,8 @@ int ql_hsb_client_connect(struct ql_hsb_client *c, const struct ql_hsb_params *h
 		o = *opts;
 	else
 		ql_qp_connect_opts_default(&o);
-	o.access = 0; /* the host only SENDs to us */
+	o.access = 0;	 /* the host only SENDs to us */
+	o.local_psn = 0; /* a board's PSNs count from 0 (the immediate carries them) */
 	peer.qpn = host->qpn;
 	peer.gid = host->gid;
 	peer.mtu = host->mtu;
@@ -524,3 +528,29 @@ uint32_t ql_hsb_client_max_msg(const struct ql_hsb_client *c)
 {
 	return c->host.frame_len;
 }
+
+/* ---- as a ql_client (client.h) ------------------------------------------ */
+
+QL__CLIENT_FORWARD_OPS(hsb)
+
+static int hsb_op_local_params(struct ql_client *c, struct ql_conn_params *p)
+{
+	return ql_hsb_client_local_params((struct ql_hsb_client *)c, p);
+}
+
+static int hsb_op_connect(struct ql_client *c, const struct ql_conn_params *server,
+			  const struct ql_qp_connect_opts *opts)
+{
+	struct ql_hsb_params host;
+	int ret;
+
+	if (!server)
+		return -EINVAL;
+	ret = ql_hsb_params_from_conn(server, &host);
+	if (ret)
+		return ret;
+	return ql_hsb_client_connect((struct ql_hsb_client *)c, &host, opts);
+}
+
+/* no stats: UC without resends: a frame the host dropped is never answered */
+QL__CLIENT_OPS(hsb, QL_CLIENT_HSB);
