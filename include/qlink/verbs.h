@@ -218,6 +218,26 @@ struct ql_qp_init_attr {
 
 int ql_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp);
 int ql_qp_destroy(struct ql_qp *qp);
+
+/* What ql_qp_setup makes: a QP with one SGE per work request each way. */
+struct ql_qp_setup {
+	enum ibv_qp_type qp_type; /* IBV_QPT_RC (or 0) or IBV_QPT_UC */
+	uint32_t send_wr;	  /* send queue entries (0: 1) */
+	uint32_t recv_wr;	  /* receive queue entries (0: 1) */
+	uint32_t max_inline;	  /* inline bytes wanted; the device's limit caps it */
+	int send_cqe;		  /* entries of a send CQ made here (0: send_wr) */
+	int recv_cqe;		  /* entries of a receive CQ made here (0: recv_wr) */
+	unsigned int flags;	  /* QL_QP_INIT_*; with QL_QP_INIT_MLX5 the CQs
+				     made here are QL_CQ_INIT_MLX5 CQs */
+};
+/* The QP set-up every user of a QP writes: its CQs, then the QP in pd. A
+ * CQ already in *scq or *rcq is used as it is (one shared with other QPs);
+ * a NULL one is made on pd's device and stored there (scq == rcq: one CQ
+ * of send_cqe entries for both). What was made stays in *scq, *rcq and *qp on failure too,
+ * for the caller's own clean-up. granted (NULL: not wanted): the caps the
+ * QP got (max_inline_data as granted). Connect it with ql_qp_connect. */
+int ql_qp_setup(struct ql_pd *pd, const struct ql_qp_setup *s, struct ql_cq **scq,
+		struct ql_cq **rcq, struct ql_qp **qp, struct ibv_qp_cap *granted);
 /* Transitions follow the InfiniBand QP state machine (RESET, INIT, RTR, RTS,
  * SQD, SQE, ERR) with the required and optional attribute masks of the spec;
  * an illegal transition or mask fails with -EINVAL and changes nothing. */

@@ -108,7 +108,8 @@ int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_confi
 			 struct ql_hsb_client **out)
 {
 	struct ql_device_attr attr;
-	struct ql_qp_init_attr ia;
+	struct ql_qp_setup qs;
+	struct ibv_qp_cap cap;
 	struct ql_hsb_client *c;
 	void *mem;
 	int ret;
@@ -171,24 +172,14 @@ int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_confi
 			&c->rmr);
 	if (ret)
 		goto err;
-	ret = ql_cq_create(dev, (int)HSB_CLIENT_SQ, &c->scq);
-	if (!ret)
-		ret = ql_cq_create(dev, (int)c->nbuf, &c->rcq);
+	qs = (struct ql_qp_setup){ .qp_type = IBV_QPT_UC,
+				   .send_wr = HSB_CLIENT_SQ,
+				   .recv_wr = c->nbuf,
+				   .max_inline = 256 };
+	ret = ql_qp_setup(c->pd, &qs, &c->scq, &c->rcq, &c->qp, &cap);
 	if (ret)
 		goto err;
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = c->scq;
-	ia.recv_cq = c->rcq;
-	ia.qp_type = IBV_QPT_UC;
-	ia.cap.max_send_wr = HSB_CLIENT_SQ;
-	ia.cap.max_recv_wr = c->nbuf;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data = attr.max_inline_data < 256 ? attr.max_inline_data : 256;
-	ret = ql_qp_create(c->pd, &ia, &c->qp);
-	if (ret)
-		goto err;
-	c->max_inline = ia.cap.max_inline_data;
+	c->max_inline = cap.max_inline_data;
 	for (uint32_t i = 0; i < HSB_CLIENT_BATCH; i++) {
 		c->rsge[i].length = c->recv_size;
 		c->rsge[i].lkey = ql_mr_lkey(c->rmr);
