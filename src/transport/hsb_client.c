@@ -135,7 +135,7 @@ int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_confi
 				   c->cfg_packet);
 		goto err;
 	}
-	if (c->nrecv > (uint32_t)attr.dev.max_qp_wr || c->recv_size < 24) {
+	if (c->nrecv > (uint32_t)attr.dev.max_qp_wr || c->recv_size < QL_HSB_MIN_RESP) {
 		ret = ql_error_set(-EINVAL, "hsb client: %u receive buffers of %u bytes", c->nrecv,
 				   c->recv_size);
 		goto err;
