@@ -288,7 +288,30 @@ static void test_errors(void **state)
 	assert_int_equal(ql_client_connect(x.cl, NULL, NULL), -EINVAL);
 	memset(&p, 0, sizeof(p)); /* not hsb parameters */
 	assert_int_equal(ql_client_connect(x.cl, &p, NULL), -EINVAL);
+	/* ql_client_open: a step that fails leaves nothing */
+	cc = (struct ql_client_config){ .transport = QL_CLIENT_HSB, .dev = x.dev };
+	cl = (struct ql_client *)&cc;
+	assert_int_equal(ql_client_open(&cc, &p, NULL, &cl, NULL), -EINVAL);
+	assert_null(cl);
+	{
+		struct ql_conn_params local, hp;
+		struct ql_hsb_params h;
+
+		assert_int_equal(ql_hsb_channel_local_params(x.ch, &h), 0);
+		ql_hsb_params_to_conn(&h, &hp);
+		assert_int_equal(ql_client_open(&cc, &hp, NULL, &cl, &local), 0);
+		assert_int_equal(ql_client_transport(cl), QL_CLIENT_HSB);
+		assert_int_not_equal(local.qpn, 0);
+		ql_client_destroy(cl);
+	}
 	cx_close(&x);
+	cc = (struct ql_client_config){ .transport = QL_CLIENT_UDP,
+					.udp = { .host = "127.0.0.1", .port = 9 } };
+	assert_int_equal(ql_client_open(&cc, NULL, NULL, &cl, &p), -EOPNOTSUPP);
+	assert_null(cl);
+	assert_int_equal(ql_client_open(&cc, NULL, NULL, &cl, NULL), 0);
+	assert_non_null(ql_client_udp(cl));
+	ql_client_destroy(cl);
 }
 
 /* ring and hsb on soft://loop: no allocation, lock or system call. */

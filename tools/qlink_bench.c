@@ -723,7 +723,7 @@ static int bench_connect(struct bench *b, const struct ql_conn_params *sp)
 							.port = b->udp_port,
 							.slot_size = b->o->slot_size,
 							.window = b->o->slots };
-		ret = ql_client_create(&cc, &b->cl);
+		ret = ql_client_open(&cc, NULL, NULL, &b->cl, NULL);
 		if (ret) {
 			tool_fail("bench", "client setup", ret);
 			return ret;
@@ -744,11 +744,7 @@ static int bench_connect(struct bench *b, const struct ql_conn_params *sp)
 		sp = &hsb;
 	}
 	if (!ret)
-		ret = ql_client_create(&cc, &b->cl);
-	if (!ret)
-		ret = ql_client_local_params(b->cl, &cp);
-	if (!ret)
-		ret = ql_client_connect(b->cl, sp, NULL);
+		ret = ql_client_open(&cc, sp, NULL, &b->cl, &cp);
 	if (!ret)
 		ql_vppu_client_of(&b->vc, b->cl);
 	if (ret) {

@@ -854,11 +854,7 @@ static int wire_connect(struct wire *w)
 	qc.dev = w->dev;
 	qc.server = &sp;
 	if (!ret)
-		ret = ql_client_create(&qc, &w->cl);
-	if (!ret)
-		ret = ql_client_local_params(w->cl, &cp);
-	if (!ret)
-		ret = ql_client_connect(w->cl, &sp, NULL);
+		ret = ql_client_open(&qc, &sp, NULL, &w->cl, &cp);
 	if (!ret)
 		ret = ql_ctl_client_ack(w->ctl, &cp, 1);
 	if (!ret)

@@ -1136,11 +1136,7 @@ static int vppu_connect(struct vppu *v, const struct ql_conn_params *sp)
 		sp = &hsb;
 	}
 	if (!ret)
-		ret = ql_client_create(&cc, &v->cl);
-	if (!ret)
-		ret = ql_client_local_params(v->cl, &cp);
-	if (!ret)
-		ret = ql_client_connect(v->cl, sp, NULL);
+		ret = ql_client_open(&cc, sp, NULL, &v->cl, &cp);
 	if (!ret)
 		ql_vppu_client_of(&v->vc, v->cl);
 	if (!ret && v->ctl) {
@@ -1165,7 +1161,7 @@ static int vppu_connect_udp(struct vppu *v)
 						.port = o->udp_port,
 						.slot_size = o->slot_size,
 						.window = o->cfg.window } };
-	int ret = ql_client_create(&cc, &v->cl);
+	int ret = ql_client_open(&cc, NULL, NULL, &v->cl, NULL);
 
 	if (ret) {
 		tool_fail("vppu", "connecting to the server", ret);

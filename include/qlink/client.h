@@ -101,6 +101,12 @@ int ql_client_local_params(struct ql_client *cl, struct ql_conn_params *p);
  * (connected at create; server may be NULL). opts NULL: defaults. */
 int ql_client_connect(struct ql_client *cl, const struct ql_conn_params *server,
 		      const struct ql_qp_connect_opts *opts);
+/* The three in one, for a server whose parameters are known first:
+ * create, the local parameters into *local (NULL: not wanted; udp has
+ * none), connect to server. On failure nothing is left (*cl NULL). */
+int ql_client_open(const struct ql_client_config *cfg, const struct ql_conn_params *server,
+		   const struct ql_qp_connect_opts *opts, struct ql_client **cl,
+		   struct ql_conn_params *local);
 /* Close: what the transport's destroy does. NULL is a no-op. */
 void ql_client_destroy(struct ql_client *cl);
 

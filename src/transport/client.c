@@ -61,6 +61,30 @@ int ql_client_connect(struct ql_client *cl, const struct ql_conn_params *server,
 	return ops_of(cl)->connect(cl, server, opts);
 }
 
+int ql_client_open(const struct ql_client_config *cfg, const struct ql_conn_params *server,
+		   const struct ql_qp_connect_opts *opts, struct ql_client **out,
+		   struct ql_conn_params *local)
+{
+	struct ql_client *cl;
+	int ret;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	ret = ql_client_create(cfg, &cl);
+	if (ret)
+		return ret;
+	ret = local ? ql_client_local_params(cl, local) : 0;
+	if (!ret)
+		ret = ql_client_connect(cl, server, opts);
+	if (ret) {
+		ql_client_destroy(cl);
+		return ret;
+	}
+	*out = cl;
+	return 0;
+}
+
 void ql_client_destroy(struct ql_client *cl)
 {
 	if (cl)
