@@ -22,7 +22,8 @@
  *
  * The hot path (ql_client_send, ql_client_poll, ql_client_release) never
  * allocates, locks, logs or enters the kernel, except the udp transport's
- * one send and one recvmmsg (tests/hotpath.c checks it).
+ * one send and one recvmmsg (tests/test_client.c proves it with
+ * tests/hotpath.c's interposed allocator and seccomp filter).
  */
 #ifndef QLINK_CLIENT_H
 #define QLINK_CLIENT_H

@@ -168,6 +168,8 @@ int ql_hsb_channel_frame_info(struct ql_channel *ch, const struct ql_buffer *buf
 
 /* ---- the client: the FPGA's data plane ---------------------------------- */
 
+/* A ql_client of the hsb transport (qlink/client.h: ql_client_from_hsb). */
+
 struct ql_hsb_client;
 
 struct ql_hsb_client_config {
