@@ -33,6 +33,11 @@
 
 #include "hotpath.h"
 
+/* hsb.h states the RPC headers' sizes as its minimums (the transport
+ * layer does not include the RPC layer's headers): they must agree */
+_Static_assert(QL_HSB_MIN_FRAME == QL_RPC_HEADER_SIZE, "hsb frame minimum");
+_Static_assert(QL_HSB_MIN_RESP == QL_RPC_RESPONSE_SIZE, "hsb response minimum");
+
 #define PAGES 8
 #define PAGE_SIZE 384
 #define RESP_SIZE 256

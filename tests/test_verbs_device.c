@@ -79,6 +79,7 @@ static void test_connect_opts_default(void **state)
 	assert_int_equal(o.retry_cnt, 7);
 	assert_int_equal(o.rnr_retry, 7);
 	assert_int_equal(o.min_rnr_timer, 12);
+	assert_int_equal(o.local_psn, QL_QP_PSN_PROVIDER);
 }
 
 static void test_conn_params_roundtrip(void **state)
@@ -497,6 +498,117 @@ static void test_local_params(void **state)
 	assert_int_not_equal(ql_qp_num(pr->a.qp), ql_qp_num(pr->b.qp));
 }
 
+/* The connect option local_psn: the QP sends from it (the peer, told it,
+ * accepts the first packet), ql_qp_local_params and the QP's SQ_PSN report
+ * it once connected, and a PSN wider than 24 bits is refused. */
+static void test_connect_local_psn(void **state)
+{
+	struct vt_pair *pr = *state;
+	struct ql_qp_connect_opts o;
+	struct ql_conn_params p;
+	struct ibv_qp_attr qa;
+	struct ql_qp_init_attr ia;
+	struct vt_end told;
+	struct ibv_wc wc;
+	const uint32_t psn = 0x5a1234; /* neither 0 nor (2^-24) soft+udp's choice */
+
+	ql_qp_connect_opts_default(&o);
+	assert_int_equal(o.local_psn, QL_QP_PSN_PROVIDER);
+	o.local_psn = 0x1000000;
+	assert_int_equal(ql_qp_connect(pr->a.qp, &pr->b.params, &o), -EINVAL);
+	assert_int_equal(ql_qp_state(pr->a.qp), IBV_QPS_RESET);
+
+	o.local_psn = psn;
+	assert_int_equal(vt_end_connect(&pr->a, &pr->b, &o), 0);
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(ql_qp_local_params(pr->a.qp, &p), 0);
+	assert_int_equal(p.psn, psn);
+	assert_int_equal(ql_qp_query(pr->a.qp, &qa, IBV_QP_SQ_PSN, &ia), 0);
+	assert_int_equal(qa.sq_psn, psn);
+
+	/* b expects what a now says it sends from */
+	told = pr->a;
+	told.params.psn = psn;
+	assert_int_equal(vt_end_connect(&pr->b, &told, NULL), 0);
+	assert_int_equal(vt_post_recv(pr->b.qp, 9, pr->b.buf, 64, ql_mr_lkey(pr->b.mr)), 0);
+	memcpy(pr->a.buf, "psn", 4);
+	assert_int_equal(vt_post_send(pr->a.qp, 3, pr->a.buf, 4, ql_mr_lkey(pr->a.mr),
+				      IBV_SEND_SIGNALED),
+			 0);
+	vt_expect_wc(pr->a.scq, &wc, 3, IBV_WC_SUCCESS, IBV_WC_SEND);
+	vt_expect_wc(pr->b.rcq, &wc, 9, IBV_WC_SUCCESS, IBV_WC_RECV);
+	assert_string_equal((char *)pr->b.buf, "psn");
+}
+
+/* ql_qp_setup: CQs made where none is given (their sizes the queues'),
+ * a given CQ used as it is, inline capped at the device's, what was made
+ * left for the caller when the QP is refused. */
+static void test_qp_setup(void **state)
+{
+	struct ql_qp_setup s = { .qp_type = IBV_QPT_UC, .send_wr = 8, .recv_wr = 4 };
+	struct ql_cq *scq = NULL, *rcq = NULL, *shared = NULL;
+	struct ql_qp *qp = NULL, *qp2 = NULL;
+	struct ql_device_attr attr;
+	struct ql_qp_init_attr ia;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_cap cap;
+	struct ql_device *dev;
+	struct ql_pd *pd;
+
+	(void)state;
+	assert_int_equal(ql_device_open("soft://loop", &dev), 0);
+	assert_int_equal(ql_device_query(dev, &attr), 0);
+	assert_int_equal(ql_pd_alloc(dev, &pd), 0);
+	assert_int_equal(ql_qp_setup(NULL, &s, &scq, &rcq, &qp, NULL), -EINVAL);
+	assert_int_equal(ql_qp_setup(pd, NULL, &scq, &rcq, &qp, NULL), -EINVAL);
+
+	s.max_inline = 1u << 20;
+	assert_int_equal(ql_qp_setup(pd, &s, &scq, &rcq, &qp, &cap), 0);
+	assert_non_null(scq);
+	assert_non_null(rcq);
+	assert_ptr_not_equal(scq, rcq);
+	assert_true(cap.max_send_wr >= 8 && cap.max_recv_wr >= 4);
+	assert_true(cap.max_inline_data <= attr.max_inline_data);
+	assert_int_equal(ql_qp_query(qp, &qa, IBV_QP_STATE, &ia), 0);
+	assert_int_equal(ia.qp_type, IBV_QPT_UC);
+	assert_ptr_equal(ia.send_cq, scq);
+	assert_ptr_equal(ia.recv_cq, rcq);
+	assert_int_equal(ql_qp_state(qp), IBV_QPS_RESET);
+
+	/* one CQ, given, for both queues of a second QP (RC by default) */
+	s = (struct ql_qp_setup){ .send_wr = 2, .recv_wr = 2 };
+	assert_int_equal(ql_cq_create(dev, 16, &shared), 0);
+	{
+		struct ql_cq *given = shared;
+
+		assert_int_equal(ql_qp_setup(pd, &s, &shared, &shared, &qp2, NULL), 0);
+		assert_ptr_equal(shared, given);
+	}
+	assert_int_equal(ql_qp_query(qp2, &qa, IBV_QP_STATE, &ia), 0);
+	assert_int_equal(ia.qp_type, IBV_QPT_RC);
+	assert_ptr_equal(ia.send_cq, shared);
+	assert_ptr_equal(ia.recv_cq, shared);
+	assert_int_equal(ql_cq_destroy(shared), -EBUSY);
+	assert_int_equal(ql_qp_destroy(qp2), 0);
+	assert_int_equal(ql_qp_destroy(qp), 0);
+	assert_int_equal(ql_cq_destroy(scq), 0);
+	assert_int_equal(ql_cq_destroy(rcq), 0);
+	assert_int_equal(ql_cq_destroy(shared), 0);
+
+	/* a QP the provider refuses: the CQs made stay the caller's */
+	scq = rcq = NULL;
+	qp = NULL;
+	s = (struct ql_qp_setup){ .qp_type = IBV_QPT_UD, .send_wr = 2, .recv_wr = 2 };
+	assert_true(ql_qp_setup(pd, &s, &scq, &rcq, &qp, NULL) < 0);
+	assert_null(qp);
+	assert_non_null(scq);
+	assert_non_null(rcq);
+	assert_int_equal(ql_cq_destroy(scq), 0);
+	assert_int_equal(ql_cq_destroy(rcq), 0);
+	assert_int_equal(ql_pd_free(pd), 0);
+	assert_int_equal(ql_device_close(dev), 0);
+}
+
 static void test_mr_rereg_old_rkey_dies(void **state)
 {
 	struct vt_pair *pr = *state;
@@ -608,7 +720,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mr_dereg_busy_recv, vt_setup_rc, vt_teardown),
 		cmocka_unit_test_setup_teardown(test_mr_dereg_busy_send, vt_setup_rc, vt_teardown),
 		cmocka_unit_test_setup_teardown(test_local_params, vt_setup_rc, vt_teardown),
+		cmocka_unit_test_setup_teardown(test_connect_local_psn, vt_setup_rc_reset,
+						vt_teardown),
 		cmocka_unit_test(test_many_mrs),
+		cmocka_unit_test(test_qp_setup),
 		cmocka_unit_test_setup_teardown(test_mr_rereg_old_rkey_dies, vt_setup_rc,
 						vt_teardown),
 	};

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "demo/demo.h"
+#include "qlink/client.h"
 #include "qlink/clock.h"
 #include "qlink/control.h"
 #include "qlink/daemon.h"
@@ -619,9 +620,7 @@ static void bench_keepalive(void *ctl)
 struct bench {
 	const struct bench_opts *o;
 	struct ql_device *dev;
-	struct ql_ring_client *cl;
-	struct ql_hsb_client *hcl;
-	struct ql_udp_client *ucl;
+	struct ql_client *cl;	 /* ring, hsb or udp */
 	struct ql_hsb_params hp; /* the hsb server's */
 	struct ql_vppu_client vc;
 	struct ql_ctl_client *ctl;
@@ -711,52 +710,43 @@ static int bench_fork_server(struct bench *b, struct ql_conn_params *sp)
 	return 0;
 }
 
-/* The VPPU's ring client, connected; then tell the server ours. */
+/* The VPPU's client, connected; then tell the server ours. */
 static int bench_connect(struct bench *b, const struct ql_conn_params *sp)
 {
-	struct ql_conn_params cp;
+	struct ql_client_config cc = { .transport = QL_CLIENT_RING, .server = sp };
+	struct ql_conn_params cp, hsb;
 	int ret;
 
 	if (b->o->udp) {
-		struct ql_udp_client_config uc = { .host = "127.0.0.1",
-						   .port = b->udp_port,
-						   .slot_size = b->o->slot_size,
-						   .window = b->o->slots };
-
-		ret = ql_udp_client_create(&uc, &b->ucl);
+		cc.transport = QL_CLIENT_UDP;
+		cc.udp = (struct ql_udp_client_config){ .host = "127.0.0.1",
+							.port = b->udp_port,
+							.slot_size = b->o->slot_size,
+							.window = b->o->slots };
+		ret = ql_client_open(&cc, NULL, NULL, &b->cl, NULL);
 		if (ret) {
 			tool_fail("bench", "client setup", ret);
 			return ret;
 		}
-		ql_vppu_client_udp(&b->vc, b->ucl);
+		ql_vppu_client_of(&b->vc, b->cl);
 		return 0;
 	}
 	ret = tool_qp_check("bench", b->o->qp, sp);
 	if (ret)
 		return ret;
 	ret = ql_device_open(b->o->uri, &b->dev);
+	cc.dev = b->dev;
 	if (b->o->hsb) {
-		struct ql_hsb_client_config hc = { .recv_buffers = b->o->slots,
-						   .recv_size = b->hp.resp_size };
-
-		if (!ret)
-			ret = ql_hsb_client_create(b->dev, &hc, &b->hcl);
-		if (!ret)
-			ret = ql_hsb_client_local_params(b->hcl, &cp);
-		if (!ret)
-			ret = ql_hsb_client_connect(b->hcl, &b->hp, NULL);
-		if (!ret)
-			ql_vppu_client_hsb(&b->vc, b->hcl);
-	} else {
-		if (!ret)
-			ret = ql_ring_client_create(b->dev, sp, NULL, &b->cl);
-		if (!ret)
-			ret = ql_ring_client_local_params(b->cl, &cp);
-		if (!ret)
-			ret = ql_ring_client_connect(b->cl, sp, NULL);
-		if (!ret)
-			ql_vppu_client_ring(&b->vc, b->cl);
+		cc.transport = QL_CLIENT_HSB;
+		cc.hsb = (struct ql_hsb_client_config){ .recv_buffers = b->o->slots,
+							.recv_size = b->hp.resp_size };
+		ql_hsb_params_to_conn(&b->hp, &hsb);
+		sp = &hsb;
 	}
+	if (!ret)
+		ret = ql_client_open(&cc, sp, NULL, &b->cl, &cp);
+	if (!ret)
+		ql_vppu_client_of(&b->vc, b->cl);
 	if (ret) {
 		tool_fail("bench", "client setup", ret);
 		return ret;
@@ -857,9 +847,7 @@ static int bench_close(struct bench *b)
 	if (b->pid > 0 && waitpid(b->pid, &st, 0) == b->pid && (!WIFEXITED(st) || WEXITSTATUS(st)))
 		bad = 1;
 	ql_ctl_client_destroy(b->ctl);
-	ql_ring_client_destroy(b->cl);
-	ql_hsb_client_destroy(b->hcl);
-	ql_udp_client_destroy(b->ucl);
+	ql_client_destroy(b->cl);
 	if (b->dev)
 		ql_device_close(b->dev);
 	return bad;

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "plugin/loader.h"
+#include "qlink/client.h"
 #include "qlink/clock.h"
 #include "qlink/control.h"
 #include "qlink/daemon.h"
@@ -772,7 +773,7 @@ struct wire {
 	struct tool_server srv;
 	bool srv_open;
 	struct ql_device *dev;
-	struct ql_ring_client *cl;
+	struct ql_client *cl; /* the ring */
 	struct ql_ctl_client *ctl;
 	struct ql_vppu_client vc;
 	char uri[128];
@@ -789,6 +790,7 @@ static int wire_own(struct wire *w, const struct ql_qec_wire_decoder *wd)
 	const struct qec_opts *o = w->o;
 	struct ql_verbs_channel_config vc = { .num_slots = o->slots, .slot_size = o->slot_size };
 	struct ql_daemon_config dc = { .cpu = o->server_cpu };
+	struct ql_client_config cc = { .transport = QL_CLIENT_RING, .server = &w->srv.params };
 	struct ql_conn_params cp;
 	char config[512];
 	const char *path = o->plugin ? o->plugin : default_plugin();
@@ -807,13 +809,15 @@ static int wire_own(struct wire *w, const struct ql_qec_wire_decoder *wd)
 	if (!ret)
 		ret = ql_device_open(w->uri, &w->dev);
 	if (!ret)
-		ret = ql_ring_client_create(w->dev, &w->srv.params, NULL, &w->cl);
+		cc.dev = w->dev;
 	if (!ret)
-		ret = ql_ring_client_local_params(w->cl, &cp);
+		ret = ql_client_create(&cc, &w->cl);
+	if (!ret)
+		ret = ql_client_local_params(w->cl, &cp);
 	if (!ret)
 		ret = ql_verbs_channel_connect(w->srv.ch, &cp, NULL);
 	if (!ret)
-		ret = ql_ring_client_connect(w->cl, &w->srv.params, NULL);
+		ret = ql_client_connect(w->cl, &w->srv.params, NULL);
 	if (!ret)
 		ret = ql_daemon_start(w->srv.d);
 	if (ret)
@@ -826,6 +830,7 @@ static int wire_connect(struct wire *w)
 {
 	const struct qec_opts *o = w->o;
 	struct ql_ctl_client_config cc = { .name = "qlink-qec" };
+	struct ql_client_config qc = { .transport = QL_CLIENT_RING };
 	struct ql_conn_params sp, cp;
 	uint8_t secret[256];
 	size_t secret_len = 0;
@@ -846,12 +851,10 @@ static int wire_connect(struct wire *w)
 					    "the ring");
 	if (!ret)
 		ret = ql_device_open(w->uri, &w->dev);
+	qc.dev = w->dev;
+	qc.server = &sp;
 	if (!ret)
-		ret = ql_ring_client_create(w->dev, &sp, NULL, &w->cl);
-	if (!ret)
-		ret = ql_ring_client_local_params(w->cl, &cp);
-	if (!ret)
-		ret = ql_ring_client_connect(w->cl, &sp, NULL);
+		ret = ql_client_open(&qc, &sp, NULL, &w->cl, &cp);
 	if (!ret)
 		ret = ql_ctl_client_ack(w->ctl, &cp, 1);
 	if (!ret)
@@ -874,7 +877,7 @@ static void wire_close(struct wire *w)
 		ql_daemon_stop(w->srv.d);
 		tool_server_close(&w->srv);
 	}
-	ql_ring_client_destroy(w->cl);
+	ql_client_destroy(w->cl);
 	if (w->dev)
 		ql_device_close(w->dev);
 	ql_plugin_unload(w->plugin);
@@ -931,7 +934,7 @@ static int run_wire(const struct qec_opts *o)
 			cfg.tick_ctx = w.ctl;
 			cfg.tick_ns = 100000000;
 		}
-		ql_vppu_client_ring(&w.vc, w.cl);
+		ql_vppu_client_of(&w.vc, w.cl);
 		if (o->cpu >= 0 && ql_cpu_pin(o->cpu))
 			fprintf(stderr, "qlink qec: cannot pin to cpu %d; running unpinned\n",
 				o->cpu);

@@ -438,7 +438,7 @@ static void rc_close(struct rc_side *s)
 
 static int rc_open(struct rc_side *s, const char *uri, uint64_t len)
 {
-	struct ql_qp_init_attr qa = { 0 };
+	struct ql_qp_setup qa = { .qp_type = IBV_QPT_RC, .send_wr = 16, .recv_wr = 16 };
 	int rc;
 
 	memset(s, 0, sizeof(*s));
@@ -452,14 +452,7 @@ static int rc_open(struct rc_side *s, const char *uri, uint64_t len)
 		rc_close(s);
 		return rc;
 	}
-	qa.send_cq = s->cq;
-	qa.recv_cq = s->cq;
-	qa.qp_type = IBV_QPT_RC;
-	qa.cap.max_send_wr = 16;
-	qa.cap.max_recv_wr = 16;
-	qa.cap.max_send_sge = 1;
-	qa.cap.max_recv_sge = 1;
-	if ((rc = ql_qp_create(s->pd, &qa, &s->qp))) {
+	if ((rc = ql_qp_setup(s->pd, &qa, &s->cq, &s->cq, &s->qp, NULL))) {
 		tool_fail(CMD, "rc QP", rc);
 		rc_close(s);
 	}

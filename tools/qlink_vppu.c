@@ -30,6 +30,7 @@
 #include "config/config.h"
 #include "config/program.h"
 #include "demo/demo.h"
+#include "qlink/client.h"
 #include "qlink/clock.h"
 #include "qlink/control.h"
 #include "qlink/daemon.h"
@@ -715,7 +716,7 @@ static void report_add(struct ql_vppu_report *sum, const struct ql_vppu_report *
 		sum->transport_error = r->transport_error;
 }
 
-static int device_step(struct device *d, struct ql_ring_client *cl, uint32_t i,
+static int device_step(struct device *d, const struct ql_vppu_client *cl, uint32_t i,
 		       struct ql_vppu_report *sum)
 {
 	struct ql_vppu_call step, call;
@@ -743,7 +744,7 @@ static int device_step(struct device *d, struct ql_ring_client *cl, uint32_t i,
 		sc.tick_ctx = d;
 		sc.stop = &stop_requested;
 		sc.tick_ns = 50000000ull;
-		ret = ql_vppu_run(cl, &call, &sc, &rep);
+		ret = ql_vppu_run_client(cl, &call, &sc, &rep);
 		if (ret)
 			return ret;
 		report_add(sum, &rep);
@@ -757,7 +758,7 @@ static int device_step(struct device *d, struct ql_ring_client *cl, uint32_t i,
 
 /* Wait for PROGRAM and TRIGGER, run the program, say COMPLETE; an ABORT
  * from the RTH ends it early. Returns the exit status. */
-static int device_run(struct ql_ctl_client *ctl, struct ql_ring_client *cl, double timeout,
+static int device_run(struct ql_ctl_client *ctl, const struct ql_vppu_client *cl, double timeout,
 		      bool json)
 {
 	struct device d = { .ctl = ctl };
@@ -1061,10 +1062,8 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 struct vppu {
 	const struct vppu_opts *o;
 	struct ql_device *dev;
-	struct ql_ring_client *cl;
-	struct ql_hsb_client *hcl;
-	struct ql_udp_client *ucl; /* --transport udp */
-	struct ql_hsb_params hp;   /* the hsb server's (--transport hsb) */
+	struct ql_client *cl;	 /* ring, hsb or udp */
+	struct ql_hsb_params hp; /* the hsb server's (--transport hsb) */
 	struct ql_vppu_client vc;
 	struct ql_ctl_client *ctl;
 	struct ql_program *prog;
@@ -1121,34 +1120,25 @@ static int vppu_discover(struct vppu *v, struct ql_conn_params *sp)
 static int vppu_connect(struct vppu *v, const struct ql_conn_params *sp)
 {
 	const struct vppu_opts *o = v->o;
-	struct ql_conn_params cp;
+	struct ql_client_config cc = { .transport = QL_CLIENT_RING, .server = sp };
+	struct ql_conn_params cp, hsb;
 	int ret;
 
 	ret = tool_qp_check("vppu", o->qp, sp);
 	if (ret)
 		return ret;
 	ret = ql_device_open(o->uri, &v->dev);
+	cc.dev = v->dev;
 	if (o->hsb) {
-		struct ql_hsb_client_config hc = { .recv_size = v->hp.resp_size };
-
-		if (!ret)
-			ret = ql_hsb_client_create(v->dev, &hc, &v->hcl);
-		if (!ret)
-			ret = ql_hsb_client_local_params(v->hcl, &cp);
-		if (!ret)
-			ret = ql_hsb_client_connect(v->hcl, &v->hp, NULL);
-		if (!ret)
-			ql_vppu_client_hsb(&v->vc, v->hcl);
-	} else {
-		if (!ret)
-			ret = ql_ring_client_create(v->dev, sp, NULL, &v->cl);
-		if (!ret)
-			ret = ql_ring_client_local_params(v->cl, &cp);
-		if (!ret)
-			ret = ql_ring_client_connect(v->cl, sp, NULL);
-		if (!ret)
-			ql_vppu_client_ring(&v->vc, v->cl);
+		cc.transport = QL_CLIENT_HSB;
+		cc.hsb.recv_size = v->hp.resp_size;
+		ql_hsb_params_to_conn(&v->hp, &hsb);
+		sp = &hsb;
 	}
+	if (!ret)
+		ret = ql_client_open(&cc, sp, NULL, &v->cl, &cp);
+	if (!ret)
+		ql_vppu_client_of(&v->vc, v->cl);
 	if (!ret && v->ctl) {
 		ret = ql_ctl_client_ack(v->ctl, &cp, 1);
 		if (!ret && !o->device)
@@ -1166,17 +1156,18 @@ static int vppu_connect(struct vppu *v, const struct ql_conn_params *sp)
 static int vppu_connect_udp(struct vppu *v)
 {
 	const struct vppu_opts *o = v->o;
-	struct ql_udp_client_config uc = { .host = o->udp_host,
-					   .port = o->udp_port,
-					   .slot_size = o->slot_size,
-					   .window = o->cfg.window };
-	int ret = ql_udp_client_create(&uc, &v->ucl);
+	struct ql_client_config cc = { .transport = QL_CLIENT_UDP,
+				       .udp = { .host = o->udp_host,
+						.port = o->udp_port,
+						.slot_size = o->slot_size,
+						.window = o->cfg.window } };
+	int ret = ql_client_open(&cc, NULL, NULL, &v->cl, NULL);
 
 	if (ret) {
 		tool_fail("vppu", "connecting to the server", ret);
 		return ret;
 	}
-	ql_vppu_client_udp(&v->vc, v->ucl);
+	ql_vppu_client_of(&v->vc, v->cl);
 	return 0;
 }
 
@@ -1294,9 +1285,7 @@ static int vppu_end_session(struct vppu *v)
 static void vppu_close(struct vppu *v)
 {
 	ql__rdv_cleanup(&v->rdv);
-	ql_ring_client_destroy(v->cl);
-	ql_hsb_client_destroy(v->hcl);
-	ql_udp_client_destroy(v->ucl);
+	ql_client_destroy(v->cl);
 	if (v->dev)
 		ql_device_close(v->dev);
 	ql_ctl_client_destroy(v->ctl);
@@ -1326,7 +1315,7 @@ static enum ibv_mtu board_mtu(uint32_t bytes)
 static int vppu_board(struct vppu *v)
 {
 	const struct vppu_opts *o = v->o;
-	struct ql_hsb_client_config hc = { .window = o->cfg.window };
+	struct ql_client_config cc = { .transport = QL_CLIENT_HSB, .hsb.window = o->cfg.window };
 	struct ql_hsb_dataplane dp;
 	struct ql_conn_params lp;
 	struct ql_hsb_params hp = { 0 };
@@ -1334,10 +1323,11 @@ static int vppu_board(struct vppu *v)
 	int ret;
 
 	ret = ql_device_open(o->uri, &v->dev);
+	cc.dev = v->dev;
 	if (!ret)
-		ret = ql_hsb_client_create(v->dev, &hc, &v->hcl);
+		ret = ql_client_create(&cc, &v->cl);
 	if (!ret)
-		ret = ql_hsb_client_local_params(v->hcl, &lp);
+		ret = ql_client_local_params(v->cl, &lp);
 	if (ret) {
 		tool_fail("vppu", "the board's data plane", ret);
 		return -1;
@@ -1366,12 +1356,13 @@ static int vppu_board(struct vppu *v)
 	hp.num_pages = dp.num_pages;
 	hp.frame_len = dp.frame_len;
 	hp.resp_size = QL_HSB_DEFAULT_RESP_SIZE; /* this board's receive buffers */
-	ret = ql_hsb_client_connect(v->hcl, &hp, NULL);
+	ql_hsb_params_to_conn(&hp, &lp);
+	ret = ql_client_connect(v->cl, &lp, NULL);
 	if (ret) {
 		tool_fail("vppu", "connecting the board's QP to the host", ret);
 		return -1;
 	}
-	ql_vppu_client_hsb(&v->vc, v->hcl);
+	ql_vppu_client_of(&v->vc, v->cl);
 	return vppu_calls(v);
 }
 
@@ -1428,7 +1419,7 @@ int tool_vppu(int argc, char **argv)
 	if (ret) {
 		ret = 1;
 	} else if (o.device) {
-		ret = device_run(v.ctl, v.cl, o.timeout, o.json);
+		ret = device_run(v.ctl, &v.vc, o.timeout, o.json);
 	} else {
 		ret = vppu_calls(&v);
 		if (ret >= 0 && v.ctl && vppu_end_session(&v))

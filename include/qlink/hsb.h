@@ -45,6 +45,11 @@ extern "C" {
 #define QL_HSB_IMM_PAGE_MASK 0xfffu	 /* page = imm & 0xFFF */
 #define QL_HSB_IMM_PSN_SHIFT 12		 /* PSN & 0xFFFFF in the upper 20 bits */
 #define QL_HSB_DEFAULT_PACKET_SIZE 1408u /* (Ethernet MTU 1500 - 74) / 128 x 128 */
+/* The least a frame and a response buffer hold: the 24-byte RPC request
+ * and response headers (QL_RPC_HEADER_SIZE, QL_RPC_RESPONSE_SIZE of
+ * qlink/rpc_wire.h; tests/test_hsb.c asserts they agree). */
+#define QL_HSB_MIN_FRAME 24u
+#define QL_HSB_MIN_RESP 24u
 
 /* The immediate of a frame's metadata write, host order. */
 static inline uint32_t ql_hsb_imm(uint32_t page, uint32_t psn)
@@ -162,6 +167,8 @@ int ql_hsb_channel_frame_info(struct ql_channel *ch, const struct ql_buffer *buf
 			      struct ql_hsb_frame_info *fi);
 
 /* ---- the client: the FPGA's data plane ---------------------------------- */
+
+/* A ql_client of the hsb transport (qlink/client.h: ql_client_from_hsb). */
 
 struct ql_hsb_client;
 

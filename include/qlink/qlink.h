@@ -8,7 +8,8 @@
  *   util       qlink/version.h qlink/error.h qlink/log.h qlink/clock.h
  *              qlink/histogram.h
  *   verbs      qlink/verbs.h qlink/mlx5.h (mlx5 queues, header-only)
- *   transport  qlink/ring.h qlink/channel.h
+ *   transport  qlink/ring.h qlink/channel.h qlink/client.h (the client
+ *              of ring, hsb and udp)
  *   rpc        qlink/rpc.h = qlink/rpc_wire.h (the message bytes, CUDA-Q
  *              Realtime compatible) + rpc_stream.h + rpc_table.h + rpc_fn.h
  *   service    qlink/daemon.h qlink/vppu.h qlink/plugin.h (the plugin ABI)
@@ -32,6 +33,7 @@
 #include "qlink/verbs.h"
 
 #include "qlink/channel.h"
+#include "qlink/client.h"
 #include "qlink/hsb.h"
 #include "qlink/ring.h"
 #include "qlink/udp.h"

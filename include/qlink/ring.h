@@ -70,6 +70,8 @@ void ql_ring_format(void *ring, uint32_t num_slots, uint32_t slot_size);
 
 /* ---- the client (what QCS firmware implements) ------------------------- */
 
+/* A ql_client of the ring transport (qlink/client.h: ql_client_from_ring). */
+
 struct ql_ring_client;
 
 struct ql_ring_client_config {

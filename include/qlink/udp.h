@@ -127,6 +127,8 @@ int ql_udp_channel_stats(const struct ql_channel *ch, struct ql_udp_channel_stat
 
 /* ---- the client: a CUDA-Q caller ------------------------------------------ */
 
+/* A ql_client of the udp transport (qlink/client.h: ql_client_from_udp). */
+
 struct ql_udp_client;
 
 struct ql_udp_client_config {

@@ -218,6 +218,26 @@ struct ql_qp_init_attr {
 
 int ql_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **qp);
 int ql_qp_destroy(struct ql_qp *qp);
+
+/* What ql_qp_setup makes: a QP with one SGE per work request each way. */
+struct ql_qp_setup {
+	enum ibv_qp_type qp_type; /* IBV_QPT_RC (or 0) or IBV_QPT_UC */
+	uint32_t send_wr;	  /* send queue entries (0: 1) */
+	uint32_t recv_wr;	  /* receive queue entries (0: 1) */
+	uint32_t max_inline;	  /* inline bytes wanted; the device's limit caps it */
+	int send_cqe;		  /* entries of a send CQ made here (0: send_wr) */
+	int recv_cqe;		  /* entries of a receive CQ made here (0: recv_wr) */
+	unsigned int flags;	  /* QL_QP_INIT_*; with QL_QP_INIT_MLX5 the CQs
+				     made here are QL_CQ_INIT_MLX5 CQs */
+};
+/* The QP set-up every user of a QP writes: its CQs, then the QP in pd. A
+ * CQ already in *scq or *rcq is used as it is (one shared with other QPs);
+ * a NULL one is made on pd's device and stored there (scq == rcq: one CQ
+ * of send_cqe entries for both). What was made stays in *scq, *rcq and *qp on failure too,
+ * for the caller's own clean-up. granted (NULL: not wanted): the caps the
+ * QP got (max_inline_data as granted). Connect it with ql_qp_connect. */
+int ql_qp_setup(struct ql_pd *pd, const struct ql_qp_setup *s, struct ql_cq **scq,
+		struct ql_cq **rcq, struct ql_qp **qp, struct ibv_qp_cap *granted);
 /* Transitions follow the InfiniBand QP state machine (RESET, INIT, RTR, RTS,
  * SQD, SQE, ERR) with the required and optional attribute masks of the spec;
  * an illegal transition or mask fails with -EINVAL and changes nothing. */
@@ -278,7 +298,8 @@ int ql_conn_params_format(const struct ql_conn_params *p, char *buf, size_t len)
 int ql_conn_params_parse(const char *text, struct ql_conn_params *p);
 /* Fill qpn, psn, gid and mtu of a local QP (no memory region). psn is the
  * first PSN the QP sends when connected with ql_qp_connect: random on
- * soft+udp (docs/soft-udp.md 11), 0 on the other providers. */
+ * soft+udp (docs/soft-udp.md 11), 0 on the other providers, or once
+ * connected the connect option's local_psn where one was given. */
 int ql_qp_local_params(struct ql_qp *qp, struct ql_conn_params *p);
 
 struct ql_qp_connect_opts {
@@ -287,9 +308,16 @@ struct ql_qp_connect_opts {
 	uint8_t retry_cnt;
 	uint8_t rnr_retry;     /* 7 = retry forever */
 	uint8_t min_rnr_timer; /* encoded, IB table */
+	/* The first PSN this QP sends (24 bits), or QL_QP_PSN_PROVIDER: the
+	 * one the provider chose at create, which ql_qp_local_params reported
+	 * before the connect. Set it where the peer assumes a PSN instead of
+	 * reading ours (HSB: both directions start at 0); ql_qp_local_params
+	 * reports it once connected. Above 24 bits: -EINVAL. */
+	uint32_t local_psn;
 };
+#define QL_QP_PSN_PROVIDER 0xffffffffu
 /* Defaults: all remote access, timeout 14, retry_cnt 7, rnr_retry 7,
- * min_rnr_timer 12 (0.64 ms). */
+ * min_rnr_timer 12 (0.64 ms), local_psn QL_QP_PSN_PROVIDER. */
 void ql_qp_connect_opts_default(struct ql_qp_connect_opts *o);
 /* RESET -> INIT -> RTR -> RTS towards `remote` (opts NULL: defaults). */
 int ql_qp_connect(struct ql_qp *qp, const struct ql_conn_params *remote,

@@ -86,8 +86,8 @@ struct ql_vppu_report {
 int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
 		const struct ql_vppu_config *cfg, struct ql_vppu_report *rep);
 
-/* The data plane the VPPU drives, as four calls on a client: the ring
- * client (ring.h) or the hsb client (hsb.h), or any client with the same
+/* The data plane the VPPU drives, as four calls on a client: a ql_client
+ * (client.h: the ring, hsb or udp client), or any client with the same
  * contract (send: 0, -EAGAIN when its window is full; poll: responses in
  * the order the requests were sent; release: re-post the buffer). */
 struct ql_hsb_client;
@@ -100,9 +100,13 @@ struct ql_vppu_client {
 	/* optional (NULL: none): the client's resend counters (ring over UC) */
 	int (*stats)(const void *cl, struct ql_ring_client_stats *st);
 };
+/* Any ql_client (client.h: ring, hsb or udp; over udp responses come in
+ * the order qlink answers), its loss counters as stats. */
+struct ql_client;
+void ql_vppu_client_of(struct ql_vppu_client *c, struct ql_client *cl);
+/* The same for a transport's own client (ql_client_from_ring(cl), ...). */
 void ql_vppu_client_ring(struct ql_vppu_client *c, struct ql_ring_client *cl);
 void ql_vppu_client_hsb(struct ql_vppu_client *c, struct ql_hsb_client *cl);
-/* CUDA-Q's UDP transport (udp.h): responses in the order qlink answers. */
 struct ql_udp_client;
 void ql_vppu_client_udp(struct ql_vppu_client *c, struct ql_udp_client *cl);
 /* ql_vppu_run over any client. */

@@ -646,7 +646,7 @@ static int read_hello(struct ql_ep_client *c, char *buf, size_t cap)
 int ql_ep_client_connect(const char *device, const char *address, struct ql_ep_client **out)
 {
 	struct ql_ep_client *c;
-	struct ql_qp_init_attr a;
+	struct ql_qp_setup a;
 	struct ql_conn_params pc, pd, mem = { 0 };
 	char hello[QL_EPC_HELLO_MAX + 1];
 	void *credit;
@@ -680,19 +680,12 @@ int ql_ep_client_connect(const char *device, const char *address, struct ql_ep_c
 	mem.vaddr = (uintptr_t)credit;
 	mem.rkey = ql_mr_rkey(c->credit_mr);
 	mem.length = 8;
-	memset(&a, 0, sizeof(a));
-	a.send_cq = c->cq;
-	a.recv_cq = c->cq;
-	a.qp_type = IBV_QPT_RC;
-	a.cap.max_send_wr = 4;
-	a.cap.max_recv_wr = C_RECVS;
-	a.cap.max_send_sge = 1;
-	a.cap.max_recv_sge = 1;
-	if ((ret = ql_qp_create(c->pd, &a, &c->ctl)))
+	a = (struct ql_qp_setup){ .qp_type = IBV_QPT_RC, .send_wr = 4, .recv_wr = C_RECVS };
+	if ((ret = ql_qp_setup(c->pd, &a, &c->cq, &c->cq, &c->ctl, NULL)))
 		goto fail;
-	a.cap.max_send_wr = 2;
-	a.cap.max_recv_wr = 2;
-	if ((ret = ql_qp_create(c->pd, &a, &c->data)))
+	a.send_wr = 2;
+	a.recv_wr = 2;
+	if ((ret = ql_qp_setup(c->pd, &a, &c->cq, &c->cq, &c->data, NULL)))
 		goto fail;
 	if ((ret = ql__ep_connect(address, c->timeout_ms, &c->fd)))
 		goto fail;

@@ -596,7 +596,7 @@ static int conn_poll(struct ql_ep_server *s, struct ep_conn *c)
 static int conn_setup(struct ql_ep_server *s, struct ep_conn *c)
 {
 	struct ql_conn_params pc, pd, mem = { 0 };
-	struct ql_qp_init_attr a;
+	struct ql_qp_setup a;
 	struct ql_qp_connect_opts o;
 	char out[QL_EPC_HELLO_MAX];
 	void *ring;
@@ -636,22 +636,15 @@ static int conn_setup(struct ql_ep_server *s, struct ep_conn *c)
 	mem.length = QL_EPA_SLOTS * 8;
 	mem.num_slots = QL_EPA_SLOTS;
 	mem.slot_size = 8;
-	memset(&a, 0, sizeof(a));
-	a.send_cq = c->cq;
-	a.recv_cq = c->cq;
-	a.qp_type = IBV_QPT_RC;
-	a.cap.max_send_wr = CTL_SENDS;
-	a.cap.max_recv_wr = CTL_RECVS;
-	a.cap.max_send_sge = 1;
-	a.cap.max_recv_sge = 1;
-	ret = ql_qp_create(c->pd, &a, &c->ctl);
+	a = (struct ql_qp_setup){ .qp_type = IBV_QPT_RC,
+				  .send_wr = CTL_SENDS,
+				  .recv_wr = CTL_RECVS };
+	ret = ql_qp_setup(c->pd, &a, &c->cq, &c->cq, &c->ctl, NULL);
 	if (ret)
 		return ret;
-	a.send_cq = c->dcq;
-	a.recv_cq = c->dcq;
-	a.cap.max_send_wr = 2;
-	a.cap.max_recv_wr = 2;
-	ret = ql_qp_create(c->pd, &a, &c->data);
+	a.send_wr = 2;
+	a.recv_wr = 2;
+	ret = ql_qp_setup(c->pd, &a, &c->dcq, &c->dcq, &c->data, NULL);
 	if (ret)
 		return ret;
 	ql_qp_connect_opts_default(&o);

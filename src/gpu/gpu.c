@@ -21,7 +21,6 @@
 #include "qlink/gpu.h"
 #include "qlink/mlx5.h"
 #include "qlink/ring.h"
-#include "verbs/provider.h"
 
 #define GPU_DEF_SLOTS 64u
 #define GPU_DEF_SLOT_SIZE 256u
@@ -191,7 +190,10 @@ static int resolve_mode(struct ql_gpu_dispatcher *d, const struct ql_gpu_config 
 static int make_tx_qp(struct ql_gpu_dispatcher *d, uint32_t resp_size, enum ibv_qp_type qp_type,
 		      uint32_t recv_wr)
 {
-	struct ql_qp_init_attr ia;
+	struct ql_qp_setup qs = { .qp_type = qp_type,
+				  .send_wr = d->tx_count,
+				  .recv_wr = recv_wr,
+				  .flags = QL_QP_INIT_MLX5 };
 	void *mem;
 	int ret;
 
@@ -204,22 +206,7 @@ static int make_tx_qp(struct ql_gpu_dispatcher *d, uint32_t resp_size, enum ibv_
 	ret = ql_mr_reg(d->pd, d->tx, d->tx_len, IBV_ACCESS_LOCAL_WRITE, &d->tx_mr);
 	if (ret)
 		return ret;
-	ret = ql_cq_create_flags(d->dev, (int)d->tx_count, QL_CQ_INIT_MLX5, &d->scq);
-	if (ret)
-		return ret;
-	ret = ql_cq_create_flags(d->dev, (int)recv_wr, QL_CQ_INIT_MLX5, &d->rcq);
-	if (ret)
-		return ret;
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = d->scq;
-	ia.recv_cq = d->rcq;
-	ia.qp_type = qp_type;
-	ia.cap.max_send_wr = d->tx_count;
-	ia.cap.max_recv_wr = recv_wr;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.flags = QL_QP_INIT_MLX5;
-	ret = ql_qp_create(d->pd, &ia, &d->qp);
+	ret = ql_qp_setup(d->pd, &qs, &d->scq, &d->rcq, &d->qp, NULL);
 	if (ret)
 		return ret;
 	ret = ql_qp_mlx5(d->qp, &d->body.tx.qp);
@@ -553,7 +540,7 @@ static int connect_hsb(struct ql_gpu_dispatcher *d, const struct ql_conn_params 
 	o.access = IBV_ACCESS_REMOTE_WRITE;
 	peer = *qcs;
 	peer.psn = 0;
-	d->qp->init_psn = 0; /* and we send from 0 */
+	o.local_psn = 0; /* and we send from 0 */
 	ret = ql_qp_connect(d->qp, &peer, &o);
 	if (ret)
 		return ret;

@@ -83,11 +83,6 @@ static bool pow2_mtu(uint32_t m)
 
 /* ---- create / destroy ------------------------------------------------- */
 
-static int make_cq(struct ql_sdr_conn *c, int n, struct ql_cq **cq)
-{
-	return ql_cq_create(c->dev, n, cq);
-}
-
 int ql_sdr_conn_create(struct ql_device *dev, const struct ql_sdr_config *cfg,
 		       struct ql_sdr_conn **out)
 {
@@ -147,40 +142,24 @@ int ql_sdr_conn_create(struct ql_device *dev, const struct ql_sdr_config *cfg,
 	rc = ql_pd_alloc(dev, &c->pd);
 	if (rc)
 		goto fail;
-	rc = make_cq(c, (int)d.send_depth, &c->data_scq);
-	if (!rc)
-		rc = make_cq(c, (int)d.recv_depth, &c->data_rcq);
-	if (!rc)
-		rc = make_cq(c, (int)c->ctrl_depth, &c->ctrl_scq);
-	if (!rc)
-		rc = make_cq(c, (int)c->ctrl_depth, &c->ctrl_rcq);
-	if (rc)
-		goto fail;
 	{
-		struct ql_qp_init_attr a = { .send_cq = c->data_scq,
-					     .recv_cq = c->data_rcq,
-					     .cap = { .max_send_wr = d.send_depth,
-						      .max_recv_wr = d.recv_depth,
-						      .max_send_sge = 1,
-						      .max_recv_sge = 1 },
-					     .qp_type = IBV_QPT_UC };
+		struct ql_qp_setup s = { .qp_type = IBV_QPT_UC,
+					 .send_wr = d.send_depth,
+					 .recv_wr = d.recv_depth };
+		struct ibv_qp_cap cap;
 
-		rc = ql_qp_create(c->pd, &a, &c->data_qp);
+		rc = ql_qp_setup(c->pd, &s, &c->data_scq, &c->data_rcq, &c->data_qp, &cap);
 		if (rc)
 			goto fail;
-		c->sq_depth = a.cap.max_send_wr < d.send_depth ? a.cap.max_send_wr : d.send_depth;
+		c->sq_depth = cap.max_send_wr < d.send_depth ? cap.max_send_wr : d.send_depth;
 		c->recv_depth = d.recv_depth;
 	}
 	{
-		struct ql_qp_init_attr a = { .send_cq = c->ctrl_scq,
-					     .recv_cq = c->ctrl_rcq,
-					     .cap = { .max_send_wr = c->ctrl_depth,
-						      .max_recv_wr = c->ctrl_depth,
-						      .max_send_sge = 1,
-						      .max_recv_sge = 1 },
-					     .qp_type = IBV_QPT_RC };
+		struct ql_qp_setup s = { .qp_type = IBV_QPT_RC,
+					 .send_wr = c->ctrl_depth,
+					 .recv_wr = c->ctrl_depth };
 
-		rc = ql_qp_create(c->pd, &a, &c->ctrl_qp);
+		rc = ql_qp_setup(c->pd, &s, &c->ctrl_scq, &c->ctrl_rcq, &c->ctrl_qp, NULL);
 		if (rc)
 			goto fail;
 	}

@@ -23,7 +23,8 @@ int ql_endpoint_create_qp(struct ql_endpoint *ep, uint32_t send_wr, uint32_t rec
 			  enum ibv_qp_type qp_type)
 {
 	struct ql_device_attr attr;
-	struct ql_qp_init_attr ia;
+	struct ql_qp_setup s;
+	struct ibv_qp_cap cap;
 	int ret;
 
 	if (!qp_type)
@@ -39,27 +40,14 @@ int ql_endpoint_create_qp(struct ql_endpoint *ep, uint32_t send_wr, uint32_t rec
 		send_wr = (uint32_t)attr.dev.max_qp_wr;
 	ep->send_wr = send_wr ? send_wr : 1;
 	ep->recv_wr = recv_wr ? recv_wr : 1;
-	ep->max_inline = attr.max_inline_data < QL_ENDPOINT_MAX_INLINE ? attr.max_inline_data :
-									 QL_ENDPOINT_MAX_INLINE;
-	ret = ql_cq_create(ep->dev, (int)ep->send_wr, &ep->scq);
+	s = (struct ql_qp_setup){ .qp_type = qp_type,
+				  .send_wr = ep->send_wr,
+				  .recv_wr = ep->recv_wr,
+				  .max_inline = QL_ENDPOINT_MAX_INLINE };
+	ret = ql_qp_setup(ep->pd, &s, &ep->scq, &ep->rcq, &ep->qp, &cap);
 	if (ret)
 		return ret;
-	ret = ql_cq_create(ep->dev, (int)ep->recv_wr, &ep->rcq);
-	if (ret)
-		return ret;
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = ep->scq;
-	ia.recv_cq = ep->rcq;
-	ia.qp_type = qp_type;
-	ia.cap.max_send_wr = ep->send_wr;
-	ia.cap.max_recv_wr = ep->recv_wr;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data = ep->max_inline;
-	ret = ql_qp_create(ep->pd, &ia, &ep->qp);
-	if (ret)
-		return ret;
-	ep->max_inline = ia.cap.max_inline_data;
+	ep->max_inline = cap.max_inline_data;
 	return 0;
 }
 

@@ -39,7 +39,6 @@
 #include "qlink/hsb.h"
 #include "transport/hsb_int.h"
 #include "transport/txq.h"
-#include "verbs/provider.h"
 
 #define HCH_IDLE_CHECK 65536
 #define HCH_REPOST_BATCH 16u
@@ -271,7 +270,8 @@ static void hch_destroy(struct ql_channel *ch)
 static int create_qp(struct hch *c)
 {
 	struct ql_device_attr attr;
-	struct ql_qp_init_attr ia;
+	struct ql_qp_setup qs;
+	struct ibv_qp_cap cap;
 	int ret = ql_device_query(c->dev, &attr);
 
 	if (ret)
@@ -286,25 +286,14 @@ static int create_qp(struct hch *c)
 	if (c->batch > HCH_REPOST_BATCH)
 		c->batch = HCH_REPOST_BATCH;
 	c->rq_depth = c->num_pages + c->batch - 1;
-	ret = ql_cq_create(c->dev, (int)c->tx.ntx, &c->scq);
-	if (!ret)
-		ret = ql_cq_create(c->dev, (int)c->rq_depth, &c->rcq);
+	qs = (struct ql_qp_setup){ .qp_type = IBV_QPT_UC,
+				   .send_wr = c->tx.ntx,
+				   .recv_wr = c->rq_depth,
+				   .max_inline = 256 };
+	ret = ql_qp_setup(c->pd, &qs, &c->scq, &c->rcq, &c->qp, &cap);
 	if (ret)
 		return ret;
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = c->scq;
-	ia.recv_cq = c->rcq;
-	ia.qp_type = IBV_QPT_UC;
-	ia.cap.max_send_wr = c->tx.ntx;
-	ia.cap.max_recv_wr = c->rq_depth;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data = attr.max_inline_data < 256 ? attr.max_inline_data : 256;
-	ret = ql_qp_create(c->pd, &ia, &c->qp);
-	if (ret)
-		return ret;
-	c->qp->init_psn = 0; /* HSB starts both directions at PSN 0 */
-	c->tx.max_inline = ia.cap.max_inline_data;
+	c->tx.max_inline = cap.max_inline_data;
 	/* the re-post chain: WQEs without SGEs (WRITE WITH IMMEDIATE places
 	 * nothing); wr_id means nothing, the page is the immediate's */
 	for (uint32_t i = 0; i < HCH_REPOST_BATCH; i++) {
@@ -444,8 +433,9 @@ int ql_hsb_channel_connect(struct ql_channel *ch, const struct ql_conn_params *q
 		ql_qp_connect_opts_default(&o);
 	/* UC: WRITE is all a peer may do (no READ, no atomics on UC) */
 	o.access = IBV_ACCESS_REMOTE_WRITE;
+	o.local_psn = 0; /* HSB starts both directions at PSN 0 */
 	peer = *qcs;
-	peer.psn = 0; /* HSB starts both directions at PSN 0 */
+	peer.psn = 0;
 	ret = ql_qp_connect(c->qp, &peer, &o);
 	if (ret)
 		return ret;

@@ -28,11 +28,12 @@
 
 #include "qlink/error.h"
 #include "qlink/hsb.h"
-#include "verbs/provider.h"
+#include "transport/client_int.h"
 
 #define HSB_CLIENT_BATCH 16u
 
 struct ql_hsb_client {
+	struct ql__client_head head; /* must stay first: a ql_client */
 	struct ql_device *dev;
 	struct ql_pd *pd;
 	struct ql_cq *scq, *rcq;
@@ -67,6 +68,8 @@ struct ql_hsb_client {
 	struct ibv_sge rsge[HSB_CLIENT_BATCH];
 	struct ibv_recv_wr rwr[HSB_CLIENT_BATCH]; /* a pre-linked chain */
 };
+
+static const struct ql__client_ops hsb_client_ops;
 
 static void free_stage(struct ql_hsb_client *c)
 {
@@ -105,7 +108,8 @@ int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_confi
 			 struct ql_hsb_client **out)
 {
 	struct ql_device_attr attr;
-	struct ql_qp_init_attr ia;
+	struct ql_qp_setup qs;
+	struct ibv_qp_cap cap;
 	struct ql_hsb_client *c;
 	void *mem;
 	int ret;
@@ -115,6 +119,7 @@ int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_confi
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->head.ops = &hsb_client_ops;
 	c->dev = dev;
 	c->nrecv = cfg && cfg->recv_buffers ? cfg->recv_buffers : 64;
 	c->recv_size = cfg && cfg->recv_size ? cfg->recv_size : QL_HSB_DEFAULT_RESP_SIZE;
@@ -130,7 +135,7 @@ int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_confi
 				   c->cfg_packet);
 		goto err;
 	}
-	if (c->nrecv > (uint32_t)attr.dev.max_qp_wr || c->recv_size < 24) {
+	if (c->nrecv > (uint32_t)attr.dev.max_qp_wr || c->recv_size < QL_HSB_MIN_RESP) {
 		ret = ql_error_set(-EINVAL, "hsb client: %u receive buffers of %u bytes", c->nrecv,
 				   c->recv_size);
 		goto err;
@@ -167,25 +172,14 @@ int ql_hsb_client_create(struct ql_device *dev, const struct ql_hsb_client_confi
 			&c->rmr);
 	if (ret)
 		goto err;
-	ret = ql_cq_create(dev, (int)HSB_CLIENT_SQ, &c->scq);
-	if (!ret)
-		ret = ql_cq_create(dev, (int)c->nbuf, &c->rcq);
+	qs = (struct ql_qp_setup){ .qp_type = IBV_QPT_UC,
+				   .send_wr = HSB_CLIENT_SQ,
+				   .recv_wr = c->nbuf,
+				   .max_inline = 256 };
+	ret = ql_qp_setup(c->pd, &qs, &c->scq, &c->rcq, &c->qp, &cap);
 	if (ret)
 		goto err;
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = c->scq;
-	ia.recv_cq = c->rcq;
-	ia.qp_type = IBV_QPT_UC;
-	ia.cap.max_send_wr = HSB_CLIENT_SQ;
-	ia.cap.max_recv_wr = c->nbuf;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.cap.max_inline_data = attr.max_inline_data < 256 ? attr.max_inline_data : 256;
-	ret = ql_qp_create(c->pd, &ia, &c->qp);
-	if (ret)
-		goto err;
-	c->qp->init_psn = 0; /* a board's PSNs count from 0 (the immediate carries them) */
-	c->max_inline = ia.cap.max_inline_data;
+	c->max_inline = cap.max_inline_data;
 	for (uint32_t i = 0; i < HSB_CLIENT_BATCH; i++) {
 		c->rsge[i].length = c->recv_size;
 		c->rsge[i].lkey = ql_mr_lkey(c->rmr);
@@ -278,7 +272,8 @@ int ql_hsb_client_connect(struct ql_hsb_client *c, const struct ql_hsb_params *h
 		o = *opts;
 	else
 		ql_qp_connect_opts_default(&o);
-	o.access = 0; /* the host only SENDs to us */
+	o.access = 0;	 /* the host only SENDs to us */
+	o.local_psn = 0; /* a board's PSNs count from 0 (the immediate carries them) */
 	peer.qpn = host->qpn;
 	peer.gid = host->gid;
 	peer.mtu = host->mtu;
@@ -524,3 +519,29 @@ uint32_t ql_hsb_client_max_msg(const struct ql_hsb_client *c)
 {
 	return c->host.frame_len;
 }
+
+/* ---- as a ql_client (client.h) ------------------------------------------ */
+
+QL__CLIENT_FORWARD_OPS(hsb)
+
+static int hsb_op_local_params(struct ql_client *c, struct ql_conn_params *p)
+{
+	return ql_hsb_client_local_params((struct ql_hsb_client *)c, p);
+}
+
+static int hsb_op_connect(struct ql_client *c, const struct ql_conn_params *server,
+			  const struct ql_qp_connect_opts *opts)
+{
+	struct ql_hsb_params host;
+	int ret;
+
+	if (!server)
+		return -EINVAL;
+	ret = ql_hsb_params_from_conn(server, &host);
+	if (ret)
+		return ret;
+	return ql_hsb_client_connect((struct ql_hsb_client *)c, &host, opts);
+}
+
+/* no stats: UC without resends: a frame the host dropped is never answered */
+QL__CLIENT_OPS(hsb, QL_CLIENT_HSB);

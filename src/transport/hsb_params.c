@@ -8,7 +8,6 @@
 
 #include "qlink/error.h"
 #include "qlink/hsb.h"
-#include "qlink/rpc_wire.h"
 
 int ql_hsb_params_check(const struct ql_hsb_params *p)
 {
@@ -31,9 +30,9 @@ int ql_hsb_params_check(const struct ql_hsb_params *p)
 				    "hsb: pages at 0x%" PRIx64 " (%" PRIu64 " bytes) are not "
 				    "128-byte aligned below 2^39",
 				    p->page_addr, end);
-	if (p->frame_len < QL_RPC_HEADER_SIZE)
+	if (p->frame_len < QL_HSB_MIN_FRAME)
 		return ql_error_set(-EINVAL, "hsb: frame length %u is under the %u-byte RPC header",
-				    p->frame_len, QL_RPC_HEADER_SIZE);
+				    p->frame_len, QL_HSB_MIN_FRAME);
 	/* a board writes 128 bytes of metadata at page + round_up(frame, 128):
 	 * past the page it would land in the next page's frame */
 	if (p->frame_len > p->page_size ||
@@ -45,7 +44,7 @@ int ql_hsb_params_check(const struct ql_hsb_params *p)
 				    p->frame_len,
 				    ql_hsb_metadata_offset(p->frame_len) + QL_HSB_METADATA_SIZE,
 				    p->page_size, p->page_size - QL_HSB_METADATA_SIZE);
-	if (p->resp_size < QL_RPC_RESPONSE_SIZE)
+	if (p->resp_size < QL_HSB_MIN_RESP)
 		return ql_error_set(-EINVAL, "hsb: response buffers of %u bytes hold no response",
 				    p->resp_size);
 	return 0;

@@ -20,6 +20,7 @@
 
 #include "qlink/error.h"
 #include "qlink/udp.h"
+#include "transport/client_int.h"
 #include "transport/udp_int.h"
 
 #define QL_UDP_DEFAULT_WINDOW 8u
@@ -27,6 +28,7 @@
 #define POLL_BATCH 32u
 
 struct ql_udp_client {
+	struct ql__client_head head; /* must stay first: a ql_client */
 	int fd;
 	uint32_t stride, window, nbuf;
 	bool full;
@@ -42,6 +44,8 @@ struct ql_udp_client {
 	uint32_t flight;
 	struct ql_udp_client_stats st;
 };
+
+static const struct ql__client_ops udp_client_ops;
 
 void ql_udp_client_destroy(struct ql_udp_client *c)
 {
@@ -82,6 +86,7 @@ int ql_udp_client_create(const struct ql_udp_client_config *cfg, struct ql_udp_c
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->head.ops = &udp_client_ops;
 	c->fd = -1;
 	c->stride = cfg->slot_size ? cfg->slot_size : QL_UDP_DEFAULT_SLOT_SIZE;
 	c->window = cfg->window ? cfg->window : QL_UDP_DEFAULT_WINDOW;
@@ -265,3 +270,26 @@ int ql_udp_client_stats(const struct ql_udp_client *c, struct ql_udp_client_stat
 	*st = c->st;
 	return 0;
 }
+
+/* ---- as a ql_client (client.h) ------------------------------------------ */
+
+QL__CLIENT_FORWARD_OPS(udp)
+
+static int udp_op_local_params(struct ql_client *c, struct ql_conn_params *p)
+{
+	(void)c;
+	(void)p;
+	return ql_error_set(-EOPNOTSUPP, "udp client: no QP, no connection parameters");
+}
+
+static int udp_op_connect(struct ql_client *c, const struct ql_conn_params *server,
+			  const struct ql_qp_connect_opts *opts)
+{
+	(void)c;
+	(void)server;
+	(void)opts;
+	return 0; /* the socket was connect()ed at create */
+}
+
+/* no stats: no resends: a request the server dropped is never answered */
+QL__CLIENT_OPS(udp, QL_CLIENT_UDP);

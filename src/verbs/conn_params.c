@@ -204,6 +204,7 @@ void ql_qp_connect_opts_default(struct ql_qp_connect_opts *o)
 	o->retry_cnt = 7;
 	o->rnr_retry = 7;
 	o->min_rnr_timer = 12;
+	o->local_psn = QL_QP_PSN_PROVIDER;
 }
 
 int ql_qp_connect(struct ql_qp *qp, const struct ql_conn_params *remote,
@@ -221,6 +222,9 @@ int ql_qp_connect(struct ql_qp *qp, const struct ql_conn_params *remote,
 		ql_qp_connect_opts_default(&def);
 		opts = &def;
 	}
+	if (opts->local_psn != QL_QP_PSN_PROVIDER && opts->local_psn > 0xffffffu)
+		return ql_error_set(-EINVAL, "connect: local PSN 0x%x is wider than 24 bits",
+				    opts->local_psn);
 	ret = ql_device_query(qp->dev, &dattr);
 	if (ret)
 		return ret;
@@ -262,6 +266,8 @@ int ql_qp_connect(struct ql_qp *qp, const struct ql_conn_params *remote,
 	if (ret)
 		return ret;
 
+	if (opts->local_psn != QL_QP_PSN_PROVIDER)
+		qp->init_psn = opts->local_psn;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = qp->init_psn;

@@ -506,6 +506,54 @@ int ql_qp_create(struct ql_pd *pd, struct ql_qp_init_attr *attr, struct ql_qp **
 	return 0;
 }
 
+int ql_qp_setup(struct ql_pd *pd, const struct ql_qp_setup *s, struct ql_cq **scq,
+		struct ql_cq **rcq, struct ql_qp **qp, struct ibv_qp_cap *granted)
+{
+	unsigned int cq_flags = s && (s->flags & QL_QP_INIT_MLX5) ? QL_CQ_INIT_MLX5 : 0;
+	struct ql_device_attr attr;
+	struct ql_qp_init_attr ia;
+	int ret;
+
+	if (!pd || !s || !scq || !rcq || !qp)
+		return -EINVAL;
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_type = s->qp_type ? s->qp_type : IBV_QPT_RC;
+	ia.cap.max_send_wr = s->send_wr ? s->send_wr : 1;
+	ia.cap.max_recv_wr = s->recv_wr ? s->recv_wr : 1;
+	ia.cap.max_send_sge = 1;
+	ia.cap.max_recv_sge = 1;
+	ia.flags = s->flags;
+	if (s->max_inline) {
+		ret = ql_device_query(pd->dev, &attr);
+		if (ret)
+			return ret;
+		ia.cap.max_inline_data =
+			s->max_inline < attr.max_inline_data ? s->max_inline : attr.max_inline_data;
+	}
+	if (!*scq) {
+		ret = ql_cq_create_flags(pd->dev,
+					 s->send_cqe ? s->send_cqe : (int)ia.cap.max_send_wr,
+					 cq_flags, scq);
+		if (ret)
+			return ret;
+	}
+	if (!*rcq) {
+		ret = ql_cq_create_flags(pd->dev,
+					 s->recv_cqe ? s->recv_cqe : (int)ia.cap.max_recv_wr,
+					 cq_flags, rcq);
+		if (ret)
+			return ret;
+	}
+	ia.send_cq = *scq;
+	ia.recv_cq = *rcq;
+	ret = ql_qp_create(pd, &ia, qp);
+	if (ret)
+		return ret;
+	if (granted)
+		*granted = ia.cap;
+	return 0;
+}
+
 int ql_qp_mlx5(struct ql_qp *qp, struct ql_mlx5_qp *out)
 {
 	if (!qp || !out)

@@ -9,11 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "qlink/client.h"
 #include "qlink/clock.h"
 #include "qlink/error.h"
-#include "qlink/hsb.h"
 #include "qlink/rpc.h"
-#include "qlink/udp.h"
 #include "qlink/vppu.h"
 
 /* Nanoseconds from TSC ticks, relative to the start of a run. */
@@ -157,90 +156,61 @@ static int send_due(struct run *r, uint64_t now, uint64_t *due, uint64_t period,
 	return ret == -EAGAIN ? 0 : ret;
 }
 
-static int ring_send(void *cl, const void *msg, uint32_t len)
+/* The VPPU's four calls on any ql_client (client.h). */
+static int client_send(void *cl, const void *msg, uint32_t len)
 {
-	return ql_ring_client_send(cl, msg, len);
-}
-static int ring_poll(void *cl, struct ql_ring_response *out, int max)
-{
-	return ql_ring_client_poll(cl, out, max);
-}
-static int ring_release(void *cl, const struct ql_ring_response *r)
-{
-	return ql_ring_client_release(cl, r);
-}
-static uint32_t ring_max_msg(const void *cl)
-{
-	return ql_ring_client_max_msg(cl);
-}
-static int ring_stats(const void *cl, struct ql_ring_client_stats *st)
-{
-	return ql_ring_client_stats(cl, st);
+	return ql_client_send(cl, msg, len);
 }
 
-static int hsb_send(void *cl, const void *msg, uint32_t len)
+static int client_poll(void *cl, struct ql_ring_response *out, int max)
 {
-	return ql_hsb_client_send(cl, msg, len);
-}
-static int hsb_poll(void *cl, struct ql_ring_response *out, int max)
-{
-	return ql_hsb_client_poll(cl, out, max);
-}
-static int hsb_release(void *cl, const struct ql_ring_response *r)
-{
-	return ql_hsb_client_release(cl, r);
-}
-static uint32_t hsb_max_msg(const void *cl)
-{
-	return ql_hsb_client_max_msg(cl);
+	return ql_client_poll(cl, out, max);
 }
 
-static int udp_send(void *cl, const void *msg, uint32_t len)
+static int client_release(void *cl, const struct ql_ring_response *r)
 {
-	return ql_udp_client_send(cl, msg, len);
+	return ql_client_release(cl, r);
 }
 
-static int udp_poll(void *cl, struct ql_ring_response *out, int max)
+static uint32_t client_max_msg(const void *cl)
 {
-	return ql_udp_client_poll(cl, out, max);
+	return ql_client_max_msg(cl);
 }
 
-static int udp_release(void *cl, const struct ql_ring_response *r)
+static int client_stats(const void *cl, struct ql_ring_client_stats *st)
 {
-	return ql_udp_client_release(cl, r);
+	struct ql_client_stats cs;
+
+	ql_client_stats(cl, &cs);
+	*st = (struct ql_ring_client_stats){ .resent = cs.resent,
+					     .lost = cs.lost,
+					     .dup_responses = cs.dup_responses };
+	return 0;
 }
 
-static uint32_t udp_max_msg(const void *cl)
+void ql_vppu_client_of(struct ql_vppu_client *c, struct ql_client *cl)
 {
-	return ql_udp_client_max_msg(cl);
+	*c = (struct ql_vppu_client){ .cl = cl,
+				      .send = client_send,
+				      .poll = client_poll,
+				      .release = client_release,
+				      .max_msg = client_max_msg,
+				      .stats = client_stats };
 }
 
 void ql_vppu_client_udp(struct ql_vppu_client *c, struct ql_udp_client *cl)
 {
-	*c = (struct ql_vppu_client){ .cl = cl,
-				      .send = udp_send,
-				      .poll = udp_poll,
-				      .release = udp_release,
-				      .max_msg = udp_max_msg };
+	ql_vppu_client_of(c, ql_client_from_udp(cl));
 }
 
 void ql_vppu_client_ring(struct ql_vppu_client *c, struct ql_ring_client *cl)
 {
-	*c = (struct ql_vppu_client){ .cl = cl,
-				      .send = ring_send,
-				      .poll = ring_poll,
-				      .release = ring_release,
-				      .max_msg = ring_max_msg,
-				      .stats = ring_stats };
+	ql_vppu_client_of(c, ql_client_from_ring(cl));
 }
 
 void ql_vppu_client_hsb(struct ql_vppu_client *c, struct ql_hsb_client *cl)
 {
-	*c = (struct ql_vppu_client){ .cl = cl,
-				      .send = hsb_send,
-				      .poll = hsb_poll,
-				      .release = hsb_release,
-				      .max_msg = hsb_max_msg };
+	ql_vppu_client_of(c, ql_client_from_hsb(cl));
 }
 
 int ql_vppu_run(struct ql_ring_client *cl, const struct ql_vppu_call *call,
