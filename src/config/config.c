@@ -1065,7 +1065,8 @@ static int convert(struct ql_yaml_file *f, const struct raw_config *r, struct ql
 		struct ql_config_plugin *p = &c->plugins[i];
 
 		p->line = ql__yaml_linef(f, "plugins.%u", i);
-		p->path = resolve_path(f->path, r->plugins[i].path);
+		p->path = ql__config_plugin_fallback(resolve_path(f->path, r->plugins[i].path),
+						     r->plugins[i].path);
 		p->config = ql__strdup0(r->plugins[i].config);
 		if (!p->path || (r->plugins[i].config && !p->config))
 			return -ENOMEM;
