@@ -15,6 +15,8 @@
 #     reference man3/ql_<header>.3 (one page per public header, with the
 #     headers: component devel)
 #   share/doc/qlink/ (README, docs/*.md), share/doc/qlink/examples/
+#   lib/qlink/plugins/ (plugin_decoder.so, plugin_host_call.so, qlink-qec.so)
+#   etc/qlink/qlinkd.yaml (kept if present), lib/systemd/system/qlinkd.service
 include(CMakePackageConfigHelpers)
 
 set_target_properties(qlink PROPERTIES EXPORT_NAME qlink)
@@ -98,3 +100,41 @@ install(FILES ${PROJECT_SOURCE_DIR}/examples/qlinkd.yaml ${PROJECT_SOURCE_DIR}/e
               ${PROJECT_SOURCE_DIR}/examples/verbs_hello.c
               ${PROJECT_SOURCE_DIR}/examples/plugin_decoder.c
         DESTINATION ${CMAKE_INSTALL_DOCDIR}/examples COMPONENT doc)
+
+# ---- qlinkd as a service (docs/qlinkd.md, "Running as a service") ----------
+# LIBDIR/qlink/plugins: the example plugins (examples/CMakeLists.txt) and
+# qlink-qec.so. SYSCONFDIR/qlink/qlinkd.yaml (/etc/qlink/qlinkd.yaml for
+# the prefix /usr): the commented example configuration, installed only
+# where none exists (an operator's file is never overwritten). The systemd
+# unit, in QLINK_SYSTEMD_UNITDIR (relative: under the prefix), written at
+# install time with the paths of the prefix installed to.
+set(QLINK_SYSTEMD_UNITDIR lib/systemd/system CACHE STRING
+    "where qlinkd.service is installed (relative: under the prefix)")
+install(CODE "
+  if(\"\${CMAKE_INSTALL_PREFIX}\" STREQUAL \"/usr\")
+    set(QLINKD_ETC /etc/qlink) # GNUInstallDirs' rule for the prefix /usr
+  elseif(IS_ABSOLUTE \"${CMAKE_INSTALL_SYSCONFDIR}\")
+    set(QLINKD_ETC \"${CMAKE_INSTALL_SYSCONFDIR}/qlink\")
+  else()
+    set(QLINKD_ETC \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SYSCONFDIR}/qlink\")
+  endif()
+  if(IS_ABSOLUTE \"${CMAKE_INSTALL_SBINDIR}\")
+    set(QLINKD_SBIN \"${CMAKE_INSTALL_SBINDIR}\")
+  else()
+    set(QLINKD_SBIN \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_SBINDIR}\")
+  endif()
+  if(IS_ABSOLUTE \"${QLINK_SYSTEMD_UNITDIR}\")
+    set(QLINKD_UNITDIR \"${QLINK_SYSTEMD_UNITDIR}\")
+  else()
+    set(QLINKD_UNITDIR \"\${CMAKE_INSTALL_PREFIX}/${QLINK_SYSTEMD_UNITDIR}\")
+  endif()
+  set(QLINKD_CONFIG \"\${QLINKD_ETC}/qlinkd.yaml\")
+  if(EXISTS \"\$ENV{DESTDIR}\${QLINKD_CONFIG}\")
+    message(STATUS \"Kept: \$ENV{DESTDIR}\${QLINKD_CONFIG} (not overwritten)\")
+  else()
+    file(INSTALL \"${PROJECT_SOURCE_DIR}/examples/qlinkd.yaml\" DESTINATION \"\${QLINKD_ETC}\")
+  endif()
+  configure_file(\"${PROJECT_SOURCE_DIR}/cmake/qlinkd.service.in\"
+                 \"${PROJECT_BINARY_DIR}/systemd/qlinkd.service\" @ONLY)
+  file(INSTALL \"${PROJECT_BINARY_DIR}/systemd/qlinkd.service\" DESTINATION \"\${QLINKD_UNITDIR}\")
+" COMPONENT runtime)

@@ -119,7 +119,7 @@ int main(int argc, char **argv)
 			if (k == 2) {
 				len = (size_t)snprintf(
 					(char *)buf, sizeof(buf),
-					"{\"v\":1,\"type\":\"DISCOVER\",\"session\":"
+					"{\"v\":2,\"type\":\"DISCOVER\",\"session\":"
 					"\"%016lx\",\"seq\":1,\"channels\":4,\"pad\":\"%200s\"}",
 					(unsigned long)i + 1, "");
 			} else {

@@ -10,6 +10,10 @@
 # prefix. Also checks the installed layout (libraries with their soname
 # links, headers without qlinkd's private ones, tools, man pages (the API
 # reference's man3 pages all there), configs).
+# 3. qlinkd as a service: the plugins in LIBDIR/qlink/plugins, the example
+#    configuration at SYSCONFDIR/qlink/qlinkd.yaml (never overwritten), the
+#    systemd unit naming the installed paths; then a DESTDIR install to /usr
+#    and the first command of docs/qlinkd.md run as written against it.
 #
 #   tests/check_install.sh BUILD-DIR SOURCE-DIR CC [EXTRA-FLAGS]
 #   (EXTRA-FLAGS: e.g. "-fsanitize=address,undefined" in a sanitizer build)
@@ -39,7 +43,10 @@ for f in "$libdir/libqlink.so.0" "$libdir/libqlink.so" "$libdir/libqlink.a" \
 	"$prefix/share/man/man5/qlinkd.yaml.5" \
 	"$prefix/share/man/man3/ql_verbs.3" "$prefix/share/man/man3/ql_rpc_table.3" \
 	"$prefix/share/doc/qlink/examples/qlinkd.yaml" "$prefix/share/doc/qlink/examples/program.yaml" \
-	"$prefix/share/doc/qlink/README.md" "$prefix/share/doc/qlink/wire-protocol.md"; do
+	"$prefix/share/doc/qlink/README.md" "$prefix/share/doc/qlink/wire-protocol.md" \
+	"$libdir/qlink/plugins/plugin_decoder.so" "$libdir/qlink/plugins/plugin_host_call.so" \
+	"$libdir/qlink/plugins/qlink-qec.so" "$prefix/etc/qlink/qlinkd.yaml" \
+	"$prefix/lib/systemd/system/qlinkd.service"; do
 	[ -e "$f" ] || fail "not installed: ${f#"$prefix"/}"
 done
 # the whole API reference: every page of man/man3, nothing else
@@ -125,4 +132,37 @@ sed -i 's/find_package(qlink 0.1 REQUIRED)/find_package(qlink 99 REQUIRED)/' "$t
 if cmake -S "$tmp/cm" -B "$tmp/cm/build99" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null 2>&1; then
 	fail "find_package(qlink 99) succeeded"
 fi
-echo "PASS: installed to '$prefix'; verbs_hello built with pkg-config and with find_package, all ran"
+
+# ---- 3. qlinkd as a service --------------------------------------------------
+unit=$prefix/lib/systemd/system/qlinkd.service
+grep -qx 'Type=notify' "$unit" || fail "qlinkd.service is not Type=notify"
+grep -qxF "ExecStart=\"$prefix/sbin/qlinkd\" --config \"$prefix/etc/qlink/qlinkd.yaml\"" "$unit" ||
+	fail "qlinkd.service's ExecStart: $(grep ExecStart "$unit")"
+cmp -s "$src/examples/qlinkd.yaml" "$prefix/etc/qlink/qlinkd.yaml" ||
+	fail "etc/qlink/qlinkd.yaml is not examples/qlinkd.yaml"
+# an operator's configuration is kept by the next install
+echo "# the operator's" >>"$prefix/etc/qlink/qlinkd.yaml"
+cmake --install "$build" --prefix "$prefix" >"$tmp/install2.log" || fail "second cmake --install"
+grep -qx "# the operator's" "$prefix/etc/qlink/qlinkd.yaml" ||
+	fail "cmake --install overwrote etc/qlink/qlinkd.yaml"
+# DESTDIR, prefix /usr: the configuration in /etc, the unit naming /usr/sbin
+dest="$tmp/dest dir.d"
+DESTDIR=$dest cmake --install "$build" --prefix /usr >"$tmp/install3.log" ||
+	{ cat "$tmp/install3.log"; fail "DESTDIR cmake --install"; }
+[ -f "$dest/etc/qlink/qlinkd.yaml" ] || fail "DESTDIR install: no etc/qlink/qlinkd.yaml"
+grep -qxF 'ExecStart="/usr/sbin/qlinkd" --config "/etc/qlink/qlinkd.yaml"' \
+	"$dest/usr/lib/systemd/system/qlinkd.service" || fail "DESTDIR install: the unit's ExecStart"
+# docs/qlinkd.md's first command, as written, from the installed documentation:
+# examples/qlinkd.yaml names plugin_decoder.so, found in the plugin directory
+first=$(sed -n '/^```sh$/{n;p;q}' "$src/docs/qlinkd.md")
+[ "${first%%#*}" = "qlinkd --check-config examples/qlinkd.yaml   " ] ||
+	fail "docs/qlinkd.md's first command is now '$first': update this check"
+out=$(cd "$dest/usr/share/doc/qlink" && PATH="$dest/usr/sbin:$PATH" && ${first%%#*} 2>&1) ||
+	fail "docs/qlinkd.md's first command in the installed tree: $out"
+[ "$out" = "examples/qlinkd.yaml: OK" ] || fail "the first command printed: $out"
+# and with the plugin loaded, against the installed default configuration
+out=$("$dest/usr/sbin/qlinkd" --check-config "$dest/etc/qlink/qlinkd.yaml" --load-plugins 2>&1) ||
+	fail "qlinkd --check-config /etc/qlink/qlinkd.yaml --load-plugins: $out"
+"$dest/usr/sbin/qlinkd" --help | grep -qxF "plugin directory: $dest/usr/lib/qlink/plugins" ||
+	fail "the installed qlinkd's plugin directory: $("$dest/usr/sbin/qlinkd" --help | tail -n 1)"
+echo "PASS: installed to '$prefix'; verbs_hello built with pkg-config and with find_package, all ran; qlinkd's service files, and docs/qlinkd.md's first command in a DESTDIR install"

@@ -62,12 +62,12 @@ done
 head -c 3000 /dev/urandom >"$dir/big"
 "$send" 127.0.0.1 "$port" "$dir/big" >/dev/null || fail "send oversized"
 printf 'not json at all' | "$send" 127.0.0.1 "$port" - >>"$dir/replies.out"
-printf '{"v":1,"type":"DISCOV' | "$send" 127.0.0.1 "$port" - >>"$dir/replies.out"
+printf '{"v":2,"type":"DISCOV' | "$send" 127.0.0.1 "$port" - >>"$dir/replies.out"
 printf '{"v":9,"type":"DISCOVER","session":"00000000000000aa","seq":1}' |
 	"$send" --secret-file "$dir/secret" 127.0.0.1 "$port" - >>"$dir/replies.out"
-printf '{"v":1,"type":"STATUS_REPLY","session":"00000000000000aa","seq":1}' |
+printf '{"v":2,"type":"STATUS_REPLY","session":"00000000000000aa","seq":1}' |
 	"$send" --secret-file "$dir/secret" 127.0.0.1 "$port" - >>"$dir/replies.out"
-printf '{"v":1,"type":"DISCOVER","session":"00000000000000bb","seq":1,"name":"x","channels":1}' >"$dir/disc"
+printf '{"v":2,"type":"DISCOVER","session":"00000000000000bb","seq":1,"name":"x","channels":1}' >"$dir/disc"
 printf 'wrong-secret\n' >"$dir/wrong"
 "$send" --secret-file "$dir/wrong" 127.0.0.1 "$port" "$dir/disc" >>"$dir/replies.out"
 "$send" 127.0.0.1 "$port" "$dir/disc" >>"$dir/replies.out" # no MAC at all
@@ -80,7 +80,7 @@ sport=$((port + 1))
 grep -q CONNECTION_PARAMS "$dir/first.out" || fail "a signed DISCOVER was not answered"
 cmp -s "$dir/first.out" "$dir/second.out" || fail "a duplicate DISCOVER got another answer"
 # hostile names (a line feed, a forged key): refused, nothing forged in the log
-printf '{"v":1,"type":"DISCOVER","session":"00000000000000cc","seq":1,"name":"x\\nFORGED-LINE qcs=evil"}' \
+printf '{"v":2,"type":"DISCOVER","session":"00000000000000cc","seq":1,"name":"x\\nFORGED-LINE qcs=evil"}' \
 	>"$dir/hostile"
 "$send" --secret-file "$dir/secret" --pad 256 --cookie 1 127.0.0.1 "$port" "$dir/hostile" \
 	>"$dir/hostile.out"

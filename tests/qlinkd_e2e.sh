@@ -135,5 +135,9 @@ mkdir "$dir/ww" && chmod 0777 "$dir/ww"
 expect_fail "world-writable params directory" "writable by group or others and not sticky" \
 	"$qlinkd" --config "$dir/qlinkd.yaml" --params-file "$dir/ww/p" --timeout 1
 expect_fail "missing config" "cannot read the file" "$qlinkd" --config "$dir/nope.yaml"
-expect_fail "no arguments" "give one of" "$qlinkd"
+expect_fail "--config and --check-config" "give one of" "$qlinkd" --config a --check-config b
+# no arguments: the default configuration (named by --help), read as --config
+def=$("$qlinkd" --help | sed -n 's/^default configuration: //p')
+[ -n "$def" ] || fail "qlinkd --help names no default configuration"
+[ -e "$def" ] || expect_fail "no arguments, no default configuration" "$def: cannot read the file" "$qlinkd"
 echo "PASS: qlinkd end to end"

@@ -826,30 +826,30 @@ static void test_bad_datagrams(void **state)
 		const char *code; /* NULL: dropped unanswered */
 	} cases[] = {
 		{ "not json at all", "malformed" },
-		{ "{\"v\":1,\"type\":\"DISCOVER\",\"session\":\"00000000000000aa\",\"se",
+		{ "{\"v\":2,\"type\":\"DISCOVER\",\"session\":\"00000000000000aa\",\"se",
 		  "malformed" },
 		{ "[1,2,3]", "malformed" },
 		{ "null", "malformed" },
 		{ "{}", "malformed" },
 		{ "{\"v\":\"1\",\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1}", "malformed" },
-		{ "{\"v\":1,\"type\":7,\"session\":\"aa\",\"seq\":1}", "malformed" },
-		{ "{\"v\":1,\"type\":\"DISCOVER\",\"session\":\"zz\",\"seq\":1}", "malformed" },
-		{ "{\"v\":1,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":-1}", "malformed" },
-		{ "{\"v\":1,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1.5}", "malformed" },
-		{ "{\"v\":1,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1,\"channels\":99}",
+		{ "{\"v\":2,\"type\":7,\"session\":\"aa\",\"seq\":1}", "malformed" },
+		{ "{\"v\":2,\"type\":\"DISCOVER\",\"session\":\"zz\",\"seq\":1}", "malformed" },
+		{ "{\"v\":2,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":-1}", "malformed" },
+		{ "{\"v\":2,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1.5}", "malformed" },
+		{ "{\"v\":2,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1,\"channels\":99}",
 		  "malformed" },
-		{ "{\"v\":1,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1,\"name\":5}",
+		{ "{\"v\":2,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1,\"name\":5}",
 		  "malformed" },
-		{ "{\"v\":1,\"v\":1,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1}",
+		{ "{\"v\":2,\"v\":2,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1}",
 		  "malformed" },
-		{ "{\"v\":1,\"type\":\"ACK\",\"session\":\"aa\",\"seq\":2,\"channels\":[{\"qpn\":1}]}",
+		{ "{\"v\":2,\"type\":\"ACK\",\"session\":\"aa\",\"seq\":2,\"channels\":[{\"qpn\":1}]}",
 		  "malformed" },
-		{ "{\"v\":2,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1}", "bad_version" },
-		{ "{\"v\":1,\"type\":\"EXPLODE\",\"session\":\"aa\",\"seq\":1}", "bad_type" },
-		{ "{\"v\":1,\"type\":\"OK\",\"session\":\"aa\",\"seq\":1,\"re\":\"ACK\","
+		{ "{\"v\":3,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1}", "bad_version" },
+		{ "{\"v\":2,\"type\":\"EXPLODE\",\"session\":\"aa\",\"seq\":1}", "bad_type" },
+		{ "{\"v\":2,\"type\":\"OK\",\"session\":\"aa\",\"seq\":1,\"re\":\"ACK\","
 		  "\"state\":\"RUNNING\"}",
 		  "bad_type" },
-		{ "{\"v\":1,\"type\":\"START\",\"session\":\"00000000deadbeef\",\"seq\":5}",
+		{ "{\"v\":2,\"type\":\"START\",\"session\":\"00000000deadbeef\",\"seq\":5}",
 		  "unknown_session" },
 	};
 
@@ -1021,7 +1021,7 @@ static void test_attack_spoofed_discover(void **state)
 	/* An unpadded DISCOVER: not one byte more comes back than was sent. */
 	{
 		int fd = raw_socket(f, "127.0.0.1");
-		const char *tiny = "{\"v\":1,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1}";
+		const char *tiny = "{\"v\":2,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1}";
 		int l;
 
 		raw_send(fd, tiny, strlen(tiny));
@@ -1046,10 +1046,10 @@ static void test_attack_no_amplification(void **state)
 		"x",
 		"{",
 		"{}",
-		"{\"v\":1}",
-		"{\"v\":2,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1}",
-		"{\"v\":1,\"type\":\"START\",\"session\":\"aa\",\"seq\":1}",
-		"{\"v\":1,\"type\":\"STATUS\",\"session\":\"00000000000000aa\",\"seq\":9}",
+		"{\"v\":2}",
+		"{\"v\":3,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1}",
+		"{\"v\":2,\"type\":\"START\",\"session\":\"aa\",\"seq\":1}",
+		"{\"v\":2,\"type\":\"STATUS\",\"session\":\"00000000000000aa\",\"seq\":9}",
 	};
 	uint8_t r[2048];
 

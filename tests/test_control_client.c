@@ -106,7 +106,7 @@ static void answer(const struct ql_ctl_msg *rq, const struct sockaddr_in *from)
 	case M_SILENT:
 		return;
 	case M_NOISE_FIRST: {
-		static const char junk[] = "{\"v\":1,\"type\":\"OK\"";
+		static const char junk[] = "{\"v\":2,\"type\":\"OK\"";
 		struct ql_ctl_msg other = r;
 
 		sendto(srv.fd, junk, sizeof(junk) - 1, 0, (const struct sockaddr *)from,

@@ -100,7 +100,7 @@ static void test_discover_name_alphabet(void **state)
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		int n = snprintf(d, sizeof(d),
-				 "{\"v\":1,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1,"
+				 "{\"v\":2,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1,"
 				 "\"name\":\"%s\"}",
 				 names[i]);
 
@@ -108,7 +108,7 @@ static void test_discover_name_alphabet(void **state)
 				 -EBADMSG);
 	}
 	snprintf(d, sizeof(d),
-		 "{\"v\":1,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1,"
+		 "{\"v\":2,\"type\":\"DISCOVER\",\"session\":\"aa\",\"seq\":1,"
 		 "\"name\":\"qcs-0.lab@rack:3_b\"}");
 	assert_int_equal(ql_ctl_parse((const uint8_t *)d, strlen(d), NULL, 0, &m), 0);
 	assert_string_equal(m.name, "qcs-0.lab@rack:3_b");

@@ -200,13 +200,13 @@ static void test_program_roundtrip(void **state)
 	assert_int_equal(ql_ctl_format(&m, NULL, 0, buf, sizeof(buf)), -EINVAL);
 	{
 		static const char *const bad[] = {
-			"{\"v\":1,\"type\":\"PROGRAM\",\"session\":\"1\",\"seq\":0,\"rseq\":1,"
+			"{\"v\":2,\"type\":\"PROGRAM\",\"session\":\"1\",\"seq\":0,\"rseq\":1,"
 			"\"offset\":8,\"total\":10,\"data\":\"AAAA\"}",
-			"{\"v\":1,\"type\":\"PROGRAM\",\"session\":\"1\",\"seq\":0,\"rseq\":1,"
+			"{\"v\":2,\"type\":\"PROGRAM\",\"session\":\"1\",\"seq\":0,\"rseq\":1,"
 			"\"offset\":0,\"total\":262145,\"data\":\"AAAA\"}",
-			"{\"v\":1,\"type\":\"PROGRAM\",\"session\":\"1\",\"seq\":0,\"rseq\":1,"
+			"{\"v\":2,\"type\":\"PROGRAM\",\"session\":\"1\",\"seq\":0,\"rseq\":1,"
 			"\"offset\":0,\"total\":10,\"data\":\"A*AA\"}",
-			"{\"v\":1,\"type\":\"PROGRAM\",\"session\":\"1\",\"seq\":0,\"rseq\":1,"
+			"{\"v\":2,\"type\":\"PROGRAM\",\"session\":\"1\",\"seq\":0,\"rseq\":1,"
 			"\"offset\":0,\"total\":10}",
 		};
 

@@ -109,7 +109,7 @@ int main(int argc, char **argv)
 			if (!strcmp(kind, "discover")) {
 				n = (size_t)snprintf(
 					(char *)buf, sizeof(buf),
-					"{\"v\":1,\"type\":\"DISCOVER\",\"session\":"
+					"{\"v\":2,\"type\":\"DISCOVER\",\"session\":"
 					"\"%016llx\",\"seq\":1,\"channels\":4,\"pad\":\"%200s\"}",
 					(unsigned long long)next(), "");
 			} else {

@@ -53,7 +53,13 @@
 extern "C" {
 #endif
 
-#define QL_CTL_VERSION 1      /* "v" of every message */
+/* "v" of every message: the control protocol's version (docs/control-plane.md
+ * §9 has the changelog). 1 was the first exchange (no padding, no cookie);
+ * 2 added the padded DISCOVER and the RETRY/cookie round trip. A server
+ * answers any other "v" with ERROR "bad_version" listing, in "versions",
+ * the versions it speaks (QL_CTL_VERSIONS, bit v set for version v). */
+#define QL_CTL_VERSION 2
+#define QL_CTL_VERSIONS (1u << QL_CTL_VERSION)
 #define QL_CTL_PROTO 1	      /* "proto": the data-plane (ring) protocol offered */
 #define QL_CTL_MAX_DGRAM 1400 /* JSON plus optional MAC line, bytes */
 #define QL_CTL_MAX_CHANNELS 4 /* channels per session: what fits in one datagram */
@@ -114,6 +120,8 @@ enum ql_ctl_state {
  * carry them and zero otherwise. */
 struct ql_ctl_msg {
 	enum ql_ctl_type type;
+	/* parsed: the "v" read; ql_ctl_format writes it when 1..QL_CTL_VERSION
+	 * (an ERROR to an older peer, in its own version), else QL_CTL_VERSION */
 	uint32_t version;
 	uint64_t session;
 	uint64_t seq;
@@ -134,6 +142,9 @@ struct ql_ctl_msg {
 	enum ql_ctl_state state;
 	/* ERROR: code and message; ABORT: reason in text */
 	char code[QL_CTL_CODE_MAX];
+	/* ERROR "bad_version": the versions the sender speaks ("versions":[2]),
+	 * bit v set for version v (1..31); 0: none given */
+	uint32_t versions;
 	char text[QL_CTL_TEXT_MAX];
 	/* STATUS_REPLY: the "counters" object as compact JSON text */
 	char status[QL_CTL_STATUS_MAX];
@@ -153,7 +164,10 @@ struct ql_ctl_msg {
  * line is accepted and not verified. Errors:
  *   -EMSGSIZE         longer than QL_CTL_MAX_DGRAM
  *   -EBADMSG          not a JSON object, a field missing or of the wrong type
- *   -EPROTONOSUPPORT  "v" is not QL_CTL_VERSION
+ *   -EPROTONOSUPPORT  "v" is not QL_CTL_VERSION (an ERROR of another
+ *                     version is still decoded: its code, message and
+ *                     versions are in out, so that a peer's "bad_version"
+ *                     answer can be read whatever its "v")
  *   -EOPNOTSUPP       unknown "type"
  *   -EACCES           MAC missing or wrong (secret set)
  * On failure, out->type/session/seq hold what could be read, so that a
@@ -230,7 +244,7 @@ struct ql_ctl_stats {
 	uint64_t rejected;    /* sum of the reasons below */
 	uint64_t malformed;   /* not JSON, fields missing or of the wrong type */
 	uint64_t too_big;     /* longer than QL_CTL_MAX_DGRAM */
-	uint64_t bad_version; /* "v" not QL_CTL_VERSION */
+	uint64_t bad_version; /* "v" not QL_CTL_VERSION (answered with "versions") */
 	uint64_t bad_type;    /* unknown type, or a type a QCS may not send */
 	uint64_t not_allowed; /* source outside the allowlist: dropped unanswered */
 	uint64_t bad_mac;     /* MAC missing or wrong */

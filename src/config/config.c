@@ -774,6 +774,10 @@ static int hook_file(struct ql__config_walk *w, const struct ql_config_key *k, v
 
 	free(*sp);
 	*sp = resolve_path(w->f->path, s);
+	/* a plugin named by a bare file name may be one installed in the
+	 * plugin directory (plugin_dir.c) */
+	if (!strcmp(k->path, "plugins.path"))
+		*sp = ql__config_plugin_fallback(*sp, s);
 	if (!*sp)
 		return -ENOMEM;
 	key_shown(w, k, what, sizeof(what));

@@ -232,6 +232,19 @@ int ql_config_check(const char *path, struct ql_config **out, struct ql_diags *d
  * QL_CONFIG_BUILTIN_INCREMENT; NULL for another value. */
 const char *ql_config_builtin_name(uint32_t bit);
 
+/*
+ * The plugin directory (qlinkd sets it: LIBDIR/qlink/plugins of its install,
+ * src/qlinkd/service.c; "" none). A plugin named by a bare file name
+ * ("plugin_decoder.so") is taken from the configuration file's directory
+ * when it is there, else from this directory when it is there.
+ */
+void ql_config_set_plugin_dir(const char *dir);
+const char *ql_config_plugin_dir(void);
+/* resolved (the name taken relative to the config, malloc'd; may be NULL)
+ * or, when that does not exist and given is a bare name found in the
+ * plugin directory, that path instead (resolved freed). */
+char *ql__config_plugin_fallback(char *resolved, const char *given);
+
 /* "error", "warn", "info", "debug"; "text", "json". */
 const char *ql_config_log_level_str(enum ql_log_level level);
 const char *ql_config_log_format_str(enum ql_config_log_format format);

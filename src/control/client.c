@@ -73,6 +73,11 @@ static int receive_one(struct ql_ctl_client *cl, uint64_t seq, bool *unauth)
 	if (n < 0)
 		return -EAGAIN;
 	ret = ql_ctl_parse(buf, (size_t)n, cl->secret, cl->secret_len, m);
+	/* A server of another version says which it speaks in an ERROR of its
+	 * own version (MAC checked, when there is a secret): that is the reply. */
+	if (ret == -EPROTONOSUPPORT && m->type == QL_CTL_ERROR && m->session == cl->session &&
+	    m->seq == seq && !m->rseq)
+		return 1;
 	if (ret) {
 		if (ret == -EACCES && m->session == cl->session && m->seq == seq)
 			*unauth = true;
@@ -103,6 +108,23 @@ static int check_usable(struct ql_ctl_client *cl)
 		return ql_error_set(-ECONNRESET, "control: the server aborted the session: %s",
 				    cl->abort_reason[0] ? cl->abort_reason : "no reason given");
 	return 0;
+}
+
+/* The server speaks another version of the control protocol: say which. */
+static int version_error(struct ql_ctl_client *cl)
+{
+	const struct ql_ctl_msg *r = &cl->reply;
+	char vs[96] = "";
+	size_t k = 0;
+
+	for (unsigned v = 1; v < 32; v++)
+		if ((r->versions & (1u << v)) && k < sizeof(vs))
+			k += (size_t)snprintf(vs + k, sizeof(vs) - k, "%sv%u", k ? ", " : "", v);
+	return ql_error_set(-EPROTONOSUPPORT,
+			    "server: bad_version: this client speaks control protocol v%u, "
+			    "the server (answering in v%u) speaks %s%s%s",
+			    QL_CTL_VERSION, r->version, vs[0] ? vs : "another version",
+			    r->text[0] ? ": " : "", r->text);
 }
 
 /* Send m (seq assigned here) until its reply arrives; the reply is cl->reply. */
@@ -162,6 +184,8 @@ static int transact(struct ql_ctl_client *cl, struct ql_ctl_msg *m, enum ql_ctl_
 got:
 	if (cl->reply.type == QL_CTL_RETRY && m->type == QL_CTL_DISCOVER)
 		return 1; /* the caller repeats the DISCOVER with the cookie */
+	if (cl->reply.type == QL_CTL_ERROR && !strcmp(cl->reply.code, "bad_version"))
+		return version_error(cl);
 	if (cl->reply.type == QL_CTL_ERROR)
 		return ql_error_set(ql_ctl_error_errno(cl->reply.code), "server: %s: %s",
 				    cl->reply.code, cl->reply.text);

@@ -212,6 +212,26 @@ static int get_str(json_t *o, const char *key, bool required, char *out, size_t 
 	return 0;
 }
 
+/* ERROR "versions": an optional array of at most 31 integers 1..31, as a bit set. */
+static int get_versions(json_t *o, uint32_t *out)
+{
+	json_t *a = json_object_get(o, "versions"), *e;
+	size_t i;
+
+	*out = 0;
+	if (!a)
+		return 0;
+	if (!json_is_array(a) || json_array_size(a) > 31)
+		return -EBADMSG;
+	json_array_foreach(a, i, e)
+	{
+		if (!json_is_integer(e) || json_integer_value(e) < 1 || json_integer_value(e) > 31)
+			return -EBADMSG;
+		*out |= 1u << json_integer_value(e);
+	}
+	return 0;
+}
+
 static int get_params(json_t *o, struct ql_conn_params *p)
 {
 	char gid[INET6_ADDRSTRLEN];
@@ -353,7 +373,8 @@ static int parse_body(json_t *o, struct ql_ctl_msg *m)
 		return 0;
 	case QL_CTL_ERROR:
 		if (get_str(o, "code", true, m->code, sizeof(m->code)) ||
-		    get_str(o, "message", false, m->text, sizeof(m->text)))
+		    get_str(o, "message", false, m->text, sizeof(m->text)) ||
+		    get_versions(o, &m->versions))
 			return -EBADMSG;
 		return 0;
 	case QL_CTL_STATUS_REPLY:
@@ -430,8 +451,13 @@ int ql_ctl_parse(const uint8_t *dgram, size_t len, const uint8_t *secret, size_t
 		out->mac_ok = true;
 	}
 	ret = -EPROTONOSUPPORT;
-	if (out->version != QL_CTL_VERSION)
+	if (out->version != QL_CTL_VERSION) {
+		/* Another version's ERROR (a "bad_version" answer above all) is
+		 * read all the same, so that its sender's versions are known. */
+		if (out->type == QL_CTL_ERROR)
+			parse_body(o, out);
 		goto out;
+	}
 	ret = -EOPNOTSUPP;
 	if (out->type == QL_CTL_NONE)
 		goto out;
@@ -550,6 +576,14 @@ static int body_json(json_t *o, const struct ql_ctl_msg *m)
 		/* Optional: left out when empty, for the shortest answer to an unvalidated source. */
 		if (m->text[0])
 			json_object_set_new(o, "message", json_string(m->text));
+		if (m->versions) {
+			json_t *vs = json_array();
+
+			for (json_int_t v = 1; v < 32; v++)
+				if (m->versions & (1u << v))
+					json_array_append_new(vs, json_integer(v));
+			json_object_set_new(o, "versions", vs);
+		}
 		return 0;
 	case QL_CTL_STATUS_REPLY:
 		json_object_set_new(o, "state", json_string(ql_ctl_state_name(m->state)));
@@ -579,7 +613,10 @@ int ql_ctl_format(const struct ql_ctl_msg *m, const uint8_t *secret, size_t secr
 	if (!o)
 		return -ENOMEM;
 	snprintf(session, sizeof(session), "%016llx", (unsigned long long)m->session);
-	json_object_set_new(o, "v", json_integer(QL_CTL_VERSION));
+	json_object_set_new(o, "v",
+			    json_integer(m->version >= 1 && m->version <= QL_CTL_VERSION ?
+						 m->version :
+						 QL_CTL_VERSION));
 	json_object_set_new(o, "type", json_string(ql_ctl_type_name(m->type)));
 	json_object_set_new(o, "session", json_string(session));
 	json_object_set_new(o, "seq", json_integer((json_int_t)(m->seq & (UINT64_MAX >> 1))));

@@ -44,7 +44,7 @@ static uint64_t ql_ctl_now_ns(void)
 #define LOG_PER_SEC 10 /* reject lines per second before suppression */
 #define PEER_STR_MAX 24
 #define ERROR_MIN \
-	80 /* bytes: {"v":1,"type":"ERROR","session":"<16>","seq":0,"ts":0,"code":"busy"} */
+	80 /* bytes: {"v":2,"type":"ERROR","session":"<16>","seq":0,"ts":0,"code":"busy"} */
 #define ADMIT_MAX 4096	    /* session ids admitted within a cookie's lifetime */
 #define ADMIT_PER_SOURCE 64 /* of which one source address may hold */
 #define COOKIE_NS ((uint64_t)QL_CTL_COOKIE_PERIOD_S * 1000000000ull)
@@ -282,11 +282,10 @@ static void send_unvalidated(struct ql_ctl_server *srv, const struct sockaddr_in
 /* An ERROR for a datagram that belongs to no session (nothing cached): with
  * its message if that fits the no-amplification bound, else without it
  * (and without ts), else none. */
-static void reply_error(struct ql_ctl_server *srv, const struct sockaddr_in *to,
-			const struct ql_ctl_msg *req, const char *code, const char *text)
+static void reply_error_msg(struct ql_ctl_server *srv, const struct sockaddr_in *to,
+			    struct ql_ctl_msg *r)
 {
 	uint8_t buf[QL_CTL_MAX_DGRAM];
-	struct ql_ctl_msg r;
 	size_t n;
 	int k;
 
@@ -295,16 +294,44 @@ static void reply_error(struct ql_ctl_server *srv, const struct sockaddr_in *to,
 		STAT_INC(srv, unanswered);
 		return;
 	}
-	error_msg(&r, req, code, text);
-	n = encode(srv, &r, buf);
+	n = encode(srv, r, buf);
 	if (n > srv->req_len) {
-		r.text[0] = 0;
-		r.ts = 0;
-		k = ql_ctl_format(&r, srv->secret, srv->secret_len, buf, sizeof(buf));
+		r->text[0] = 0;
+		r->ts = 0;
+		k = ql_ctl_format(r, srv->secret, srv->secret_len, buf, sizeof(buf));
 		n = k > 0 ? (size_t)k : 0;
 	}
 	if (n)
 		send_unvalidated(srv, to, buf, n);
+}
+
+static void reply_error(struct ql_ctl_server *srv, const struct sockaddr_in *to,
+			const struct ql_ctl_msg *req, const char *code, const char *text)
+{
+	struct ql_ctl_msg r;
+
+	error_msg(&r, req, code, text);
+	reply_error_msg(srv, to, &r);
+}
+
+/* A peer speaking another version of the protocol: ERROR "bad_version" with
+ * the versions this server speaks ("versions"), written in the peer's own
+ * version when that is an older one (an ERROR has kept its form since
+ * version 1, so an older peer reads the answer), else in the current one. */
+static void reply_bad_version(struct ql_ctl_server *srv, const struct sockaddr_in *to,
+			      const struct ql_ctl_msg *req)
+{
+	char text[QL_CTL_TEXT_MAX];
+	struct ql_ctl_msg r;
+
+	snprintf(text, sizeof(text),
+		 "control protocol v%u is not supported: this RTH speaks v%u "
+		 "(docs/control-plane.md section 9)",
+		 req->version, QL_CTL_VERSION);
+	error_msg(&r, req, "bad_version", text);
+	r.version = req->version;
+	r.versions = QL_CTL_VERSIONS;
+	reply_error_msg(srv, to, &r);
 }
 
 static struct ql_ctl_session *session_find(struct ql_ctl_server *srv, uint64_t id)
@@ -905,9 +932,10 @@ static void reject_unparsed(struct ql_ctl_server *srv, const struct sockaddr_in 
 		break;
 	case -EPROTONOSUPPORT:
 		STAT_INC(srv, bad_version);
-		code = "bad_version";
-		text = "protocol version not supported (this server speaks v=1)";
-		break;
+		STAT_INC(srv, rejected);
+		reject_log(srv, from, "bad_version v=%u (%zu bytes)", req->version, real_len);
+		reply_bad_version(srv, from, req);
+		return;
 	case -EOPNOTSUPP:
 		STAT_INC(srv, bad_type);
 		code = "bad_type";

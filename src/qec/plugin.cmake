@@ -16,5 +16,4 @@ target_link_libraries(qlink_qec_plugin PRIVATE qlink_static Threads::Threads m)
 target_link_options(qlink_qec_plugin PRIVATE
   -Wl,--version-script=${CMAKE_CURRENT_LIST_DIR}/plugin.map -Wl,-z,defs
   -Wl,--exclude-libs,ALL)
-set(QLINK_PLUGINDIR ${CMAKE_INSTALL_LIBDIR}/qlink/plugins)
 install(TARGETS qlink_qec_plugin LIBRARY DESTINATION ${QLINK_PLUGINDIR} COMPONENT runtime)

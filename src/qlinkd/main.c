@@ -2,7 +2,8 @@
 /*
  * qlinkd: the real-time host daemon.
  *
- *   qlinkd --config FILE [--params-file P]   run in the foreground
+ *   qlinkd [--config FILE] [--params-file P] run in the foreground (default FILE:
+ *                                            SYSCONFDIR/qlink/qlinkd.yaml)
  *   qlinkd --check-config FILE [--load-plugins]  validate FILE (and its plugins:
  *                                            trust only, or loaded)
  *
@@ -162,7 +163,7 @@ static struct qlinkd kept_on_exit;
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: qlinkd --config FILE [--params-file FILE] [--stats-socket PATH]\n"
+		"usage: qlinkd [--config FILE] [--params-file FILE] [--stats-socket PATH]\n"
 		"       qlinkd --check-config FILE [--load-plugins]\n"
 		"\n"
 		"The qlink real-time host daemon: serves RPC functions (the built-ins\n"
@@ -190,6 +191,8 @@ static void usage(FILE *f)
 		"                           $XDG_RUNTIME_DIR/qlinkd-stats.sock; none: no socket)\n"
 		"  -h, --help               this text\n"
 		"  -V, --version            the version\n");
+	fprintf(f, "\ndefault configuration: %s\nplugin directory: %s\n", qlinkd_default_config(),
+		ql_config_plugin_dir());
 }
 
 /* Every problem the file and its plugins have, each with its line: the
@@ -295,7 +298,9 @@ static int parse_args(int argc, char **argv, struct qlinkd_opts *o)
 		usage(stderr);
 		return 2;
 	}
-	if (optind < argc || (!o->config && !o->check) || (o->config && o->check)) {
+	if (!o->config && !o->check)
+		o->config = qlinkd_default_config();
+	if (optind < argc || (o->config && o->check)) {
 		fprintf(stderr, "qlinkd: %s\n",
 			optind < argc ? "unexpected argument" :
 					"give one of --config FILE or --check-config FILE");
@@ -379,6 +384,8 @@ static int qlinkd_start(struct qlinkd *q, const struct qlinkd_opts *o)
 		ret = qlinkd_udp_open_all(q);
 	if (ret)
 		return ret;
+	/* every listener is up: a service manager may start what depends on us */
+	qlinkd_notify("READY=1\nSTATUS=serving");
 	if (o->params) {
 		ret = params_rendezvous(q, o->params, o->timeout);
 		if (ret && ret != -EINTR) {
@@ -416,6 +423,7 @@ static void qlinkd_serve(struct qlinkd *q, bool params)
  */
 static int qlinkd_stop(struct qlinkd *q, int ret)
 {
+	qlinkd_notify("STOPPING=1");
 	qlinkd_control_counters(q);
 	ql_ctl_server_destroy(q->ctl);
 	q->ctl = NULL;
@@ -455,6 +463,7 @@ int main(int argc, char **argv)
 	struct ql_diags diags;
 	int ret;
 
+	qlinkd_plugin_dir_init();
 	ret = parse_args(argc, argv, &o);
 	if (ret >= 0)
 		return ret;

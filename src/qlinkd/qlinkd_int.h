@@ -205,6 +205,18 @@ void qlinkd_stats_retire(struct qlinkd *q, const struct qlinkd_session *s);
 /* Log (and count for the stats) every function a session serves. */
 int qlinkd_list_functions(struct qlinkd *q);
 
+/* ---- service.c: running under a service manager ------------------------------- */
+
+/* The configuration read when none is given (SYSCONFDIR/qlink/qlinkd.yaml). */
+const char *qlinkd_default_config(void);
+/* Set the plugin directory (ql_config_set_plugin_dir) to LIBDIR/qlink/plugins
+ * relative to this executable. */
+void qlinkd_plugin_dir_init(void);
+/* sd_notify(3)'s protocol: send state ("READY=1", "STOPPING=1") to
+ * $NOTIFY_SOCKET (a path, or @name for an abstract socket); 0 when it is
+ * unset or the datagram went, else a negative errno (logged). */
+int qlinkd_notify(const char *state);
+
 /* ---- main.c ---------------------------------------------------------------------- */
 
 /* The error detail set with err, else its strerror text. */

@@ -10,7 +10,7 @@
 #
 #   --build-dir DIR    a normal (not sanitized) build folder with the test
 #                      programs, tools/qlink, tools/qlinkd,
-#                      examples/plugin_decoder.so and bench/qlink-bench-verbs
+#                      lib*/qlink/plugins/plugin_decoder.so and bench/qlink-bench-verbs
 #                      (default: build)
 #   --workdir DIR      kernel cache, initramfs, logs (default:
 #                      $QLINK_RXE_WORKDIR, else BUILD-DIR/rxe)
@@ -136,8 +136,10 @@ qemu-system-x86_64 -accel help 2>/dev/null | grep -qx tcg || skip "this qemu has
 [ -x "$build/tools/qlink" ] || die "$build/tools/qlink missing (build first)"
 if [ "$rpc" -eq 1 ]; then
 	[ -x "$build/tools/qlinkd" ] || die "$build/tools/qlinkd missing (build first, or --no-rpc)"
-	[ -f "$build/examples/plugin_decoder.so" ] ||
-		die "$build/examples/plugin_decoder.so missing (build first, or --no-rpc)"
+	# the build tree's plugin directory (CMakeLists.txt, QLINK_BUILD_PLUGINDIR)
+	plugin=$(ls "$build"/lib*/qlink/plugins/plugin_decoder.so 2>/dev/null | head -n 1)
+	[ -f "$plugin" ] ||
+		die "$build/lib/qlink/plugins/plugin_decoder.so missing (build first, or --no-rpc)"
 fi
 # The RPC cases: one `rpc_case NAME CHECK COMMAND...` line each in
 # guest-init.sh; every NAME must come back with a result.
@@ -269,8 +271,8 @@ for f in "${extra[@]}"; do
 done
 if [ "$rpc" -eq 1 ]; then
 	mkdir -p "$ir/qlink/lib"
-	cp "$build/examples/plugin_decoder.so" "$ir/qlink/lib/"
-	copy_libs "$build/examples/plugin_decoder.so"
+	cp "$plugin" "$ir/qlink/lib/"
+	copy_libs "$plugin"
 fi
 mkdir -p "$ir/etc/libibverbs.d"
 cp /etc/libibverbs.d/rxe.driver "$ir/etc/libibverbs.d/"
