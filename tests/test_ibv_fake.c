@@ -27,16 +27,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
+#include "cuda_fake.h"
 #include "expect_detail.h"
 
 #include "qlink/error.h"
 #include "qlink/verbs.h"
-#include "util/cuda_drv.h"
 
 /* ---- the fake device ------------------------------------------------------ */
 
@@ -911,159 +910,10 @@ static void test_post_state_check(void **state)
 
 /* ---- GPU memory against a stand-in CUDA driver ------------------------------ */
 
-static struct {
-	bool dmabuf;	   /* CU_DEVICE_ATTRIBUTE_DMA_BUF_SUPPORTED */
-	bool can_map;	   /* CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY */
-	bool no_handle_fn; /* a driver without cuMemGetHandleForAddressRange */
-	int pushed;	   /* contexts pushed and not popped */
-	int allocs;	   /* live cuMemAlloc */
-	uint64_t raw;	   /* what cuMemAlloc gave */
-	size_t raw_len;
-	uint64_t memset_ptr, sync_ptr;
-	size_t memset_len;
-	int handle_calls, handle_type, handle_fd;
-	uint64_t handle_ptr;
-	size_t handle_size;
-	int host_regs, host_reg_flags;
-	void *host_reg_ptr;
-	size_t host_reg_len;
-} cu;
-
-static int cu_init(unsigned int f)
-{
-	(void)f;
-	return 0;
-}
-static int cu_count(int *n)
-{
-	*n = 1;
-	return 0;
-}
-static int cu_dev_get(int *d, int o)
-{
-	*d = o;
-	return o == 0 ? 0 : 101; /* CUDA_ERROR_INVALID_DEVICE */
-}
-static int cu_attr(int *v, int attr, int d)
-{
-	(void)d;
-	*v = attr == QL__CUDA_DEV_ATTR_DMA_BUF_SUPPORTED   ? cu.dmabuf :
-	     attr == QL__CUDA_DEV_ATTR_CAN_MAP_HOST_MEMORY ? cu.can_map :
-							     1;
-	return 0;
-}
-static int cu_retain(void **ctx, int d)
-{
-	(void)d;
-	*ctx = &cu;
-	return 0;
-}
-static int cu_push(void *ctx)
-{
-	assert_ptr_equal(ctx, &cu);
-	cu.pushed++;
-	return 0;
-}
-static int cu_pop(void **ctx)
-{
-	*ctx = &cu;
-	cu.pushed--;
-	return 0;
-}
-static int cu_alloc(uint64_t *p, size_t n)
-{
-	/* a device address the test never dereferences, 256-aligned as
-	 * cuMemAlloc's and deliberately not page-aligned */
-	cu.raw = 0x7f0000000100ull;
-	cu.raw_len = n;
-	cu.allocs++;
-	*p = cu.raw;
-	return 0;
-}
-static int cu_free(uint64_t p)
-{
-	assert_true(p == cu.raw);
-	cu.allocs--;
-	return 0;
-}
-static int cu_memset(uint64_t p, unsigned char v, size_t n)
-{
-	assert_int_equal(v, 0);
-	cu.memset_ptr = p;
-	cu.memset_len = n;
-	return 0;
-}
-static int cu_ptr_attr(const void *v, int attr, uint64_t p)
-{
-	assert_int_equal(attr, QL__CUDA_PTR_ATTR_SYNC_MEMOPS);
-	assert_int_equal(*(const unsigned int *)v, 1);
-	cu.sync_ptr = p;
-	return 0;
-}
-static int cu_handle(void *h, uint64_t p, size_t size, int type, unsigned long long flags)
-{
-	assert_true(flags == 0);
-	cu.handle_calls++;
-	cu.handle_ptr = p;
-	cu.handle_size = size;
-	cu.handle_type = type;
-	cu.handle_fd = eventfd(0, 0); /* any fd: the provider must close it */
-	*(int *)h = cu.handle_fd;
-	return 0;
-}
-static int cu_host_reg(void *p, size_t n, unsigned int flags)
-{
-	cu.host_regs++;
-	cu.host_reg_ptr = p;
-	cu.host_reg_len = n;
-	cu.host_reg_flags = (int)flags;
-	return 0;
-}
-static int cu_host_unreg(void *p)
-{
-	assert_ptr_equal(p, cu.host_reg_ptr);
-	cu.host_regs--;
-	return 0;
-}
-static int cu_host_dptr(uint64_t *d, void *p, unsigned int f)
-{
-	(void)f;
-	*d = (uint64_t)(uintptr_t)p + 0x1000000; /* distinct, to see it used */
-	return 0;
-}
-static int cu_err_name(int e, const char **n)
-{
-	*n = e == 101 ? "CUDA_ERROR_INVALID_DEVICE" : "CUDA_ERROR_FAKE";
-	return 0;
-}
-
-static struct ql__cuda_drv cu_drv = {
-	.init = cu_init,
-	.device_get_count = cu_count,
-	.device_get = cu_dev_get,
-	.device_get_attribute = cu_attr,
-	.primary_ctx_retain = cu_retain,
-	.ctx_push = cu_push,
-	.ctx_pop = cu_pop,
-	.mem_alloc = cu_alloc,
-	.mem_free = cu_free,
-	.memset_d8 = cu_memset,
-	.pointer_set_attribute = cu_ptr_attr,
-	.mem_get_handle = cu_handle,
-	.host_register = cu_host_reg,
-	.host_unregister = cu_host_unreg,
-	.host_get_device_pointer = cu_host_dptr,
-	.get_error_name = cu_err_name,
-};
-
 static int cu_setup(void **state)
 {
 	setup(state);
-	memset(&cu, 0, sizeof(cu));
-	cu.dmabuf = true;
-	cu.can_map = true;
-	cu_drv.mem_get_handle = cu_handle;
-	ql__cuda_drv_override(&cu_drv);
+	cu_fake_install();
 	return 0;
 }
 
@@ -1109,6 +959,22 @@ static void test_gpu_mem_dmabuf(void **state)
 	assert_ptr_equal(mi.addr, g);
 	assert_int_equal(mi.length, 3 * ps);
 	assert_true(mi.device_addr == (uintptr_t)g);
+	/* the CPU cannot touch it: copies go through the driver */
+	{
+		char b[16] = "ring header";
+
+		assert_int_equal(ql_pd_mem_write(pd, g + 8, b, sizeof(b)), 0);
+		assert_int_equal(cu.copies, 1);
+		assert_true(cu.copy_dev == (uintptr_t)g + 8);
+		assert_ptr_equal(cu.copy_host, b);
+		assert_int_equal(cu.copy_len, sizeof(b));
+		assert_int_equal(ql_pd_mem_read(pd, b, g + 3 * ps - 16, 16), 0);
+		assert_int_equal(cu.copies, 0);
+		assert_true(cu.copy_dev == (uintptr_t)g + 3 * (uint64_t)ps - 16);
+		assert_int_equal(ql_pd_mem_read(pd, b, g + 3 * ps - 15, 16), -EINVAL);
+		assert_int_equal(ql_pd_mem_write(pd, b, b, 1), -EINVAL);
+		expect_detail("not inside memory from ql_pd_mem_alloc()");
+	}
 
 	assert_int_equal(ql_mr_reg(pd, g + 100, (size_t)ps, RW, &mr), 0);
 	assert_int_equal(ql_mr_gpu_reg(mr), QL_MR_GPU_DMABUF);
@@ -1243,6 +1109,9 @@ static void test_gpu_mem_soft(void **state)
 	assert_int_equal(cu.host_reg_flags,
 			 QL__CUDA_HOSTREGISTER_PORTABLE | QL__CUDA_HOSTREGISTER_DEVICEMAP);
 	g[0] = 1; /* host memory: the CPU (and the soft NIC) use it */
+	assert_int_equal(ql_pd_mem_write(pd, g + 1, "x", 1), 0);
+	assert_int_equal(g[1], 'x');
+	assert_int_equal(cu.copies, 0);
 	assert_int_equal(ql_pd_mem_query(pd, g, &mi), 0);
 	assert_int_equal(mi.path, QL_MEM_PATH_HOST_MAPPED);
 	assert_true(mi.device_addr == (uintptr_t)g + 0x1000000);
@@ -1252,6 +1121,7 @@ static void test_gpu_mem_soft(void **state)
 	assert_int_equal(ql_mr_dereg(mr), 0);
 	assert_int_equal(ql_pd_mem_free(pd, g), 0);
 	assert_int_equal(cu.host_regs, 0);
+	assert_ptr_equal(cu.host_unreg_ptr, g);
 
 	/* a GPU that cannot map host memory; a device that does not exist */
 	cu.can_map = false;

@@ -193,6 +193,12 @@ struct ql_mem_info {
 /* What memory of ql_pd_mem_alloc(_attr) on pd holds `addr` (any address
  * inside it); -ENOENT for any other address. */
 int ql_pd_mem_query(struct ql_pd *pd, const void *addr, struct ql_mem_info *info);
+/* Copy into or out of memory of ql_pd_mem_alloc(_attr) on pd, whatever its
+ * path: memcpy for host and host-mapped memory, the CUDA driver's copy
+ * (cuMemcpyHtoD/DtoH) for device memory, which the CPU cannot touch.
+ * -EINVAL when [addr, addr + len) is not inside one allocation of pd. */
+int ql_pd_mem_write(struct ql_pd *pd, void *addr, const void *src, size_t len);
+int ql_pd_mem_read(struct ql_pd *pd, void *dst, const void *addr, size_t len);
 
 /* The process-wide default: the soft provider's shared heap, which every
  * provider can register and which soft+shm peers in other processes can

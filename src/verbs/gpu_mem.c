@@ -129,6 +129,26 @@ void ql__gpu_mem_free(struct ql_pd *pd, void *addr, size_t length, const struct 
 	ql__cuda_ctx_leave(drv);
 }
 
+int ql__gpu_mem_copy(const struct ql__gpu_mem *g, void *dev, void *host, size_t len, int to_dev)
+{
+	const struct ql__cuda_drv *drv;
+	uint64_t d = (uint64_t)(uintptr_t)dev;
+	int r, ret;
+
+	ret = ql__cuda_drv_get(&drv);
+	if (!ret)
+		ret = ql__cuda_ctx_enter(drv, g->cuda_device);
+	if (ret)
+		return ret;
+	r = to_dev ? drv->memcpy_htod(d, host, len) : drv->memcpy_dtoh(host, d, len);
+	ql__cuda_ctx_leave(drv);
+	if (r)
+		return ql_error_set(-EIO, "%s of %zu bytes: %s",
+				    to_dev ? "cuMemcpyHtoD" : "cuMemcpyDtoH", len,
+				    ql__cuda_err(drv, r));
+	return 0;
+}
+
 /* nvidia-peermem (or the older nv_peer_mem) is in the kernel */
 static bool peermem_loaded(void)
 {

@@ -25,6 +25,8 @@ struct ql__gpu_mem {
 int ql__gpu_mem_alloc(struct ql_pd *pd, size_t length, int cuda_device, void **addr,
 		      struct ql__gpu_mem *g);
 void ql__gpu_mem_free(struct ql_pd *pd, void *addr, size_t length, const struct ql__gpu_mem *g);
+/* Copy to (dir 1) or from (0) device memory of g. */
+int ql__gpu_mem_copy(const struct ql__gpu_mem *g, void *dev, void *host, size_t len, int to_dev);
 /* Register [addr, addr + length) of QL_MEM_PATH_DEVICE memory: dmabuf,
  * then peer memory (ql_mr_gpu_reg). iova NULL: the address itself. */
 int ql__gpu_mr_reg(struct ql_pd *pd, void *addr, size_t length, const uint64_t *iova, int access,

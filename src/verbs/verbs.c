@@ -288,6 +288,48 @@ static const struct ql_pd_mem *pd_mem_find(const struct ql_pd *pd, const void *a
 	return NULL;
 }
 
+static int pd_mem_copy(struct ql_pd *pd, void *addr, void *host, size_t len, int to_mem)
+{
+	const struct ql_pd_mem *m;
+	struct ql__gpu_mem gpu;
+	bool device = false, ok = false;
+
+	if (!pd || !addr || (!host && len))
+		return ql_error_set(-EINVAL, "ql_pd_mem_read/write: NULL argument");
+	pthread_mutex_lock(&mem_lock);
+	m = pd_mem_find(pd, addr);
+	if (m && len <= (size_t)((const uint8_t *)m->addr + m->length - (const uint8_t *)addr)) {
+		ok = true;
+		device = m->kind == QL_MEM_GPU && m->gpu.path == QL_MEM_PATH_DEVICE;
+		gpu = m->gpu;
+	}
+	pthread_mutex_unlock(&mem_lock);
+	if (!ok)
+		return ql_error_set(-EINVAL,
+				    "ql_pd_mem_read/write(%p, %zu bytes): not inside memory from "
+				    "ql_pd_mem_alloc() on this PD",
+				    addr, len);
+	if (!len)
+		return 0;
+	if (device)
+		return ql__gpu_mem_copy(&gpu, addr, host, len, to_mem);
+	if (to_mem)
+		memcpy(addr, host, len);
+	else
+		memcpy(host, addr, len);
+	return 0;
+}
+
+int ql_pd_mem_write(struct ql_pd *pd, void *addr, const void *src, size_t len)
+{
+	return pd_mem_copy(pd, addr, (void *)(uintptr_t)src, len, 1);
+}
+
+int ql_pd_mem_read(struct ql_pd *pd, void *dst, const void *addr, size_t len)
+{
+	return pd_mem_copy(pd, (void *)(uintptr_t)addr, dst, len, 0);
+}
+
 int ql_pd_mem_query(struct ql_pd *pd, const void *addr, struct ql_mem_info *info)
 {
 	const struct ql_pd_mem *m;
