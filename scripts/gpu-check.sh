@@ -92,7 +92,7 @@ step() { # name, timeout, command...: runs it, output to the report
 # what the check runs (the CUDA tests: whichever this tree has)
 targets="qlink-cli qlinkd test_gpu_body test_gpu_dispatch test_gpu_hsb test_ibv_fake"
 have=$(cmake --build "$b" --target help 2>/dev/null)
-for t in test_rdmaxcel rdmaxcel_gpu example_rdmaxcel; do
+for t in test_rdmaxcel rdmaxcel_write; do
 	printf '%s\n' "$have" | grep -qx "\.\.\. $t" && targets="$targets $t"
 done
 # shellcheck disable=SC2086
@@ -102,6 +102,7 @@ done
 step "ctest -L gpu" 150 ctest --test-dir "$b" -L gpu --output-on-failure --timeout 120
 step "ctest -L cuda" 60 ctest --test-dir "$b" -L cuda --output-on-failure --timeout 50 --no-tests=ignore
 step test_ibv_fake 30 "$b/tests/test_ibv_fake"
+[ -x "$b/examples/rdmaxcel_write" ] && step "example rdmaxcel_write" 30 "$b/examples/rdmaxcel_write"
 
 # 4. the benches: CPU daemon, emulation, kernel with host-mapped and GPU
 # memory, ring and hsb, alternating; each run's JSON in the report and its
