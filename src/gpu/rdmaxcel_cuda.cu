@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cuda_runtime.h>
 
