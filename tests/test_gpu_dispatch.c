@@ -495,13 +495,14 @@ struct hp {
 	struct ql_ring_client *cl;
 	uint8_t msg[64];
 	uint32_t len;
+	int count; /* requests per hp_loop */
 };
 
 static int hp_loop(void *arg)
 {
 	struct hp *h = arg;
 
-	for (int i = 0; i < 10000; i++) {
+	for (int i = 0; i < h->count; i++) {
 		struct ql_ring_response r;
 		int n = 0, turns;
 
@@ -522,29 +523,38 @@ static int hp_loop(void *arg)
 	return 0;
 }
 
+/* The dispatcher of gc on h->dev (soft://loop, its engine polled by
+ * hand) and a ring client connected to it; h->msg a qlink_parity call. */
+static void hp_open(struct hp *h, const struct ql_gpu_config *gc)
+{
+	struct ql_conn_params sp, cp;
+	struct ql_rpc_out o;
+
+	assert_int_equal(ql__soft_mlx5_engine_manual(h->dev), 0);
+	assert_int_equal(ql_gpu_dispatcher_create(h->dev, gc, &h->d), 0);
+	assert_int_equal(register_all(h->d), 0);
+	assert_int_equal(ql_gpu_dispatcher_local_params(h->d, &sp), 0);
+	assert_int_equal(ql_ring_client_create(h->dev, &sp, NULL, &h->cl), 0);
+	assert_int_equal(ql_ring_client_local_params(h->cl, &cp), 0);
+	assert_int_equal(ql_ring_client_connect(h->cl, &sp, NULL), 0);
+	assert_int_equal(ql_gpu_dispatcher_connect(h->d, &cp, NULL), 0);
+	ql_rpc_request_begin(&o, h->msg, sizeof(h->msg));
+	ql_demo_parity_syndrome(3, 0, ql_rpc_out_reserve(&o, QL_DEMO_PARITY_ARG_LEN));
+	h->len = (uint32_t)ql_rpc_request_finish(&o, ql_rpc_fnv1a("qlink_parity"), 1, 0);
+}
+
 static void test_hot_path(void **state)
 {
 	struct ql_gpu_config gc = { .mode = QL_GPU_MODE_EMULATE, .num_slots = 16, .cpu = -1 };
-	struct ql_conn_params sp, cp;
 	struct ql_gpu_stats st;
-	struct ql_rpc_out o;
 	struct hp h;
 	char why[256];
 
 	(void)state;
 	memset(&h, 0, sizeof(h));
+	h.count = 10000;
 	assert_int_equal(ql_device_open("soft://loop", &h.dev), 0);
-	assert_int_equal(ql__soft_mlx5_engine_manual(h.dev), 0);
-	assert_int_equal(ql_gpu_dispatcher_create(h.dev, &gc, &h.d), 0);
-	assert_int_equal(register_all(h.d), 0);
-	assert_int_equal(ql_gpu_dispatcher_local_params(h.d, &sp), 0);
-	assert_int_equal(ql_ring_client_create(h.dev, &sp, NULL, &h.cl), 0);
-	assert_int_equal(ql_ring_client_local_params(h.cl, &cp), 0);
-	assert_int_equal(ql_ring_client_connect(h.cl, &sp, NULL), 0);
-	assert_int_equal(ql_gpu_dispatcher_connect(h.d, &cp, NULL), 0);
-	ql_rpc_request_begin(&o, h.msg, sizeof(h.msg));
-	ql_demo_parity_syndrome(3, 0, ql_rpc_out_reserve(&o, QL_DEMO_PARITY_ARG_LEN));
-	h.len = (uint32_t)ql_rpc_request_finish(&o, ql_rpc_fnv1a("qlink_parity"), 1, 0);
+	hp_open(&h, &gc);
 	if (hp_check(hp_loop, &h, why, sizeof(why)))
 		fail_msg("%s", why);
 	assert_int_equal(ql_gpu_dispatcher_stats(h.d, &st), 0);
@@ -560,41 +570,18 @@ static void test_hot_path(void **state)
 
 /* ---- the channel in GPU memory ------------------------------------------------- */
 
-static int gpu_mem_loop(void *arg)
-{
-	struct hp *h = arg;
-
-	for (int i = 0; i < 200; i++) {
-		struct ql_ring_response r;
-		int n = 0;
-
-		if (ql_ring_client_send(h->cl, h->msg, h->len))
-			return -1;
-		for (int turns = 0; turns < 1000000 && !n; turns++) {
-			if (ql__gpu_dispatcher_step(h->d) < 0)
-				return -1;
-			ql__soft_mlx5_engine_poll(h->dev);
-			n = ql_ring_client_poll(h->cl, &r, 1);
-		}
-		if (n != 1 || ql_rpc_get_u32(r.msg + 4) != 0 || ql_ring_client_release(h->cl, &r))
-			return -1;
-	}
-	return 0;
-}
-
 static void test_gpu_memory(void **state)
 {
 	struct ql_gpu_config gc = {
 		.mode = QL_GPU_MODE_EMULATE, .num_slots = 16, .cpu = -1, .memory = QL_MEM_GPU
 	};
 	const struct ql__cuda_drv *drv;
-	struct ql_conn_params sp, cp;
 	struct ql_gpu_stats st;
-	struct ql_rpc_out o;
 	struct hp h;
 
 	(void)state;
 	memset(&h, 0, sizeof(h));
+	h.count = 200;
 	assert_int_equal(ql_device_open("soft://loop", &h.dev), 0);
 	/* no CUDA driver (this CI): refused with the reason, nothing left */
 	if (ql__cuda_drv_get(&drv)) {
@@ -605,20 +592,10 @@ static void test_gpu_memory(void **state)
 	/* a stand-in driver: the ring and the response buffers are the soft
 	 * NIC's memory mapped into the GPU, and the emulation serves them */
 	cu_fake_install();
-	assert_int_equal(ql__soft_mlx5_engine_manual(h.dev), 0);
-	assert_int_equal(ql_gpu_dispatcher_create(h.dev, &gc, &h.d), 0);
+	hp_open(&h, &gc);
 	assert_int_equal(cu.host_regs, 2); /* the ring, the response buffers */
 	assert_int_equal(cu.allocs, 0);
-	assert_int_equal(register_all(h.d), 0);
-	assert_int_equal(ql_gpu_dispatcher_local_params(h.d, &sp), 0);
-	assert_int_equal(ql_ring_client_create(h.dev, &sp, NULL, &h.cl), 0);
-	assert_int_equal(ql_ring_client_local_params(h.cl, &cp), 0);
-	assert_int_equal(ql_ring_client_connect(h.cl, &sp, NULL), 0);
-	assert_int_equal(ql_gpu_dispatcher_connect(h.d, &cp, NULL), 0);
-	ql_rpc_request_begin(&o, h.msg, sizeof(h.msg));
-	ql_demo_parity_syndrome(5, 0, ql_rpc_out_reserve(&o, QL_DEMO_PARITY_ARG_LEN));
-	h.len = (uint32_t)ql_rpc_request_finish(&o, ql_rpc_fnv1a("qlink_parity"), 1, 0);
-	assert_int_equal(gpu_mem_loop(&h), 0);
+	assert_int_equal(hp_loop(&h), 0);
 	assert_int_equal(ql_gpu_dispatcher_stats(h.d, &st), 0);
 	assert_int_equal(st.ok, 200);
 	ql_ring_client_destroy(h.cl);

@@ -30,6 +30,7 @@
 
 #include "cuda_fake.h"
 #include "expect_detail.h"
+#include "mlx5_side.h"
 #include "qlink/error.h"
 #include "qlink/gpu.h"
 #include "qlink/rdmaxcel.h"
@@ -217,16 +218,6 @@ static void test_cqe_poll_fields(void **state)
 
 /* ---- on the soft NIC's mlx5 queues ------------------------------------------ */
 
-#define BUF 4096
-#define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
-
-struct side {
-	struct ql_cq *cq;
-	struct ql_qp *qp;
-	struct ql_mr *mr;
-	uint8_t *buf;
-};
-
 struct pair {
 	struct ql_device *dev;
 	struct ql_pd *pd;
@@ -235,26 +226,6 @@ struct pair {
 	struct ql_mlx5_cq c;
 };
 
-static void side_create(struct pair *p, struct side *s, bool mlx5)
-{
-	struct ql_qp_init_attr ia;
-	void *mem;
-
-	assert_int_equal(ql_cq_create_flags(p->dev, 64, mlx5 ? QL_CQ_INIT_MLX5 : 0, &s->cq), 0);
-	memset(&ia, 0, sizeof(ia));
-	ia.send_cq = ia.recv_cq = s->cq;
-	ia.qp_type = IBV_QPT_RC;
-	ia.cap.max_send_wr = 32;
-	ia.cap.max_recv_wr = 32;
-	ia.cap.max_send_sge = 1;
-	ia.cap.max_recv_sge = 1;
-	ia.flags = mlx5 ? QL_QP_INIT_MLX5 : 0;
-	assert_int_equal(ql_qp_create(p->pd, &ia, &s->qp), 0);
-	assert_int_equal(ql_pd_mem_alloc(p->pd, BUF, &mem), 0);
-	s->buf = mem;
-	assert_int_equal(ql_mr_reg(p->pd, s->buf, BUF, ACCESS, &s->mr), 0);
-}
-
 static void pair_open(struct pair *p)
 {
 	struct ql_conn_params pa, pb;
@@ -262,8 +233,8 @@ static void pair_open(struct pair *p)
 	memset(p, 0, sizeof(*p));
 	assert_int_equal(ql_device_open("soft://loop", &p->dev), 0);
 	assert_int_equal(ql_pd_alloc(p->dev, &p->pd), 0);
-	side_create(p, &p->a, true);
-	side_create(p, &p->b, false);
+	side_create(p->dev, p->pd, &p->a, true);
+	side_create(p->dev, p->pd, &p->b, false);
 	assert_int_equal(ql_qp_local_params(p->a.qp, &pa), 0);
 	assert_int_equal(ql_qp_local_params(p->b.qp, &pb), 0);
 	assert_int_equal(ql_qp_connect(p->a.qp, &pb, NULL), 0);
@@ -274,24 +245,10 @@ static void pair_open(struct pair *p)
 
 static void pair_close(struct pair *p)
 {
-	struct side *s[2] = { &p->a, &p->b };
-
-	for (int i = 0; i < 2; i++) {
-		assert_int_equal(ql_qp_destroy(s[i]->qp), 0);
-		assert_int_equal(ql_cq_destroy(s[i]->cq), 0);
-		assert_int_equal(ql_mr_dereg(s[i]->mr), 0);
-		assert_int_equal(ql_pd_mem_free(p->pd, s[i]->buf), 0);
-	}
+	side_destroy(p->pd, &p->a);
+	side_destroy(p->pd, &p->b);
 	assert_int_equal(ql_pd_free(p->pd), 0);
 	assert_int_equal(ql_device_close(p->dev), 0);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* The operations (host or launched), so one scenario runs both ways. */
