@@ -110,14 +110,7 @@ int ql_rdmaxcel_register_cuda_memory(const struct ql_mlx5_qp *qp, const struct q
 	if (recv_cq)
 		q->recv_cq = *recv_cq;
 	q->cuda_device = cuda_device;
-	ret = ql__cuda_drv_get(&drv);
-	if (ret) {
-		char why[256];
-
-		snprintf(why, sizeof(why), "%s", ql_error_detail());
-		return ql_error_set(ret, "rdmaxcel: %s", why);
-	}
-	ret = ql__cuda_ctx_enter(drv, cuda_device);
+	ret = ql__cuda_enter("rdmaxcel", cuda_device, &drv);
 	if (ret)
 		return ret;
 	ret = register_all(drv, q);
@@ -133,9 +126,9 @@ void ql_rdmaxcel_unregister_cuda_memory(struct ql_rdmaxcel_queues *q)
 {
 	const struct ql__cuda_drv *drv;
 
-	if (!q || !q->nregs || ql__cuda_drv_get(&drv))
+	if (!q || !q->nregs)
 		return;
-	if (!ql__cuda_ctx_enter(drv, q->cuda_device)) {
+	if (!ql__cuda_enter("rdmaxcel", q->cuda_device, &drv)) {
 		for (uint32_t i = 0; i < q->nregs; i++)
 			drv->host_unregister(q->regs[i]);
 		ql__cuda_ctx_leave(drv);

@@ -160,3 +160,16 @@ void ql__cuda_ctx_leave(const struct ql__cuda_drv *drv)
 
 	drv->ctx_pop(&ctx);
 }
+
+int ql__cuda_enter(const char *who, int ordinal, const struct ql__cuda_drv **drv)
+{
+	char why[256];
+	int ret = ql__cuda_drv_get(drv);
+
+	if (!ret)
+		ret = ql__cuda_ctx_enter(*drv, ordinal);
+	if (!ret)
+		return 0;
+	snprintf(why, sizeof(why), "%s", ql_error_detail());
+	return ql_error_set(ret, "%s: %s", who, why);
+}

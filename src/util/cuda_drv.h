@@ -56,6 +56,9 @@ int ql__cuda_drv_get(const struct ql__cuda_drv **drv);
  * with ql__cuda_ctx_leave). -ENODEV with a detail for no such device. */
 int ql__cuda_ctx_enter(const struct ql__cuda_drv *drv, int ordinal);
 void ql__cuda_ctx_leave(const struct ql__cuda_drv *drv);
+/* Both: the driver, then `ordinal`'s context entered; a failure's detail
+ * prefixed with "who: " (leave with ql__cuda_ctx_leave). */
+int ql__cuda_enter(const char *who, int ordinal, const struct ql__cuda_drv **drv);
 /* "CUDA_ERROR_..." for a CUresult (never NULL). */
 const char *ql__cuda_err(const struct ql__cuda_drv *drv, int err);
 /* Tests: use `fake` in place of libcuda.so.1 from now on (NULL: back to

@@ -98,14 +98,7 @@ int ql__gpu_mem_alloc(struct ql_pd *pd, size_t length, int cuda_device, void **a
 	g->path = p->gpu_mem;
 	if (g->path == QL_MEM_PATH_HOST)
 		return ql_error_set(-EOPNOTSUPP, "%s: no GPU memory on this provider", p->name);
-	ret = ql__cuda_drv_get(&drv);
-	if (ret) {
-		char why[256];
-
-		snprintf(why, sizeof(why), "%s", ql_error_detail());
-		return ql_error_set(ret, "QL_MEM_GPU: %s", why);
-	}
-	ret = ql__cuda_ctx_enter(drv, cuda_device);
+	ret = ql__cuda_enter("QL_MEM_GPU", cuda_device, &drv);
 	if (ret)
 		return ret;
 	ret = g->path == QL_MEM_PATH_DEVICE ? device_alloc(drv, length, addr, g) :
@@ -118,7 +111,7 @@ void ql__gpu_mem_free(struct ql_pd *pd, void *addr, size_t length, const struct 
 {
 	const struct ql__cuda_drv *drv;
 
-	if (ql__cuda_drv_get(&drv) || ql__cuda_ctx_enter(drv, g->cuda_device))
+	if (ql__cuda_enter("QL_MEM_GPU", g->cuda_device, &drv))
 		return; /* it was allocated through it: cannot happen */
 	if (g->path == QL_MEM_PATH_DEVICE) {
 		drv->mem_free(g->raw);
@@ -135,9 +128,7 @@ int ql__gpu_mem_copy(const struct ql__gpu_mem *g, void *dev, void *host, size_t 
 	uint64_t d = (uint64_t)(uintptr_t)dev;
 	int r, ret;
 
-	ret = ql__cuda_drv_get(&drv);
-	if (!ret)
-		ret = ql__cuda_ctx_enter(drv, g->cuda_device);
+	ret = ql__cuda_enter("QL_MEM_GPU", g->cuda_device, &drv);
 	if (ret)
 		return ret;
 	r = to_dev ? drv->memcpy_htod(d, host, len) : drv->memcpy_dtoh(host, d, len);
