@@ -53,7 +53,7 @@ error:util log:util clock:util histogram:util version:util
 verbs:verbs mlx5:verbs
 channel:transport client:transport ring:transport hsb:transport udp:transport
 rpc:rpc rpc_fn:rpc rpc_stream:rpc rpc_table:rpc rpc_wire:rpc
-gpu:gpu gpu_rpc:gpu
+gpu:gpu gpu_rpc:gpu rdmaxcel:gpu
 daemon:daemon dispatcher:daemon plugin:daemon
 vppu:vppu sdr:sdr sdr_ec:sdr qec:qec qec_wire:qec
 control:control qcs:control hololink:control endpoint:endpoint

@@ -17,7 +17,10 @@
  *   running, start refused before connect;
  * - the dispatcher process killed: the client ends with an error, no hang;
  * - on a GPU (CUDA build and a device): the same calls through the
- *   persistent kernel; skipped, with the reason, where there is none.
+ *   persistent kernel; skipped, with the reason, where there is none;
+ * - the channel in GPU memory (memory QL_MEM_GPU): without a CUDA driver
+ *   -ENODEV and why; with a stand-in driver on the soft NIC, host memory
+ *   mapped into the GPU, served by the emulation as before.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -43,6 +46,8 @@
 #include <qlink/rpc.h>
 #include <qlink/vppu.h>
 
+#include "cuda_fake.h"
+#include "expect_detail.h"
 #include "hotpath.h"
 #include "transport/rendezvous.h" /* libqlink.a: parameters over pipes, as qlink bench */
 
@@ -490,13 +495,14 @@ struct hp {
 	struct ql_ring_client *cl;
 	uint8_t msg[64];
 	uint32_t len;
+	int count; /* requests per hp_loop */
 };
 
 static int hp_loop(void *arg)
 {
 	struct hp *h = arg;
 
-	for (int i = 0; i < 10000; i++) {
+	for (int i = 0; i < h->count; i++) {
 		struct ql_ring_response r;
 		int n = 0, turns;
 
@@ -517,29 +523,38 @@ static int hp_loop(void *arg)
 	return 0;
 }
 
+/* The dispatcher of gc on h->dev (soft://loop, its engine polled by
+ * hand) and a ring client connected to it; h->msg a qlink_parity call. */
+static void hp_open(struct hp *h, const struct ql_gpu_config *gc)
+{
+	struct ql_conn_params sp, cp;
+	struct ql_rpc_out o;
+
+	assert_int_equal(ql__soft_mlx5_engine_manual(h->dev), 0);
+	assert_int_equal(ql_gpu_dispatcher_create(h->dev, gc, &h->d), 0);
+	assert_int_equal(register_all(h->d), 0);
+	assert_int_equal(ql_gpu_dispatcher_local_params(h->d, &sp), 0);
+	assert_int_equal(ql_ring_client_create(h->dev, &sp, NULL, &h->cl), 0);
+	assert_int_equal(ql_ring_client_local_params(h->cl, &cp), 0);
+	assert_int_equal(ql_ring_client_connect(h->cl, &sp, NULL), 0);
+	assert_int_equal(ql_gpu_dispatcher_connect(h->d, &cp, NULL), 0);
+	ql_rpc_request_begin(&o, h->msg, sizeof(h->msg));
+	ql_demo_parity_syndrome(3, 0, ql_rpc_out_reserve(&o, QL_DEMO_PARITY_ARG_LEN));
+	h->len = (uint32_t)ql_rpc_request_finish(&o, ql_rpc_fnv1a("qlink_parity"), 1, 0);
+}
+
 static void test_hot_path(void **state)
 {
 	struct ql_gpu_config gc = { .mode = QL_GPU_MODE_EMULATE, .num_slots = 16, .cpu = -1 };
-	struct ql_conn_params sp, cp;
 	struct ql_gpu_stats st;
-	struct ql_rpc_out o;
 	struct hp h;
 	char why[256];
 
 	(void)state;
 	memset(&h, 0, sizeof(h));
+	h.count = 10000;
 	assert_int_equal(ql_device_open("soft://loop", &h.dev), 0);
-	assert_int_equal(ql__soft_mlx5_engine_manual(h.dev), 0);
-	assert_int_equal(ql_gpu_dispatcher_create(h.dev, &gc, &h.d), 0);
-	assert_int_equal(register_all(h.d), 0);
-	assert_int_equal(ql_gpu_dispatcher_local_params(h.d, &sp), 0);
-	assert_int_equal(ql_ring_client_create(h.dev, &sp, NULL, &h.cl), 0);
-	assert_int_equal(ql_ring_client_local_params(h.cl, &cp), 0);
-	assert_int_equal(ql_ring_client_connect(h.cl, &sp, NULL), 0);
-	assert_int_equal(ql_gpu_dispatcher_connect(h.d, &cp, NULL), 0);
-	ql_rpc_request_begin(&o, h.msg, sizeof(h.msg));
-	ql_demo_parity_syndrome(3, 0, ql_rpc_out_reserve(&o, QL_DEMO_PARITY_ARG_LEN));
-	h.len = (uint32_t)ql_rpc_request_finish(&o, ql_rpc_fnv1a("qlink_parity"), 1, 0);
+	hp_open(&h, &gc);
 	if (hp_check(hp_loop, &h, why, sizeof(why)))
 		fail_msg("%s", why);
 	assert_int_equal(ql_gpu_dispatcher_stats(h.d, &st), 0);
@@ -551,6 +566,43 @@ static void test_hot_path(void **state)
 	ql_ring_client_destroy(h.cl);
 	ql_gpu_dispatcher_destroy(h.d);
 	assert_int_equal(ql_device_close(h.dev), 0);
+}
+
+/* ---- the channel in GPU memory ------------------------------------------------- */
+
+static void test_gpu_memory(void **state)
+{
+	struct ql_gpu_config gc = {
+		.mode = QL_GPU_MODE_EMULATE, .num_slots = 16, .cpu = -1, .memory = QL_MEM_GPU
+	};
+	const struct ql__cuda_drv *drv;
+	struct ql_gpu_stats st;
+	struct hp h;
+
+	(void)state;
+	memset(&h, 0, sizeof(h));
+	h.count = 200;
+	assert_int_equal(ql_device_open("soft://loop", &h.dev), 0);
+	/* no CUDA driver (this CI): refused with the reason, nothing left */
+	if (ql__cuda_drv_get(&drv)) {
+		assert_int_equal(ql_gpu_dispatcher_create(h.dev, &gc, &h.d), -ENODEV);
+		expect_detail("QL_MEM_GPU: ");
+		assert_null(h.d);
+	}
+	/* a stand-in driver: the ring and the response buffers are the soft
+	 * NIC's memory mapped into the GPU, and the emulation serves them */
+	cu_fake_install();
+	hp_open(&h, &gc);
+	assert_int_equal(cu.host_regs, 2); /* the ring, the response buffers */
+	assert_int_equal(cu.allocs, 0);
+	assert_int_equal(hp_loop(&h), 0);
+	assert_int_equal(ql_gpu_dispatcher_stats(h.d, &st), 0);
+	assert_int_equal(st.ok, 200);
+	ql_ring_client_destroy(h.cl);
+	ql_gpu_dispatcher_destroy(h.d);
+	assert_int_equal(cu.host_regs, 0); /* unmapped before freed */
+	assert_int_equal(ql_device_close(h.dev), 0);
+	ql__cuda_drv_override(NULL);
 }
 
 /* ---- on a GPU ------------------------------------------------------------------ */
@@ -587,6 +639,7 @@ int main(void)
 		cmocka_unit_test(test_hostile_requests),
 		cmocka_unit_test(test_server_killed),
 		cmocka_unit_test(test_hot_path),
+		cmocka_unit_test(test_gpu_memory),
 		cmocka_unit_test(test_device),
 	};
 

@@ -11,9 +11,14 @@
  * libibverbs failure turned into a negative errno with a detail, EBUSY for
  * a device still in use, the address vector's local half filled in from the
  * URI, and the post calls' state check (-EINVAL, *bad_wr at the first WR,
- * nothing handed to the device below RTS).
+ * nothing handed to the device below RTS). And GPU memory (QL_MEM_GPU)
+ * against a stand-in CUDA driver: device memory registered through its
+ * dmabuf with the right fd, offset, length, iova and access, the fallback
+ * to peer memory in order, the failure naming both; the soft NIC's
+ * host-mapped kind; and, with the real driver absent, -ENODEV and why.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -22,9 +27,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
+#include "cuda_fake.h"
 #include "expect_detail.h"
 
 #include "qlink/error.h"
@@ -59,6 +66,14 @@ static struct {
 	int last_mask;
 	unsigned int last_access;
 	uint64_t last_iova;
+	void *last_addr;
+	/* ibv_reg_dmabuf_mr */
+	int fail_reg_dmabuf; /* errno to fail with */
+	int dmabuf_calls;
+	uint64_t dmabuf_offset, dmabuf_iova;
+	size_t dmabuf_length;
+	int dmabuf_fd, dmabuf_access;
+	bool dmabuf_fd_open; /* the fd was open when registered */
 } fk;
 
 static struct ibv_device devs[3];
@@ -259,6 +274,7 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len, uint6
 	struct ibv_mr *mr;
 
 	fk.last_iova = iova;
+	fk.last_addr = addr;
 	if (fk.fail_reg_mr) {
 		errno = fk.fail_reg_mr;
 		return NULL;
@@ -278,6 +294,32 @@ struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len, uint6
 struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
 {
 	return ibv_reg_mr_iova2(pd, addr, len, (uintptr_t)addr, (unsigned int)access);
+}
+
+struct ibv_mr *ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length, uint64_t iova,
+				 int fd, int access)
+{
+	struct ibv_mr *mr;
+
+	fk.dmabuf_calls++;
+	fk.dmabuf_offset = offset;
+	fk.dmabuf_length = length;
+	fk.dmabuf_iova = iova;
+	fk.dmabuf_fd = fd;
+	fk.dmabuf_access = access;
+	fk.dmabuf_fd_open = fcntl(fd, F_GETFD) != -1;
+	if (fk.fail_reg_dmabuf) {
+		errno = fk.fail_reg_dmabuf;
+		return NULL;
+	}
+	mr = calloc(1, sizeof(*mr));
+	mr->context = pd->context;
+	mr->pd = pd;
+	mr->length = length;
+	mr->lkey = 0x3000u + (uint32_t)fk.live_mr;
+	mr->rkey = 0x4000u + (uint32_t)fk.live_mr;
+	fk.live_mr++;
+	return mr;
 }
 
 int ibv_dereg_mr(struct ibv_mr *mr)
@@ -866,6 +908,270 @@ static void test_post_state_check(void **state)
 	objs_destroy(&o);
 }
 
+/* ---- GPU memory against a stand-in CUDA driver ------------------------------ */
+
+static int cu_setup(void **state)
+{
+	setup(state);
+	cu_fake_install();
+	return 0;
+}
+
+static int cu_teardown(void **state)
+{
+	ql__cuda_drv_override(NULL);
+	assert_int_equal(cu.allocs, 0);
+	assert_int_equal(cu.host_regs, 0);
+	assert_int_equal(cu.pushed, 0);
+	return teardown(state);
+}
+
+static const struct ql_mem_attr gpu0 = { .kind = QL_MEM_GPU, .cuda_device = 0 };
+#define RW (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE)
+
+/* Device memory on ibv: page-aligned inside what cuMemAlloc gave, zeroed,
+ * SYNC_MEMOPS set; registered through the dmabuf of exactly the pages the
+ * range touches, at the range's offset in them, with the caller's access
+ * and iova; the fd closed once registered. */
+static void test_gpu_mem_dmabuf(void **state)
+{
+	struct ql_device *dev = open_ok("ibv://fake0");
+	long ps = sysconf(_SC_PAGESIZE);
+	struct ql_mem_info mi;
+	struct ql_pd *pd;
+	struct ql_mr *mr;
+	uint8_t *g;
+
+	(void)state;
+	assert_int_equal(ql_pd_alloc(dev, &pd), 0);
+	assert_int_equal(ql_pd_mem_alloc_attr(pd, 3 * (size_t)ps - 5, &gpu0, (void **)&g), 0);
+	assert_int_equal(cu.allocs, 1);
+	assert_int_equal((uintptr_t)g % (uintptr_t)ps, 0);
+	assert_true((uint64_t)(uintptr_t)g >= cu.raw);
+	assert_true((uint64_t)(uintptr_t)g + 3 * (uint64_t)ps <= cu.raw + cu.raw_len);
+	assert_true(cu.memset_ptr == (uintptr_t)g);
+	assert_int_equal(cu.memset_len, 3 * ps);
+	assert_true(cu.sync_ptr == (uintptr_t)g);
+	assert_int_equal(cu.pushed, 0);
+	assert_int_equal(ql_pd_mem_query(pd, g + 7, &mi), 0);
+	assert_int_equal(mi.kind, QL_MEM_GPU);
+	assert_int_equal(mi.path, QL_MEM_PATH_DEVICE);
+	assert_ptr_equal(mi.addr, g);
+	assert_int_equal(mi.length, 3 * ps);
+	assert_true(mi.device_addr == (uintptr_t)g);
+	/* the CPU cannot touch it: copies go through the driver */
+	{
+		char b[16] = "ring header";
+
+		assert_int_equal(ql_pd_mem_write(pd, g + 8, b, sizeof(b)), 0);
+		assert_int_equal(cu.copies, 1);
+		assert_true(cu.copy_dev == (uintptr_t)g + 8);
+		assert_ptr_equal(cu.copy_host, b);
+		assert_int_equal(cu.copy_len, sizeof(b));
+		assert_int_equal(ql_pd_mem_read(pd, b, g + 3 * ps - 16, 16), 0);
+		assert_int_equal(cu.copies, 0);
+		assert_true(cu.copy_dev == (uintptr_t)g + 3 * (uint64_t)ps - 16);
+		assert_int_equal(ql_pd_mem_read(pd, b, g + 3 * ps - 15, 16), -EINVAL);
+		assert_int_equal(ql_pd_mem_write(pd, b, b, 1), -EINVAL);
+		expect_detail("not inside memory from ql_pd_mem_alloc()");
+	}
+
+	assert_int_equal(ql_mr_reg(pd, g + 100, (size_t)ps, RW, &mr), 0);
+	assert_int_equal(ql_mr_gpu_reg(mr), QL_MR_GPU_DMABUF);
+	assert_int_equal(cu.handle_calls, 1);
+	assert_int_equal(cu.handle_type, QL__CUDA_HANDLE_DMA_BUF_FD);
+	assert_true(cu.handle_ptr == (uintptr_t)g); /* the pages touched */
+	assert_int_equal(cu.handle_size, 2 * ps);
+	assert_int_equal(fk.dmabuf_calls, 1);
+	assert_true(fk.dmabuf_fd_open);
+	assert_int_equal(fk.dmabuf_fd, cu.handle_fd);
+	assert_true(fk.dmabuf_offset == 100);
+	assert_int_equal(fk.dmabuf_length, ps);
+	assert_true(fk.dmabuf_iova == (uintptr_t)g + 100);
+	assert_int_equal(fk.dmabuf_access, RW);
+	assert_int_equal(fcntl(cu.handle_fd, F_GETFD), -1); /* closed after */
+	assert_int_equal(ql_mr_rkey(mr), 0x4000);
+	assert_ptr_equal(ql_mr_addr(mr), g + 100);
+	/* memory still registered is not freed */
+	assert_int_equal(ql_pd_mem_free(pd, g), -EBUSY);
+	assert_int_equal(ql_mr_dereg(mr), 0);
+
+	/* at an iova: the iova given, not the address */
+	assert_int_equal(ql_mr_reg_iova(pd, g, 3 * (size_t)ps, 0, RW, &mr), 0);
+	assert_int_equal(ql_mr_gpu_reg(mr), QL_MR_GPU_DMABUF);
+	assert_true(fk.dmabuf_iova == 0 && fk.dmabuf_offset == 0);
+	assert_int_equal(cu.handle_size, 3 * ps);
+	assert_int_equal(ql_mr_dereg(mr), 0);
+	/* a range past the end of the GPU memory: refused, nothing called */
+	assert_int_equal(ql_mr_reg(pd, g + ps, 3 * (size_t)ps, RW, &mr), -EINVAL);
+	expect_detail("past the end of its GPU memory");
+	assert_int_equal(fk.dmabuf_calls, 2);
+
+	/* host memory on the same PD: the plain path */
+	{
+		void *h;
+
+		assert_int_equal(ql_pd_mem_alloc(pd, 64, &h), 0);
+		assert_int_equal(ql_pd_mem_query(pd, h, &mi), 0);
+		assert_int_equal(mi.kind, QL_MEM_HOST);
+		assert_int_equal(mi.path, QL_MEM_PATH_HOST);
+		assert_int_equal(ql_mr_reg(pd, h, 64, RW, &mr), 0);
+		assert_int_equal(ql_mr_gpu_reg(mr), QL_MR_GPU_NONE);
+		assert_int_equal(fk.dmabuf_calls, 2);
+		assert_int_equal(ql_mr_dereg(mr), 0);
+		assert_int_equal(ql_pd_mem_free(pd, h), 0);
+	}
+	assert_int_equal(ql_pd_mem_query(pd, &mi, &mi), -ENOENT);
+	assert_int_equal(ql_pd_free(pd), -EBUSY); /* GPU memory outstanding */
+	assert_int_equal(ql_pd_mem_free(pd, g), 0);
+	assert_int_equal(cu.allocs, 0);
+	assert_int_equal(ql_pd_free(pd), 0);
+	assert_int_equal(ql_device_close(dev), 0);
+}
+
+/* The fallback order: no dmabuf from the device, the driver or
+ * libibverbs -> peer memory (ibv_reg_mr of the device pointer); both
+ * failing -> the peer path's errno, the detail naming both. */
+static void test_gpu_mem_fallback(void **state)
+{
+	struct ql_device *dev = open_ok("ibv://fake0");
+	struct ql_pd *pd;
+	struct ql_mr *mr;
+	uint8_t *g;
+
+	(void)state;
+	assert_int_equal(ql_pd_alloc(dev, &pd), 0);
+	assert_int_equal(ql_pd_mem_alloc_attr(pd, 8192, &gpu0, (void **)&g), 0);
+
+	/* the device exports no dmabuf: not even asked for a handle */
+	cu.dmabuf = false;
+	assert_int_equal(ql_mr_reg(pd, g, 8192, RW, &mr), 0);
+	assert_int_equal(ql_mr_gpu_reg(mr), QL_MR_GPU_PEERMEM);
+	assert_int_equal(cu.handle_calls, 0);
+	assert_int_equal(fk.dmabuf_calls, 0);
+	assert_ptr_equal(fk.last_addr, g);
+	assert_true(fk.last_iova == (uintptr_t)g);
+	assert_int_equal(fk.last_access, RW);
+	assert_int_equal(ql_mr_dereg(mr), 0);
+
+	/* a driver without cuMemGetHandleForAddressRange */
+	cu.dmabuf = true;
+	cu_drv.mem_get_handle = NULL;
+	assert_int_equal(ql_mr_reg(pd, g, 8192, RW, &mr), 0);
+	assert_int_equal(ql_mr_gpu_reg(mr), QL_MR_GPU_PEERMEM);
+	assert_int_equal(fk.dmabuf_calls, 0);
+	assert_int_equal(ql_mr_dereg(mr), 0);
+	cu_drv.mem_get_handle = cu_handle;
+
+	/* libibverbs refuses the dmabuf (an old kernel): peer memory next,
+	 * the fd closed all the same */
+	fk.fail_reg_dmabuf = EOPNOTSUPP;
+	assert_int_equal(ql_mr_reg(pd, g, 8192, RW, &mr), 0);
+	assert_int_equal(ql_mr_gpu_reg(mr), QL_MR_GPU_PEERMEM);
+	assert_int_equal(fk.dmabuf_calls, 1);
+	assert_int_equal(fcntl(cu.handle_fd, F_GETFD), -1);
+	assert_ptr_equal(fk.last_addr, g);
+	assert_int_equal(ql_mr_dereg(mr), 0);
+
+	/* and peer memory refused too (no nvidia-peermem: EFAULT) */
+	fk.fail_reg_mr = EFAULT;
+	assert_int_equal(ql_mr_reg(pd, g, 8192, RW, &mr), -EFAULT);
+	expect_detail("GPU memory registration failed: dmabuf: ibv_reg_dmabuf_mr");
+	expect_detail("; peer memory: ibv_reg_mr");
+	expect_detail("nvidia_peermem");
+	fk.fail_reg_mr = 0;
+	fk.fail_reg_dmabuf = 0;
+	assert_int_equal(fk.live_mr, 0);
+
+	assert_int_equal(ql_pd_mem_free(pd, g), 0);
+	assert_int_equal(ql_pd_free(pd), 0);
+	assert_int_equal(ql_device_close(dev), 0);
+}
+
+/* The soft NIC: its own memory, mapped into the GPU (the kernels' address
+ * from cuMemHostGetDevicePointer), registered as host memory. */
+static void test_gpu_mem_soft(void **state)
+{
+	struct ql_device *dev;
+	struct ql_mem_info mi;
+	struct ql_pd *pd;
+	struct ql_mr *mr;
+	uint8_t *g;
+
+	(void)state;
+	assert_int_equal(ql_device_open("soft://loop", &dev), 0);
+	assert_int_equal(ql_pd_alloc(dev, &pd), 0);
+	assert_int_equal(ql_pd_mem_alloc_attr(pd, 100, &gpu0, (void **)&g), 0);
+	assert_int_equal(cu.allocs, 0);
+	assert_int_equal(cu.host_regs, 1);
+	assert_ptr_equal(cu.host_reg_ptr, g);
+	assert_int_equal(cu.host_reg_len, sysconf(_SC_PAGESIZE));
+	assert_int_equal(cu.host_reg_flags,
+			 QL__CUDA_HOSTREGISTER_PORTABLE | QL__CUDA_HOSTREGISTER_DEVICEMAP);
+	g[0] = 1; /* host memory: the CPU (and the soft NIC) use it */
+	assert_int_equal(ql_pd_mem_write(pd, g + 1, "x", 1), 0);
+	assert_int_equal(g[1], 'x');
+	assert_int_equal(cu.copies, 0);
+	assert_int_equal(ql_pd_mem_query(pd, g, &mi), 0);
+	assert_int_equal(mi.path, QL_MEM_PATH_HOST_MAPPED);
+	assert_true(mi.device_addr == (uintptr_t)g + 0x1000000);
+	assert_int_equal(ql_mr_reg(pd, g, 100, RW, &mr), 0);
+	assert_int_equal(ql_mr_gpu_reg(mr), QL_MR_GPU_NONE);
+	assert_int_equal(cu.handle_calls, 0);
+	assert_int_equal(ql_mr_dereg(mr), 0);
+	assert_int_equal(ql_pd_mem_free(pd, g), 0);
+	assert_int_equal(cu.host_regs, 0);
+	assert_ptr_equal(cu.host_unreg_ptr, g);
+
+	/* a GPU that cannot map host memory; a device that does not exist */
+	cu.can_map = false;
+	assert_int_equal(ql_pd_mem_alloc_attr(pd, 100, &gpu0, (void **)&g), -EOPNOTSUPP);
+	expect_detail("cannot map host memory");
+	{
+		struct ql_mem_attr gpu1 = { .kind = QL_MEM_GPU, .cuda_device = 1 };
+
+		assert_int_equal(ql_pd_mem_alloc_attr(pd, 100, &gpu1, (void **)&g), -ENODEV);
+		expect_detail("CUDA device 1: CUDA_ERROR_INVALID_DEVICE");
+		gpu1.kind = (enum ql_mem_kind)7;
+		assert_int_equal(ql_pd_mem_alloc_attr(pd, 100, &gpu1, (void **)&g), -EINVAL);
+		expect_detail("unknown memory kind 7");
+	}
+	assert_int_equal(ql_pd_free(pd), 0);
+	assert_int_equal(ql_device_close(dev), 0);
+}
+
+/* The real driver: where libcuda.so.1 cannot be loaded or sees no GPU (this
+ * CI), QL_MEM_GPU fails with -ENODEV and says why, on every provider;
+ * where one works, the allocation succeeds instead (skipped). */
+static void test_gpu_mem_no_cuda(void **state)
+{
+	const struct ql__cuda_drv *drv;
+	struct ql_device *dev;
+	struct ql_pd *pd;
+	void *g;
+
+	(void)state;
+	ql__cuda_drv_override(NULL);
+	if (!ql__cuda_drv_get(&drv))
+		skip(); /* a machine with a GPU: tests/cuda and scripts/gpu-check.sh */
+	for (int i = 0; i < 2; i++) {
+		dev = open_ok(i ? "soft://loop" : "ibv://fake0");
+		assert_int_equal(ql_pd_alloc(dev, &pd), 0);
+		assert_int_equal(ql_pd_mem_alloc_attr(pd, 4096, &gpu0, &g), -ENODEV);
+		assert_null(g);
+		expect_detail("QL_MEM_GPU: ");
+		{
+			const char *d = ql_error_detail();
+
+			if (!strstr(d, "no CUDA driver (libcuda.so.1") && !strstr(d, "cuInit: ") &&
+			    !strstr(d, "sees no GPU") && !strstr(d, "driver too old"))
+				fail_msg("detail '%s' says no reason", d);
+		}
+		assert_int_equal(ql_pd_free(pd), 0);
+		assert_int_equal(ql_device_close(dev), 0);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -879,6 +1185,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cq_qp_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_modify_query, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_post_state_check, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_gpu_mem_dmabuf, cu_setup, cu_teardown),
+		cmocka_unit_test_setup_teardown(test_gpu_mem_fallback, cu_setup, cu_teardown),
+		cmocka_unit_test_setup_teardown(test_gpu_mem_soft, cu_setup, cu_teardown),
+		cmocka_unit_test_setup_teardown(test_gpu_mem_no_cuda, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -51,6 +51,7 @@ struct bench_opts {
 	bool udp; /* --transport udp: CUDA-Q's UDP transport on 127.0.0.1 */
 	bool gpu; /* --gpu: the GPU dispatcher (docs/gpu.md) serves */
 	enum ql_gpu_mode gpu_mode;
+	enum ql_mem_kind gpu_memory; /* --gpu-memory */
 };
 
 static void bench_usage(FILE *f)
@@ -97,6 +98,10 @@ static void bench_usage(FILE *f)
 		   "                     or emulate, default\n"
 		   "                     auto: the persistent kernel on a GPU, else its host\n"
 		   "                     emulation on --server-cpu; docs/gpu.md)\n"
+		   "  --gpu-memory KIND  with --gpu: the ring (hsb: pages) and response\n"
+		   "                     buffers in host memory the GPU maps (host, default)\n"
+		   "                     or GPU memory (gpu: device memory on ibv, mapped\n"
+		   "                     host memory on the soft NICs; docs/verbs.md)\n"
 		   "  --json             one JSON object instead of the table\n"
 		   "  -h, --help         this text\n");
 }
@@ -122,6 +127,7 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 		{ "paced-seconds", required_argument, NULL, 'p' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "gpu", optional_argument, NULL, 'G' },
+		{ "gpu-memory", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -209,6 +215,14 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 			o->gpu = true;
 			if (optarg && ql_gpu_mode_parse(optarg, &o->gpu_mode))
 				return tool_bad("bench", "--gpu", optarg);
+			break;
+		case 'M':
+			if (!strcmp(optarg, "host"))
+				o->gpu_memory = QL_MEM_HOST;
+			else if (!strcmp(optarg, "gpu"))
+				o->gpu_memory = QL_MEM_GPU;
+			else
+				return tool_bad("bench", "--gpu-memory", optarg);
 			break;
 		case 'h':
 			bench_usage(stdout);
@@ -321,7 +335,8 @@ static int server_gpu(const struct bench_opts *o, int rfd, int wfd)
 	struct ql_gpu_config gc = { .mode = o->gpu_mode,
 				    .num_slots = o->slots,
 				    .slot_size = o->slot_size,
-				    .cpu = o->server_cpu };
+				    .cpu = o->server_cpu,
+				    .memory = o->gpu_memory };
 	struct ql_hsb_params hp;
 	struct ql_device *dev = NULL;
 	struct ql_gpu_dispatcher *d = NULL;
@@ -382,9 +397,10 @@ static int server_gpu(const struct bench_opts *o, int rfd, int wfd)
 	ql_gpu_dispatcher_stop(d);
 	ql_gpu_dispatcher_stats(d, &st);
 	snprintf(line, sizeof(line),
-		 "gpu %s: requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64 " errors=%" PRIu64
-		 " handler_cycles_avg=%.0f handler_cycles_max=%" PRIu64 "\n",
-		 ql_gpu_mode_str(ql_gpu_dispatcher_mode(d)), st.requests, st.completed, st.ok,
+		 "gpu %s memory=%s: requests=%" PRIu64 " responses=%" PRIu64 " ok=%" PRIu64
+		 " errors=%" PRIu64 " handler_cycles_avg=%.0f handler_cycles_max=%" PRIu64 "\n",
+		 ql_gpu_mode_str(ql_gpu_dispatcher_mode(d)),
+		 o->gpu_memory == QL_MEM_GPU ? "gpu" : "host", st.requests, st.completed, st.ok,
 		 st.requests - st.ok,
 		 st.handled ? (double)st.handler_cycles_sum / (double)st.handled : 0.0,
 		 st.handler_cycles_max);

@@ -71,6 +71,13 @@ struct ql_gpu_config {
 	 * of two); signal_every is ignored (every SEND is signaled). The
 	 * ring geometry above is then unused. */
 	struct ql_hsb_channel_config hsb;
+	/* The ring (hsb: the pages) and the response buffers: QL_MEM_HOST
+	 * (0, default: host memory the kernel reaches mapped, across PCIe)
+	 * or QL_MEM_GPU (ql_pd_mem_alloc_attr on cuda_device: device memory
+	 * the NIC writes and the kernel polls locally, on ibv; on the soft
+	 * NICs host memory mapped into the GPU). Device memory needs the
+	 * kernel (the emulation: -EOPNOTSUPP); no CUDA driver: -ENODEV. */
+	enum ql_mem_kind memory;
 };
 
 /* Counters, written by the dispatch body into mapped memory and readable

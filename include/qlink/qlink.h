@@ -14,6 +14,7 @@
  *              Realtime compatible) + rpc_stream.h + rpc_table.h + rpc_fn.h
  *   service    qlink/daemon.h qlink/vppu.h qlink/plugin.h (the plugin ABI)
  *              qlink/gpu.h (GPU dispatcher) + qlink/gpu_rpc.h (its handlers)
+ *              qlink/rdmaxcel.h (one WQE, doorbell or CQE, host or GPU)
  *   control    qlink/control.h qlink/qcs.h qlink/hololink.h (Hololink
  *              register protocol); qlink/endpoint.h (the endpoint
  *              service, also in libqlink-control)
@@ -51,6 +52,7 @@
 #include "qlink/plugin.h"
 #include "qlink/qec.h"
 #include "qlink/qec_wire.h"
+#include "qlink/rdmaxcel.h"
 #include "qlink/sdr_ec.h"
 #include "qlink/vppu.h"
 

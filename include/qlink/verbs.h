@@ -146,6 +146,60 @@ int ql_pd_mem_alloc(struct ql_pd *pd, size_t length, void **addr);
  * -EBUSY while any MR (of any PD) covers part of it: deregister first. */
 int ql_pd_mem_free(struct ql_pd *pd, void *addr);
 
+/* Kinds of PD-scoped memory (ql_pd_mem_alloc_attr). */
+enum ql_mem_kind {
+	QL_MEM_HOST = 0, /* host pages: what ql_pd_mem_alloc gives */
+	QL_MEM_GPU,	 /* GPU memory (docs/verbs.md "GPU memory") */
+};
+
+/* Where memory of a PD lives (ql_pd_mem_query). */
+enum ql_mem_path {
+	QL_MEM_PATH_HOST = 0, /* host pages */
+	/* CUDA device memory (cuMemAlloc): the address is a CUDA device
+	 * pointer, not for the CPU to read or write; the ibv provider */
+	QL_MEM_PATH_DEVICE,
+	/* host pages mapped into the GPU (cuMemHostRegister DEVICEMAP): the
+	 * CPU and the soft NICs use the address, kernels device_addr (the
+	 * same value under unified addressing) */
+	QL_MEM_PATH_HOST_MAPPED,
+};
+
+struct ql_mem_attr {
+	enum ql_mem_kind kind;
+	int cuda_device; /* QL_MEM_GPU: the CUDA device ordinal */
+};
+
+/* ql_pd_mem_alloc with a kind. QL_MEM_HOST is ql_pd_mem_alloc. QL_MEM_GPU
+ * loads the CUDA driver at run time (libcuda.so.1; libqlink does not link
+ * CUDA) and gives, on the ibv provider, device memory (QL_MEM_PATH_DEVICE,
+ * zero-filled; ql_mr_reg registers it through a dmabuf or peer memory,
+ * whichever the system has), on the soft providers the provider's own
+ * memory mapped into the GPU (QL_MEM_PATH_HOST_MAPPED), so the same code
+ * runs on a machine with a GPU and no RDMA NIC. -ENODEV when there is no
+ * CUDA driver or no such device, -EOPNOTSUPP when the provider or the
+ * device cannot give GPU memory (the detail says which); the other errors
+ * as ql_pd_mem_alloc. attr NULL: QL_MEM_HOST. Free with ql_pd_mem_free. */
+int ql_pd_mem_alloc_attr(struct ql_pd *pd, size_t length, const struct ql_mem_attr *attr,
+			 void **addr);
+
+struct ql_mem_info {
+	enum ql_mem_kind kind;
+	enum ql_mem_path path;
+	int cuda_device;      /* QL_MEM_GPU */
+	void *addr;	      /* the start of the allocation holding the address */
+	size_t length;	      /* its length (whole pages) */
+	uint64_t device_addr; /* QL_MEM_GPU: addr as a CUDA kernel names it */
+};
+/* What memory of ql_pd_mem_alloc(_attr) on pd holds `addr` (any address
+ * inside it); -ENOENT for any other address. */
+int ql_pd_mem_query(struct ql_pd *pd, const void *addr, struct ql_mem_info *info);
+/* Copy into or out of memory of ql_pd_mem_alloc(_attr) on pd, whatever its
+ * path: memcpy for host and host-mapped memory, the CUDA driver's copy
+ * (cuMemcpyHtoD/DtoH) for device memory, which the CPU cannot touch.
+ * -EINVAL when [addr, addr + len) is not inside one allocation of pd. */
+int ql_pd_mem_write(struct ql_pd *pd, void *addr, const void *src, size_t len);
+int ql_pd_mem_read(struct ql_pd *pd, void *dst, const void *addr, size_t len);
+
 /* The process-wide default: the soft provider's shared heap, which every
  * provider can register and which soft+shm peers in other processes can
  * reach (see docs/soft-provider.md). Kept for code written before PD-scoped
@@ -170,6 +224,20 @@ int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access, struct ql
  * libibverbs) cannot do it. */
 int ql_mr_reg_iova(struct ql_pd *pd, void *addr, size_t length, uint64_t iova, int access,
 		   struct ql_mr **mr);
+/* How an MR over QL_MEM_PATH_DEVICE memory was registered (ql_mr_reg
+ * picks at run time, in this order): ibv_reg_dmabuf_mr with the dmabuf
+ * of the range (cuMemGetHandleForAddressRange), where the driver, the
+ * device and libibverbs can; else plain ibv_reg_mr of the device pointer,
+ * which the kernel's peer-memory client (nvidia-peermem) resolves. When
+ * neither works ql_mr_reg fails with the errno of the last and a detail
+ * naming both failures. Registering part of such memory on another PD
+ * than its own is the plain (peer-memory) path. */
+enum ql_mr_gpu_reg {
+	QL_MR_GPU_NONE = 0, /* host memory (host-mapped GPU memory too) */
+	QL_MR_GPU_DMABUF,
+	QL_MR_GPU_PEERMEM,
+};
+enum ql_mr_gpu_reg ql_mr_gpu_reg(const struct ql_mr *mr);
 /* -EBUSY while a posted, unfinished work request still names the MR. */
 int ql_mr_dereg(struct ql_mr *mr);
 uint32_t ql_mr_lkey(const struct ql_mr *mr);

@@ -1238,8 +1238,8 @@ static void check_geometry(struct ql__config_walk *w, struct ql_config *c)
 		check_ring_memory(f, c);
 }
 
-/* datapath: gpu serves the ring over RC with its own handlers: no hsb,
- * UC, plugins, boards or UDP listeners, and of the built-ins only
+/* datapath: gpu serves the ring over RC, or hsb, with its own handlers: no
+ * UC ring, plugins, boards or UDP listeners, and of the built-ins only
  * qlink_parity. */
 static void check_datapath(struct ql__config_walk *w, struct ql_config *c)
 {
@@ -1248,16 +1248,16 @@ static void check_datapath(struct ql__config_walk *w, struct ql_config *c)
 
 	if (c->datapath != QL_CONFIG_DATAPATH_GPU)
 		return;
-	if (c->transport != QL_CONFIG_TRANSPORT_RING)
-		ql__diag_add(f, line, "datapath: gpu serves the ring transport only");
-	if (c->ring.qp != IBV_QPT_RC)
+	if (c->transport == QL_CONFIG_TRANSPORT_RING && c->ring.qp != IBV_QPT_RC)
 		ql__diag_add(f, line, "datapath: gpu serves the ring over RC only (ring.qp: rc)");
 	if (c->plugins_count)
 		ql__diag_add(f, line,
 			     "datapath: gpu takes no plugins (CPU handlers); its "
 			     "handlers are built for the GPU (docs/gpu.md)");
 	if (c->qcs_count || c->udp_count)
-		ql__diag_add(f, line, "datapath: gpu serves ring sessions only (no qcs: or udp:)");
+		ql__diag_add(f, line,
+			     "datapath: gpu serves the QCSs' ring or hsb sessions only "
+			     "(no qcs: or udp:)");
 	if (seen(w, "builtins") && (c->builtins & QL_CONFIG_BUILTIN_INCREMENT))
 		ql__diag_add(f, ql__yaml_line(f, "builtins"),
 			     "builtins: %s has no GPU build (datapath: gpu)",

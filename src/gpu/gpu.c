@@ -43,6 +43,8 @@ struct ql_gpu_dispatcher {
 	size_t pages_len;
 	struct ql_mr *pages_mr;
 	struct ql_pd *pd;
+	struct ql_mem_attr mem; /* what the ring/pages and response buffers are */
+	bool mem_device;	/* QL_MEM_PATH_DEVICE: not for the CPU */
 	uint8_t *ring;
 	size_t ring_len;
 	struct ql_mr *ring_mr;
@@ -183,6 +185,30 @@ static int resolve_mode(struct ql_gpu_dispatcher *d, const struct ql_gpu_config 
 	return 0;
 }
 
+/* The channel's memory, of the configured kind (ql_gpu_config.memory):
+ * host, or GPU memory through the verbs layer (docs/verbs.md "GPU
+ * memory"), device memory on a NIC that reaches the GPU, host memory
+ * mapped into it on the soft NICs. The emulation cannot read device
+ * memory. */
+static int channel_mem(struct ql_gpu_dispatcher *d, size_t len, void **mem)
+{
+	struct ql_mem_info mi;
+	int ret = ql_pd_mem_alloc_attr(d->pd, len, &d->mem, mem);
+
+	if (ret || d->mem.kind != QL_MEM_GPU)
+		return ret;
+	ret = ql_pd_mem_query(d->pd, *mem, &mi);
+	if (ret)
+		return ret;
+	d->mem_device = mi.path == QL_MEM_PATH_DEVICE;
+	if (d->mem_device && d->mode != QL_GPU_MODE_DEVICE)
+		return ql_error_set(-EOPNOTSUPP,
+				    "gpu: the emulation cannot read GPU device memory (QL_MEM_GPU "
+				    "on %s): run the kernel, or QL_MEM_HOST",
+				    d->dev->uri);
+	return 0;
+}
+
 /* What both transports' channels have: tx_count response buffers of
  * resp_size (and the canary) each, 64-aligned and registered; a send CQ of
  * tx_count entries, a receive CQ of recv_wr, and a QP of qp_type, all in
@@ -199,7 +225,7 @@ static int make_tx_qp(struct ql_gpu_dispatcher *d, uint32_t resp_size, enum ibv_
 
 	d->tx_stride = (resp_size + QL_GPU_CANARY + 63u) & ~63u;
 	d->tx_len = (size_t)d->tx_count * d->tx_stride;
-	ret = ql_pd_mem_alloc(d->pd, d->tx_len, &mem);
+	ret = channel_mem(d, d->tx_len, &mem);
 	if (ret)
 		return ret;
 	d->tx = mem;
@@ -235,11 +261,10 @@ static int make_hsb_channel(struct ql_gpu_dispatcher *d)
 	int ret;
 
 	d->pages_len = (size_t)d->hsb.num_pages * d->hsb.page_size;
-	ret = ql_pd_mem_alloc(d->pd, d->pages_len, &mem);
+	ret = channel_mem(d, d->pages_len, &mem);
 	if (ret)
 		return ret;
-	d->pages = mem;
-	memset(d->pages, 0, d->pages_len);
+	d->pages = mem; /* zeroed */
 	ret = ql_mr_reg_iova(d->pd, d->pages, d->pages_len, 0,
 			     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &d->pages_mr);
 	if (ret)
@@ -274,12 +299,24 @@ static int make_channel(struct ql_gpu_dispatcher *d)
 	if (d->transport == QL_GPU_TRANSPORT_HSB)
 		return make_hsb_channel(d);
 	d->ring_len = ql_ring_bytes(d->num_slots, d->slot_size);
-	ret = ql_pd_mem_alloc(d->pd, d->ring_len, &mem);
+	ret = channel_mem(d, d->ring_len, &mem);
 	if (ret)
 		return ret;
-	d->ring = mem;
-	memset(d->ring, 0, d->ring_len);
-	ql_ring_format(d->ring, d->num_slots, d->slot_size);
+	d->ring = mem; /* zeroed */
+	if (d->mem_device) {
+		/* formatted here, copied there */
+		void *tmp = calloc(1, d->ring_len);
+
+		if (!tmp)
+			return -ENOMEM;
+		ql_ring_format(tmp, d->num_slots, d->slot_size);
+		ret = ql_pd_mem_write(d->pd, d->ring, tmp, d->ring_len);
+		free(tmp);
+		if (ret)
+			return ret;
+	} else {
+		ql_ring_format(d->ring, d->num_slots, d->slot_size);
+	}
 	ret = ql_mr_reg(d->pd, d->ring, d->ring_len,
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &d->ring_mr);
 	if (ret)
@@ -349,6 +386,8 @@ int ql_gpu_dispatcher_create(struct ql_device *dev, const struct ql_gpu_config *
 	ret = resolve_mode(d, cfg);
 	if (ret)
 		goto err;
+	d->mem.kind = cfg ? cfg->memory : QL_MEM_HOST;
+	d->mem.cuda_device = cfg ? cfg->cuda_device : 0;
 	d->fns = calloc(d->max_functions, sizeof(*d->fns));
 	d->names = calloc(d->max_functions, sizeof(*d->names));
 	d->scratch = aligned_alloc(64, d->slot_size);
@@ -580,14 +619,18 @@ static int device_body(struct ql_gpu_dispatcher *d, struct ql_gpu_body *b)
 			return ret;                                          \
 		(field) = (__typeof__(field))p;                              \
 	} while (0)
-	if (b->ring)
+	/* device memory (QL_MEM_GPU on a NIC that reaches the GPU): the
+	 * pointers are the kernel's already */
+	if (b->ring && !d->mem_device)
 		MAP(b->ring, d->ring_len);
 	if (b->hsb.pages) {
-		MAP(b->hsb.pages, d->pages_len);
+		if (!d->mem_device)
+			MAP(b->hsb.pages, d->pages_len);
 		MAP(b->hsb.rcq.buf, (size_t)b->hsb.rcq.cqe_cnt * b->hsb.rcq.cqe_size);
 		MAP(b->hsb.rcq.dbrec, 8);
 	}
-	MAP(b->tx.buf, d->tx_len);
+	if (!d->mem_device)
+		MAP(b->tx.buf, d->tx_len);
 	MAP(qp->sq.buf, (size_t)qp->sq.wqe_cnt * qp->sq.stride);
 	MAP(qp->sq.dbrec, 8);
 	if (qp->rq.buf && qp->rq.wqe_cnt)

@@ -135,6 +135,7 @@ static int ctl_status(void *ctx, struct ql_ctl_session *cs, char *json, size_t l
 			resp += g.completed;
 			ok += g.ok;
 			herr += g.handler_error;
+			dropped += g.dropped;
 			sends_dropped += g.send_errors;
 			overrun += g.err_result_overrun;
 			if (ql_gpu_dispatcher_error(l->s[i]->gpu))

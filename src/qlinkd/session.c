@@ -50,10 +50,12 @@ enum session_kind qlinkd_qcs_kind(const struct qlinkd *q)
 	return q->cfg->transport == QL_CONFIG_TRANSPORT_HSB ? SESSION_HSB : SESSION_RING;
 }
 
-/* datapath: gpu: the session's GPU dispatcher (its own ring channel) with
- * the built-ins that have a GPU build; its emulation, where it runs, on
- * the first dispatcher core (docs/gpu.md). */
-static int gpu_session_open(struct qlinkd *q, struct qlinkd_session *s)
+/* datapath: gpu: the session's GPU dispatcher (its own ring channel, or
+ * with transport: hsb its own pages and UC QP, the CPU hsb channel's
+ * geometry) with the built-ins that have a GPU build; its emulation, where
+ * it runs, on the first dispatcher core (docs/gpu.md). */
+static int gpu_session_open(struct qlinkd *q, struct qlinkd_session *s,
+			    const struct ql_hsb_channel_config *hc)
 {
 	struct ql_gpu_config gc = {
 		.mode = (enum ql_gpu_mode)q->cfg->gpu.mode,
@@ -61,6 +63,9 @@ static int gpu_session_open(struct qlinkd *q, struct qlinkd_session *s)
 		.slot_size = q->cfg->ring.slot_size,
 		.cuda_device = q->cfg->gpu.device,
 		.cpu = q->cfg->dispatcher.cpus[0],
+		.transport = s->hsb ? QL_GPU_TRANSPORT_HSB : QL_GPU_TRANSPORT_RING,
+		.bad_requests = (int)q->cfg->bad_requests,
+		.hsb = *hc,
 	};
 	int ret = ql_gpu_dispatcher_create(q->dev, &gc, &s->gpu);
 
@@ -70,7 +75,8 @@ static int gpu_session_open(struct qlinkd *q, struct qlinkd_session *s)
 		ret = ql_gpu_dispatcher_local_params(s->gpu, &s->local);
 	if (!ret)
 		qlog(QL_LOG_INFO, "session", "gpu dispatcher", QU("session", s->id),
-		     QS("mode", ql_gpu_mode_str(ql_gpu_dispatcher_mode(s->gpu))));
+		     QS("mode", ql_gpu_mode_str(ql_gpu_dispatcher_mode(s->gpu))),
+		     QS("transport", s->hsb ? "hsb" : "ring"));
 	return ret;
 }
 
@@ -133,8 +139,8 @@ int qlinkd_session_create(struct qlinkd *q, enum session_kind kind, const struct
 	s->pin = -1;
 	s->hsb = hsb;
 	s->udp = kind == SESSION_UDP ? udp : NULL;
-	if (kind == SESSION_RING && q->cfg->datapath == QL_CONFIG_DATAPATH_GPU) {
-		ret = gpu_session_open(q, s);
+	if (kind != SESSION_UDP && q->cfg->datapath == QL_CONFIG_DATAPATH_GPU) {
+		ret = gpu_session_open(q, s, &hc);
 		goto made;
 	}
 	/* hsb: pages registered at iova 0, its own PD (no shared context) */
@@ -250,6 +256,19 @@ static void gpu_session_counters(const struct qlinkd_session *s, FILE *out)
 		  QR("handler_cycles_avg",
 		     st.handled ? (double)st.handler_cycles_sum / (double)st.handled : 0.0),
 		  QU("handler_cycles_max", st.handler_cycles_max));
+	if (s->hsb) {
+		/* the CPU channel's hsb line; page_busy cannot happen (a page
+		 * is free once copied), a result past resp_size is
+		 * RESULT_OVERFLOW (protocol_errors) */
+		uint64_t refused =
+			st.hsb_bad_imm + st.hsb_bad_len + st.hsb_not_imm + st.hsb_recv_errors;
+
+		qcounters(out, "hsb", QU("session", s->id), QS("datapath", "gpu"),
+			  QU("frames", st.requests + refused), QU("refused", refused),
+			  QU("bad_imm", st.hsb_bad_imm), QU("bad_len", st.hsb_bad_len),
+			  QU("not_imm", st.hsb_not_imm), QU("recv_errors", st.hsb_recv_errors),
+			  QU("dropped", st.dropped));
+	}
 }
 
 static void session_counters(const struct qlinkd_session *s, FILE *out)

@@ -53,6 +53,12 @@ struct ql_device_ops {
 	int (*cq_create_flags)(struct ql_device *dev, int cqe, unsigned int flags,
 			       struct ql_cq **cq);
 	int (*qp_mlx5)(struct ql_qp *qp, struct ql_mlx5_qp *out);
+	/* optional (NULL: GPU device memory is registered through mr_reg,
+	 * peer memory): register `length` bytes at `offset` into the dmabuf
+	 * `fd` (the caller closes it after), remote addresses from iova
+	 * (ibv_reg_dmabuf_mr). */
+	int (*mr_reg_dmabuf)(struct ql_pd *pd, uint64_t offset, size_t length, uint64_t iova,
+			     int fd, int access, struct ql_mr **mr);
 	int (*cq_mlx5)(struct ql_cq *cq, struct ql_mlx5_cq *out);
 	/* optional (NULL: ql_device_progress returns 0): run the device's
 	 * software-NIC work (receive, transmit, timers) in the caller, bounded
@@ -85,7 +91,8 @@ struct ql_mr {
 	uint32_t lkey;
 	uint32_t rkey;
 	int access;
-	struct ql_mr *live_next; /* verbs layer: every live MR (ql_pd_mem_free) */
+	enum ql_mr_gpu_reg gpu_reg; /* verbs layer: how GPU memory was registered */
+	struct ql_mr *live_next;    /* verbs layer: every live MR (ql_pd_mem_free) */
 };
 
 struct ql_cq {

@@ -50,6 +50,13 @@ struct ql_provider {
 	 * ql_mem_free: unknown, the provider knows it). */
 	int (*mem_alloc)(struct ql_pd *pd, size_t length, void **addr);
 	void (*mem_free)(struct ql_pd *pd, void *addr, size_t length);
+	/* What ql_pd_mem_alloc_attr's QL_MEM_GPU gives on its devices
+	 * (verbs/gpu_mem.c does the CUDA part): QL_MEM_PATH_DEVICE (device
+	 * memory, registered through mr_reg_dmabuf or mr_reg: a NIC that
+	 * reaches GPU memory over PCIe), QL_MEM_PATH_HOST_MAPPED (mem_alloc's
+	 * memory mapped into the GPU: a NIC that copies with the CPU), or
+	 * QL_MEM_PATH_HOST (0): none, -EOPNOTSUPP. */
+	enum ql_mem_path gpu_mem;
 };
 
 /* The providers (each defined in its own folder). */

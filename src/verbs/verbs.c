@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,7 @@
 
 #include "qlink/error.h"
 #include "qlink/verbs.h"
+#include "verbs/gpu_mem.h"
 #include "verbs/provider.h"
 #include "verbs/registry.h"
 
@@ -155,6 +157,8 @@ struct ql_pd_mem {
 	struct ql_pd_mem *next;
 	void *addr;
 	size_t length;
+	enum ql_mem_kind kind;
+	struct ql__gpu_mem gpu; /* QL_MEM_GPU */
 };
 
 static pthread_mutex_t mem_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -189,6 +193,12 @@ static size_t page_size(void)
 
 int ql_pd_mem_alloc(struct ql_pd *pd, size_t length, void **addr)
 {
+	return ql_pd_mem_alloc_attr(pd, length, NULL, addr);
+}
+
+int ql_pd_mem_alloc_attr(struct ql_pd *pd, size_t length, const struct ql_mem_attr *attr,
+			 void **addr)
+{
 	const struct ql_provider *p;
 	struct ql_pd_mem *m;
 	size_t ps = page_size();
@@ -200,6 +210,9 @@ int ql_pd_mem_alloc(struct ql_pd *pd, size_t length, void **addr)
 	if (!length || length > SIZE_MAX - (ps - 1))
 		return ql_error_set(-EINVAL, "ql_pd_mem_alloc: length %zu is 0 or too large",
 				    length);
+	if (attr && attr->kind != QL_MEM_HOST && attr->kind != QL_MEM_GPU)
+		return ql_error_set(-EINVAL, "ql_pd_mem_alloc_attr: unknown memory kind %d",
+				    (int)attr->kind);
 	p = pd->dev->provider;
 	if (!p->mem_alloc)
 		return ql_error_set(-EOPNOTSUPP, "%s: no PD-scoped memory", p->name);
@@ -207,7 +220,10 @@ int ql_pd_mem_alloc(struct ql_pd *pd, size_t length, void **addr)
 	if (!m)
 		return -ENOMEM;
 	m->length = (length + ps - 1) & ~(ps - 1);
-	ret = p->mem_alloc(pd, m->length, &m->addr);
+	m->kind = attr ? attr->kind : QL_MEM_HOST;
+	ret = m->kind == QL_MEM_GPU ?
+		      ql__gpu_mem_alloc(pd, m->length, attr->cuda_device, &m->addr, &m->gpu) :
+		      p->mem_alloc(pd, m->length, &m->addr);
 	if (ret) {
 		free(m);
 		return ret;
@@ -252,8 +268,93 @@ int ql_pd_mem_free(struct ql_pd *pd, void *addr)
 		return ql_error_set(
 			-EINVAL, "ql_pd_mem_free(%p): not memory from ql_pd_mem_alloc() on this PD",
 			addr);
-	pd->dev->provider->mem_free(pd, m->addr, m->length);
+	if (m->kind == QL_MEM_GPU)
+		ql__gpu_mem_free(pd, m->addr, m->length, &m->gpu);
+	else
+		pd->dev->provider->mem_free(pd, m->addr, m->length);
 	free(m);
+	return 0;
+}
+
+/* The allocation of pd holding addr, under mem_lock; NULL if none. */
+static const struct ql_pd_mem *pd_mem_find(const struct ql_pd *pd, const void *addr)
+{
+	const struct ql_pd_mem *m;
+
+	for (m = pd->mem; m; m = m->next)
+		if ((const uint8_t *)addr >= (const uint8_t *)m->addr &&
+		    (const uint8_t *)addr < (const uint8_t *)m->addr + m->length)
+			return m;
+	return NULL;
+}
+
+static int pd_mem_copy(struct ql_pd *pd, void *addr, void *host, size_t len, int to_mem)
+{
+	const struct ql_pd_mem *m;
+	struct ql__gpu_mem gpu;
+	bool device = false, ok = false;
+
+	if (!pd || !addr || (!host && len))
+		return ql_error_set(-EINVAL, "ql_pd_mem_read/write: NULL argument");
+	pthread_mutex_lock(&mem_lock);
+	m = pd_mem_find(pd, addr);
+	if (m && len <= (size_t)((const uint8_t *)m->addr + m->length - (const uint8_t *)addr)) {
+		ok = true;
+		device = m->kind == QL_MEM_GPU && m->gpu.path == QL_MEM_PATH_DEVICE;
+		gpu = m->gpu;
+	}
+	pthread_mutex_unlock(&mem_lock);
+	if (!ok)
+		return ql_error_set(-EINVAL,
+				    "ql_pd_mem_read/write(%p, %zu bytes): not inside memory from "
+				    "ql_pd_mem_alloc() on this PD",
+				    addr, len);
+	if (!len)
+		return 0;
+	if (device)
+		return ql__gpu_mem_copy(&gpu, addr, host, len, to_mem);
+	if (to_mem)
+		memcpy(addr, host, len);
+	else
+		memcpy(host, addr, len);
+	return 0;
+}
+
+int ql_pd_mem_write(struct ql_pd *pd, void *addr, const void *src, size_t len)
+{
+	return pd_mem_copy(pd, addr, (void *)(uintptr_t)src, len, 1);
+}
+
+int ql_pd_mem_read(struct ql_pd *pd, void *dst, const void *addr, size_t len)
+{
+	return pd_mem_copy(pd, (void *)(uintptr_t)addr, dst, len, 0);
+}
+
+int ql_pd_mem_query(struct ql_pd *pd, const void *addr, struct ql_mem_info *info)
+{
+	const struct ql_pd_mem *m;
+
+	if (!pd || !addr || !info)
+		return ql_error_set(-EINVAL, "ql_pd_mem_query: NULL argument");
+	pthread_mutex_lock(&mem_lock);
+	m = pd_mem_find(pd, addr);
+	if (m) {
+		memset(info, 0, sizeof(*info));
+		info->kind = m->kind;
+		info->addr = m->addr;
+		info->length = m->length;
+		if (m->kind == QL_MEM_GPU) {
+			info->path = m->gpu.path;
+			info->cuda_device = m->gpu.cuda_device;
+			info->device_addr = m->gpu.device_addr;
+		}
+	}
+	pthread_mutex_unlock(&mem_lock);
+	if (!m)
+		return ql_error_set(-ENOENT,
+				    "ql_pd_mem_query(%p): not memory from ql_pd_mem_alloc() on "
+				    "this PD",
+				    addr);
 	return 0;
 }
 
@@ -285,6 +386,9 @@ void ql_mem_free(void *addr)
 static int mr_reg(struct ql_pd *pd, void *addr, size_t length, const uint64_t *iova, int access,
 		  struct ql_mr **mr)
 {
+	const struct ql_pd_mem *m;
+	struct ql__gpu_mem gpu;
+	bool end_ok;
 	int ret;
 
 	if (!pd || !mr)
@@ -297,9 +401,23 @@ static int mr_reg(struct ql_pd *pd, void *addr, size_t length, const uint64_t *i
 	    !(access & IBV_ACCESS_LOCAL_WRITE))
 		return ql_error_set(
 			-EINVAL, "ql_mr_reg: REMOTE_WRITE and REMOTE_ATOMIC require LOCAL_WRITE");
-	if (iova) {
-		if (*iova + length < *iova)
-			return ql_error_set(-EINVAL, "ql_mr_reg_iova: iova range wraps around");
+	if (iova && *iova + length < *iova)
+		return ql_error_set(-EINVAL, "ql_mr_reg_iova: iova range wraps around");
+	/* GPU device memory: dmabuf, then peer memory (gpu_mem.c) */
+	pthread_mutex_lock(&mem_lock);
+	m = pd_mem_find(pd, addr);
+	if (m && m->kind == QL_MEM_GPU && m->gpu.path == QL_MEM_PATH_DEVICE)
+		gpu = m->gpu;
+	else
+		m = NULL;
+	end_ok = !m || (const uint8_t *)addr + length <= (const uint8_t *)m->addr + m->length;
+	pthread_mutex_unlock(&mem_lock);
+	if (!end_ok)
+		return ql_error_set(-EINVAL, "ql_mr_reg: the range runs past the end of its GPU "
+					     "memory");
+	if (m) {
+		ret = ql__gpu_mr_reg(pd, addr, length, iova, access, &gpu, mr);
+	} else if (iova) {
 		if (!pd->dev->ops->mr_reg_iova)
 			return ql_error_set(-EOPNOTSUPP, "%s: no memory registration at an iova",
 					    pd->dev->provider->name);
@@ -309,6 +427,8 @@ static int mr_reg(struct ql_pd *pd, void *addr, size_t length, const uint64_t *i
 	}
 	if (ret)
 		return ret;
+	if (!m)
+		(*mr)->gpu_reg = QL_MR_GPU_NONE;
 	(*mr)->pd = pd;
 	(*mr)->addr = addr;
 	(*mr)->length = length;
@@ -372,6 +492,11 @@ void *ql_mr_addr(const struct ql_mr *mr)
 size_t ql_mr_length(const struct ql_mr *mr)
 {
 	return mr->length;
+}
+
+enum ql_mr_gpu_reg ql_mr_gpu_reg(const struct ql_mr *mr)
+{
+	return mr->gpu_reg;
 }
 
 /* QPs and CQs driven through qlink/mlx5.h refuse the verbs hot path: a

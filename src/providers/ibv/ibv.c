@@ -360,6 +360,31 @@ static int ibvp_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 #endif
 }
 
+/* GPU memory by its dmabuf (ibv_reg_dmabuf_mr, rdma-core 34+): the verbs
+ * layer's gpu_mem.c got the fd from CUDA and closes it after. */
+static int ibvp_mr_reg_dmabuf(struct ql_pd *p, uint64_t offset, size_t length, uint64_t iova,
+			      int fd, int access, struct ql_mr **out)
+{
+	struct ibvp_pd *pd = (struct ibvp_pd *)p;
+	struct ibvp_mr *mr;
+
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return -ENOMEM;
+	mr->mr = ibv_reg_dmabuf_mr(pd->pd, offset, length, iova, fd, access);
+	if (!mr->mr) {
+		int err = errno ? errno : EOPNOTSUPP;
+
+		free(mr);
+		return ql_error_set(-err, "ibv_reg_dmabuf_mr(%zu bytes at offset %" PRIu64 "): %s",
+				    length, offset, strerror(err));
+	}
+	mr->base.lkey = mr->mr->lkey;
+	mr->base.rkey = mr->mr->rkey;
+	*out = &mr->base;
+	return 0;
+}
+
 static int ibvp_mr_dereg(struct ql_mr *m)
 {
 	struct ibvp_mr *mr = (struct ibvp_mr *)m;
@@ -586,6 +611,7 @@ static const struct ql_device_ops ibvp_device_ops = {
 	.pd_free = ibvp_pd_free,
 	.mr_reg = ibvp_mr_reg,
 	.mr_reg_iova = ibvp_mr_reg_iova,
+	.mr_reg_dmabuf = ibvp_mr_reg_dmabuf,
 	.mr_dereg = ibvp_mr_dereg,
 	.cq_create = ibvp_cq_create,
 	.cq_destroy = ibvp_cq_destroy,
@@ -644,4 +670,5 @@ const struct ql_provider ql_provider_ibv = {
 	.list = ibvp_list,
 	.mem_alloc = ibvp_mem_alloc,
 	.mem_free = ibvp_mem_free,
+	.gpu_mem = QL_MEM_PATH_DEVICE, /* registered by dmabuf or peer memory */
 };

@@ -528,4 +528,6 @@ const struct ql_provider ql_provider_soft = {
 	.list = soft_list,
 	.mem_alloc = soft_mem_alloc,
 	.mem_free = soft_mem_free,
+	/* the NIC copies with the CPU: host memory the GPU maps (docs/verbs.md) */
+	.gpu_mem = QL_MEM_PATH_HOST_MAPPED,
 };

@@ -727,4 +727,6 @@ const struct ql_provider ql_provider_soft_udp = {
 	.list = sudp_list,
 	.mem_alloc = sudp_mem_alloc,
 	.mem_free = sudp_mem_free,
+	/* the NIC copies with the CPU: host memory the GPU maps (docs/verbs.md) */
+	.gpu_mem = QL_MEM_PATH_HOST_MAPPED,
 };
