@@ -40,6 +40,6 @@ grep -q '"lost":0,"wrong":0' "$dir/bench.out" || { cat "$dir/bench.out"; fail "b
 	fail "bench: hsb page size 200 (not a multiple of 128) accepted"
 "$qlink" serve --transport xyz --params-file "$dir/q" >/dev/null 2>&1 &&
 	fail "serve --transport xyz accepted"
-"$qlink" vppu --transport hsb --connect 127.0.0.1:1 --device >/dev/null 2>&1 &&
-	fail "vppu --transport hsb --device accepted"
+"$qlink" vppu --transport hsb --connect 127.0.0.1:1 --qcs-device >/dev/null 2>&1 &&
+	fail "vppu --transport hsb --qcs-device accepted"
 echo "PASS"

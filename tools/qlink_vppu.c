@@ -65,14 +65,52 @@ static int rdv_idle(void *ctx)
 
 /* ---- serve ------------------------------------------------------------------ */
 
-static void serve_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: qlink serve --params-file FILE [options]\n"
-		"       qlink serve --transport=udp [--dispatch=ring|unified] [--timeout=S] [options]\n"
-		"                   [-- [--port=P] [--num-slots=N] [--slot-size=S] [--unified]\n"
-		"                       [--address=IP]]\n"
-		"\n"
+static const char *const uri_alias[] = { "uri", "device", NULL };
+
+static const struct tool_opt serve_opts[] = {
+	{ "params-file", 0, 'f', TOOL_VALUE, "FILE",
+	  "rendezvous file (required for ring and hsb)" },
+	{ "device", 'd', 'u', TOOL_VALUE, "URI", "device (default soft+shm://qlserve; not udp)" },
+	{ "cpu", 0, 'c', TOOL_VALUE, "N", "dispatcher core (default 1, udp -1; -1: no pinning)" },
+	{ "slots", 0, 'n', TOOL_VALUE, "N", "ring slots (default 64; udp 8)" },
+	{ "num-slots", 0, 'n', TOOL_VALUE, "N", "the same as --slots (CUDA-Q's name)" },
+	{ "slot-size", 0, 'z', TOOL_VALUE, "N", "slot bytes (default 256)" },
+	{ "transport", 0, 'T', TOOL_VALUE, "T",
+	  "ring (default), hsb: --slots pages of --slot-size\n"
+	  "bytes (a multiple of 128), bad requests dropped;\n"
+	  "or udp: CUDA-Q Realtime's UDP transport, one datagram of\n"
+	  "--slot-size bytes per request, bad requests dropped" },
+	{ "port", 0, 'p', TOOL_VALUE, "P", "udp: the port to bind (default 0: any, printed)" },
+	{ "address", 0, 'a', TOOL_VALUE, "IP",
+	  "udp: the address to bind, IPv4 or IPv6 (default 127.0.0.1)" },
+	{ "allow", 0, 'A', TOOL_VALUE, "CIDR",
+	  "udp: a source to serve, an address or CIDR block (repeat\n"
+	  "for more; 0.0.0.0/0 and ::/0 for everyone); default\n"
+	  "loopback only: others are dropped unanswered" },
+	{ "dispatch", 0, 'd', TOOL_VALUE, "SHAPE",
+	  "udp: ring (default) or unified, CUDA-Q's dispatch shapes:\n"
+	  "both served the same way here, printed in READY" },
+	{ "unified", 0, 'U', TOOL_FLAG, NULL, "udp: accepted for CUDA-Q's provider (no effect)" },
+	{ "bad-requests", 0, 'b', TOOL_VALUE, "P",
+	  "drop (hsb and udp default) or answer (ring default):\n"
+	  "what happens to a request with a bad header or an\n"
+	  "unknown function" },
+	{ "qp", 0, 'Q', TOOL_VALUE, "rc|uc", "the ring's QP type (default rc; written to FILE)" },
+	{ "timeout", 0, 't', TOOL_VALUE, "TIME",
+	  "ring and hsb: how long to wait for the client (default\n"
+	  "60); udp: how long to serve at most (default 60, as\n"
+	  "CUDA-Q's server), then stop as on SIGTERM" },
+	{ 0 },
+};
+
+static const struct tool_cmd serve_cmd = {
+	.aliases = uri_alias,
+	.name = "serve",
+	.usage =
+		"--params-file FILE [options]\n"
+		"--transport=udp [--dispatch=ring|unified] [--timeout=TIME] [options]\n"
+		"       [-- [--port=P] [--num-slots=N] [--slot-size=S] [--unified] [--address=IP]]",
+	.about =
 		"Runs a daemon serving the built-in functions qlink_parity and rpc_increment\n"
 		"(CUDA-Q Realtime's test function). On a request ring (or, with --transport\n"
 		"hsb, on Hololink pages) it writes its connection parameters to FILE, waits\n"
@@ -87,36 +125,9 @@ static void serve_usage(FILE *f)
 		"(K: requests handed to a handler; dropped ones are not counted) and exits 0.\n"
 		"The transport's arguments (--port, --num-slots, --slot-size, --unified,\n"
 		"--address) may follow `--`, as CUDA-Q's server forwards them to its\n"
-		"provider; unknown ones there are ignored with a warning.\n"
-		"\n"
-		"options:\n"
-		"  --params-file FILE  rendezvous file (required for ring and hsb)\n"
-		"  --uri URI           device (default soft+shm://qlserve; not udp)\n"
-		"  --cpu N             dispatcher core (default 1, udp -1; -1: no pinning)\n"
-		"  --slots N           ring slots (default 64; udp 8)\n"
-		"  --num-slots N       the same as --slots (CUDA-Q's name)\n"
-		"  --slot-size N       slot bytes (default 256)\n"
-		"  --transport T       ring (default), hsb: --slots pages of --slot-size\n"
-		"                      bytes (a multiple of 128), bad requests dropped;\n"
-		"                      or udp: CUDA-Q Realtime's UDP transport, one datagram of\n"
-		"                      --slot-size bytes per request, bad requests dropped\n"
-		"  --port P            udp: the port to bind (default 0: any, printed)\n"
-		"  --address IP        udp: the address to bind, IPv4 or IPv6 (default 127.0.0.1)\n"
-		"  --allow CIDR        udp: a source to serve, an address or CIDR block (repeat\n"
-		"                      for more; 0.0.0.0/0 and ::/0 for everyone); default\n"
-		"                      loopback only: others are dropped unanswered\n"
-		"  --dispatch SHAPE    udp: ring (default) or unified, CUDA-Q's dispatch shapes:\n"
-		"                      both served the same way here, printed in READY\n"
-		"  --unified           udp: accepted for CUDA-Q's provider (no effect)\n"
-		"  --bad-requests P    drop (hsb and udp default) or answer (ring default):\n"
-		"                      what happens to a request with a bad header or an\n"
-		"                      unknown function\n"
-		"  --qp rc|uc          the ring's QP type (default rc; written to FILE)\n"
-		"  --timeout S         ring and hsb: how long to wait for the client (default\n"
-		"                      60); udp: how long to serve at most (default 60, as\n"
-		"                      CUDA-Q's server), then stop as on SIGTERM\n"
-		"  -h, --help          this text\n");
-}
+		"provider; unknown ones there are ignored with a warning.\n",
+	.opts = serve_opts,
+};
 
 struct serve_opts {
 	struct ql_verbs_channel_config vc;
@@ -169,25 +180,6 @@ static int serve_transport_arg(struct serve_opts *o, const char *a)
 /* 0 to go on, -1 after --help, or the exit status. */
 static int serve_parse(int argc, char **argv, struct serve_opts *o)
 {
-	static const struct option lo[] = {
-		{ "params-file", required_argument, NULL, 'f' },
-		{ "uri", required_argument, NULL, 'u' },
-		{ "transport", required_argument, NULL, 'T' },
-		{ "cpu", required_argument, NULL, 'c' },
-		{ "slots", required_argument, NULL, 'n' },
-		{ "num-slots", required_argument, NULL, 'n' },
-		{ "slot-size", required_argument, NULL, 'z' },
-		{ "port", required_argument, NULL, 'p' },
-		{ "address", required_argument, NULL, 'a' },
-		{ "allow", required_argument, NULL, 'A' },
-		{ "dispatch", required_argument, NULL, 'd' },
-		{ "unified", no_argument, NULL, 'U' },
-		{ "bad-requests", required_argument, NULL, 'b' },
-		{ "qp", required_argument, NULL, 'Q' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	uint32_t port;
 	int c, dd, after = 0;
 
@@ -201,13 +193,15 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 		;
 	if (dd < argc)
 		after = argc - dd - 1;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	optind = 0;
+	while ((c = tool_getopt(&serve_cmd, argc, argv)) != TOOL_END) {
 		switch (c) {
 		case 'f':
 			o->file = optarg;
 			break;
 		case 'u':
+			if (tool_device_uri(optarg))
+				return tool_bad("serve", "--device", optarg);
 			o->uri = optarg;
 			break;
 		case 'T':
@@ -268,21 +262,15 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 				return tool_bad("serve", "--qp", optarg);
 			break;
 		case 't':
-			if (tool_double(optarg, 0.01, 86400, &o->timeout))
+			if (tool_time(optarg, 0.01, 86400, &o->timeout))
 				return tool_bad("serve", "--timeout", optarg);
 			break;
-		case 'h':
-			serve_usage(stdout);
-			return -1;
 		default:
-			serve_usage(stderr);
 			return 2;
 		}
 	}
-	if (argc - optind > after) {
-		fprintf(stderr, "qlink serve: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
+	if (argc - optind > after)
+		return tool_usage("serve", "unexpected argument '%s'", argv[optind]);
 	for (int i = argc - after; i < argc; i++) {
 		int r = serve_transport_arg(o, argv[i]);
 
@@ -291,8 +279,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	}
 	if (o->udp) {
 		if (o->file) {
-			fprintf(stderr, "qlink serve: --transport udp needs no --params-file\n");
-			return 2;
+			return tool_usage("serve", "--transport udp needs no --params-file");
 		}
 		if (!o->slots_set)
 			o->vc.num_slots = QL_UDP_DEFAULT_SLOTS;
@@ -308,17 +295,14 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 		return 0;
 	}
 	if (o->udp_only) {
-		fprintf(stderr, "qlink serve: --port, --address, --dispatch and --unified are "
-				"for --transport udp\n");
-		return 2;
+		return tool_usage("serve", "--port, --address, --dispatch and --unified are "
+					   "for --transport udp");
 	}
 	if (!o->file) {
-		fprintf(stderr, "qlink serve: --params-file FILE is required\n");
-		return 2;
+		return tool_usage("serve", "--params-file FILE is required");
 	}
 	if (o->vc.slot_size < 64) {
-		fprintf(stderr, "qlink serve: --slot-size must be at least 64 for ring and hsb\n");
-		return 2;
+		return tool_usage("serve", "--slot-size must be at least 64 for ring and hsb");
 	}
 	if (o->hsb && !o->bad_set)
 		o->dc.bad_requests = QL_BAD_REQUEST_DROP;
@@ -502,72 +486,101 @@ int tool_serve(int argc, char **argv)
 
 /* ---- vppu ------------------------------------------------------------------- */
 
-static void vppu_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: qlink vppu --connect HOST:PORT [--program FILE | --device] [options]\n"
-		"       qlink vppu --params-file FILE [options]\n"
-		"       qlink vppu --transport udp --connect HOST:PORT [options]\n"
-		"       qlink vppu --hsb-listen [ADDR:]PORT [--hsb-vp N] [--allow ADDR[/LEN]]...\n"
-		"                  [--count N | --seconds S]\n"
-		"\n"
+static const struct tool_opt vppu_opts[] = {
+	{ "connect", 0, 'C', TOOL_VALUE, "HOST:PORT",
+	  "qlinkd's control address (default port 7700); with\n"
+	  "--transport udp the server's data address\n"
+	  "([IPV6]:PORT for IPv6)" },
+	{ "program", 0, 'P', TOOL_VALUE, "FILE", "the calls to make (with --connect)" },
+	{ "qcs-device", 0, 'D', TOOL_FLAG, NULL,
+	  "be a QCSDevice: wait for the RTH's program and\n"
+	  "trigger (with --connect)" },
+	{ "secret-file", 0, 'S', TOOL_VALUE, "FILE",
+	  "shared secret for authenticated control messages" },
+	{ "name", 0, 'N', TOOL_VALUE, "NAME", "this QCS's name in DISCOVER (default vppu)" },
+	{ "params-file", 0, 'f', TOOL_VALUE, "FILE",
+	  "a qlink serve's rendezvous file instead of --connect" },
+	{ "device", 'd', 'u', TOOL_VALUE, "URI", "device (default soft+shm://qlvppu)" },
+	{ "transport", 0, 'X', TOOL_VALUE, "T",
+	  "ring (default) or hsb: play an FPGA with the Hololink\n"
+	  "IP (WRITE WITH IMMEDIATE into the server's pages;\n"
+	  "not with --qcs-device); must match what the server\n"
+	  "offers; or udp: CUDA-Q Realtime's UDP transport (one\n"
+	  "datagram of --slot-size bytes per request, zero-filled)" },
+	{ "function", 0, 'F', TOOL_VALUE, "NAME|ID",
+	  "the function called without --program: a name (its\n"
+	  "id is FNV-1a of it) or a numeric id (0x... or decimal).\n"
+	  "Default qlink_parity; rpc_increment is CUDA-Q's test\n"
+	  "function, the only one a CUDA-Q test server has. Any\n"
+	  "other function needs --args" },
+	{ "args", 0, 'a', TOOL_VALUE, "HEX",
+	  "the argument bytes of every call, in hex (\"01ff...\");\n"
+	  "the answer is checked against --expect, or the\n"
+	  "built-in function's own answer, or only its status" },
+	{ "expect", 0, 'E', TOOL_VALUE, "HEX", "with --args: the result bytes a right answer has" },
+	{ "arg-len", 0, 'L', TOOL_VALUE, "N", "rpc_increment's argument bytes (default 16)" },
+	{ "slot-size", 0, 'z', TOOL_VALUE, "N",
+	  "udp: the slot stride, as the server's (default 256)" },
+	{ "cpu", 0, 'c', TOOL_VALUE, "N", "core (default 0; -1: no pinning)" },
+	{ "count", 0, 'n', TOOL_VALUE, "N", "calls to make, no program (default: run --seconds)" },
+	{ "seconds", 0, 's', TOOL_VALUE, "TIME", "how long to run, no program (default 1)" },
+	{ "window", 0, 'w', TOOL_VALUE, "N", "calls in flight, closed loop (default 1)" },
+	{ "qp", 0, 'Q', TOOL_VALUE, "rc|uc",
+	  "the ring's QP type: must match the server's (default:\n"
+	  "the server's, from CONNECTION_PARAMS or the file)" },
+	{ "rate", 0, 'r', TOOL_VALUE, "HZ", "paced at HZ instead of closed loop" },
+	{ "timeout", 0, 't', TOOL_VALUE, "TIME",
+	  "wait for the server, or the trigger (default 60)" },
+	{ "call-timeout", 0, 'T', TOOL_VALUE, "TIME",
+	  "a call unanswered after TIME ends the run, reported\n"
+	  "as timed out, exit 1 (default 5)" },
+	{ "histogram", 'H', 'h' + 256, TOOL_FLAG, NULL,
+	  "after each report, the round trips as a histogram:\n"
+	  "usec count cumulative% (as ib_write_lat -H)" },
+	{ "plot", 0, 'p', TOOL_VALUE, "DIR",
+	  "draw the round trips with gnuplot into DIR:\n"
+	  "vppu_latency.{dat,gp,png,svg}" },
+	{ "json", 0, 'j', TOOL_FLAG, NULL, "JSON report (one object per program step)" },
+	{ "hsb-listen", 0, 'B', TOOL_VALUE, "[ADDR:]PORT",
+	  "be a Hololink board's register side (alone:\n"
+	  "wait until the host enables the VP, print its\n"
+	  "data-plane parameters, exit; bare PORT: 0.0.0.0);\n"
+	  "with --count/--seconds the whole FPGA: print its QP\n"
+	  "and GID (for qlinkd's qcs qp/gid), then stream the\n"
+	  "calls by WRITE WITH IMMEDIATE once enabled" },
+	{ "hsb-vp", 0, 'V', TOOL_VALUE, "N", "the VP the host configures (default 0)" },
+	{ "allow", 0, 'A', TOOL_VALUE, "A[/LEN]",
+	  "with --hsb-listen: answer only these hosts (up to 8;\n"
+	  "default: the first host that talks to the board)" },
+	{ 0 },
+};
+
+static const struct tool_cmd vppu_cmd = {
+	.aliases = uri_alias,
+	.name = "vppu",
+	.usage =
+		"--connect HOST:PORT [--program FILE | --qcs-device] [options]\n"
+		"--params-file FILE [options]\n"
+		"--transport udp --connect HOST:PORT [options]\n"
+		"--hsb-listen [ADDR:]PORT [--hsb-vp N] [--allow ADDR[/LEN]]... [--count N | --seconds TIME]",
+	.about =
 		"The virtual PPU: a software QCS. With --connect it discovers a qlinkd through\n"
 		"the UDP control plane (DISCOVER, ACK, START ... STOP, COMPLETE), connects its QP\n"
 		"to the ring it is offered and runs a program of device calls (YAML, see\n"
-		"docs/qlinkd.md) or, without --program, calls qlink_parity. With --params-file\n"
+		"docs/qlinkd.md) or, without --program, calls --function. With --params-file\n"
 		"it meets a `qlink serve` through files instead. With --transport udp it is a\n"
 		"caller of CUDA-Q Realtime's UDP transport: --connect names the server's socket\n"
 		"(qlink serve --transport=udp or CUDA-Q's own server), no control plane.\n"
-		"Every answer is checked; it\n"
-		"reports round trips (from the echoed ptp_timestamp), rates, wrong answers,\n"
-		"errors, timeouts and lost calls, and exits 1 if anything was wrong, lost or\n"
-		"timed out. SIGINT/SIGTERM end the run at once, even with its window full.\n"
-		"With --device the RTH drives it (QCSDevice, include/qlink/qcs.h): after\n"
-		"DISCOVER and ACK it waits for the RTH to upload a program (PROGRAM) and\n"
-		"TRIGGER it, runs it, and says COMPLETE; an ABORT from the RTH stops it (exit 3).\n"
-		"\n"
-		"options:\n"
-		"  --connect HOST:PORT  qlinkd's control address (default port 7700); with\n"
-		"                       --transport udp the server's data address\n"
-		"                       ([IPV6]:PORT for IPv6)\n"
-		"  --program FILE       the calls to make (with --connect)\n"
-		"  --device             wait for the RTH's program and trigger (with --connect)\n"
-		"  --secret-file FILE   shared secret for authenticated control messages\n"
-		"  --name NAME          this QCS's name in DISCOVER (default vppu)\n"
-		"  --params-file FILE   a qlink serve's rendezvous file instead of --connect\n"
-		"  --uri URI            device (default soft+shm://qlvppu)\n"
-		"  --transport T        ring (default) or hsb: play an FPGA with the Hololink\n"
-		"                       IP (WRITE WITH IMMEDIATE into the server's pages;\n"
-		"                       not with --device); must match what the server offers;\n"
-		"                       or udp: CUDA-Q Realtime's UDP transport (one datagram\n"
-		"                       of --slot-size bytes per request, zero-filled)\n"
-		"  --function F         the function called without --program: qlink_parity\n"
-		"                       (default) or rpc_increment (CUDA-Q's test function,\n"
-		"                       the only one a CUDA-Q test server has)\n"
-		"  --arg-len N          rpc_increment's argument bytes (default 16)\n"
-		"  --slot-size N        udp: the slot stride, as the server's (default 256)\n"
-		"  --cpu N              core (default 0; -1: no pinning)\n"
-		"  --count N            calls to make, no program (default: run --seconds)\n"
-		"  --seconds S          how long to run, no program (default 1)\n"
-		"  --window N           calls in flight, closed loop (default 1)\n"
-		"  --qp rc|uc           the ring's QP type: must match the server's (default:\n"
-		"                       the server's, from CONNECTION_PARAMS or the file)\n"
-		"  --rate HZ            paced at HZ instead of closed loop\n"
-		"  --timeout S          wait for the server, or the trigger (default 60)\n"
-		"  --call-timeout S     a call unanswered after S ends the run, reported as\n"
-		"                       timed out, exit 1 (default 5)\n"
-		"  --json               JSON report (one object per program step)\n"
-		"  --hsb-listen [ADDR:]PORT  be a Hololink board's register side (alone:\n"
-		"                       wait until the host enables the VP, print its\n"
-		"                       data-plane parameters, exit; bare PORT: 0.0.0.0);\n"
-		"                       with --count/--seconds the whole FPGA: print its QP\n"
-		"                       and GID (for qlinkd's qcs qp/gid), then stream the\n"
-		"                       calls by WRITE WITH IMMEDIATE once enabled\n"
-		"  --hsb-vp N           the VP the host configures (default 0)\n"
-		"  --allow A[/LEN]      with --hsb-listen: answer only these hosts (up to 8;\n"
-		"                       default: the first host that talks to the board)\n"
-		"  -h, --help           this text\n");
-}
+		"Every answer is checked; it reports round trips (from the echoed\n"
+		"ptp_timestamp), rates, wrong answers (the first one with its expected and\n"
+		"received bytes), error statuses by name, timeouts and lost calls, and exits 1\n"
+		"if anything was wrong, lost or timed out. SIGINT/SIGTERM end the run at once,\n"
+		"even with its window full. With --qcs-device the RTH drives it (QCSDevice,\n"
+		"include/qlink/qcs.h): after DISCOVER and ACK it waits for the RTH to upload a\n"
+		"program (PROGRAM) and TRIGGER it, runs it, and says COMPLETE; an ABORT from\n"
+		"the RTH stops it (exit 3). The report's fields are explained in qlink(1).\n",
+	.opts = vppu_opts,
+};
 
 static void report(const struct ql_vppu_report *rep, const char *name, bool json)
 {
@@ -826,7 +839,12 @@ struct vppu_opts {
 	const char *hsb_listen; /* [ADDR:]PORT of the hsb register server */
 	/* --allow: the hosts the board answers (none: the first, TOFU) */
 	uint32_t hsb_allow[QL_HL_ALLOW_MAX], hsb_allow_len[QL_HL_ALLOW_MAX], n_hsb_allow;
-	const char *function; /* without --program: qlink_parity or rpc_increment */
+	const char *function; /* without --program: a name or an id */
+	uint8_t args[QL_UDP_MAX_SLOT_SIZE], expect[QL_UDP_MAX_SLOT_SIZE]; /* --args, --expect */
+	size_t args_len, expect_len;
+	bool have_args, have_expect;
+	bool histogram;	  /* --histogram */
+	const char *plot; /* --plot DIR */
 	uint32_t hsb_vp;
 	uint32_t arg_len;   /* rpc_increment's argument bytes */
 	uint32_t slot_size; /* udp: the stride */
@@ -869,33 +887,6 @@ static int vppu_udp_addr(struct vppu_opts *o)
 /* 0 to go on, or the exit status (0 for --help). */
 static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 {
-	static const struct option lo[] = {
-		{ "params-file", required_argument, NULL, 'f' },
-		{ "connect", required_argument, NULL, 'C' },
-		{ "program", required_argument, NULL, 'P' },
-		{ "device", no_argument, NULL, 'D' },
-		{ "secret-file", required_argument, NULL, 'S' },
-		{ "name", required_argument, NULL, 'N' },
-		{ "uri", required_argument, NULL, 'u' },
-		{ "transport", required_argument, NULL, 'X' },
-		{ "cpu", required_argument, NULL, 'c' },
-		{ "count", required_argument, NULL, 'n' },
-		{ "seconds", required_argument, NULL, 's' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "qp", required_argument, NULL, 'Q' },
-		{ "rate", required_argument, NULL, 'r' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "call-timeout", required_argument, NULL, 'T' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "hsb-listen", required_argument, NULL, 'H' },
-		{ "hsb-vp", required_argument, NULL, 'V' },
-		{ "allow", required_argument, NULL, 'A' },
-		{ "function", required_argument, NULL, 'F' },
-		{ "arg-len", required_argument, NULL, 'L' },
-		{ "slot-size", required_argument, NULL, 'z' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	int c;
 
 	*o = (struct vppu_opts){ .cfg = { .window = 1 },
@@ -907,8 +898,8 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 				 .seconds = 1,
 				 .timeout = 60,
 				 .call_timeout = 5 };
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	optind = 0;
+	while ((c = tool_getopt(&vppu_cmd, argc, argv)) != TOOL_END) {
 		switch (c) {
 		case 'f':
 			o->file = optarg;
@@ -929,6 +920,8 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 			o->name = optarg;
 			break;
 		case 'u':
+			if (tool_device_uri(optarg))
+				return tool_bad("vppu", "--device", optarg);
 			o->uri = optarg;
 			break;
 		case 'X':
@@ -937,10 +930,25 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 				return tool_bad("vppu", "--transport", optarg);
 			break;
 		case 'F':
-			if (strcmp(optarg, QL_DEMO_PARITY_NAME) &&
-			    strcmp(optarg, QL_DEMO_INCREMENT_NAME))
+			if (!*optarg || strlen(optarg) > 127)
 				return tool_bad("vppu", "--function", optarg);
 			o->function = optarg;
+			break;
+		case 'a':
+			if (tool_hex(optarg, o->args, sizeof(o->args), &o->args_len))
+				return tool_bad("vppu", "--args", optarg);
+			o->have_args = true;
+			break;
+		case 'E':
+			if (tool_hex(optarg, o->expect, sizeof(o->expect), &o->expect_len))
+				return tool_bad("vppu", "--expect", optarg);
+			o->have_expect = true;
+			break;
+		case 'h' + 256:
+			o->histogram = true;
+			break;
+		case 'p':
+			o->plot = optarg;
 			break;
 		case 'L':
 			if (tool_u32(optarg, 0, QL_UDP_MAX_SLOT_SIZE - QL_RPC_HEADER_SIZE,
@@ -962,7 +970,7 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 			o->run = true;
 			break;
 		case 's':
-			if (tool_double(optarg, 0.001, 86400, &o->seconds))
+			if (tool_time(optarg, 0.001, 86400, &o->seconds))
 				return tool_bad("vppu", "--seconds", optarg);
 			o->run = true;
 			break;
@@ -975,7 +983,7 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 				return tool_bad("vppu", "--rate", optarg);
 			break;
 		case 't':
-			if (tool_double(optarg, 0.01, 86400, &o->timeout))
+			if (tool_time(optarg, 0.01, 86400, &o->timeout))
 				return tool_bad("vppu", "--timeout", optarg);
 			break;
 		case 'Q':
@@ -983,13 +991,15 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 				return tool_bad("vppu", "--qp", optarg);
 			break;
 		case 'T':
-			if (tool_double(optarg, 0.001, 86400, &o->call_timeout))
+			if (tool_time(optarg, 0.001, 86400, &o->call_timeout))
 				return tool_bad("vppu", "--call-timeout", optarg);
 			break;
 		case 'j':
 			o->json = true;
 			break;
-		case 'H':
+		case 'B':
+			if (tool_listen_port(optarg))
+				return tool_bad("vppu", "--hsb-listen", optarg);
 			o->hsb_listen = optarg;
 			break;
 		case 'V':
@@ -1003,56 +1013,55 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 				return tool_bad("vppu", "--allow", optarg);
 			o->n_hsb_allow++;
 			break;
-		case 'h':
-			vppu_usage(stdout);
-			return -1;
 		default:
-			vppu_usage(stderr);
 			return 2;
 		}
 	}
+	if (o->connect && !o->udp && tool_hostport(o->connect, QL_CTL_DEFAULT_PORT))
+		return tool_bad("vppu", "--connect", o->connect);
+	if (o->have_expect && !o->have_args)
+		return tool_usage("vppu", "--expect checks the answers to --args");
+	if (!o->have_args && strcmp(o->function, QL_DEMO_PARITY_NAME) &&
+	    strcmp(o->function, QL_DEMO_INCREMENT_NAME))
+		return tool_usage("vppu", "--function %s: give its arguments with --args HEX",
+				  o->function);
 	if (!o->cfg.count)
 		o->cfg.duration_ns = (uint64_t)(o->seconds * 1e9);
 	o->cfg.timeout_ns = (uint64_t)(o->call_timeout * 1e9);
 	o->cfg.stop = &stop_requested;
 	if (o->n_hsb_allow && !o->hsb_listen) {
-		fprintf(stderr, "qlink vppu: --allow is the board's (with --hsb-listen)\n");
-		return 2;
+		return tool_usage("vppu", "--allow is the board's (with --hsb-listen)");
 	}
 	/* --hsb-listen: the hsb personality (the board; no server to find) */
 	if (o->hsb_listen && !o->file && !o->connect && !o->program && !o->device && optind == argc)
 		return 0;
 	if (o->hsb_listen) {
-		fprintf(stderr, "qlink vppu: --hsb-listen is the board: no --connect, "
-				"--params-file, --program or --device\n");
-		return 2;
+		return tool_usage("vppu", "--hsb-listen is the board: no --connect, "
+					  "--params-file, --program or --qcs-device");
 	}
 	if (optind < argc || !!o->file == !!o->connect || (o->program && !o->connect) ||
 	    (o->device && (!o->connect || o->program))) {
-		fprintf(stderr, "qlink vppu: %s\n",
-			optind < argc ? "unexpected argument" :
-			o->program && !o->connect ?
-					"--program needs --connect" :
-			o->device && !o->connect ?
-					"--device needs --connect" :
-			o->device && o->program ?
-					"--device gets its program from the RTH" :
-					"give one of --connect HOST:PORT or --params-file FILE");
-		return 2;
+		return tool_usage("vppu", "%s",
+				  optind < argc ?
+					  "unexpected argument" :
+				  o->program && !o->connect ?
+					  "--program needs --connect" :
+				  o->device && !o->connect ?
+					  "--qcs-device needs --connect" :
+				  o->device && o->program ?
+					  "--qcs-device gets its program from the RTH" :
+					  "give one of --connect HOST:PORT or --params-file FILE");
 	}
 	if (o->udp && (o->file || o->program || o->device)) {
-		fprintf(stderr, "qlink vppu: --transport udp: --connect is the server's UDP "
-				"address; no --params-file, --program or --device\n");
-		return 2;
+		return tool_usage("vppu", "--transport udp: --connect is the server's UDP "
+					  "address; no --params-file, --program or --qcs-device");
 	}
 	if (o->udp && vppu_udp_addr(o)) {
-		fprintf(stderr, "qlink vppu: --connect %s: want HOST:PORT or [IPV6]:PORT\n",
-			o->connect);
-		return 2;
+		return tool_usage("vppu", "--connect %s: want HOST:PORT or [IPV6]:PORT",
+				  o->connect);
 	}
 	if (o->hsb && o->device) {
-		fprintf(stderr, "qlink vppu: --transport hsb does not work with --device\n");
-		return 2;
+		return tool_usage("vppu", "--transport hsb does not work with --qcs-device");
 	}
 	return 0;
 }
