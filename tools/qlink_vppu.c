@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -36,6 +37,8 @@
 #include "qlink/error.h"
 #include "qlink/hololink.h"
 #include "qlink/hsb.h"
+#include "qlink/rpc_table.h"
+#include "qlink/rpc_wire.h"
 #include "qlink/udp.h"
 #include "qlink/vppu.h"
 #include "tools.h"
@@ -1206,11 +1209,157 @@ static void report_end(const struct ql_vppu_report *rep, const char *name,
 		tool_fail("vppu", "transport", rep->transport_error);
 }
 
-/* Run one call with cfg; report it. 0, 1 (something wrong or lost) or -1
- * (could not run). */
-static int vppu_phase(struct vppu *v, const struct ql_vppu_call *call,
-		      const struct ql_vppu_config *cfg, const char *name)
+/* ---- vppu --function, --args, --expect: the call and its answers ---------- */
+
+#define ANSWER_SHOW 256 /* received bytes kept of the first wrong answer */
+
+/* The call made without --program, and the check of its answers: the
+ * built-in function's own check, or --expect, or (any other function)
+ * status 0. The first wrong answer is kept to be shown beside the
+ * expected bytes: --expect's, or what the built-in function answers
+ * here to the same arguments. */
+struct answer {
+	const struct vppu_opts *o;
+	struct ql_vppu_call inner; /* the built-in function's call (function NULL: none) */
+	uint32_t fid;
+	uint64_t seed;
+	bool wrong;	      /* one was seen */
+	uint64_t wrong_call;  /* which */
+	int32_t wrong_status; /* its status */
+	uint8_t got[ANSWER_SHOW];
+	uint32_t got_len;
+	/* --args to a built-in function: its answer here, the same for every call */
+	uint8_t want[QL_UDP_MAX_SLOT_SIZE];
+	int want_len; /* -1: none */
+};
+
+static void answer_args(void *ctx, uint64_t n, uint8_t *args)
 {
+	struct answer *a = ctx;
+
+	if (a->o->have_args)
+		memcpy(args, a->o->args, a->o->args_len);
+	else
+		a->inner.make_args(a->inner.ctx, n, args);
+}
+
+static int answer_check(void *ctx, uint64_t n, int32_t status, const uint8_t *res, uint32_t len)
+{
+	struct answer *a = ctx;
+	const struct vppu_opts *o = a->o;
+	int bad;
+
+	if (o->have_expect)
+		bad = len != o->expect_len || memcmp(res, o->expect, len);
+	else if (a->want_len >= 0)
+		bad = len != (uint32_t)a->want_len || memcmp(res, a->want, len);
+	else if (a->inner.function && !o->have_args)
+		bad = a->inner.check(a->inner.ctx, n, status, res, len);
+	else
+		bad = 0; /* not built in, or not answered here: any status 0 answer */
+	if (bad && !a->wrong) {
+		a->wrong = true;
+		a->wrong_call = n;
+		a->wrong_status = status;
+		a->got_len = len;
+		memcpy(a->got, res, len < ANSWER_SHOW ? len : ANSWER_SHOW);
+	}
+	return bad;
+}
+
+/* What the built-in function answers here to call n's arguments: its
+ * result bytes into out; their length, or -1 when it is not built in. */
+static int answer_local(const struct answer *a, uint64_t n, uint8_t *out, size_t cap)
+{
+	static uint8_t msg[QL_RPC_HEADER_SIZE + QL_UDP_MAX_SLOT_SIZE];
+	static uint8_t resp[QL_RPC_RESPONSE_SIZE + QL_UDP_MAX_SLOT_SIZE];
+	uint32_t arg_len = a->o->have_args ? (uint32_t)a->o->args_len : a->inner.arg_len;
+	struct ql_rpc_header h = { .magic = QL_RPC_MAGIC_REQUEST,
+				   .function_id = a->fid,
+				   .arg_len = arg_len,
+				   .request_id = (uint32_t)n };
+	struct ql_rpc_table *t = NULL;
+	size_t rlen = 0, got;
+	int32_t st;
+
+	if (!a->inner.function || ql_rpc_table_create(4, &t))
+		return -1;
+	ql_rpc_table_add(t, ql_demo_parity_function());
+	ql_rpc_table_add(t, ql_demo_increment_function());
+	ql_rpc_header_encode(msg, &h);
+	answer_args((void *)a, n, msg + QL_RPC_HEADER_SIZE);
+	st = ql_rpc_dispatch(t, msg, QL_RPC_HEADER_SIZE + arg_len, resp, sizeof(resp), &rlen, NULL);
+	ql_rpc_table_destroy(t);
+	if (st || rlen < QL_RPC_RESPONSE_SIZE)
+		return -1;
+	got = rlen - QL_RPC_RESPONSE_SIZE;
+	memcpy(out, resp + QL_RPC_RESPONSE_SIZE, got < cap ? got : cap);
+	return (int)got;
+}
+
+/* Set up the call of --function (a name, or an id) with its arguments. */
+static void answer_init(struct answer *a, const struct vppu_opts *o, struct ql_vppu_call *call)
+{
+	uint32_t id = 0;
+
+	memset(a, 0, sizeof(*a));
+	a->o = o;
+	a->seed = 0x5eed;
+	if (isdigit((unsigned char)o->function[0]) && !tool_u32(o->function, 1, UINT32_MAX, &id))
+		a->fid = id;
+	else
+		a->fid = ql_rpc_fnv1a(o->function);
+	if (a->fid == ql_rpc_fnv1a(QL_DEMO_INCREMENT_NAME))
+		ql_demo_increment_call(&a->inner, o->arg_len);
+	else if (a->fid == ql_rpc_fnv1a(QL_DEMO_PARITY_NAME))
+		ql_demo_parity_call(&a->inner, &a->seed);
+	a->want_len = -1;
+	if (o->have_args && !o->have_expect)
+		a->want_len = answer_local(a, 0, a->want, sizeof(a->want));
+	*call = (struct ql_vppu_call){
+		.function = o->function,
+		.function_id = id,
+		.arg_len = o->have_args ? (uint32_t)o->args_len : a->inner.arg_len,
+		.make_args = answer_args,
+		.check = answer_check,
+		.ctx = a,
+	};
+}
+
+/* After the run: the first wrong answer, expected beside received. */
+static void answer_report(const struct answer *a, const char *name, FILE *f)
+{
+	uint8_t want[ANSWER_SHOW];
+	int wlen;
+
+	if (!a->wrong)
+		return;
+	fprintf(f, "qlink vppu: %s: call %" PRIu64 " of %s answered wrong (status %d, %s)\n", name,
+		a->wrong_call, a->o->function, a->wrong_status, ql_rpc_status_str(a->wrong_status));
+	fprintf(f, "  expected: ");
+	if (a->o->have_expect) {
+		tool_hex_print(f, a->o->expect, a->o->expect_len);
+	} else if (a->want_len >= 0) {
+		tool_hex_print(f, a->want, (size_t)a->want_len);
+	} else {
+		wlen = answer_local(a, a->wrong_call, want, sizeof(want));
+		if (wlen < 0)
+			fprintf(f, "(unknown)");
+		else
+			tool_hex_print(f, want, (size_t)wlen);
+	}
+	fprintf(f, "\n  received: ");
+	tool_hex_print(f, a->got, a->got_len);
+	fprintf(f, "\n");
+}
+
+/* Run one call with cfg; report it. 0, 1 (something wrong or lost) or -1
+ * (could not run). a: the --function call's answers (NULL: a program
+ * step's). */
+static int vppu_phase(struct vppu *v, const struct ql_vppu_call *call,
+		      const struct ql_vppu_config *cfg, const char *name, struct answer *a)
+{
+	const struct vppu_opts *o = v->o;
 	struct ql_vppu_report rep;
 	int ret = ql_vppu_run_client(&v->vc, call, cfg, &rep);
 
@@ -1218,9 +1367,31 @@ static int vppu_phase(struct vppu *v, const struct ql_vppu_call *call,
 		tool_fail("vppu", "run", ret);
 		return -1;
 	}
-	report(&rep, name, v->o->json);
-	report_end(&rep, name, v->o);
-	return report_bad(&rep) || rep.timed_out || rep.stopped ? 1 : 0;
+	report(&rep, name, o->json);
+	report_end(&rep, name, o);
+	if (a)
+		answer_report(a, name, stderr);
+	if (rep.first_error_status)
+		fprintf(stderr,
+			"qlink vppu: %s: the first error answer (call %" PRIu64
+			"): status %d, %s\n",
+			name, rep.first_error_call, rep.first_error_status,
+			ql_rpc_status_str(rep.first_error_status));
+	if (o->histogram && !o->json)
+		tool_hist_print(stdout, name, &rep.rtt_ns);
+	if (o->plot) {
+		const struct ql_hist *h = &rep.rtt_ns;
+		char base[200], title[300];
+
+		snprintf(base, sizeof(base), "vppu_latency%s%s", a ? "" : "_",
+			 a ? "" : name + strcspn(name, "0123456789"));
+		base[strcspn(base, " ")] = '\0';
+		snprintf(title, sizeof(title), "qlink vppu: round trip, %s", name);
+		ret = tool_plot_latency(o->plot, base, title, 1, &name, &h, o->json);
+		if (ret)
+			tool_fail("vppu", "plot", ret);
+	}
+	return report_bad(&rep) || rep.timed_out || rep.stopped || ret ? 1 : 0;
 }
 
 static void board_tick(void *ctx)
@@ -1233,16 +1404,13 @@ static int vppu_calls(struct vppu *v)
 {
 	const struct vppu_opts *o = v->o;
 	struct ql_vppu_call call;
-	uint64_t seed = 0x5eed;
 	int bad = 0, r;
 
 	if (!v->prog) {
 		struct ql_vppu_config cfg = o->cfg;
+		struct answer a;
 
-		if (!strcmp(o->function, QL_DEMO_INCREMENT_NAME))
-			ql_demo_increment_call(&call, o->arg_len);
-		else
-			ql_demo_parity_call(&call, &seed);
+		answer_init(&a, o, &call);
 		if (v->hs) {
 			/* the board keeps answering its registers (the host
 			 * reads the enable bit back after setting it) */
@@ -1254,7 +1422,7 @@ static int vppu_calls(struct vppu *v)
 			cfg.tick_ctx = v->ctl;
 			cfg.tick_ns = 500000000ull;
 		}
-		return vppu_phase(v, &call, &cfg, cfg.rate_hz > 0 ? "paced" : "closed");
+		return vppu_phase(v, &call, &cfg, cfg.rate_hz > 0 ? "paced" : "closed", &a);
 	}
 	for (uint32_t i = 0; i < v->prog->ncalls && !stop_requested; i++) {
 		struct ql_vppu_config pc;
@@ -1271,7 +1439,7 @@ static int vppu_calls(struct vppu *v)
 		pc.timeout_ns = o->cfg.timeout_ns;
 		pc.stop = &stop_requested;
 		snprintf(step, sizeof(step), "step %u %s", i + 1, call.function);
-		r = vppu_phase(v, &call, &pc, step);
+		r = vppu_phase(v, &call, &pc, step, NULL);
 		if (r < 0)
 			return r;
 		bad |= r;
