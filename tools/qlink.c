@@ -195,6 +195,8 @@ static const struct {
 
 int main(int argc, char **argv)
 {
+	static char help_opt[] = "--help";
+	char *hv[5];
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 
 	if (!cmd) {
@@ -209,21 +211,23 @@ int main(int argc, char **argv)
 		printf("qlink %s\n", QLINK_VERSION);
 		return 0;
 	}
-	if (!strcmp(cmd, "help") && argc > 3) {
-		fprintf(stderr, "qlink help: one command at a time (see qlink --help)\n");
-		return 2;
+	if (!strcmp(cmd, "help")) { /* qlink help CMD [SUB]: qlink CMD [SUB] --help */
+		if (argc > 4) {
+			fprintf(stderr, "qlink help: one command at a time (see qlink --help)\n");
+			return 2;
+		}
+		hv[0] = argv[0];
+		hv[1] = argv[2];
+		hv[2] = argc > 3 ? argv[3] : help_opt;
+		hv[3] = help_opt;
+		hv[4] = NULL;
+		argc = argc > 3 ? 4 : 3;
+		argv = hv;
+		cmd = argv[1];
 	}
-	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
-		/* qlink help CMD: the same as qlink CMD --help */
-		static char help_opt[] = "--help";
-		char *help_argv[] = { argv[argc - 1], help_opt, NULL };
-
-		if (!strcmp(cmd, "help") && !strcmp(argv[2], commands[i].name))
-			return commands[i].run(2, help_argv);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		if (!strcmp(cmd, commands[i].name))
 			return commands[i].run(argc - 1, argv + 1);
-	}
-	fprintf(stderr, "qlink: unknown command '%s' (see qlink --help)\n",
-		!strcmp(cmd, "help") ? argv[2] : cmd);
+	fprintf(stderr, "qlink: unknown command '%s' (see qlink --help)\n", cmd);
 	return 2;
 }

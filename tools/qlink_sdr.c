@@ -89,8 +89,9 @@ static const struct tool_opt sdr_opts[] = {
 	  "this side's device (soft+shm://NAME, soft+udp://IP, ibv://DEV)" },
 	{ "peer-device", 0, O_PEER_DEVICE, TOOL_VALUE, "URI",
 	  "--pair: the receiver's device (default: --device; two\n"
-	  "soft+udp ends need two addresses: soft+udp://127.0.0.2)\n"
-	  "--listen [ADDR:]PORT recv: wait for the sender on this TCP port (0: any, printed)" },
+	  "soft+udp ends need two addresses: soft+udp://127.0.0.2)" },
+	{ "listen", 0, O_LISTEN, TOOL_VALUE, "[ADDR:]PORT",
+	  "recv: wait for the sender on this TCP port (0: any, printed)" },
 	{ "connect", 0, O_CONNECT, TOOL_VALUE, "HOST:PORT", "send: the receiver's TCP port" },
 	{ "pair", 0, O_PAIR, TOOL_FLAG, NULL, "fork the receiver, talk over a socketpair" },
 	{ "size", 0, O_SIZE, TOOL_VALUE, "BYTES",
@@ -328,18 +329,27 @@ static int oob_connect(const char *spec, double timeout_s)
 		fprintf(stderr, CMD ": --connect %s: %s\n", spec, gai_strerror(rc));
 		return -1;
 	}
-	/* the receiver may not listen yet: retry until the timeout */
-	for (;;) {
+	/* the receiver may not listen yet (refused): retry until the
+	 * timeout, saying so once; an unreachable host fails at once */
+	for (bool said = false;; said = true) {
+		int err;
+
 		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd >= 0 && !connect(fd, ai->ai_addr, ai->ai_addrlen))
 			break;
+		err = errno;
 		if (fd >= 0)
 			close(fd);
 		fd = -1;
-		if (sdr_tool_now() - t0 > timeout_s) {
-			fprintf(stderr, CMD ": --connect %s: %s\n", spec, strerror(errno));
+		if (err != ECONNREFUSED || sdr_tool_now() - t0 > timeout_s) {
+			fprintf(stderr, CMD ": --connect %s: %s\n", spec, strerror(err));
 			break;
 		}
+		if (!said)
+			fprintf(stderr,
+				CMD ": --connect %s: refused; waiting up to %g s for the receiver "
+				    "to listen (--timeout)\n",
+				spec, timeout_s);
 		usleep(50000);
 	}
 	freeaddrinfo(ai);
