@@ -132,7 +132,7 @@ static pid_t vppu_start(uint16_t port, const char *name)
 		/* The alarm survives exec: a stuck child cannot outlive the test. */
 		alarm(60);
 		execl(QL_TEST_QLINK, "qlink", "vppu", "--connect", hp, "--qcs-device", "--name", name,
-		      "--uri", uri, "--cpu", "-1", "--timeout", "20", (char *)NULL);
+		      "--device", uri, "--cpu", "-1", "--timeout", "20", (char *)NULL);
 		_exit(127);
 	}
 	return pid;
