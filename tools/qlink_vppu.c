@@ -109,10 +109,9 @@ static const struct tool_opt serve_opts[] = {
 static const struct tool_cmd serve_cmd = {
 	.aliases = uri_alias,
 	.name = "serve",
-	.usage =
-		"--params-file FILE [options]\n"
-		"--transport=udp [--dispatch=ring|unified] [--timeout=TIME] [options]\n"
-		"       [-- [--port=P] [--num-slots=N] [--slot-size=S] [--unified] [--address=IP]]",
+	.usage = "--params-file FILE [options]\n"
+		 "--transport=udp [--dispatch=ring|unified] [--timeout=TIME] [options]\n"
+		 " [-- [--port=P] [--num-slots=N] [--slot-size=S] [--unified] [--address=IP]]",
 	.about =
 		"Runs a daemon serving the built-in functions qlink_parity and rpc_increment\n"
 		"(CUDA-Q Realtime's test function). On a request ring (or, with --transport\n"

@@ -143,7 +143,11 @@ void tool_help(const struct tool_cmd *cmd, FILE *f)
 	for (bool first = true; *u; first = false) {
 		size_t l = strcspn(u, "\n");
 
-		fprintf(f, "%s qlink %s %.*s\n", first ? "usage:" : "      ", cmd->name, (int)l, u);
+		if (*u == ' ') /* a continuation of the form above */
+			fprintf(f, "%*s%.*s\n", (int)strlen(cmd->name) + 13, "", (int)l, u);
+		else
+			fprintf(f, "%s qlink %s %.*s\n", first ? "usage:" : "      ", cmd->name,
+				(int)l, u);
 		u += l + (u[l] == '\n');
 	}
 	if (cmd->about)
