@@ -863,27 +863,9 @@ struct vppu_opts {
 /* --connect HOST:PORT or [IPV6]:PORT (udp: no default port); 0 or -1. */
 static int vppu_udp_addr(struct vppu_opts *o)
 {
-	const char *c = o->connect, *colon;
-	uint32_t port;
-
-	if (c[0] == '[') {
-		const char *end = strchr(c, ']');
-
-		colon = end && end[1] == ':' ? end + 1 : NULL;
-		if (colon)
-			snprintf(o->udp_host, sizeof(o->udp_host), "%.*s", (int)(end - c - 1),
-				 c + 1);
-	} else {
-		colon = strrchr(c, ':');
-		if (colon && memchr(c, ':', (size_t)(colon - c)))
-			colon = NULL; /* a bare IPv6 address: brackets needed */
-		if (colon)
-			snprintf(o->udp_host, sizeof(o->udp_host), "%.*s", (int)(colon - c), c);
-	}
-	if (!colon || !o->udp_host[0] || tool_u32(colon + 1, 1, 65535, &port))
-		return -1;
-	o->udp_port = (uint16_t)port;
-	return 0;
+	return tool_hostport_split(o->connect, 0, o->udp_host, sizeof(o->udp_host), &o->udp_port) ?
+		       -1 :
+		       0;
 }
 
 /* 0 to go on, or the exit status (0 for --help). */

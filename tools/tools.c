@@ -223,11 +223,12 @@ int tool_device_uri(const char *uri)
 	return ql_registry_find(uri, (size_t)(sep - uri), &matched) ? 0 : -EINVAL;
 }
 
-int tool_hostport(const char *s, uint16_t default_port)
+int tool_hostport_split(const char *s, uint16_t default_port, char *host, size_t cap,
+			uint16_t *port)
 {
-	const char *colon, *host = s;
+	const char *colon, *h = s;
 	size_t hlen;
-	uint32_t port;
+	uint32_t p = default_port;
 
 	if (s[0] == '[') {
 		const char *end = strchr(s, ']');
@@ -235,19 +236,29 @@ int tool_hostport(const char *s, uint16_t default_port)
 		if (!end || end == s + 1 || (end[1] && end[1] != ':'))
 			return -EINVAL;
 		colon = end[1] ? end + 1 : NULL;
-		host = s + 1;
-		hlen = (size_t)(end - host);
+		h = s + 1;
+		hlen = (size_t)(end - h);
 	} else {
 		colon = strrchr(s, ':');
 		if (colon && memchr(s, ':', (size_t)(colon - s)))
 			return -EINVAL; /* a bare IPv6 address: brackets needed */
 		hlen = colon ? (size_t)(colon - s) : strlen(s);
 	}
-	if (!hlen || memchr(host, ' ', hlen))
+	if (!hlen || hlen >= cap || memchr(h, ' ', hlen))
 		return -EINVAL;
-	if (!colon)
-		return default_port ? 0 : -EINVAL;
-	return tool_u32(colon + 1, 1, 65535, &port);
+	if (colon ? tool_u32(colon + 1, 1, 65535, &p) : !default_port)
+		return -EINVAL;
+	snprintf(host, cap, "%.*s", (int)hlen, h);
+	*port = (uint16_t)p;
+	return 0;
+}
+
+int tool_hostport(const char *s, uint16_t default_port)
+{
+	char host[256];
+	uint16_t port;
+
+	return tool_hostport_split(s, default_port, host, sizeof(host), &port);
 }
 
 int tool_listen_port(const char *s)

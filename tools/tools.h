@@ -77,6 +77,9 @@ int tool_device_uri(const char *uri);
 /* A peer's address HOST:PORT or [IPV6]:PORT, port 1..65535; a bare HOST
  * when default_port is nonzero. 0 or -EINVAL. */
 int tool_hostport(const char *s, uint16_t default_port);
+/* The same, into its host (brackets dropped) and port. */
+int tool_hostport_split(const char *s, uint16_t default_port, char *host, size_t cap,
+			uint16_t *port);
 /* A local address to listen on, [ADDR:]PORT, port 0 (any, printed) to
  * 65535. 0 or -EINVAL. */
 int tool_listen_port(const char *s);
