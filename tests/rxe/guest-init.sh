@@ -443,7 +443,7 @@ while [ "$r" -le "$QL_BENCH_ROUNDS" ]; do
 		s=$(up)
 		timeout 120 bin/qlink-bench-verbs --test "$op-lat" --size 8 \
 			--iters "$QL_BENCH_ITERS" --warmup $((QL_BENCH_ITERS / 10)) \
-			--device ibv://rxe1 --server-device ibv://rxe0 --client-cpu 0 --server-cpu 1 \
+			--uri ibv://rxe1 --server-uri ibv://rxe0 --client-cpu 0 --server-cpu 1 \
 			--timeout 30 --json >"/mnt/share/qlink-$op-lat-r$r.log" 2>&1
 		res "bench qlink-$op-lat-r$r rc=$? server_rc=0 seconds=$(since "$s")"
 	done
