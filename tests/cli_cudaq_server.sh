@@ -165,10 +165,10 @@ grep -q '"transport":"udp"' "$dir/bench" && grep -q '"lost":0,"wrong":0' "$dir/b
 echo "ok bench --transport udp"
 
 # rpc_increment is served on the ring too (the built-ins of every qlink serve)
-"$qlink" serve --params-file "$dir/rp" --uri "soft+shm://clicq-s$$" --cpu -1 --timeout 20 \
+"$qlink" serve --params-file "$dir/rp" --device "soft+shm://clicq-s$$" --cpu -1 --timeout 20 \
 	>"$dir/rs" 2>&1 &
 srv=$!
-timeout 30 "$qlink" vppu --params-file "$dir/rp" --uri "soft+shm://clicq-v$$" --cpu -1 \
+timeout 30 "$qlink" vppu --params-file "$dir/rp" --device "soft+shm://clicq-v$$" --cpu -1 \
 	--function rpc_increment --arg-len 100 --count 2000 --window 4 --timeout 20 >"$dir/vppu" 2>&1 ||
 	{ cat "$dir/vppu"; fail "vppu rpc_increment on the ring exited $?"; }
 grep -q "calls 2000 answered 2000 ok 2000 wrong 0" "$dir/vppu" || { cat "$dir/vppu"; fail "ring increment"; }

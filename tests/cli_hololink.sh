@@ -23,7 +23,7 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 [ -n "$port" ] || fail "no register server line"
-b() { "$qlink" hololink --timeout 500 "127.0.0.1:$port" "$@"; }
+b() { "$qlink" hololink --timeout 500ms "127.0.0.1:$port" "$@"; }
 
 # no register there: the board's status
 b write 0x7000 1 2>"$tmp/err" && fail "write to no register accepted"
@@ -44,7 +44,7 @@ printf '0x00001004 0x00002233\n0x00001014 0x0000003f\n' | cmp -s - "$tmp/read" |
 	fail "read back: $(cat "$tmp/read")"
 # a third party (another loopback address) is not answered: the board
 # belongs to the first host that talked to it
-"$qlink" hololink --timeout 100 --retries 0 "127.0.0.2:$port" write 0x1004 0x6666 \
+"$qlink" hololink --timeout 100ms --retries 0 "127.0.0.2:$port" write 0x1004 0x6666 \
 	2>"$tmp/err" && fail "third-party write answered"
 b read 0x1004 >"$tmp/read" && grep -q "0x00001004 0x00002233" "$tmp/read" ||
 	fail "third party changed DP_RKEY: $(cat "$tmp/read")"
@@ -54,7 +54,7 @@ pid=
 grep -q "^hsb: VP 0 configured: qpn 0x11 rkey 0x2233 page_addr 0x100000000 stride 384 pages 64 frame 256 host 10.0.0.1 mac 02:11:22:33:44:55 udp_port 4791 mtu 1482 src_port 12288$" \
 	"$tmp/vppu.out" || fail "parameters: $(cat "$tmp/vppu.out")"
 # the board is gone: silence, with the address
-"$qlink" hololink --timeout 50 --retries 1 "127.0.0.1:$port" read 0x1000 2>"$tmp/err" &&
+"$qlink" hololink --timeout 50ms --retries 1 "127.0.0.1:$port" read 0x1000 2>"$tmp/err" &&
 	fail "read from nobody succeeded"
 grep -q "no reply to RD_DWORD of 0x00001000 after 2 tries" "$tmp/err" || fail "timeout: $(cat "$tmp/err")"
 # --allow on the vppu's board: a listed network is answered, a host not in
@@ -72,12 +72,12 @@ start_board() {
 }
 stop_board() { kill "$pid"; wait "$pid" 2>/dev/null; pid=; }
 start_board --allow 10.0.0.0/8 --allow 192.168.1.7
-"$qlink" hololink --timeout 100 --retries 1 "127.0.0.1:$port" read 0x1004 2>"$tmp/err" &&
+"$qlink" hololink --timeout 100ms --retries 1 "127.0.0.1:$port" read 0x1004 2>"$tmp/err" &&
 	fail "a host outside --allow answered"
 grep -q "no reply to RD_DWORD" "$tmp/err" || fail "refused: $(cat "$tmp/err")"
 stop_board
 start_board --allow 127.0.0.0/8
-"$qlink" hololink --timeout 500 "127.0.0.1:$port" read 0x1004 >"$tmp/read" ||
+"$qlink" hololink --timeout 500ms "127.0.0.1:$port" read 0x1004 >"$tmp/read" ||
 	fail "a host in --allow not answered: $(cat "$tmp/read")"
 stop_board
 "$qlink" vppu --hsb-listen 0 --allow 300.1.2.3 2>/dev/null; [ $? -eq 2 ] || fail "bad --allow not a usage error"

@@ -11,10 +11,10 @@ srv=
 trap '[ -n "$srv" ] && kill $srv 2>/dev/null; rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-"$qlink" serve --transport hsb --params-file "$dir/p" --uri "soft+shm://clihsb-$$" --cpu -1 \
+"$qlink" serve --transport hsb --params-file "$dir/p" --device "soft+shm://clihsb-$$" --cpu -1 \
 	--slots 16 --slot-size 384 --timeout 20 >"$dir/serve.out" 2>"$dir/serve.err" &
 srv=$!
-timeout 30 "$qlink" vppu --transport hsb --params-file "$dir/p" --uri "soft+shm://clihsbv-$$" \
+timeout 30 "$qlink" vppu --transport hsb --params-file "$dir/p" --device "soft+shm://clihsbv-$$" \
 	--cpu -1 --count 20000 --window 4 --timeout 20 >"$dir/vppu.out" 2>&1 ||
 	{ cat "$dir/vppu.out" "$dir/serve.err"; fail "vppu exited $?"; }
 grep -q "calls 20000 answered 20000 ok 20000 wrong 0" "$dir/vppu.out" ||
@@ -28,7 +28,7 @@ grep -q "requests=20000 responses=20000 ok=20000 .* dropped=0" "$dir/serve.out" 
 	{ cat "$dir/serve.out" "$dir/serve.err"; fail "serve counters"; }
 ls "$dir"/p* >/dev/null 2>&1 && fail "rendezvous files left behind: $(ls "$dir")"
 
-timeout 60 "$qlink" bench --transport hsb --uri "soft+shm://clihsbb-$$" --client-cpu -1 \
+timeout 60 "$qlink" bench --transport hsb --device "soft+shm://clihsbb-$$" --client-cpu -1 \
 	--server-cpu -1 --latency-calls 5000 --rate-seconds 0.1 --paced-seconds 0 --json \
 	>"$dir/bench.out" 2>&1 || { cat "$dir/bench.out"; fail "bench exited $?"; }
 grep -q '"transport":"hsb"' "$dir/bench.out" || { cat "$dir/bench.out"; fail "bench json"; }
@@ -40,6 +40,6 @@ grep -q '"lost":0,"wrong":0' "$dir/bench.out" || { cat "$dir/bench.out"; fail "b
 	fail "bench: hsb page size 200 (not a multiple of 128) accepted"
 "$qlink" serve --transport xyz --params-file "$dir/q" >/dev/null 2>&1 &&
 	fail "serve --transport xyz accepted"
-"$qlink" vppu --transport hsb --connect 127.0.0.1:1 --device >/dev/null 2>&1 &&
-	fail "vppu --transport hsb --device accepted"
+"$qlink" vppu --transport hsb --connect 127.0.0.1:1 --qcs-device >/dev/null 2>&1 &&
+	fail "vppu --transport hsb --qcs-device accepted"
 echo "PASS"

@@ -56,16 +56,16 @@ YAML
 "$qlinkd" --check-config "$dir/qlinkd.yaml" >"$dir/check.out" 2>&1 || fail "check-config"
 ql_start_qlinkd listening --config "$dir/qlinkd.yaml"
 grep -q "plugin=qec" "$dir/qlinkd.err" || fail "plugin load not logged"
-timeout 120 "$qlink" qec --wire --connect "127.0.0.1:$port" --uri "soft+shm://qec-cli-$$" \
+timeout 120 "$qlink" qec --wire --connect "127.0.0.1:$port" --device "soft+shm://qec-cli-$$" \
 	--distance 3 --rounds 3 --p 0.03 --shots 1000 --cpu -1 --call-timeout 30 \
 	>"$dir/c0.out" 2>&1 || fail "--connect decoder 0 exited $?"
 grep -q "bit for bit: equal" "$dir/c0.out" || fail "--connect decoder 0: not equal"
-timeout 120 "$qlink" qec --wire --connect "127.0.0.1:$port" --uri "soft+shm://qec-cli-$$" \
+timeout 120 "$qlink" qec --wire --connect "127.0.0.1:$port" --device "soft+shm://qec-cli-$$" \
 	--decoder-id 4 --input detectors --distance 5 --rounds 4 --p 0.01 --q 0.02 --shots 1000 \
 	--cpu -1 --rate 0 --call-timeout 30 >"$dir/c4.out" 2>&1 || fail "--connect decoder 4 exited $?"
 grep -q "bit for bit: equal" "$dir/c4.out" || fail "--connect decoder 4: not equal"
 # the stream's distance is not the decoder's: every round refused, exit 1
-timeout 120 "$qlink" qec --wire --connect "127.0.0.1:$port" --uri "soft+shm://qec-cli-$$" \
+timeout 120 "$qlink" qec --wire --connect "127.0.0.1:$port" --device "soft+shm://qec-cli-$$" \
 	--decoder-id 4 --distance 3 --p 0.01 --shots 10 --cpu -1 >"$dir/bad.out" 2>&1
 [ $? -eq 1 ] || fail "a mismatched decoder did not exit 1"
 grep -q "errors .* (first -4)" "$dir/bad.out" || fail "mismatch: no -4"

@@ -47,7 +47,7 @@ ql_start_qlinkd listening --config "$dir/qlinkd.yaml"
 	fail "not one dispatcher per core"
 pids=
 for i in 1 2 3 4; do
-	timeout 60 "$qlink" vppu --connect "127.0.0.1:$port" --uri "soft+shm://qlvppu-d$i-$$" \
+	timeout 60 "$qlink" vppu --connect "127.0.0.1:$port" --device "soft+shm://qlvppu-d$i-$$" \
 		--name "qcs$i" --cpu -1 --seconds 1.5 --window 4 >"$dir/vppu$i.out" 2>&1 &
 	pids="$pids $!"
 done

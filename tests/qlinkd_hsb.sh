@@ -39,7 +39,7 @@ for _ in $(seq 100); do grep -q "listening" "$dir/qlinkd.err" && break; sleep 0.
 grep -q "listening" "$dir/qlinkd.err" || fail "qlinkd did not start"
 
 timeout 60 "$qlink" vppu --connect "127.0.0.1:$port" --transport hsb --cpu -1 --count 10000 \
-	--window 4 --uri "soft+shm://qlinkd-hsbv-$$" >"$dir/vppu.out" 2>&1 ||
+	--window 4 --device "soft+shm://qlinkd-hsbv-$$" >"$dir/vppu.out" 2>&1 ||
 	fail "vppu --connect --transport hsb exited $?"
 grep -q "calls 10000 answered 10000 ok 10000 wrong 0" "$dir/vppu.out" || fail "vppu report"
 grep -q '"requests":10000,"responses":10000,"ok":10000' "$dir/vppu.out" ||
@@ -47,13 +47,13 @@ grep -q '"requests":10000,"responses":10000,"ok":10000' "$dir/vppu.out" ||
 grep -q "transport=hsb" "$dir/qlinkd.err" || fail "qlinkd did not log an hsb session"
 
 timeout 60 "$qlink" bench --connect "127.0.0.1:$port" --transport hsb --client-cpu -1 \
-	--uri "soft+shm://qlinkd-hsbb-$$" --latency-calls 5000 --rate-seconds 0.1 \
+	--device "soft+shm://qlinkd-hsbb-$$" --latency-calls 5000 --rate-seconds 0.1 \
 	--paced-seconds 0 --json >"$dir/bench.out" 2>&1 || fail "bench --connect exited $?"
 grep -q '"lost":0,"wrong":0' "$dir/bench.out" || fail "bench --connect --transport hsb report"
 
 # a ring client against an hsb qlinkd: told, not hung
 timeout 30 "$qlink" vppu --connect "127.0.0.1:$port" --cpu -1 --count 10 \
-	--uri "soft+shm://qlinkd-hsbr-$$" >"$dir/ring.out" 2>&1 && fail "ring vppu against hsb"
+	--device "soft+shm://qlinkd-hsbr-$$" >"$dir/ring.out" 2>&1 && fail "ring vppu against hsb"
 grep -q "offers the hsb transport: use --transport hsb" "$dir/ring.out" ||
 	fail "ring vppu: no transport message"
 # the ended hsb session's channel counters, kept by the stats socket
@@ -73,7 +73,7 @@ srv=
 	>"$dir/qlinkd2.out" 2>"$dir/qlinkd2.err" &
 srv=$!
 timeout 30 "$qlink" vppu --params-file "$dir/p" --transport hsb --cpu -1 --count 2000 \
-	--uri "soft+shm://qlinkd-hsbp-$$" >"$dir/vppu2.out" 2>&1 || fail "vppu --params-file exited $?"
+	--device "soft+shm://qlinkd-hsbp-$$" >"$dir/vppu2.out" 2>&1 || fail "vppu --params-file exited $?"
 grep -q "calls 2000 answered 2000 ok 2000 wrong 0" "$dir/vppu2.out" || fail "vppu2 report"
 kill -TERM $srv
 wait $srv || fail "qlinkd (params-file) exited $?"

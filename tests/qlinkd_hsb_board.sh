@@ -22,7 +22,7 @@ fail() {
 cport=$((20000 + RANDOM % 20000))
 
 timeout 60 "$qlink" vppu --hsb-listen 127.0.0.1:0 --count 20000 --window 4 --cpu -1 \
-	--timeout 20 --uri "soft+shm://qlhb-v-$$" >"$dir/vppu.out" 2>&1 &
+	--timeout 20 --device "soft+shm://qlhb-v-$$" >"$dir/vppu.out" 2>&1 &
 vp=$!
 port=
 for _ in $(seq 100); do
@@ -77,7 +77,7 @@ grep -q "^hsb: VP 0 configured: qpn $(printf '0x%x' "$hqpn") rkey $rkey page_add
 	"$dir/vppu.out" || fail "the board's parameters are not qlinkd's"
 # the same qlinkd serves a ring QCS through its control plane: each
 # session's transport is its own
-timeout 30 "$qlink" vppu --connect "127.0.0.1:$cport" --uri "soft+shm://qlhb-r-$$" --cpu -1 \
+timeout 30 "$qlink" vppu --connect "127.0.0.1:$cport" --device "soft+shm://qlhb-r-$$" --cpu -1 \
 	--count 2000 --window 4 --timeout 20 >"$dir/ring-vppu.out" 2>&1 || fail "ring QCS exited $?"
 grep -q "calls 2000 answered 2000 ok 2000 wrong 0" "$dir/ring-vppu.out" || fail "ring QCS report"
 grep -q "transport=ring" "$dir/qlinkd.err" || fail "no ring session created"
@@ -90,7 +90,7 @@ grep -q "counters session session=0 running=0 requests=20000 responses=20000 ok=
 # no board at that port (a live soft QP to connect to, but nobody answers
 # the registers): the timeout, with the address; qlinkd exits 1
 timeout 30 "$qlink" vppu --hsb-listen 127.0.0.1:0 --count 1 --cpu -1 --timeout 8 \
-	--uri "soft+shm://qlhb-w-$$" >"$dir/vppu2.out" 2>&1 &
+	--device "soft+shm://qlhb-w-$$" >"$dir/vppu2.out" 2>&1 &
 vp=$!
 qpn=
 for _ in $(seq 100); do

@@ -791,8 +791,8 @@ static void lifecycle(bool unified, enum qcs_kind kind)
 
 		snprintf(uri, sizeof(uri), "%s", s.uri_c);
 		execl(QL_TEST_QLINK, "qlink", "vppu", "--transport", "hsb", "--params-file", s.file,
-		      "--uri", uri, "--count", "300", "--window", "4", "--cpu", "-1", "--timeout",
-		      "30", (char *)NULL);
+		      "--device", uri, "--count", "300", "--window", "4", "--cpu", "-1",
+		      "--timeout", "30", (char *)NULL);
 		_exit(127);
 	}
 	child = pid;

@@ -131,8 +131,8 @@ static pid_t vppu_start(uint16_t port, const char *name)
 	if (pid == 0) {
 		/* The alarm survives exec: a stuck child cannot outlive the test. */
 		alarm(60);
-		execl(QL_TEST_QLINK, "qlink", "vppu", "--connect", hp, "--device", "--name", name,
-		      "--uri", uri, "--cpu", "-1", "--timeout", "20", (char *)NULL);
+		execl(QL_TEST_QLINK, "qlink", "vppu", "--connect", hp, "--qcs-device", "--name",
+		      name, "--device", uri, "--cpu", "-1", "--timeout", "20", (char *)NULL);
 		_exit(127);
 	}
 	return pid;

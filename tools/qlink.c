@@ -41,17 +41,22 @@ static void usage(FILE *f)
 		"                  between two processes or hosts (qlink sdr -h)\n"
 		"  ep              the RDMA endpoint service: serve a YAML endpoints\n"
 		"                  file, or call an endpoint (qlink ep -h)\n"
-		"  stat            a running qlinkd's live statistics: sessions, functions,\n"
-		"                  latency, drops, device and channel counters (qlink stat -h)\n"
-		"  info [URI...]   show RDMA devices and their limits (default: every\n"
-		"                  device every provider lists; a listed SCHEME://NAME,\n"
-		"                  any name, is shown as SCHEME://info)\n"
+		"  stat            a running qlinkd's live statistics (qlink stat -h)\n"
+		"  info [URI...]   show RDMA devices and their limits (qlink info -h)\n"
+		"  help CMD        the options of CMD (the same as qlink CMD --help)\n"
 		"\n"
 		"options:\n"
 		"  -h, --help      this text\n"
-		"  --version       print the version\n"
+		"  -V, --version   print the version\n"
 		"\n"
-		"Device URIs: soft://loop, soft+shm://NAME, ibv://DEVICE[:PORT[:GID_INDEX]]\n");
+		"Every command takes --device URI (its RDMA device), with these URIs:\n"
+		"  soft://loop                       the soft NIC in this process\n"
+		"  soft+shm://NAME                   the soft NIC between processes of one host\n"
+		"  soft+udp://IP[:PORT]              the soft NIC over UDP (RoCEv2 on the wire,\n"
+		"                                    talks to Linux Soft-RoCE)\n"
+		"  ibv://DEVICE[:PORT[:GID_INDEX]]   an RDMA device through libibverbs\n"
+		"TIME values are seconds, or a number with a unit: 250ms, 500us, 1.5, 2m.\n"
+		"A usage error exits 2 with one line on stderr.\n");
 }
 
 static const char *port_state(enum ibv_port_state s)
@@ -135,23 +140,33 @@ static void info_listed(const char *uri, int *fails)
 	*fails += info_one(uri) != 0;
 }
 
+static const struct tool_opt info_opts[] = { { 0 } };
+static const struct tool_cmd info_cmd = {
+	.name = "info",
+	.usage = "[URI...]",
+	.about = "Shows RDMA devices and their limits: each URI given, or every device every\n"
+		 "provider lists (a listed SCHEME://NAME, any name, is shown as\n"
+		 "SCHEME://info; soft+udp://IP[:PORT] is a template). Per device: provider,\n"
+		 "wire format, name, firmware, port 1's state, active MTU and link layer, GID,\n"
+		 "and the limits of ibv_query_device (max_qp, max_qp_wr, max_sge, max_cqe,\n"
+		 "max_mr, max_mr_size, max_msg_sz, max_inline, max_rd_atomic, atomic_cap).\n",
+	.opts = info_opts,
+};
+
 static int cmd_info(int argc, char **argv)
 {
 	char(*uris)[QL_DEVICE_URI_MAX];
-	int n, fails = 0;
+	int c, n, fails = 0;
 
-	if (argc > 0) {
-		for (int i = 0; i < argc; i++) {
-			if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-				usage(stdout);
-				return 0;
-			}
-			if (argv[i][0] == '-') {
-				fprintf(stderr, "qlink info: unknown option '%s'\n", argv[i]);
-				return 2;
-			}
+	optind = 0;
+	while ((c = tool_getopt(&info_cmd, argc, argv)) != TOOL_END)
+		return 2;
+	for (int i = optind; i < argc; i++)
+		if (tool_device_uri(argv[i]))
+			return tool_bad("info", "URI", argv[i]);
+	if (optind < argc) {
+		for (int i = optind; i < argc; i++)
 			fails += info_one(argv[i]) != 0;
-		}
 		return fails ? 1 : 0;
 	}
 	/* every provider of the registry lists its devices */
@@ -170,39 +185,52 @@ static int cmd_info(int argc, char **argv)
 	return fails ? 1 : 0;
 }
 
+static const struct {
+	const char *name;
+	int (*run)(int argc, char **argv);
+} commands[] = {
+	{ "info", cmd_info },	       { "bench", tool_bench },
+	{ "serve", tool_serve },       { "vppu", tool_vppu },
+	{ "hololink", tool_hololink }, { "qec", tool_qec },
+	{ "sdr", tool_sdr },	       { "ep", tool_ep },
+	{ "stat", tool_stat },
+};
+
 int main(int argc, char **argv)
 {
-	if (argc < 2) {
-		usage(stderr);
+	static char help_opt[] = "--help";
+	char *hv[5];
+	const char *cmd = argc > 1 ? argv[1] : NULL;
+
+	if (!cmd) {
+		fprintf(stderr, "qlink: no command (see qlink --help)\n");
 		return 2;
 	}
-	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") || !strcmp(argv[1], "help")) {
+	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || (!strcmp(cmd, "help") && argc == 2)) {
 		usage(stdout);
 		return 0;
 	}
-	if (!strcmp(argv[1], "--version")) {
+	if (!strcmp(cmd, "-V") || !strcmp(cmd, "--version")) {
 		printf("qlink %s\n", QLINK_VERSION);
 		return 0;
 	}
-	if (!strcmp(argv[1], "info"))
-		return cmd_info(argc - 2, argv + 2);
-	if (!strcmp(argv[1], "bench"))
-		return tool_bench(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "serve"))
-		return tool_serve(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "vppu"))
-		return tool_vppu(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "hololink"))
-		return tool_hololink(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "qec"))
-		return tool_qec(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "sdr"))
-		return tool_sdr(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "ep"))
-		return tool_ep(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "stat"))
-		return tool_stat(argc - 1, argv + 1);
-	fprintf(stderr, "qlink: unknown command '%s'\n\n", argv[1]);
-	usage(stderr);
+	if (!strcmp(cmd, "help")) { /* qlink help CMD [SUB]: qlink CMD [SUB] --help */
+		if (argc > 4) {
+			fprintf(stderr, "qlink help: one command at a time (see qlink --help)\n");
+			return 2;
+		}
+		hv[0] = argv[0];
+		hv[1] = argv[2];
+		hv[2] = argc > 3 ? argv[3] : help_opt;
+		hv[3] = help_opt;
+		hv[4] = NULL;
+		argc = argc > 3 ? 4 : 3;
+		argv = hv;
+		cmd = argv[1];
+	}
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(cmd, commands[i].name))
+			return commands[i].run(argc - 1, argv + 1);
+	fprintf(stderr, "qlink: unknown command '%s' (see qlink --help)\n", cmd);
 	return 2;
 }

@@ -47,90 +47,86 @@ struct bench_opts {
 	uint64_t warmup_calls;
 	enum ibv_qp_type qp; /* 0: RC, or what --connect's RTH offers */
 	bool json;
-	bool hsb; /* --transport hsb */
-	bool udp; /* --transport udp: CUDA-Q's UDP transport on 127.0.0.1 */
-	bool gpu; /* --gpu: the GPU dispatcher (docs/gpu.md) serves */
+	bool histogram;	  /* --histogram: each phase's buckets after the table */
+	const char *plot; /* --plot DIR */
+	bool hsb;	  /* --transport hsb */
+	bool udp;	  /* --transport udp: CUDA-Q's UDP transport on 127.0.0.1 */
+	bool gpu;	  /* --gpu: the GPU dispatcher (docs/gpu.md) serves */
 	enum ql_gpu_mode gpu_mode;
 	enum ql_mem_kind gpu_memory; /* --gpu-memory */
 };
 
-static void bench_usage(FILE *f)
-{
-	fprintf(f, "usage: qlink bench [options]\n"
-		   "\n"
-		   "Runs a daemon (RTH) and a VPPU (QCS) in two processes over the soft NIC's\n"
-		   "shared-memory wire, pinned to two cores, calling the built-in qlink_parity\n"
-		   "function (256 bit-packed detection events -> parity, weight), and prints the\n"
-		   "round trip and rate beside the targets. Every answer is checked.\n"
-		   "\n"
-		   "Phases: latency (closed loop, 1 call in flight), rate (closed loop with a\n"
-		   "window), paced (fixed rate, e.g. 1 MHz syndrome streaming). The paced\n"
-		   "phase's p99 and p99.9 are judged against the seed's p99 < 10 us: the\n"
-		   "report says whether it held in this run or was MISSED.\n"
-		   "\n"
-		   "options:\n"
-		   "  --uri URI          device both processes open (default soft+shm://qlbench)\n"
-		   "  --transport T      ring (qlink ring, default), hsb (Hololink pages:\n"
-		   "                     --slots pages of --slot-size bytes, a multiple of 128)\n"
-		   "                     or udp (CUDA-Q Realtime's UDP transport on 127.0.0.1:\n"
-		   "                     datagrams of --slot-size bytes, no device)\n"
-		   "  --server-uri URI   the daemon process's device instead (e.g. --uri\n"
-		   "                     ibv://rxe1 --server-uri ibv://rxe0: two RDMA devices)\n"
-		   "  --connect HOST:PORT  run against a running qlinkd through its control\n"
-		   "                     plane instead of forking a daemon (--server-cpu unused)\n"
-		   "  --secret-file FILE shared secret for the control plane\n"
-		   "  --client-cpu N     VPPU core (default 0; -1: no pinning)\n"
-		   "  --server-cpu N     dispatcher core (default 1; -1: no pinning)\n"
-		   "  --slots N          ring slots (default 64)\n"
-		   "  --slot-size N      ring slot bytes (default 256)\n"
-		   "  --window N         calls in flight in the rate phase (default 32)\n"
-		   "  --qp rc|uc         the ring's QP type (default rc; with --connect: the\n"
-		   "                     RTH's, which --qp must then match). On uc lost\n"
-		   "                     requests are resent (URI ?loss= injects losses)\n"
-		   "  --latency-calls N  calls in the latency phase (default 200000)\n"
-		   "  --warmup-calls N   unmeasured calls before it (default 20000)\n"
-		   "  --rate-seconds S   length of the rate phase (default 0.3)\n"
-		   "  --rate HZ          paced phase rate (default 1000000)\n"
-		   "  --paced-seconds S  length of the paced phase (default 1; 0 skips it;\n"
-		   "                     scripts/bench.sh runs 10: the sustained-load verdict)\n"
-		   "  --gpu[=MODE]       the GPU dispatcher serves instead of the CPU daemon\n"
-		   "                     (ring over RC, or --transport hsb; MODE auto, device\n"
-		   "                     or emulate, default\n"
-		   "                     auto: the persistent kernel on a GPU, else its host\n"
-		   "                     emulation on --server-cpu; docs/gpu.md)\n"
-		   "  --gpu-memory KIND  with --gpu: the ring (hsb: pages) and response\n"
-		   "                     buffers in host memory the GPU maps (host, default)\n"
-		   "                     or GPU memory (gpu: device memory on ibv, mapped\n"
-		   "                     host memory on the soft NICs; docs/verbs.md)\n"
-		   "  --json             one JSON object instead of the table\n"
-		   "  -h, --help         this text\n");
-}
+static const struct tool_opt bench_opts[] = {
+	{ "device", 'd', 'u', TOOL_VALUE, "URI",
+	  "device both processes open (default soft+shm://qlbench)" },
+	{ "transport", 0, 'T', TOOL_VALUE, "T",
+	  "ring (qlink ring, default), hsb (Hololink pages:\n"
+	  "--slots pages of --slot-size bytes, a multiple of 128)\n"
+	  "or udp (CUDA-Q Realtime's UDP transport on 127.0.0.1:\n"
+	  "datagrams of --slot-size bytes, no device)" },
+	{ "server-device", 0, 'U', TOOL_VALUE, "URI",
+	  "the daemon process's device instead (e.g. --device\n"
+	  "ibv://rxe1 --server-device ibv://rxe0: two RDMA devices)" },
+	{ "connect", 0, 'C', TOOL_VALUE, "HOST:PORT",
+	  "run against a running qlinkd through its control\n"
+	  "plane instead of forking a daemon (--server-cpu unused)" },
+	{ "secret-file", 0, 'S', TOOL_VALUE, "FILE", "shared secret for the control plane" },
+	{ "client-cpu", 0, 'c', TOOL_VALUE, "N", "VPPU core (default 0; -1: no pinning)" },
+	{ "server-cpu", 0, 's', TOOL_VALUE, "N", "dispatcher core (default 1; -1: no pinning)" },
+	{ "slots", 0, 'n', TOOL_VALUE, "N", "ring slots (default 64)" },
+	{ "slot-size", 0, 'z', TOOL_VALUE, "N", "ring slot bytes (default 256)" },
+	{ "window", 0, 'w', TOOL_VALUE, "N", "calls in flight in the rate phase (default 32)" },
+	{ "qp", 0, 'Q', TOOL_VALUE, "rc|uc",
+	  "the ring's QP type (default rc; with --connect: the\n"
+	  "RTH's, which --qp must then match). On uc lost\n"
+	  "requests are resent (URI ?loss= injects losses)" },
+	{ "latency-calls", 0, 'l', TOOL_VALUE, "N", "calls in the latency phase (default 200000)" },
+	{ "warmup-calls", 0, 'W', TOOL_VALUE, "N", "unmeasured calls before it (default 20000)" },
+	{ "rate-seconds", 0, 'R', TOOL_VALUE, "TIME", "length of the rate phase (default 0.3)" },
+	{ "rate", 0, 'r', TOOL_VALUE, "HZ", "paced phase rate (default 1000000)" },
+	{ "paced-seconds", 0, 'p', TOOL_VALUE, "TIME",
+	  "length of the paced phase (default 1; 0 skips it;\n"
+	  "scripts/bench.sh runs 10: the sustained-load verdict)" },
+	{ "gpu", 0, 'G', TOOL_OPTIONAL, "MODE",
+	  "the GPU dispatcher serves instead of the CPU daemon\n"
+	  "(ring over RC, or --transport hsb; MODE auto, device\n"
+	  "or emulate, default auto: the persistent kernel on a\n"
+	  "GPU, else its host emulation on --server-cpu; docs/gpu.md)" },
+	{ "gpu-memory", 0, 'M', TOOL_VALUE, "KIND",
+	  "with --gpu: the ring (hsb: pages) and response\n"
+	  "buffers in host memory the GPU maps (host, default)\n"
+	  "or GPU memory (gpu: device memory on ibv, mapped\n"
+	  "host memory on the soft NICs; docs/verbs.md)" },
+	{ "histogram", 'H', 'H', TOOL_FLAG, NULL,
+	  "after the table, each phase's round trips as a\n"
+	  "histogram: usec count cumulative% (as ib_write_lat -H)" },
+	{ "plot", 0, 'P', TOOL_VALUE, "DIR",
+	  "draw the phases' round trips with gnuplot into DIR:\n"
+	  "bench_latency.{dat,gp,png,svg}" },
+	{ "json", 0, 'j', TOOL_FLAG, NULL, "one JSON object instead of the table" },
+	{ 0 },
+};
+
+static const char *const bench_alias[] = { "uri", "device", "server-uri", "server-device", NULL };
+
+static const struct tool_cmd bench_cmd = {
+	.aliases = bench_alias,
+	.name = "bench",
+	.about = "Runs a daemon (RTH) and a VPPU (QCS) in two processes over the soft NIC's\n"
+		 "shared-memory wire, pinned to two cores, calling the built-in qlink_parity\n"
+		 "function (256 bit-packed detection events -> parity, weight), and prints the\n"
+		 "round trip and rate beside the targets. Every answer is checked.\n"
+		 "\n"
+		 "Phases: latency (closed loop, 1 call in flight), rate (closed loop with a\n"
+		 "window), paced (fixed rate, e.g. 1 MHz syndrome streaming). The paced\n"
+		 "phase's p99 and p99.9 are judged against the requirement p99 < 10 us: the\n"
+		 "report says whether it held in this run or was MISSED. The columns are\n"
+		 "explained in qlink(1).\n",
+	.opts = bench_opts,
+};
 
 static int parse(int argc, char **argv, struct bench_opts *o)
 {
-	static const struct option lo[] = {
-		{ "uri", required_argument, NULL, 'u' },
-		{ "transport", required_argument, NULL, 'T' },
-		{ "server-uri", required_argument, NULL, 'U' },
-		{ "connect", required_argument, NULL, 'C' },
-		{ "secret-file", required_argument, NULL, 'S' },
-		{ "client-cpu", required_argument, NULL, 'c' },
-		{ "server-cpu", required_argument, NULL, 's' },
-		{ "slots", required_argument, NULL, 'n' },
-		{ "slot-size", required_argument, NULL, 'z' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "qp", required_argument, NULL, 'Q' },
-		{ "latency-calls", required_argument, NULL, 'l' },
-		{ "warmup-calls", required_argument, NULL, 'W' },
-		{ "rate-seconds", required_argument, NULL, 'R' },
-		{ "rate", required_argument, NULL, 'r' },
-		{ "paced-seconds", required_argument, NULL, 'p' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "gpu", optional_argument, NULL, 'G' },
-		{ "gpu-memory", required_argument, NULL, 'M' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	int c;
 
 	*o = (struct bench_opts){ .uri = "soft+shm://qlbench",
@@ -144,10 +140,12 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 				  .rate_s = 0.3,
 				  .lat_calls = 200000,
 				  .warmup_calls = 20000 };
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	optind = 0;
+	while ((c = tool_getopt(&bench_cmd, argc, argv)) != TOOL_END) {
 		switch (c) {
 		case 'u':
+			if (tool_device_uri(optarg))
+				return tool_bad("bench", "--device", optarg);
 			o->uri = optarg;
 			break;
 		case 'T':
@@ -156,9 +154,13 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 				return tool_bad("bench", "--transport", optarg);
 			break;
 		case 'U':
+			if (tool_device_uri(optarg))
+				return tool_bad("bench", "--server-device", optarg);
 			o->server_uri = optarg;
 			break;
 		case 'C':
+			if (tool_hostport(optarg, QL_CTL_DEFAULT_PORT))
+				return tool_bad("bench", "--connect", optarg);
 			o->connect = optarg;
 			break;
 		case 'S':
@@ -197,7 +199,7 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 				return tool_bad("bench", "--warmup-calls", optarg);
 			break;
 		case 'R':
-			if (tool_double(optarg, 0.001, 60, &o->rate_s))
+			if (tool_time(optarg, 0.001, 60, &o->rate_s))
 				return tool_bad("bench", "--rate-seconds", optarg);
 			break;
 		case 'r':
@@ -205,7 +207,7 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 				return tool_bad("bench", "--rate", optarg);
 			break;
 		case 'p':
-			if (tool_double(optarg, 0, 3600, &o->paced_s))
+			if (tool_time(optarg, 0, 3600, &o->paced_s))
 				return tool_bad("bench", "--paced-seconds", optarg);
 			break;
 		case 'j':
@@ -224,23 +226,22 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 			else
 				return tool_bad("bench", "--gpu-memory", optarg);
 			break;
-		case 'h':
-			bench_usage(stdout);
-			exit(0);
+		case 'H':
+			o->histogram = true;
+			break;
+		case 'P':
+			o->plot = optarg;
+			break;
 		default:
-			bench_usage(stderr);
 			return 2;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "qlink bench: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
-	if (o->udp && (o->connect || o->server_uri)) {
-		fprintf(stderr, "qlink bench: --transport udp forks its own server on loopback "
-				"(for another server: qlink vppu --transport udp --connect)\n");
-		return 2;
-	}
+	if (optind < argc)
+		return tool_usage("bench", "unexpected argument '%s'", argv[optind]);
+	if (o->udp && (o->connect || o->server_uri))
+		return tool_usage("bench",
+				  "--transport udp forks its own server on loopback "
+				  "(for another server: qlink vppu --transport udp --connect)");
 	if (o->udp) {
 		/* any stride a datagram can carry; slots: the server's burst */
 	} else if (o->hsb) {
@@ -253,24 +254,17 @@ static int parse(int argc, char **argv, struct bench_opts *o)
 							   o->slot_size,
 					   .resp_size = QL_HSB_DEFAULT_RESP_SIZE };
 
-		if (ql_hsb_params_check(&g)) {
-			fprintf(stderr, "qlink bench: %s\n", ql_error_detail());
-			return 2;
-		}
+		if (ql_hsb_params_check(&g))
+			return tool_usage("bench", "%s", ql_error_detail());
 	} else if (ql_ring_check_geometry(o->slots, o->slot_size)) {
-		fprintf(stderr, "qlink bench: %s\n", ql_error_detail());
-		return 2;
+		return tool_usage("bench", "%s", ql_error_detail());
 	}
-	if (o->gpu && (o->udp || o->connect || o->qp == IBV_QPT_UC)) {
-		fprintf(stderr, "qlink bench: --gpu serves the ring over RC or hsb from a forked "
-				"process (no --transport udp, --connect or --qp uc)\n");
-		return 2;
-	}
-	if (o->server_uri && o->connect) {
-		fprintf(stderr, "qlink bench: --server-uri names the forked daemon's device; "
-				"with --connect qlinkd's config names it\n");
-		return 2;
-	}
+	if (o->gpu && (o->udp || o->connect || o->qp == IBV_QPT_UC))
+		return tool_usage("bench", "--gpu serves the ring over RC or hsb from a forked "
+					   "process (no --transport udp, --connect or --qp uc)");
+	if (o->server_uri && o->connect)
+		return tool_usage("bench", "--server-device names the forked daemon's device; "
+					   "with --connect qlinkd's config names it");
 	if (o->window > o->slots)
 		o->window = o->slots;
 	return 0;
@@ -546,19 +540,19 @@ static void print_table(const struct bench_opts *o, struct phase *ph, int n, con
 		double p99 = ql_hist_percentile(&lat->rtt_ns, 99) / 1e3;
 
 		snprintf(m, sizeof(m), "%.3f us", p50);
-		ROW("round trip median (issue 4)", "<= 0.8 us", m, p50 <= 0.8);
+		ROW("round trip median (qlink goal)", "<= 0.8 us", m, p50 <= 0.8);
 		snprintf(m, sizeof(m), "%.3f us", p99);
-		ROW("round trip p99, run <= 1 s (issue 4)", "<= 2 us", m, p99 <= 2.0);
-		ROW("round trip p99, 1 in flight (seed goal)", "< 10 us", m, p99 < 10.0);
+		ROW("round trip p99, run <= 1 s (qlink goal)", "<= 2 us", m, p99 <= 2.0);
+		ROW("round trip p99, 1 in flight (requirement)", "< 10 us", m, p99 < 10.0);
 		snprintf(m, sizeof(m), "%.2f M/s", rate->rpc_per_s / 1e6);
-		ROW("closed-loop rate with a window (issue 4)", ">= 3 M/s", m,
+		ROW("closed-loop rate with a window (qlink goal)", ">= 3 M/s", m,
 		    rate->rpc_per_s >= 3e6);
-		ROW("packet rate (seed)", "> 1 M/s", m, rate->rpc_per_s > 1e6);
+		ROW("packet rate (requirement)", "> 1 M/s", m, rate->rpc_per_s > 1e6);
 		if (n > 2) {
 			char what[64];
 
 			snprintf(m, sizeof(m), "%.3f us", paced_p99_us(&ph[2].rep));
-			snprintf(what, sizeof(what), "paced p99, %.0f Hz for %g s (seed)",
+			snprintf(what, sizeof(what), "paced p99, %.0f Hz for %g s (requirement)",
 				 o->rate_hz, o->paced_s);
 			ROW(what, "< 10 us", m, paced_held(&ph[2].rep));
 			snprintf(m, sizeof(m), "%.3f us",
@@ -573,7 +567,8 @@ static void print_table(const struct bench_opts *o, struct phase *ph, int n, con
 			       m, "-");
 		}
 		snprintf(m, sizeof(m), "%" PRIu64 " lost", lost);
-		ROW("zero lost, every answer right (seed)", "0 / 0", m, lost == 0 && wrong == 0);
+		ROW("zero lost, every answer right (requirement)", "0 / 0", m,
+		    lost == 0 && wrong == 0);
 	}
 #undef ROW
 	if (n > 2) {
@@ -851,6 +846,34 @@ static void bench_server_report(struct bench *b, char *srv, size_t len)
 		snprintf(srv, len, "no report");
 }
 
+/* --histogram and --plot: each phase's round trips. 0, or -errno after
+ * saying why. */
+static int bench_latency_out(const struct bench_opts *o, const struct phase *ph, int n)
+{
+	const struct ql_hist *hists[3];
+	const char *names[3];
+	int ret;
+
+	for (int i = 0; i < n; i++) {
+		names[i] = ph[i].name;
+		hists[i] = &ph[i].rep.rtt_ns;
+		if (o->histogram && !o->json) {
+			char title[64];
+
+			snprintf(title, sizeof(title), "%s round trip", ph[i].name);
+			printf("\n");
+			tool_hist_print(stdout, title, hists[i]);
+		}
+	}
+	if (!o->plot)
+		return 0;
+	ret = tool_plot_latency(o->plot, "bench_latency", "qlink bench: round trip per phase",
+				(unsigned)n, names, hists, o->json);
+	if (ret)
+		tool_fail("bench", "plot", ret);
+	return ret;
+}
+
 /* Close everything; 1 if the daemon process failed. */
 static int bench_close(struct bench *b)
 {
@@ -893,6 +916,8 @@ int tool_bench(int argc, char **argv)
 			print_json(&o, ph, n, srv);
 		else
 			print_table(&o, ph, n, srv);
+		if (bench_latency_out(&o, ph, n))
+			status = 1;
 		for (int i = 0; i < n; i++)
 			if (ph[i].rep.lost || ph[i].rep.wrong || ph[i].rep.unexpected ||
 			    ph[i].rep.protocol_errors || ph[i].rep.handler_errors)

@@ -24,36 +24,63 @@
 #define EP_DEFAULT_DEVICE "soft+shm://qlink-ep"
 #define EP_DEFAULT_LISTEN "127.0.0.1:7471"
 
-static void ep_usage(FILE *f)
+static const char *const uri_alias[] = { "uri", "device", NULL };
+
+static const struct tool_opt ep_serve_opts[] = {
+	{ "device", 'd', 'd', TOOL_VALUE, "URI", "verbs device (default " EP_DEFAULT_DEVICE ")" },
+	{ "listen", 0, 'l', TOOL_VALUE, "ADDR",
+	  "HOST:PORT or unix:PATH (default " EP_DEFAULT_LISTEN ")" },
+	{ "max-conns", 0, 'm', TOOL_VALUE, "N", "concurrent connections (default 64)" },
+	{ "busy-poll", 0, 'b', TOOL_FLAG, NULL,
+	  "never sleep when idle (lowest latency, one core busy)" },
+	{ "verbose", 0, 'v', TOOL_FLAG, NULL, "print every handler call" },
+	{ 0 },
+};
+
+static const struct tool_cmd ep_serve_cmd = {
+	.aliases = uri_alias,
+	.name = "ep serve",
+	.usage = "FILE [--device URI] [--listen ADDR] [--max-conns N] [--busy-poll] [--verbose]",
+	.about = "Serves the endpoints of a YAML endpoints file (docs/endpoint.md).\n"
+		 "Each path is a mailbox: what a client sends or writes to it is what the\n"
+		 "same path's receive or read endpoint gives back.\n",
+	.opts = ep_serve_opts,
+};
+
+static const struct tool_opt ep_call_opts[] = {
+	{ "device", 'd', 'd', TOOL_VALUE, "URI", "verbs device (default " EP_DEFAULT_DEVICE ")" },
+	{ "connect", 0, 'c', TOOL_VALUE, "ADDR",
+	  "the server, HOST:PORT or unix:PATH (default " EP_DEFAULT_LISTEN ")" },
+	{ "type", 0, 't', TOOL_VALUE, "TYPE",
+	  "send, receive, write or read (default: write with\n"
+	  "--data/--file, read without)" },
+	{ "data", 0, 'D', TOOL_VALUE, "TEXT", "the bytes to send or write" },
+	{ "file", 0, 'f', TOOL_VALUE, "FILE", "the bytes to send or write, from a file" },
+	{ "len", 0, 'n', TOOL_VALUE, "N",
+	  "bytes to read (default: the endpoint's size), or the\n"
+	  "receive capacity (default 4194304)" },
+	{ "out", 0, 'o', TOOL_VALUE, "FILE", "where received or read bytes go (default: stdout)" },
+	{ "repeat", 0, 'r', TOOL_VALUE, "N", "do it N times and print latency percentiles" },
+	{ "timeout", 0, 'T', TOOL_VALUE, "TIME", "how long to wait for the server (default 5)" },
+	{ 0 },
+};
+
+static const struct tool_cmd ep_call_cmd = {
+	.aliases = uri_alias,
+	.name = "ep call",
+	.usage = "[--device URI] [--connect ADDR] [--type TYPE] PATH [--data TEXT | --file FILE]\n"
+		 "[--len N] [--out FILE] [--repeat N] [--timeout TIME]",
+	.about = "One operation on an endpoint of a server (qlink ep serve).\n",
+	.opts = ep_call_opts,
+};
+
+/* ADDR of --listen and --connect: unix:PATH, or HOST:PORT (listen: port 0
+ * is any). */
+static int ep_addr(const char *s, bool listen)
 {
-	fprintf(f, "usage: qlink ep serve FILE [--device URI] [--listen ADDR] [--max-conns N]\n"
-		   "                           [--busy-poll] [--verbose]\n"
-		   "       qlink ep call [--device URI] [--connect ADDR] [--type TYPE] PATH\n"
-		   "                     [--data TEXT | --file FILE] [--len N] [--out FILE]\n"
-		   "                     [--repeat N] [--timeout MS]\n"
-		   "\n"
-		   "serve: serve the endpoints of a YAML endpoints file (docs/endpoint.md).\n"
-		   "Each path is a mailbox: what a client sends or writes to it is what the\n"
-		   "same path's receive or read endpoint gives back.\n"
-		   "  --device URI     verbs device (default " EP_DEFAULT_DEVICE ")\n"
-		   "  --listen ADDR    HOST:PORT or unix:PATH (default " EP_DEFAULT_LISTEN ")\n"
-		   "  --max-conns N    concurrent connections (default 64)\n"
-		   "  --busy-poll      never sleep when idle (lowest latency, one core busy)\n"
-		   "  --verbose        print every handler call\n"
-		   "\n"
-		   "call: one operation on an endpoint of a server.\n"
-		   "  --device URI     verbs device (default " EP_DEFAULT_DEVICE ")\n"
-		   "  --connect ADDR   the server (default " EP_DEFAULT_LISTEN ")\n"
-		   "  --type TYPE      send, receive, write or read (default: write with\n"
-		   "                   --data/--file, read without)\n"
-		   "  --data TEXT      the bytes to send or write\n"
-		   "  --file FILE      the bytes to send or write, from a file\n"
-		   "  --len N          bytes to read (default: the endpoint's size), or the\n"
-		   "                   receive capacity (default 4194304)\n"
-		   "  --out FILE       where received or read bytes go (default: stdout)\n"
-		   "  --repeat N       do it N times and print latency percentiles\n"
-		   "  --timeout MS     how long to wait for the server (default 5000)\n"
-		   "  -h, --help       this text\n");
+	if (!strncmp(s, "unix:", 5))
+		return s[5] ? 0 : -EINVAL;
+	return listen ? tool_listen_port(s) : tool_hostport(s, 0);
 }
 
 /* ---- serve -------------------------------------------------------------- */
@@ -129,15 +156,6 @@ out:
 
 static int ep_serve(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "device", required_argument, NULL, 'd' },
-		{ "listen", required_argument, NULL, 'l' },
-		{ "max-conns", required_argument, NULL, 'm' },
-		{ "busy-poll", no_argument, NULL, 'b' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct ql_ep_server_opts o = { .device = EP_DEFAULT_DEVICE, .listen = EP_DEFAULT_LISTEN };
 	struct ql_ep_server_stats st;
 	struct mailbox mb = { 0 };
@@ -146,12 +164,17 @@ static int ep_serve(int argc, char **argv)
 	char addr[160];
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	optind = 0;
+	while ((c = tool_getopt(&ep_serve_cmd, argc, argv)) != TOOL_END) {
 		switch (c) {
 		case 'd':
+			if (tool_device_uri(optarg))
+				return tool_bad("ep serve", "--device", optarg);
 			o.device = optarg;
 			break;
 		case 'l':
+			if (ep_addr(optarg, true))
+				return tool_bad("ep serve", "--listen", optarg);
 			o.listen = optarg;
 			break;
 		case 'm':
@@ -164,18 +187,12 @@ static int ep_serve(int argc, char **argv)
 		case 'v':
 			mb.verbose = 1;
 			break;
-		case 'h':
-			ep_usage(stdout);
-			return 0;
 		default:
-			ep_usage(stderr);
 			return 2;
 		}
 	}
-	if (optind + 1 != argc) {
-		fprintf(stderr, "qlink ep serve: expected one endpoints file\n");
-		return 2;
-	}
+	if (optind + 1 != argc)
+		return tool_usage("ep serve", "expected one endpoints file");
 	ret = ql_ep_spec_load(argv[optind], &spec);
 	if (ret) {
 		fprintf(stderr, "qlink ep serve: %s\n", ql_error_detail());
@@ -259,34 +276,27 @@ static int cmp_u64(const void *a, const void *b)
 
 static int ep_call(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "device", required_argument, NULL, 'd' },
-		{ "connect", required_argument, NULL, 'c' },
-		{ "type", required_argument, NULL, 't' },
-		{ "data", required_argument, NULL, 'D' },
-		{ "file", required_argument, NULL, 'f' },
-		{ "len", required_argument, NULL, 'n' },
-		{ "out", required_argument, NULL, 'o' },
-		{ "repeat", required_argument, NULL, 'r' },
-		{ "timeout", required_argument, NULL, 'T' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *device = EP_DEFAULT_DEVICE, *addr = EP_DEFAULT_LISTEN, *data = NULL;
 	const char *file = NULL, *out = NULL, *path;
 	enum ql_ep_type type = 0;
 	uint64_t len = 0, *lat = NULL;
 	int c, ret, repeat = 1, timeout = 5000, have_len = 0;
+	double timeout_s;
 	struct ql_ep_client *cl = NULL;
 	uint8_t *payload = NULL, *buf = NULL;
 	size_t plen = 0, nbytes = 0;
 
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	optind = 0;
+	while ((c = tool_getopt(&ep_call_cmd, argc, argv)) != TOOL_END) {
 		switch (c) {
 		case 'd':
+			if (tool_device_uri(optarg))
+				return tool_bad("ep call", "--device", optarg);
 			device = optarg;
 			break;
 		case 'c':
+			if (ep_addr(optarg, false))
+				return tool_bad("ep call", "--connect", optarg);
 			addr = optarg;
 			break;
 		case 't':
@@ -312,32 +322,25 @@ static int ep_call(int argc, char **argv)
 				return tool_bad("ep call", "--repeat", optarg);
 			break;
 		case 'T':
-			if (tool_int(optarg, 1, 3600000, &timeout))
+			if (tool_time(optarg, 0.001, 3600, &timeout_s))
 				return tool_bad("ep call", "--timeout", optarg);
+			timeout = (int)(timeout_s * 1000 + 0.5);
 			break;
-		case 'h':
-			ep_usage(stdout);
-			return 0;
 		default:
-			ep_usage(stderr);
 			return 2;
 		}
 	}
-	if (optind + 1 != argc) {
-		fprintf(stderr, "qlink ep call: expected one endpoint PATH\n");
-		return 2;
-	}
+	if (optind + 1 != argc)
+		return tool_usage("ep call", "expected one endpoint PATH");
 	path = argv[optind];
-	if (data && file) {
-		fprintf(stderr, "qlink ep call: --data and --file exclude each other\n");
-		return 2;
-	}
+	if (data && file)
+		return tool_usage("ep call", "--data and --file exclude each other");
 	if (!type)
 		type = data || file ? QL_EP_WRITE : QL_EP_READ;
 	if ((type == QL_EP_SEND || type == QL_EP_WRITE) != (data || file)) {
-		fprintf(stderr, "qlink ep call: %s %s\n", ql_ep_type_name(type),
-			data || file ? "takes no --data/--file" : "needs --data or --file");
-		return 2;
+		return tool_usage("ep call", "%s %s", ql_ep_type_name(type),
+				  data || file ? "takes no --data/--file" :
+						 "needs --data or --file");
 	}
 	if (file && (ret = read_file(file, &payload, &plen))) {
 		tool_fail("ep call", file, ret);
@@ -440,14 +443,17 @@ done:
 
 int tool_ep(int argc, char **argv)
 {
-	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
-		ep_usage(argc < 2 ? stderr : stdout);
-		return argc < 2 ? 2 : 0;
+	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+		tool_help(&ep_serve_cmd, stdout);
+		printf("\n");
+		tool_help(&ep_call_cmd, stdout);
+		return 0;
 	}
-	if (!strcmp(argv[1], "serve"))
+	if (argc >= 2 && !strcmp(argv[1], "serve"))
 		return ep_serve(argc - 1, argv + 1);
-	if (!strcmp(argv[1], "call"))
+	if (argc >= 2 && !strcmp(argv[1], "call"))
 		return ep_call(argc - 1, argv + 1);
-	fprintf(stderr, "qlink ep: unknown command '%s' (serve, call)\n", argv[1]);
-	return 2;
+	if (argc < 2)
+		return tool_usage("ep", "say serve or call");
+	return tool_usage("ep", "unknown command '%s' (serve, call)", argv[1]);
 }

@@ -6,7 +6,6 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,32 +24,38 @@ static void hl_on_signal(int sig)
 	hl_stop = 1;
 }
 
-static void hl_usage(FILE *f)
-{
-	fprintf(f, "usage: qlink hololink [options] HOST[:PORT] read ADDR...\n"
-		   "       qlink hololink [options] HOST[:PORT] write ADDR VALUE [ADDR VALUE]...\n"
-		   "       qlink hololink --serve [ADDR:]PORT [--vps N] [--allow ADDR[/LEN]]...\n"
-		   "                      [--announce ADDR[:PORT]] [--hsb-version 2.6|2.5]\n"
-		   "\n"
-		   "Read or write 32-bit registers of a Hololink board over its UDP register\n"
-		   "protocol (docs/hololink.md; default port 8192, the VPPU's is 8193). One\n"
-		   "register is a RD_DWORD/WR_DWORD, several one RD_BLOCK/WR_BLOCK. read prints\n"
-		   "`ADDR VALUE` per register in hex. With --serve it is an emulated board\n"
-		   "(the VPPU's) that prints each VP's parameters when its enable bit is set,\n"
-		   "until SIGINT/SIGTERM; it answers only the first host that talks to it, or\n"
-		   "the --allow ones. Exit 1 on any error (the board's status or silence; the\n"
-		   "message counts the replies ignored and says why).\n"
-		   "\n"
-		   "options:\n"
-		   "  --timeout MS     wait per try (default 200)\n"
-		   "  --retries N      retransmissions after the first try (default 3)\n"
-		   "  --serve ADDR     be the board, on [ADDR:]PORT (bare PORT: 0.0.0.0)\n"
-		   "  --vps N          VPs of the served board (default 1)\n"
-		   "  --allow A[/LEN]  answer only these hosts (up to 8; default: the first)\n"
-		   "  --announce A[:P] send an enumeration packet to A:P (12267) every second\n"
-		   "  --hsb-version V  register layout of the served board: 2.6 (default), 2.5\n"
-		   "  -h, --help       this text\n");
-}
+static const struct tool_opt hl_opts[] = {
+	{ "timeout", 0, 't', TOOL_VALUE, "TIME", "wait per try (default 200ms)" },
+	{ "retries", 0, 'r', TOOL_VALUE, "N", "retransmissions after the first try (default 3)" },
+	{ "serve", 0, 's', TOOL_VALUE, "[ADDR:]PORT",
+	  "be the board, on [ADDR:]PORT (bare PORT: 0.0.0.0)" },
+	{ "vps", 0, 'v', TOOL_VALUE, "N", "VPs of the served board (default 1)" },
+	{ "allow", 0, 'a', TOOL_VALUE, "A[/LEN]",
+	  "answer only these hosts (up to 8; default: the first)" },
+	{ "announce", 0, 'A', TOOL_VALUE, "A[:P]",
+	  "send an enumeration packet to A:P (12267) every second" },
+	{ "hsb-version", 0, 'V', TOOL_VALUE, "V",
+	  "register layout of the served board: 2.6 (default), 2.5" },
+	{ 0 },
+};
+
+static const struct tool_cmd hl_cmd = {
+	.name = "hololink",
+	.usage = "[options] HOST[:PORT] read ADDR...\n"
+		 "[options] HOST[:PORT] write ADDR VALUE [ADDR VALUE]...\n"
+		 "--serve [ADDR:]PORT [--vps N] [--allow ADDR[/LEN]]... [--announce ADDR[:PORT]]\n"
+		 "[--hsb-version 2.6|2.5]",
+	.about = "Read or write 32-bit registers of a Hololink board over its UDP register\n"
+		 "protocol (docs/hololink.md; default port 8192, the VPPU's is 8193). One\n"
+		 "register is a RD_DWORD/WR_DWORD, several one RD_BLOCK/WR_BLOCK. read prints\n"
+		 "`ADDR VALUE` per register in hex. With --serve it is an emulated board\n"
+		 "(the VPPU's) that prints each VP's parameters when its enable bit is set,\n"
+		 "until SIGINT/SIGTERM; it answers only the first host that talks to it, or\n"
+		 "the --allow ones. Exit 1 on any error (the board's status or silence; the\n"
+		 "message counts the replies ignored and says why).\n",
+	.opts = hl_opts,
+	.in_order = true,
+};
 
 /* "[ADDR:]PORT" into a server config (bare PORT binds every address). */
 static int parse_listen(const char *spec, char *addr, size_t cap, uint16_t *port)
@@ -197,19 +202,9 @@ static int hl_serve(const char *spec, struct ql_hl_server_config *cfg_in, const 
 
 int tool_hololink(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "timeout", required_argument, NULL, 't' },
-		{ "retries", required_argument, NULL, 'r' },
-		{ "serve", required_argument, NULL, 's' },
-		{ "vps", required_argument, NULL, 'v' },
-		{ "allow", required_argument, NULL, 'a' },
-		{ "announce", required_argument, NULL, 'A' },
-		{ "hsb-version", required_argument, NULL, 'V' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct ql_hl_reg regs[QL_HL_BLOCK_MAX];
 	uint32_t timeout = 200, retries = 3, vps = 1, port = QL_HL_PORT;
+	double timeout_s;
 	const char *serve = NULL, *announce = NULL;
 	struct ql_hl_server_config scfg = { 0 };
 	char host[256];
@@ -219,18 +214,21 @@ int tool_hololink(int argc, char **argv)
 	char *colon;
 	int c, ret;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "+h", lo, NULL)) != -1) {
+	optind = 0;
+	while ((c = tool_getopt(&hl_cmd, argc, argv)) != TOOL_END) {
 		switch (c) {
 		case 't':
-			if (tool_u32(optarg, 1, 60000, &timeout))
+			if (tool_time(optarg, 0.001, 60, &timeout_s))
 				return tool_bad("hololink", "--timeout", optarg);
+			timeout = (uint32_t)(timeout_s * 1000 + 0.5);
 			break;
 		case 'r':
 			if (tool_u32(optarg, 0, 16, &retries))
 				return tool_bad("hololink", "--retries", optarg);
 			break;
 		case 's':
+			if (tool_listen_port(optarg))
+				return tool_bad("hololink", "--serve", optarg);
 			serve = optarg;
 			break;
 		case 'v':
@@ -251,27 +249,22 @@ int tool_hololink(int argc, char **argv)
 			if (ql_hsb_layout_parse(optarg, &scfg.layout))
 				return tool_bad("hololink", "--hsb-version", optarg);
 			break;
-		case 'h':
-			hl_usage(stdout);
-			return 0;
 		default:
-			hl_usage(stderr);
 			return 2;
 		}
 	}
 	if (serve) {
-		if (optind < argc) {
-			fprintf(stderr, "qlink hololink: --serve takes no other arguments\n");
-			return 2;
-		}
+		if (optind < argc)
+			return tool_usage("hololink", "--serve takes no other arguments");
 		scfg.num_vps = vps;
 		return hl_serve(serve, &scfg, announce);
 	}
 	if (argc - optind < 3 ||
-	    (strcmp(argv[optind + 1], "read") && strcmp(argv[optind + 1], "write"))) {
-		hl_usage(stderr);
-		return 2;
-	}
+	    (strcmp(argv[optind + 1], "read") && strcmp(argv[optind + 1], "write")))
+		return tool_usage("hololink",
+				  "want HOST[:PORT] read ADDR... or write ADDR VALUE...");
+	if (tool_hostport(argv[optind], QL_HL_PORT))
+		return tool_bad("hololink", "HOST:PORT", argv[optind]);
 	snprintf(host, sizeof(host), "%s", argv[optind]);
 	colon = strrchr(host, ':');
 	if (colon) {
@@ -281,19 +274,14 @@ int tool_hololink(int argc, char **argv)
 	}
 	write = !strcmp(argv[optind + 1], "write");
 	for (int i = optind + 2; i < argc; i += write ? 2 : 1) {
-		if (n == QL_HL_BLOCK_MAX) {
-			fprintf(stderr, "qlink hololink: at most %d registers\n", QL_HL_BLOCK_MAX);
-			return 2;
-		}
+		if (n == QL_HL_BLOCK_MAX)
+			return tool_usage("hololink", "at most %d registers", QL_HL_BLOCK_MAX);
 		if (tool_u32(argv[i], 0, UINT32_MAX, &regs[n].addr) || regs[n].addr % 4)
 			return tool_bad("hololink", "ADDR", argv[i]);
 		regs[n].value = 0;
 		if (write) {
-			if (i + 1 >= argc) {
-				fprintf(stderr, "qlink hololink: write %s needs a VALUE\n",
-					argv[i]);
-				return 2;
-			}
+			if (i + 1 >= argc)
+				return tool_usage("hololink", "write %s needs a VALUE", argv[i]);
 			if (tool_u32(argv[i + 1], 0, UINT32_MAX, &regs[n].value))
 				return tool_bad("hololink", "VALUE", argv[i + 1]);
 		}

@@ -80,63 +80,110 @@ struct qec_opts {
 	double call_timeout;
 };
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: qlink qec [--distances LIST] [--p LIST|FROM:TO:N] [--shots N] [options]\n"
-		"       qlink qec --wire [--connect HOST[:PORT] | --plugin PATH] [options]\n"
-		"\n"
-		"The rotated surface code memory experiment (docs/qec.md). Offline (the\n"
-		"default): for each distance and physical error rate, simulate --shots shots,\n"
-		"decode them with the union-find sliding-window decoder and print the logical\n"
-		"error rate per shot with its 95 %% Wilson interval and the decode time per\n"
-		"round. With --wire: the same shots end to end through qlink: the VPPU streams\n"
-		"each round to the decoder plugin (enqueue_syndromes, CUDA-Q QEC's wire\n"
-		"format), asks for the correction at the end of each shot (get_corrections),\n"
-		"applies it, and compares the logical errors with the offline decoding bit for\n"
-		"bit; it reports the backlog (rounds sent - rounds decoded) and round trips.\n"
-		"Without --connect the daemon is this process's own, with the plugin loaded\n"
-		"from --plugin; with --connect it is a running qlinkd whose qlink-qec plugin\n"
-		"serves --decoder-id with the same parameters. Exits 1 when the wire and\n"
-		"offline results differ, or rounds were lost or refused.\n"
-		"\n"
-		"options:\n"
-		"  --distances LIST    odd distances 3..15, comma-separated (default 3,5,7)\n"
-		"  --distance D        one distance (the same as --distances D)\n"
-		"  --p LIST            physical error rates, comma-separated, or FROM:TO:N\n"
-		"                      (N rates evenly spaced; default 0.01)\n"
-		"  --q Q               measurement error rate (default: p)\n"
-		"  --noise MODEL       phenomenological (default) or code-capacity\n"
-		"  --rounds R          noisy rounds per shot (default: d; code capacity: 0)\n"
-		"  --shots N           shots per point (default 10000)\n"
-		"  --seed S            simulation seed (default 1)\n"
-		"  --window W          decoder window in rounds (default: the decoder's)\n"
-		"  --commit C          rounds committed per slide (default: the decoder's)\n"
-		"  --json              one JSON object per point instead of the table\n"
-		"  --plot DIR          write gnuplot figures, PNG and SVG, into DIR: offline\n"
-		"                      qec_threshold_NOISE.* (logical vs physical error rate\n"
-		"                      per distance); --wire qec_latency.* (decode time per\n"
-		"                      round and round trips)\n"
-		"  --wire              end to end through qlink (one distance, one p)\n"
-		"  --connect HOST[:PORT]  a running qlinkd's control address (default port\n"
-		"                      7700) instead of this process's own daemon\n"
-		"  --secret-file FILE  shared secret for the control plane (with --connect)\n"
-		"  --plugin PATH       the decoder plugin for the own daemon (default: the\n"
-		"                      installed or built qlink-qec.so)\n"
-		"  --decoder-id N      decoder_id on the wire (default 0)\n"
-		"  --input KIND        measurements (default: stabilizer outcomes, as CUDA-Q\n"
-		"                      QEC sends) or detectors (detection events)\n"
-		"  --rate HZ           syndrome rounds per second (default 1000000: a 1 us\n"
-		"                      cycle; 0: as fast as the window allows)\n"
-		"  --window-calls N    calls in flight at most (default 64)\n"
-		"  --uri URI           device (default soft+shm://qlqec-PID)\n"
-		"  --slots N           the own daemon's ring slots (default 256)\n"
-		"  --slot-size N       the own daemon's slot bytes (default 256)\n"
-		"  --cpu N             the VPPU's core (default 0; -1: no pinning)\n"
-		"  --server-cpu N      the own daemon's dispatcher core (default 1; -1: none)\n"
-		"  --call-timeout S    a call unanswered after S ends the run (default 5)\n"
-		"  -h, --help          this text\n");
-}
+enum {
+	O_DISTANCES = 256,
+	O_DISTANCE,
+	O_P,
+	O_Q,
+	O_NOISE,
+	O_ROUNDS,
+	O_SHOTS,
+	O_SEED,
+	O_WINDOW,
+	O_COMMIT,
+	O_JSON,
+	O_PLOT,
+	O_WIRE,
+	O_CONNECT,
+	O_SECRET,
+	O_PLUGIN,
+	O_DECODER_ID,
+	O_INPUT,
+	O_RATE,
+	O_WCALLS,
+	O_URI,
+	O_SLOTS,
+	O_SLOT_SIZE,
+	O_CPU,
+	O_SCPU,
+	O_CALL_TIMEOUT,
+};
+
+static const char *const uri_alias[] = { "uri", "device", NULL };
+
+static const struct tool_opt qec_opts[] = {
+	{ "distances", 0, O_DISTANCES, TOOL_VALUE, "LIST",
+	  "odd distances 3..15, comma-separated (default 3,5,7)" },
+	{ "distance", 0, O_DISTANCE, TOOL_VALUE, "D", "one distance (the same as --distances D)" },
+	{ "p", 0, O_P, TOOL_VALUE, "LIST",
+	  "physical error rates, comma-separated, or FROM:TO:N\n"
+	  "(N rates evenly spaced; default 0.01)" },
+	{ "q", 0, O_Q, TOOL_VALUE, "Q", "measurement error rate (default: p)" },
+	{ "noise", 0, O_NOISE, TOOL_VALUE, "MODEL", "phenomenological (default) or code-capacity" },
+	{ "rounds", 0, O_ROUNDS, TOOL_VALUE, "R",
+	  "noisy rounds per shot (default: d; code capacity: 0)" },
+	{ "shots", 0, O_SHOTS, TOOL_VALUE, "N", "shots per point (default 10000)" },
+	{ "seed", 0, O_SEED, TOOL_VALUE, "S", "simulation seed (default 1)" },
+	{ "window", 0, O_WINDOW, TOOL_VALUE, "W",
+	  "decoder window in rounds (default: the decoder's)" },
+	{ "commit", 0, O_COMMIT, TOOL_VALUE, "C",
+	  "rounds committed per slide (default: the decoder's)" },
+	{ "json", 0, O_JSON, TOOL_FLAG, NULL, "one JSON object per point instead of the table" },
+	{ "plot", 0, O_PLOT, TOOL_VALUE, "DIR",
+	  "write gnuplot figures, PNG and SVG, into DIR: offline\n"
+	  "qec_threshold_NOISE.* (logical vs physical error rate\n"
+	  "per distance); --wire qec_latency.* (decode time per\n"
+	  "round and round trips)" },
+	{ "wire", 0, O_WIRE, TOOL_FLAG, NULL, "end to end through qlink (one distance, one p)" },
+	{ "connect", 0, O_CONNECT, TOOL_VALUE, "HOST[:PORT]",
+	  "a running qlinkd's control address (default port\n"
+	  "7700) instead of this process's own daemon" },
+	{ "secret-file", 0, O_SECRET, TOOL_VALUE, "FILE",
+	  "shared secret for the control plane (with --connect)" },
+	{ "plugin", 0, O_PLUGIN, TOOL_VALUE, "PATH",
+	  "the decoder plugin for the own daemon (default: the\n"
+	  "installed or built qlink-qec.so)" },
+	{ "decoder-id", 0, O_DECODER_ID, TOOL_VALUE, "N", "decoder_id on the wire (default 0)" },
+	{ "input", 0, O_INPUT, TOOL_VALUE, "KIND",
+	  "measurements (default: stabilizer outcomes, as CUDA-Q\n"
+	  "QEC sends) or detectors (detection events)" },
+	{ "rate", 0, O_RATE, TOOL_VALUE, "HZ",
+	  "syndrome rounds per second (default 1000000: a 1 us\n"
+	  "cycle; 0: as fast as the window allows)" },
+	{ "window-calls", 0, O_WCALLS, TOOL_VALUE, "N", "calls in flight at most (default 64)" },
+	{ "device", 'd', O_URI, TOOL_VALUE, "URI", "device (default soft+shm://qlqec-PID)" },
+	{ "slots", 0, O_SLOTS, TOOL_VALUE, "N", "the own daemon's ring slots (default 256)" },
+	{ "slot-size", 0, O_SLOT_SIZE, TOOL_VALUE, "N",
+	  "the own daemon's slot bytes (default 256)" },
+	{ "cpu", 0, O_CPU, TOOL_VALUE, "N", "the VPPU's core (default 0; -1: no pinning)" },
+	{ "server-cpu", 0, O_SCPU, TOOL_VALUE, "N",
+	  "the own daemon's dispatcher core (default 1; -1: none)" },
+	{ "call-timeout", 0, O_CALL_TIMEOUT, TOOL_VALUE, "TIME",
+	  "a call unanswered after TIME ends the run (default 5)" },
+	{ 0 },
+};
+
+static const struct tool_cmd qec_cmd = {
+	.aliases = uri_alias,
+	.name = "qec",
+	.usage = "[--distances LIST] [--p LIST|FROM:TO:N] [--shots N] [options]\n"
+		 "--wire [--connect HOST[:PORT] | --plugin PATH] [options]",
+	.about = "The rotated surface code memory experiment (docs/qec.md). Offline (the\n"
+		 "default): for each distance and physical error rate, simulate --shots shots,\n"
+		 "decode them with the union-find sliding-window decoder and print the logical\n"
+		 "error rate per shot with its 95 % Wilson interval and the decode time per\n"
+		 "round. With --wire: the same shots end to end through qlink: the VPPU streams\n"
+		 "each round to the decoder plugin (enqueue_syndromes, CUDA-Q QEC's wire\n"
+		 "format), asks for the correction at the end of each shot (get_corrections),\n"
+		 "applies it, and compares the logical errors with the offline decoding bit for\n"
+		 "bit; it reports the backlog (rounds sent - rounds decoded) and round trips.\n"
+		 "Without --connect the daemon is this process's own, with the plugin loaded\n"
+		 "from --plugin; with --connect it is a running qlinkd whose qlink-qec plugin\n"
+		 "serves --decoder-id with the same parameters. Exits 1 when the wire and\n"
+		 "offline results differ, or rounds were lost or refused.\n"
+		 "\n",
+	.opts = qec_opts,
+};
 
 static int parse_list_u(const char *s, unsigned *out, unsigned max, unsigned *n)
 {
@@ -194,64 +241,6 @@ static int parse_p(const char *s, struct qec_opts *o)
 
 static int parse(int argc, char **argv, struct qec_opts *o)
 {
-	enum {
-		O_DISTANCES = 256,
-		O_DISTANCE,
-		O_P,
-		O_Q,
-		O_NOISE,
-		O_ROUNDS,
-		O_SHOTS,
-		O_SEED,
-		O_WINDOW,
-		O_COMMIT,
-		O_JSON,
-		O_PLOT,
-		O_WIRE,
-		O_CONNECT,
-		O_SECRET,
-		O_PLUGIN,
-		O_DECODER_ID,
-		O_INPUT,
-		O_RATE,
-		O_WCALLS,
-		O_URI,
-		O_SLOTS,
-		O_SLOT_SIZE,
-		O_CPU,
-		O_SCPU,
-		O_CALL_TIMEOUT,
-	};
-	static const struct option lo[] = {
-		{ "distances", required_argument, NULL, O_DISTANCES },
-		{ "distance", required_argument, NULL, O_DISTANCE },
-		{ "p", required_argument, NULL, O_P },
-		{ "q", required_argument, NULL, O_Q },
-		{ "noise", required_argument, NULL, O_NOISE },
-		{ "rounds", required_argument, NULL, O_ROUNDS },
-		{ "shots", required_argument, NULL, O_SHOTS },
-		{ "seed", required_argument, NULL, O_SEED },
-		{ "window", required_argument, NULL, O_WINDOW },
-		{ "commit", required_argument, NULL, O_COMMIT },
-		{ "json", no_argument, NULL, O_JSON },
-		{ "plot", required_argument, NULL, O_PLOT },
-		{ "wire", no_argument, NULL, O_WIRE },
-		{ "connect", required_argument, NULL, O_CONNECT },
-		{ "secret-file", required_argument, NULL, O_SECRET },
-		{ "plugin", required_argument, NULL, O_PLUGIN },
-		{ "decoder-id", required_argument, NULL, O_DECODER_ID },
-		{ "input", required_argument, NULL, O_INPUT },
-		{ "rate", required_argument, NULL, O_RATE },
-		{ "window-calls", required_argument, NULL, O_WCALLS },
-		{ "uri", required_argument, NULL, O_URI },
-		{ "slots", required_argument, NULL, O_SLOTS },
-		{ "slot-size", required_argument, NULL, O_SLOT_SIZE },
-		{ "cpu", required_argument, NULL, O_CPU },
-		{ "server-cpu", required_argument, NULL, O_SCPU },
-		{ "call-timeout", required_argument, NULL, O_CALL_TIMEOUT },
-		{ "help", no_argument, NULL, 'h' },
-		{ 0 },
-	};
 	int c;
 	uint32_t u;
 
@@ -274,8 +263,8 @@ static int parse(int argc, char **argv, struct qec_opts *o)
 	o->cpu = 0;
 	o->server_cpu = 1;
 	o->call_timeout = 5;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	optind = 0;
+	while ((c = tool_getopt(&qec_cmd, argc, argv)) != TOOL_END) {
 		switch (c) {
 		case O_DISTANCES:
 		case O_DISTANCE:
@@ -333,6 +322,8 @@ static int parse(int argc, char **argv, struct qec_opts *o)
 			o->wire = true;
 			break;
 		case O_CONNECT:
+			if (tool_hostport(optarg, QL_CTL_DEFAULT_PORT))
+				return tool_bad("qec", "--connect", optarg);
 			o->connect = optarg;
 			break;
 		case O_SECRET:
@@ -363,6 +354,8 @@ static int parse(int argc, char **argv, struct qec_opts *o)
 				return tool_bad("qec", "--window-calls", optarg);
 			break;
 		case O_URI:
+			if (tool_device_uri(optarg))
+				return tool_bad("qec", "--device", optarg);
 			o->uri = optarg;
 			break;
 		case O_SLOTS:
@@ -382,34 +375,21 @@ static int parse(int argc, char **argv, struct qec_opts *o)
 				return tool_bad("qec", "--server-cpu", optarg);
 			break;
 		case O_CALL_TIMEOUT:
-			if (tool_double(optarg, 0.001, 3600, &o->call_timeout))
+			if (tool_time(optarg, 0.001, 3600, &o->call_timeout))
 				return tool_bad("qec", "--call-timeout", optarg);
 			break;
-		case 'h':
-			usage(stdout);
-			return -1;
 		default:
-			usage(stderr);
 			return 2;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "qlink qec: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
-	if (o->noise == QL_QEC_CODE_CAPACITY && o->rounds > 0) {
-		fprintf(stderr, "qlink qec: code capacity has no noisy rounds (--rounds 0)\n");
-		return 2;
-	}
-	if (o->noise == QL_QEC_PHENOMENOLOGICAL && o->rounds == 0) {
-		fprintf(stderr, "qlink qec: phenomenological noise needs at least one round\n");
-		return 2;
-	}
-	if (o->wire && (o->nd != 1 || o->np != 1)) {
-		fprintf(stderr,
-			"qlink qec: --wire runs one point: give one --distance and one --p\n");
-		return 2;
-	}
+	if (optind < argc)
+		return tool_usage("qec", "unexpected argument '%s'", argv[optind]);
+	if (o->noise == QL_QEC_CODE_CAPACITY && o->rounds > 0)
+		return tool_usage("qec", "code capacity has no noisy rounds (--rounds 0)");
+	if (o->noise == QL_QEC_PHENOMENOLOGICAL && o->rounds == 0)
+		return tool_usage("qec", "phenomenological noise needs at least one round");
+	if (o->wire && (o->nd != 1 || o->np != 1))
+		return tool_usage("qec", "--wire runs one point: give one --distance and one --p");
 	return 0;
 }
 
@@ -548,59 +528,17 @@ static void print_point(const struct qec_opts *o, const struct point *pt)
 
 /* ---- plots ------------------------------------------------------------------------ */
 
-static int plot_dir(const char *dir)
-{
-	if (mkdir(dir, 0755) && errno != EEXIST)
-		return ql_error_set(-errno, "cannot make %s: %s", dir, strerror(errno));
-	return 0;
-}
-
-/* Run gnuplot on script (in dir): 0, or -ENOENT when gnuplot is missing. */
-static int gnuplot(const char *dir, const char *script)
-{
-	char cmd[4200];
-	int st;
-
-	snprintf(cmd, sizeof(cmd), "cd '%s' && gnuplot '%s'", dir, script);
-	st = system(cmd);
-	if (st == -1 || !WIFEXITED(st) || WEXITSTATUS(st))
-		return ql_error_set(WIFEXITED(st) && WEXITSTATUS(st) == 127 ? -ENOENT : -EIO,
-				    "gnuplot failed on %s/%s (is gnuplot-nox installed?)", dir,
-				    script);
-	return 0;
-}
-
-static FILE *plot_open(const char *dir, const char *name)
-{
-	char path[4200];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	f = fopen(path, "w");
-	if (!f)
-		ql_error_set(-errno, "cannot write %s: %s", path, strerror(errno));
-	return f;
-}
-
-/* The two terminals every figure is drawn on. */
-static void plot_terminals(FILE *g, const char *base, const char *body)
-{
-	fprintf(g, "set terminal pngcairo size 900,600 noenhanced\nset output '%s.png'\n%s", base,
-		body);
-	fprintf(g, "set terminal svg size 900,600 noenhanced\nset output '%s.svg'\n%s", base, body);
-}
-
 static int plot_threshold(const struct qec_opts *o, const struct point *pts, unsigned n)
 {
 	char body[8192], base[64], name[96];
 	size_t off = 0;
-	FILE *f, *g;
+	FILE *f;
 	int ret;
 
 	snprintf(base, sizeof(base), "qec_threshold_%s",
 		 o->noise == QL_QEC_CODE_CAPACITY ? "code_capacity" : "phenomenological");
 	snprintf(name, sizeof(name), "%s.dat", base);
-	f = plot_open(o->plot, name);
+	f = tool_plot_open(o->plot, name);
 	if (!f)
 		return -EIO;
 	fprintf(f,
@@ -634,82 +572,23 @@ static int plot_threshold(const struct qec_opts *o, const struct point *pts, uns
 					"yerrorlines title 'd = %u'",
 					d ? ", " : "", base, d, o->distances[d]);
 	snprintf(body + off, sizeof(body) - off, "\n");
-	snprintf(name, sizeof(name), "%s.gp", base);
-	g = plot_open(o->plot, name);
-	if (!g)
-		return -EIO;
-	plot_terminals(g, base, body);
-	fclose(g);
-	ret = gnuplot(o->plot, name);
+	ret = tool_plot_draw(o->plot, base, body);
 	if (!ret && !o->json)
 		printf("plots: %s/%s.png, %s/%s.svg\n", o->plot, base, o->plot, base);
 	return ret;
-}
-
-/* The lower bound of histogram bucket i (see ql__hist_index). */
-static uint64_t bucket_value(unsigned i)
-{
-	unsigned s;
-
-	if (i < QL_HIST_SUB_COUNT)
-		return i;
-	s = (i >> QL_HIST_SUB_BITS) - 1;
-	return (uint64_t)(i - (s << QL_HIST_SUB_BITS)) << s;
-}
-
-static void hist_write(FILE *f, const char *name, const struct ql_hist *h)
-{
-	uint64_t above = h->count;
-
-	fprintf(f, "# %s: bucket_us count fraction fraction_slower\n", name);
-	for (unsigned i = 0; i < QL_HIST_BUCKETS; i++)
-		if (h->counts[i]) {
-			above -= h->counts[i];
-			fprintf(f, "%.4f %" PRIu64 " %.6g %.6g\n", bucket_value(i) / 1e3,
-				h->counts[i], (double)h->counts[i] / (double)h->count,
-				(double)above / (double)h->count);
-		}
-	fprintf(f, "\n\n");
 }
 
 static int plot_latency(const struct qec_opts *o, const struct ql_hist *decode,
 			const struct ql_hist *handler, const struct ql_hist *round_rtt,
 			const struct ql_hist *shot_rtt, const char *title)
 {
-	char body[4096];
-	FILE *f = plot_open(o->plot, "qec_latency.dat"), *g;
-	int ret;
+	static const char *const names[] = { "decode per round (offline)",
+					     "handler time in the daemon",
+					     "round trip, enqueue_syndromes",
+					     "round trip, get_corrections" };
+	const struct ql_hist *const hists[] = { decode, handler, round_rtt, shot_rtt };
 
-	if (!f)
-		return -EIO;
-	hist_write(f, "decode time per round, offline (ql_qec_decoder_push)", decode);
-	hist_write(f, "handler time in the daemon (enqueue_syndromes, get_corrections)", handler);
-	hist_write(f, "round trip of enqueue_syndromes (VPPU)", round_rtt);
-	hist_write(f, "round trip of get_corrections (VPPU)", shot_rtt);
-	fclose(f);
-	snprintf(body, sizeof(body),
-		 "set title '%s'\nset xlabel 'microseconds'\n"
-		 "set ylabel 'fraction of calls slower than x'\n"
-		 "set logscale x\nset logscale y\nset format y '%%g'\nset yrange [1e-5:1]\n"
-		 "set grid\nset key right top\n"
-		 "plot 'qec_latency.dat' index 0 using 1:($4 > 0 ? $4 : 1e-6) with steps lw 2 "
-		 "title 'decode per round (offline)', "
-		 "'' index 1 using 1:($4 > 0 ? $4 : 1e-6) with steps lw 2 title 'handler time "
-		 "in the daemon', "
-		 "'' index 2 using 1:($4 > 0 ? $4 : 1e-6) with steps lw 2 title 'round trip, "
-		 "enqueue_syndromes', "
-		 "'' index 3 using 1:($4 > 0 ? $4 : 1e-6) with steps lw 2 title 'round trip, "
-		 "get_corrections'\n",
-		 title);
-	g = plot_open(o->plot, "qec_latency.gp");
-	if (!g)
-		return -EIO;
-	plot_terminals(g, "qec_latency", body);
-	fclose(g);
-	ret = gnuplot(o->plot, "qec_latency.gp");
-	if (!ret && !o->json)
-		printf("plots: %s/qec_latency.png, %s/qec_latency.svg\n", o->plot, o->plot);
-	return ret;
+	return tool_plot_latency(o->plot, "qec_latency", title, 4, names, hists, o->json);
 }
 
 static int run_offline(const struct qec_opts *o)
@@ -720,7 +599,7 @@ static int run_offline(const struct qec_opts *o)
 
 	if (!pts)
 		return 1;
-	if (o->plot && plot_dir(o->plot)) {
+	if (o->plot && tool_plot_dir(o->plot)) {
 		tool_fail("qec", "plot", -EIO);
 		free(pts);
 		return 1;
@@ -919,7 +798,7 @@ static int run_wire(const struct qec_opts *o)
 	cfg.timeout_ns = (uint64_t)(o->call_timeout * 1e9);
 	cfg.stop = &stop_requested;
 	ql_hist_init(&handler);
-	if (o->plot && plot_dir(o->plot))
+	if (o->plot && tool_plot_dir(o->plot))
 		return 1;
 	/* the reference first: the same shots, decoded here */
 	ret = ql_vppu_qec_offline(&cfg, &off);

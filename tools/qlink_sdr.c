@@ -65,41 +65,73 @@ struct sdr_tool_opts {
 
 static double sdr_tool_now(void);
 
-static void usage(FILE *f)
-{
-	fprintf(f,
-		"usage: qlink sdr recv --device URI --listen [ADDR:]PORT [options]\n"
-		"       qlink sdr send --device URI --connect HOST:PORT [options]\n"
-		"       qlink sdr --pair --device URI [--peer-device URI] [options]\n"
-		"\n"
-		"One SDR-RDMA transfer (a message sent as one RDMA WRITE WITH IMMEDIATE per\n"
-		"packet over UC, reliability chosen in software), or the same message as one\n"
-		"RDMA WRITE on an RC QP, between two processes or hosts; every byte checked.\n"
-		"\n"
-		"options:\n"
-		"  --device URI         this side's device (soft+shm://NAME, soft+udp://IP, ibv://DEV)\n"
-		"  --peer-device URI    --pair: the receiver's device (default: --device; two\n"
-		"                       soft+udp ends need two addresses: soft+udp://127.0.0.2)\n"
-		"  --listen [ADDR:]PORT recv: wait for the sender on this TCP port (0: any, printed)\n"
-		"  --connect HOST:PORT  send: the receiver's TCP port\n"
-		"  --pair               fork the receiver, talk over a socketpair\n"
-		"  --size BYTES         message size, suffix K, M or G (default 1M; 1 .. 1G)\n"
-		"  --count N            messages (default 10)\n"
-		"  --reliability R      none, sr (selective repeat, default), ec (erasure\n"
-		"                       coding, falls back to selective repeat) or rc\n"
-		"  --ec K,M             ec: K data + M parity chunks per stripe (default 8,2)\n"
-		"  --chunk PACKETS      packets per chunk of the receiver's bitmap (default 64)\n"
-		"  --window PACKETS     SDR: receive WQEs, so packets in flight (default 256)\n"
-		"  --loss P             soft+udp: drop each data packet the sender sends with\n"
-		"                       probability P (0 .. 0.5; seeded fault injection)\n"
-		"  --fault SPEC         soft+udp: any fault spec for the sender's data QP\n"
-		"                       (\"reorder=0.05&dup=0.01\"; see docs/soft-udp.md)\n"
-		"  --seed S             the fault injection's seed (default 1)\n"
-		"  --delay-us D         soft+udp: hold every packet of both ends D us (the\n"
-		"                       injected RTT is 2 D plus the wire's own)\n"
-		"  --timeout SECONDS    give up on a message or the peer after this (default 30)\n"
-		"  -h, --help           this text\n");
-}
+enum {
+	O_DEVICE = 256,
+	O_PEER_DEVICE,
+	O_LISTEN,
+	O_CONNECT,
+	O_PAIR,
+	O_SIZE,
+	O_COUNT,
+	O_REL,
+	O_EC,
+	O_CHUNK,
+	O_LOSS,
+	O_FAULT,
+	O_SEED,
+	O_DELAY,
+	O_TIMEOUT,
+	O_WINDOW,
+};
+
+static const struct tool_opt sdr_opts[] = {
+	{ "device", 'd', O_DEVICE, TOOL_VALUE, "URI",
+	  "this side's device (soft+shm://NAME, soft+udp://IP, ibv://DEV)" },
+	{ "peer-device", 0, O_PEER_DEVICE, TOOL_VALUE, "URI",
+	  "--pair: the receiver's device (default: --device; two\n"
+	  "soft+udp ends need two addresses: soft+udp://127.0.0.2)" },
+	{ "listen", 0, O_LISTEN, TOOL_VALUE, "[ADDR:]PORT",
+	  "recv: wait for the sender on this TCP port (0: any, printed)" },
+	{ "connect", 0, O_CONNECT, TOOL_VALUE, "HOST:PORT", "send: the receiver's TCP port" },
+	{ "pair", 0, O_PAIR, TOOL_FLAG, NULL, "fork the receiver, talk over a socketpair" },
+	{ "size", 0, O_SIZE, TOOL_VALUE, "BYTES",
+	  "message size, suffix K, M or G (default 1M; 1 .. 1G)" },
+	{ "count", 0, O_COUNT, TOOL_VALUE, "N", "messages (default 10)" },
+	{ "reliability", 0, O_REL, TOOL_VALUE, "R",
+	  "none, sr (selective repeat, default), ec (erasure\n"
+	  "coding, falls back to selective repeat) or rc" },
+	{ "ec", 0, O_EC, TOOL_VALUE, "K,M",
+	  "ec: K data + M parity chunks per stripe (default 8,2)" },
+	{ "chunk", 0, O_CHUNK, TOOL_VALUE, "PACKETS",
+	  "packets per chunk of the receiver's bitmap (default 64)" },
+	{ "window", 0, O_WINDOW, TOOL_VALUE, "PACKETS",
+	  "SDR: receive WQEs, so packets in flight (default 256)" },
+	{ "loss", 0, O_LOSS, TOOL_VALUE, "P",
+	  "soft+udp: drop each data packet the sender sends with\n"
+	  "probability P (0 .. 0.5; seeded fault injection)" },
+	{ "fault", 0, O_FAULT, TOOL_VALUE, "SPEC",
+	  "soft+udp: any fault spec for the sender's data QP\n"
+	  "(\"reorder=0.05&dup=0.01\"; see docs/soft-udp.md)" },
+	{ "seed", 0, O_SEED, TOOL_VALUE, "S", "the fault injection's seed (default 1)" },
+	{ "delay-us", 0, O_DELAY, TOOL_VALUE, "D",
+	  "soft+udp: hold every packet of both ends D us (the\n"
+	  "injected RTT is 2 D plus the wire's own)" },
+	{ "timeout", 0, O_TIMEOUT, TOOL_VALUE, "TIME",
+	  "give up on a message or the peer after this (default 30)" },
+	/* MISSING listen */
+	{ 0 },
+};
+
+static const struct tool_cmd sdr_cmd = {
+	.name = "sdr",
+	.usage = "recv --device URI --listen [ADDR:]PORT [options]\n"
+		 "send --device URI --connect HOST:PORT [options]\n"
+		 "--pair --device URI [--peer-device URI] [options]",
+	.about = "One SDR-RDMA transfer (a message sent as one RDMA WRITE WITH IMMEDIATE per\n"
+		 "packet over UC, reliability chosen in software), or the same message as one\n"
+		 "RDMA WRITE on an RC QP, between two processes or hosts; every byte checked.\n",
+	.opts = sdr_opts,
+};
 
 /* ---- options ---------------------------------------------------------- */
 
@@ -297,18 +329,27 @@ static int oob_connect(const char *spec, double timeout_s)
 		fprintf(stderr, CMD ": --connect %s: %s\n", spec, gai_strerror(rc));
 		return -1;
 	}
-	/* the receiver may not listen yet: retry until the timeout */
-	for (;;) {
+	/* the receiver may not listen yet (refused): retry until the
+	 * timeout, saying so once; an unreachable host fails at once */
+	for (bool said = false;; said = true) {
+		int err;
+
 		fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 		if (fd >= 0 && !connect(fd, ai->ai_addr, ai->ai_addrlen))
 			break;
+		err = errno;
 		if (fd >= 0)
 			close(fd);
 		fd = -1;
-		if (sdr_tool_now() - t0 > timeout_s) {
-			fprintf(stderr, CMD ": --connect %s: %s\n", spec, strerror(errno));
+		if (err != ECONNREFUSED || sdr_tool_now() - t0 > timeout_s) {
+			fprintf(stderr, CMD ": --connect %s: %s\n", spec, strerror(err));
 			break;
 		}
+		if (!said)
+			fprintf(stderr,
+				CMD ": --connect %s: refused; waiting up to %g s for the receiver "
+				    "to listen (--timeout)\n",
+				spec, timeout_s);
 		usleep(50000);
 	}
 	freeaddrinfo(ai);
@@ -1118,44 +1159,6 @@ out:
 
 int tool_sdr(int argc, char **argv)
 {
-	enum {
-		O_DEVICE = 256,
-		O_PEER_DEVICE,
-		O_LISTEN,
-		O_CONNECT,
-		O_PAIR,
-		O_SIZE,
-		O_COUNT,
-		O_REL,
-		O_EC,
-		O_CHUNK,
-		O_LOSS,
-		O_FAULT,
-		O_SEED,
-		O_DELAY,
-		O_TIMEOUT,
-		O_WINDOW,
-	};
-	static const struct option lo[] = {
-		{ "device", required_argument, NULL, O_DEVICE },
-		{ "peer-device", required_argument, NULL, O_PEER_DEVICE },
-		{ "listen", required_argument, NULL, O_LISTEN },
-		{ "connect", required_argument, NULL, O_CONNECT },
-		{ "pair", no_argument, NULL, O_PAIR },
-		{ "size", required_argument, NULL, O_SIZE },
-		{ "count", required_argument, NULL, O_COUNT },
-		{ "reliability", required_argument, NULL, O_REL },
-		{ "ec", required_argument, NULL, O_EC },
-		{ "chunk", required_argument, NULL, O_CHUNK },
-		{ "loss", required_argument, NULL, O_LOSS },
-		{ "fault", required_argument, NULL, O_FAULT },
-		{ "seed", required_argument, NULL, O_SEED },
-		{ "delay-us", required_argument, NULL, O_DELAY },
-		{ "timeout", required_argument, NULL, O_TIMEOUT },
-		{ "window", required_argument, NULL, O_WINDOW },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	struct sdr_tool_opts o = {
 		.size = 1u << 20,
 		.count = 10,
@@ -1173,19 +1176,27 @@ int tool_sdr(int argc, char **argv)
 		argc--;
 		argv++;
 	}
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	optind = 0;
+	while ((c = tool_getopt(&sdr_cmd, argc, argv)) != TOOL_END) {
 		switch (c) {
 		case O_DEVICE:
+			if (tool_device_uri(optarg))
+				return tool_bad("sdr", "--device", optarg);
 			o.device = optarg;
 			break;
 		case O_PEER_DEVICE:
+			if (tool_device_uri(optarg))
+				return tool_bad("sdr", "--peer-device", optarg);
 			o.peer_device = optarg;
 			break;
 		case O_LISTEN:
+			if (tool_listen_port(optarg))
+				return tool_bad("sdr", "--listen", optarg);
 			o.listen = optarg;
 			break;
 		case O_CONNECT:
+			if (tool_hostport(optarg, 0))
+				return tool_bad("sdr", "--connect", optarg);
 			o.connect = optarg;
 			break;
 		case O_PAIR:
@@ -1230,64 +1241,51 @@ int tool_sdr(int argc, char **argv)
 				return tool_bad(CMD, "--delay-us (0 .. 1000000)", optarg);
 			break;
 		case O_TIMEOUT:
-			if (tool_double(optarg, 0.1, 3600, &o.timeout_s))
+			if (tool_time(optarg, 0.1, 3600, &o.timeout_s))
 				return tool_bad(CMD, "--timeout", optarg);
 			break;
 		case O_WINDOW:
 			if (tool_u32(optarg, 4, 65536, &o.window))
 				return tool_bad(CMD, "--window (4 .. 65536)", optarg);
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			usage(stderr);
 			return 2;
 		}
 	}
 	if (optind < argc) {
-		fprintf(stderr, CMD ": unexpected argument '%s'\n", argv[optind]);
-		return 2;
+		return tool_usage("sdr", "unexpected argument '%s'", argv[optind]);
 	}
 	if (!o.mode && !pair) {
-		fprintf(stderr, CMD ": say send, recv or --pair (qlink sdr --help)\n");
-		return 2;
+		return tool_usage("sdr", "say send, recv or --pair");
 	}
 	if (o.mode && pair) {
-		fprintf(stderr, CMD ": --pair forks both ends; it takes no send/recv\n");
-		return 2;
+		return tool_usage("sdr", "--pair forks both ends; it takes no send/recv");
 	}
 	if (!o.device) {
-		fprintf(stderr, CMD ": --device URI is required\n");
-		return 2;
+		return tool_usage("sdr", "--device URI is required");
 	}
 	if (pair && !o.peer_device)
 		o.peer_device = o.device;
 	if ((o.loss > 0 || o.fault || o.delay_us) &&
 	    (!is_udp(o.device) || (pair && !is_udp(o.peer_device)))) {
-		fprintf(stderr, CMD ": --loss, --fault and --delay-us need soft+udp devices "
-				    "(fault injection is soft+udp's)\n");
-		return 2;
+		return tool_usage("sdr", "--loss, --fault and --delay-us need soft+udp devices "
+					 "(fault injection is soft+udp's)");
 	}
 	if (o.loss > 0 && o.fault) {
-		fprintf(stderr, CMD ": give --loss or --fault, not both\n");
-		return 2;
+		return tool_usage("sdr", "give --loss or --fault, not both");
 	}
 	if (pair && !strncmp(o.device, "soft://", 7)) {
-		fprintf(stderr, CMD ": --pair runs two processes: use soft+shm://NAME or "
-				    "soft+udp://IP, not soft://loop\n");
-		return 2;
+		return tool_usage("sdr", "--pair runs two processes: use soft+shm://NAME or "
+					 "soft+udp://IP, not soft://loop");
 	}
 	if (pair && is_udp(o.device) && !strcmp(o.device, o.peer_device)) {
-		fprintf(stderr, CMD ": two soft+udp ends need two addresses: give --peer-device "
-				    "(e.g. soft+udp://127.0.0.2)\n");
-		return 2;
+		return tool_usage("sdr", "two soft+udp ends need two addresses: give --peer-device "
+					 "(e.g. soft+udp://127.0.0.2)");
 	}
 	if (o.mode && !strcmp(o.mode, "recv")) {
 		if (!o.listen || o.connect) {
-			fprintf(stderr,
-				CMD ": recv needs --listen [ADDR:]PORT (and no --connect)\n");
-			return 2;
+			return tool_usage("sdr",
+					  "recv needs --listen [ADDR:]PORT (and no --connect)");
 		}
 		fd = oob_listen(o.listen, o.timeout_s);
 		if (fd < 0)
@@ -1298,8 +1296,8 @@ int tool_sdr(int argc, char **argv)
 	}
 	if (o.mode) {
 		if (!o.connect || o.listen) {
-			fprintf(stderr, CMD ": send needs --connect HOST:PORT (and no --listen)\n");
-			return 2;
+			return tool_usage("sdr",
+					  "send needs --connect HOST:PORT (and no --listen)");
 		}
 		fd = oob_connect(o.connect, o.timeout_s);
 		if (fd < 0)

@@ -15,6 +15,7 @@
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -37,6 +38,8 @@
 #include "qlink/error.h"
 #include "qlink/hololink.h"
 #include "qlink/hsb.h"
+#include "qlink/rpc_table.h"
+#include "qlink/rpc_wire.h"
 #include "qlink/udp.h"
 #include "qlink/vppu.h"
 #include "tools.h"
@@ -66,14 +69,51 @@ static int rdv_idle(void *ctx)
 
 /* ---- serve ------------------------------------------------------------------ */
 
-static void serve_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: qlink serve --params-file FILE [options]\n"
-		"       qlink serve --transport=udp [--dispatch=ring|unified] [--timeout=S] [options]\n"
-		"                   [-- [--port=P] [--num-slots=N] [--slot-size=S] [--unified]\n"
-		"                       [--address=IP]]\n"
-		"\n"
+static const char *const uri_alias[] = { "uri", "device", NULL };
+
+static const struct tool_opt serve_opts[] = {
+	{ "params-file", 0, 'f', TOOL_VALUE, "FILE",
+	  "rendezvous file (required for ring and hsb)" },
+	{ "device", 'd', 'u', TOOL_VALUE, "URI", "device (default soft+shm://qlserve; not udp)" },
+	{ "cpu", 0, 'c', TOOL_VALUE, "N", "dispatcher core (default 1, udp -1; -1: no pinning)" },
+	{ "slots", 0, 'n', TOOL_VALUE, "N", "ring slots (default 64; udp 8)" },
+	{ "num-slots", 0, 'n', TOOL_VALUE, "N", "the same as --slots (CUDA-Q's name)" },
+	{ "slot-size", 0, 'z', TOOL_VALUE, "N", "slot bytes (default 256)" },
+	{ "transport", 0, 'T', TOOL_VALUE, "T",
+	  "ring (default), hsb: --slots pages of --slot-size\n"
+	  "bytes (a multiple of 128), bad requests dropped;\n"
+	  "or udp: CUDA-Q Realtime's UDP transport, one datagram of\n"
+	  "--slot-size bytes per request, bad requests dropped" },
+	{ "port", 0, 'p', TOOL_VALUE, "P", "udp: the port to bind (default 0: any, printed)" },
+	{ "address", 0, 'a', TOOL_VALUE, "IP",
+	  "udp: the address to bind, IPv4 or IPv6 (default 127.0.0.1)" },
+	{ "allow", 0, 'A', TOOL_VALUE, "CIDR",
+	  "udp: a source to serve, an address or CIDR block (repeat\n"
+	  "for more; 0.0.0.0/0 and ::/0 for everyone); default\n"
+	  "loopback only: others are dropped unanswered" },
+	{ "dispatch", 0, 'd', TOOL_VALUE, "SHAPE",
+	  "udp: ring (default) or unified, CUDA-Q's dispatch shapes:\n"
+	  "both served the same way here, printed in READY" },
+	{ "unified", 0, 'U', TOOL_FLAG, NULL, "udp: accepted for CUDA-Q's provider (no effect)" },
+	{ "bad-requests", 0, 'b', TOOL_VALUE, "P",
+	  "drop (hsb and udp default) or answer (ring default):\n"
+	  "what happens to a request with a bad header or an\n"
+	  "unknown function" },
+	{ "qp", 0, 'Q', TOOL_VALUE, "rc|uc", "the ring's QP type (default rc; written to FILE)" },
+	{ "timeout", 0, 't', TOOL_VALUE, "TIME",
+	  "ring and hsb: how long to wait for the client (default\n"
+	  "60); udp: how long to serve at most (default 60, as\n"
+	  "CUDA-Q's server), then stop as on SIGTERM" },
+	{ 0 },
+};
+
+static const struct tool_cmd serve_cmd = {
+	.aliases = uri_alias,
+	.name = "serve",
+	.usage = "--params-file FILE [options]\n"
+		 "--transport=udp [--dispatch=ring|unified] [--timeout=TIME] [options]\n"
+		 " [-- [--port=P] [--num-slots=N] [--slot-size=S] [--unified] [--address=IP]]",
+	.about =
 		"Runs a daemon serving the built-in functions qlink_parity and rpc_increment\n"
 		"(CUDA-Q Realtime's test function). On a request ring (or, with --transport\n"
 		"hsb, on Hololink pages) it writes its connection parameters to FILE, waits\n"
@@ -88,36 +128,9 @@ static void serve_usage(FILE *f)
 		"(K: requests handed to a handler; dropped ones are not counted) and exits 0.\n"
 		"The transport's arguments (--port, --num-slots, --slot-size, --unified,\n"
 		"--address) may follow `--`, as CUDA-Q's server forwards them to its\n"
-		"provider; unknown ones there are ignored with a warning.\n"
-		"\n"
-		"options:\n"
-		"  --params-file FILE  rendezvous file (required for ring and hsb)\n"
-		"  --uri URI           device (default soft+shm://qlserve; not udp)\n"
-		"  --cpu N             dispatcher core (default 1, udp -1; -1: no pinning)\n"
-		"  --slots N           ring slots (default 64; udp 8)\n"
-		"  --num-slots N       the same as --slots (CUDA-Q's name)\n"
-		"  --slot-size N       slot bytes (default 256)\n"
-		"  --transport T       ring (default), hsb: --slots pages of --slot-size\n"
-		"                      bytes (a multiple of 128), bad requests dropped;\n"
-		"                      or udp: CUDA-Q Realtime's UDP transport, one datagram of\n"
-		"                      --slot-size bytes per request, bad requests dropped\n"
-		"  --port P            udp: the port to bind (default 0: any, printed)\n"
-		"  --address IP        udp: the address to bind, IPv4 or IPv6 (default 127.0.0.1)\n"
-		"  --allow CIDR        udp: a source to serve, an address or CIDR block (repeat\n"
-		"                      for more; 0.0.0.0/0 and ::/0 for everyone); default\n"
-		"                      loopback only: others are dropped unanswered\n"
-		"  --dispatch SHAPE    udp: ring (default) or unified, CUDA-Q's dispatch shapes:\n"
-		"                      both served the same way here, printed in READY\n"
-		"  --unified           udp: accepted for CUDA-Q's provider (no effect)\n"
-		"  --bad-requests P    drop (hsb and udp default) or answer (ring default):\n"
-		"                      what happens to a request with a bad header or an\n"
-		"                      unknown function\n"
-		"  --qp rc|uc          the ring's QP type (default rc; written to FILE)\n"
-		"  --timeout S         ring and hsb: how long to wait for the client (default\n"
-		"                      60); udp: how long to serve at most (default 60, as\n"
-		"                      CUDA-Q's server), then stop as on SIGTERM\n"
-		"  -h, --help          this text\n");
-}
+		"provider; unknown ones there are ignored with a warning.\n",
+	.opts = serve_opts,
+};
 
 struct serve_opts {
 	struct ql_verbs_channel_config vc;
@@ -170,25 +183,6 @@ static int serve_transport_arg(struct serve_opts *o, const char *a)
 /* 0 to go on, -1 after --help, or the exit status. */
 static int serve_parse(int argc, char **argv, struct serve_opts *o)
 {
-	static const struct option lo[] = {
-		{ "params-file", required_argument, NULL, 'f' },
-		{ "uri", required_argument, NULL, 'u' },
-		{ "transport", required_argument, NULL, 'T' },
-		{ "cpu", required_argument, NULL, 'c' },
-		{ "slots", required_argument, NULL, 'n' },
-		{ "num-slots", required_argument, NULL, 'n' },
-		{ "slot-size", required_argument, NULL, 'z' },
-		{ "port", required_argument, NULL, 'p' },
-		{ "address", required_argument, NULL, 'a' },
-		{ "allow", required_argument, NULL, 'A' },
-		{ "dispatch", required_argument, NULL, 'd' },
-		{ "unified", no_argument, NULL, 'U' },
-		{ "bad-requests", required_argument, NULL, 'b' },
-		{ "qp", required_argument, NULL, 'Q' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	uint32_t port;
 	int c, dd, after = 0;
 
@@ -202,13 +196,15 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 		;
 	if (dd < argc)
 		after = argc - dd - 1;
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	optind = 0;
+	while ((c = tool_getopt(&serve_cmd, argc, argv)) != TOOL_END) {
 		switch (c) {
 		case 'f':
 			o->file = optarg;
 			break;
 		case 'u':
+			if (tool_device_uri(optarg))
+				return tool_bad("serve", "--device", optarg);
 			o->uri = optarg;
 			break;
 		case 'T':
@@ -269,21 +265,15 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 				return tool_bad("serve", "--qp", optarg);
 			break;
 		case 't':
-			if (tool_double(optarg, 0.01, 86400, &o->timeout))
+			if (tool_time(optarg, 0.01, 86400, &o->timeout))
 				return tool_bad("serve", "--timeout", optarg);
 			break;
-		case 'h':
-			serve_usage(stdout);
-			return -1;
 		default:
-			serve_usage(stderr);
 			return 2;
 		}
 	}
-	if (argc - optind > after) {
-		fprintf(stderr, "qlink serve: unexpected argument '%s'\n", argv[optind]);
-		return 2;
-	}
+	if (argc - optind > after)
+		return tool_usage("serve", "unexpected argument '%s'", argv[optind]);
 	for (int i = argc - after; i < argc; i++) {
 		int r = serve_transport_arg(o, argv[i]);
 
@@ -292,8 +282,7 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 	}
 	if (o->udp) {
 		if (o->file) {
-			fprintf(stderr, "qlink serve: --transport udp needs no --params-file\n");
-			return 2;
+			return tool_usage("serve", "--transport udp needs no --params-file");
 		}
 		if (!o->slots_set)
 			o->vc.num_slots = QL_UDP_DEFAULT_SLOTS;
@@ -309,17 +298,14 @@ static int serve_parse(int argc, char **argv, struct serve_opts *o)
 		return 0;
 	}
 	if (o->udp_only) {
-		fprintf(stderr, "qlink serve: --port, --address, --dispatch and --unified are "
-				"for --transport udp\n");
-		return 2;
+		return tool_usage("serve", "--port, --address, --dispatch and --unified are "
+					   "for --transport udp");
 	}
 	if (!o->file) {
-		fprintf(stderr, "qlink serve: --params-file FILE is required\n");
-		return 2;
+		return tool_usage("serve", "--params-file FILE is required");
 	}
 	if (o->vc.slot_size < 64) {
-		fprintf(stderr, "qlink serve: --slot-size must be at least 64 for ring and hsb\n");
-		return 2;
+		return tool_usage("serve", "--slot-size must be at least 64 for ring and hsb");
 	}
 	if (o->hsb && !o->bad_set)
 		o->dc.bad_requests = QL_BAD_REQUEST_DROP;
@@ -503,72 +489,101 @@ int tool_serve(int argc, char **argv)
 
 /* ---- vppu ------------------------------------------------------------------- */
 
-static void vppu_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: qlink vppu --connect HOST:PORT [--program FILE | --device] [options]\n"
-		"       qlink vppu --params-file FILE [options]\n"
-		"       qlink vppu --transport udp --connect HOST:PORT [options]\n"
-		"       qlink vppu --hsb-listen [ADDR:]PORT [--hsb-vp N] [--allow ADDR[/LEN]]...\n"
-		"                  [--count N | --seconds S]\n"
-		"\n"
+static const struct tool_opt vppu_opts[] = {
+	{ "connect", 0, 'C', TOOL_VALUE, "HOST:PORT",
+	  "qlinkd's control address (default port 7700); with\n"
+	  "--transport udp the server's data address\n"
+	  "([IPV6]:PORT for IPv6)" },
+	{ "program", 0, 'P', TOOL_VALUE, "FILE", "the calls to make (with --connect)" },
+	{ "qcs-device", 0, 'D', TOOL_FLAG, NULL,
+	  "be a QCSDevice: wait for the RTH's program and\n"
+	  "trigger (with --connect)" },
+	{ "secret-file", 0, 'S', TOOL_VALUE, "FILE",
+	  "shared secret for authenticated control messages" },
+	{ "name", 0, 'N', TOOL_VALUE, "NAME", "this QCS's name in DISCOVER (default vppu)" },
+	{ "params-file", 0, 'f', TOOL_VALUE, "FILE",
+	  "a qlink serve's rendezvous file instead of --connect" },
+	{ "device", 'd', 'u', TOOL_VALUE, "URI", "device (default soft+shm://qlvppu)" },
+	{ "transport", 0, 'X', TOOL_VALUE, "T",
+	  "ring (default) or hsb: play an FPGA with the Hololink\n"
+	  "IP (WRITE WITH IMMEDIATE into the server's pages;\n"
+	  "not with --qcs-device); must match what the server\n"
+	  "offers; or udp: CUDA-Q Realtime's UDP transport (one\n"
+	  "datagram of --slot-size bytes per request, zero-filled)" },
+	{ "function", 0, 'F', TOOL_VALUE, "NAME|ID",
+	  "the function called without --program: a name (its\n"
+	  "id is FNV-1a of it) or a numeric id (0x... or decimal).\n"
+	  "Default qlink_parity; rpc_increment is CUDA-Q's test\n"
+	  "function, the only one a CUDA-Q test server has. Any\n"
+	  "other function needs --args" },
+	{ "args", 0, 'a', TOOL_VALUE, "HEX",
+	  "the argument bytes of every call, in hex (\"01ff...\");\n"
+	  "the answer is checked against --expect, or the\n"
+	  "built-in function's own answer, or only its status" },
+	{ "expect", 0, 'E', TOOL_VALUE, "HEX", "with --args: the result bytes a right answer has" },
+	{ "arg-len", 0, 'L', TOOL_VALUE, "N", "rpc_increment's argument bytes (default 16)" },
+	{ "slot-size", 0, 'z', TOOL_VALUE, "N",
+	  "udp: the slot stride, as the server's (default 256)" },
+	{ "cpu", 0, 'c', TOOL_VALUE, "N", "core (default 0; -1: no pinning)" },
+	{ "count", 0, 'n', TOOL_VALUE, "N", "calls to make, no program (default: run --seconds)" },
+	{ "seconds", 0, 's', TOOL_VALUE, "TIME", "how long to run, no program (default 1)" },
+	{ "window", 0, 'w', TOOL_VALUE, "N", "calls in flight, closed loop (default 1)" },
+	{ "qp", 0, 'Q', TOOL_VALUE, "rc|uc",
+	  "the ring's QP type: must match the server's (default:\n"
+	  "the server's, from CONNECTION_PARAMS or the file)" },
+	{ "rate", 0, 'r', TOOL_VALUE, "HZ", "paced at HZ instead of closed loop" },
+	{ "timeout", 0, 't', TOOL_VALUE, "TIME",
+	  "wait for the server, or the trigger (default 60)" },
+	{ "call-timeout", 0, 'T', TOOL_VALUE, "TIME",
+	  "a call unanswered after TIME ends the run, reported\n"
+	  "as timed out, exit 1 (default 5)" },
+	{ "histogram", 'H', 'h' + 256, TOOL_FLAG, NULL,
+	  "after each report, the round trips as a histogram:\n"
+	  "usec count cumulative% (as ib_write_lat -H)" },
+	{ "plot", 0, 'p', TOOL_VALUE, "DIR",
+	  "draw the round trips with gnuplot into DIR:\n"
+	  "vppu_latency.{dat,gp,png,svg}" },
+	{ "json", 0, 'j', TOOL_FLAG, NULL, "JSON report (one object per program step)" },
+	{ "hsb-listen", 0, 'B', TOOL_VALUE, "[ADDR:]PORT",
+	  "be a Hololink board's register side (alone:\n"
+	  "wait until the host enables the VP, print its\n"
+	  "data-plane parameters, exit; bare PORT: 0.0.0.0);\n"
+	  "with --count/--seconds the whole FPGA: print its QP\n"
+	  "and GID (for qlinkd's qcs qp/gid), then stream the\n"
+	  "calls by WRITE WITH IMMEDIATE once enabled" },
+	{ "hsb-vp", 0, 'V', TOOL_VALUE, "N", "the VP the host configures (default 0)" },
+	{ "allow", 0, 'A', TOOL_VALUE, "A[/LEN]",
+	  "with --hsb-listen: answer only these hosts (up to 8;\n"
+	  "default: the first host that talks to the board)" },
+	{ 0 },
+};
+
+static const struct tool_cmd vppu_cmd = {
+	.aliases = uri_alias,
+	.name = "vppu",
+	.usage =
+		"--connect HOST:PORT [--program FILE | --qcs-device] [options]\n"
+		"--params-file FILE [options]\n"
+		"--transport udp --connect HOST:PORT [options]\n"
+		"--hsb-listen [ADDR:]PORT [--hsb-vp N] [--allow ADDR[/LEN]]... [--count N | --seconds TIME]",
+	.about =
 		"The virtual PPU: a software QCS. With --connect it discovers a qlinkd through\n"
 		"the UDP control plane (DISCOVER, ACK, START ... STOP, COMPLETE), connects its QP\n"
 		"to the ring it is offered and runs a program of device calls (YAML, see\n"
-		"docs/qlinkd.md) or, without --program, calls qlink_parity. With --params-file\n"
+		"docs/qlinkd.md) or, without --program, calls --function. With --params-file\n"
 		"it meets a `qlink serve` through files instead. With --transport udp it is a\n"
 		"caller of CUDA-Q Realtime's UDP transport: --connect names the server's socket\n"
 		"(qlink serve --transport=udp or CUDA-Q's own server), no control plane.\n"
-		"Every answer is checked; it\n"
-		"reports round trips (from the echoed ptp_timestamp), rates, wrong answers,\n"
-		"errors, timeouts and lost calls, and exits 1 if anything was wrong, lost or\n"
-		"timed out. SIGINT/SIGTERM end the run at once, even with its window full.\n"
-		"With --device the RTH drives it (QCSDevice, include/qlink/qcs.h): after\n"
-		"DISCOVER and ACK it waits for the RTH to upload a program (PROGRAM) and\n"
-		"TRIGGER it, runs it, and says COMPLETE; an ABORT from the RTH stops it (exit 3).\n"
-		"\n"
-		"options:\n"
-		"  --connect HOST:PORT  qlinkd's control address (default port 7700); with\n"
-		"                       --transport udp the server's data address\n"
-		"                       ([IPV6]:PORT for IPv6)\n"
-		"  --program FILE       the calls to make (with --connect)\n"
-		"  --device             wait for the RTH's program and trigger (with --connect)\n"
-		"  --secret-file FILE   shared secret for authenticated control messages\n"
-		"  --name NAME          this QCS's name in DISCOVER (default vppu)\n"
-		"  --params-file FILE   a qlink serve's rendezvous file instead of --connect\n"
-		"  --uri URI            device (default soft+shm://qlvppu)\n"
-		"  --transport T        ring (default) or hsb: play an FPGA with the Hololink\n"
-		"                       IP (WRITE WITH IMMEDIATE into the server's pages;\n"
-		"                       not with --device); must match what the server offers;\n"
-		"                       or udp: CUDA-Q Realtime's UDP transport (one datagram\n"
-		"                       of --slot-size bytes per request, zero-filled)\n"
-		"  --function F         the function called without --program: qlink_parity\n"
-		"                       (default) or rpc_increment (CUDA-Q's test function,\n"
-		"                       the only one a CUDA-Q test server has)\n"
-		"  --arg-len N          rpc_increment's argument bytes (default 16)\n"
-		"  --slot-size N        udp: the slot stride, as the server's (default 256)\n"
-		"  --cpu N              core (default 0; -1: no pinning)\n"
-		"  --count N            calls to make, no program (default: run --seconds)\n"
-		"  --seconds S          how long to run, no program (default 1)\n"
-		"  --window N           calls in flight, closed loop (default 1)\n"
-		"  --qp rc|uc           the ring's QP type: must match the server's (default:\n"
-		"                       the server's, from CONNECTION_PARAMS or the file)\n"
-		"  --rate HZ            paced at HZ instead of closed loop\n"
-		"  --timeout S          wait for the server, or the trigger (default 60)\n"
-		"  --call-timeout S     a call unanswered after S ends the run, reported as\n"
-		"                       timed out, exit 1 (default 5)\n"
-		"  --json               JSON report (one object per program step)\n"
-		"  --hsb-listen [ADDR:]PORT  be a Hololink board's register side (alone:\n"
-		"                       wait until the host enables the VP, print its\n"
-		"                       data-plane parameters, exit; bare PORT: 0.0.0.0);\n"
-		"                       with --count/--seconds the whole FPGA: print its QP\n"
-		"                       and GID (for qlinkd's qcs qp/gid), then stream the\n"
-		"                       calls by WRITE WITH IMMEDIATE once enabled\n"
-		"  --hsb-vp N           the VP the host configures (default 0)\n"
-		"  --allow A[/LEN]      with --hsb-listen: answer only these hosts (up to 8;\n"
-		"                       default: the first host that talks to the board)\n"
-		"  -h, --help           this text\n");
-}
+		"Every answer is checked; it reports round trips (from the echoed\n"
+		"ptp_timestamp), rates, wrong answers (the first one with its expected and\n"
+		"received bytes), error statuses by name, timeouts and lost calls, and exits 1\n"
+		"if anything was wrong, lost or timed out. SIGINT/SIGTERM end the run at once,\n"
+		"even with its window full. With --qcs-device the RTH drives it (QCSDevice,\n"
+		"include/qlink/qcs.h): after DISCOVER and ACK it waits for the RTH to upload a\n"
+		"program (PROGRAM) and TRIGGER it, runs it, and says COMPLETE; an ABORT from\n"
+		"the RTH stops it (exit 3). The report's fields are explained in qlink(1).\n",
+	.opts = vppu_opts,
+};
 
 static void report(const struct ql_vppu_report *rep, const char *name, bool json)
 {
@@ -827,7 +842,12 @@ struct vppu_opts {
 	const char *hsb_listen; /* [ADDR:]PORT of the hsb register server */
 	/* --allow: the hosts the board answers (none: the first, TOFU) */
 	uint32_t hsb_allow[QL_HL_ALLOW_MAX], hsb_allow_len[QL_HL_ALLOW_MAX], n_hsb_allow;
-	const char *function; /* without --program: qlink_parity or rpc_increment */
+	const char *function; /* without --program: a name or an id */
+	uint8_t args[QL_UDP_MAX_SLOT_SIZE], expect[QL_UDP_MAX_SLOT_SIZE]; /* --args, --expect */
+	size_t args_len, expect_len;
+	bool have_args, have_expect;
+	bool histogram;	  /* --histogram */
+	const char *plot; /* --plot DIR */
 	uint32_t hsb_vp;
 	uint32_t arg_len;   /* rpc_increment's argument bytes */
 	uint32_t slot_size; /* udp: the stride */
@@ -844,59 +864,14 @@ struct vppu_opts {
 /* --connect HOST:PORT or [IPV6]:PORT (udp: no default port); 0 or -1. */
 static int vppu_udp_addr(struct vppu_opts *o)
 {
-	const char *c = o->connect, *colon;
-	uint32_t port;
-
-	if (c[0] == '[') {
-		const char *end = strchr(c, ']');
-
-		colon = end && end[1] == ':' ? end + 1 : NULL;
-		if (colon)
-			snprintf(o->udp_host, sizeof(o->udp_host), "%.*s", (int)(end - c - 1),
-				 c + 1);
-	} else {
-		colon = strrchr(c, ':');
-		if (colon && memchr(c, ':', (size_t)(colon - c)))
-			colon = NULL; /* a bare IPv6 address: brackets needed */
-		if (colon)
-			snprintf(o->udp_host, sizeof(o->udp_host), "%.*s", (int)(colon - c), c);
-	}
-	if (!colon || !o->udp_host[0] || tool_u32(colon + 1, 1, 65535, &port))
-		return -1;
-	o->udp_port = (uint16_t)port;
-	return 0;
+	return tool_hostport_split(o->connect, 0, o->udp_host, sizeof(o->udp_host), &o->udp_port) ?
+		       -1 :
+		       0;
 }
 
 /* 0 to go on, or the exit status (0 for --help). */
 static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 {
-	static const struct option lo[] = {
-		{ "params-file", required_argument, NULL, 'f' },
-		{ "connect", required_argument, NULL, 'C' },
-		{ "program", required_argument, NULL, 'P' },
-		{ "device", no_argument, NULL, 'D' },
-		{ "secret-file", required_argument, NULL, 'S' },
-		{ "name", required_argument, NULL, 'N' },
-		{ "uri", required_argument, NULL, 'u' },
-		{ "transport", required_argument, NULL, 'X' },
-		{ "cpu", required_argument, NULL, 'c' },
-		{ "count", required_argument, NULL, 'n' },
-		{ "seconds", required_argument, NULL, 's' },
-		{ "window", required_argument, NULL, 'w' },
-		{ "qp", required_argument, NULL, 'Q' },
-		{ "rate", required_argument, NULL, 'r' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "call-timeout", required_argument, NULL, 'T' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "hsb-listen", required_argument, NULL, 'H' },
-		{ "hsb-vp", required_argument, NULL, 'V' },
-		{ "allow", required_argument, NULL, 'A' },
-		{ "function", required_argument, NULL, 'F' },
-		{ "arg-len", required_argument, NULL, 'L' },
-		{ "slot-size", required_argument, NULL, 'z' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	int c;
 
 	*o = (struct vppu_opts){ .cfg = { .window = 1 },
@@ -908,8 +883,8 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 				 .seconds = 1,
 				 .timeout = 60,
 				 .call_timeout = 5 };
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	optind = 0;
+	while ((c = tool_getopt(&vppu_cmd, argc, argv)) != TOOL_END) {
 		switch (c) {
 		case 'f':
 			o->file = optarg;
@@ -930,6 +905,8 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 			o->name = optarg;
 			break;
 		case 'u':
+			if (tool_device_uri(optarg))
+				return tool_bad("vppu", "--device", optarg);
 			o->uri = optarg;
 			break;
 		case 'X':
@@ -938,10 +915,25 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 				return tool_bad("vppu", "--transport", optarg);
 			break;
 		case 'F':
-			if (strcmp(optarg, QL_DEMO_PARITY_NAME) &&
-			    strcmp(optarg, QL_DEMO_INCREMENT_NAME))
+			if (!*optarg || strlen(optarg) > 127)
 				return tool_bad("vppu", "--function", optarg);
 			o->function = optarg;
+			break;
+		case 'a':
+			if (tool_hex(optarg, o->args, sizeof(o->args), &o->args_len))
+				return tool_bad("vppu", "--args", optarg);
+			o->have_args = true;
+			break;
+		case 'E':
+			if (tool_hex(optarg, o->expect, sizeof(o->expect), &o->expect_len))
+				return tool_bad("vppu", "--expect", optarg);
+			o->have_expect = true;
+			break;
+		case 'h' + 256:
+			o->histogram = true;
+			break;
+		case 'p':
+			o->plot = optarg;
 			break;
 		case 'L':
 			if (tool_u32(optarg, 0, QL_UDP_MAX_SLOT_SIZE - QL_RPC_HEADER_SIZE,
@@ -963,7 +955,7 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 			o->run = true;
 			break;
 		case 's':
-			if (tool_double(optarg, 0.001, 86400, &o->seconds))
+			if (tool_time(optarg, 0.001, 86400, &o->seconds))
 				return tool_bad("vppu", "--seconds", optarg);
 			o->run = true;
 			break;
@@ -976,7 +968,7 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 				return tool_bad("vppu", "--rate", optarg);
 			break;
 		case 't':
-			if (tool_double(optarg, 0.01, 86400, &o->timeout))
+			if (tool_time(optarg, 0.01, 86400, &o->timeout))
 				return tool_bad("vppu", "--timeout", optarg);
 			break;
 		case 'Q':
@@ -984,13 +976,15 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 				return tool_bad("vppu", "--qp", optarg);
 			break;
 		case 'T':
-			if (tool_double(optarg, 0.001, 86400, &o->call_timeout))
+			if (tool_time(optarg, 0.001, 86400, &o->call_timeout))
 				return tool_bad("vppu", "--call-timeout", optarg);
 			break;
 		case 'j':
 			o->json = true;
 			break;
-		case 'H':
+		case 'B':
+			if (tool_listen_port(optarg))
+				return tool_bad("vppu", "--hsb-listen", optarg);
 			o->hsb_listen = optarg;
 			break;
 		case 'V':
@@ -1004,56 +998,55 @@ static int vppu_parse(int argc, char **argv, struct vppu_opts *o)
 				return tool_bad("vppu", "--allow", optarg);
 			o->n_hsb_allow++;
 			break;
-		case 'h':
-			vppu_usage(stdout);
-			return -1;
 		default:
-			vppu_usage(stderr);
 			return 2;
 		}
 	}
+	if (o->connect && !o->udp && tool_hostport(o->connect, QL_CTL_DEFAULT_PORT))
+		return tool_bad("vppu", "--connect", o->connect);
+	if (o->have_expect && !o->have_args)
+		return tool_usage("vppu", "--expect checks the answers to --args");
+	if (!o->have_args && strcmp(o->function, QL_DEMO_PARITY_NAME) &&
+	    strcmp(o->function, QL_DEMO_INCREMENT_NAME))
+		return tool_usage("vppu", "--function %s: give its arguments with --args HEX",
+				  o->function);
 	if (!o->cfg.count)
 		o->cfg.duration_ns = (uint64_t)(o->seconds * 1e9);
 	o->cfg.timeout_ns = (uint64_t)(o->call_timeout * 1e9);
 	o->cfg.stop = &stop_requested;
 	if (o->n_hsb_allow && !o->hsb_listen) {
-		fprintf(stderr, "qlink vppu: --allow is the board's (with --hsb-listen)\n");
-		return 2;
+		return tool_usage("vppu", "--allow is the board's (with --hsb-listen)");
 	}
 	/* --hsb-listen: the hsb personality (the board; no server to find) */
 	if (o->hsb_listen && !o->file && !o->connect && !o->program && !o->device && optind == argc)
 		return 0;
 	if (o->hsb_listen) {
-		fprintf(stderr, "qlink vppu: --hsb-listen is the board: no --connect, "
-				"--params-file, --program or --device\n");
-		return 2;
+		return tool_usage("vppu", "--hsb-listen is the board: no --connect, "
+					  "--params-file, --program or --qcs-device");
 	}
 	if (optind < argc || !!o->file == !!o->connect || (o->program && !o->connect) ||
 	    (o->device && (!o->connect || o->program))) {
-		fprintf(stderr, "qlink vppu: %s\n",
-			optind < argc ? "unexpected argument" :
-			o->program && !o->connect ?
-					"--program needs --connect" :
-			o->device && !o->connect ?
-					"--device needs --connect" :
-			o->device && o->program ?
-					"--device gets its program from the RTH" :
-					"give one of --connect HOST:PORT or --params-file FILE");
-		return 2;
+		return tool_usage("vppu", "%s",
+				  optind < argc ?
+					  "unexpected argument" :
+				  o->program && !o->connect ?
+					  "--program needs --connect" :
+				  o->device && !o->connect ?
+					  "--qcs-device needs --connect" :
+				  o->device && o->program ?
+					  "--qcs-device gets its program from the RTH" :
+					  "give one of --connect HOST:PORT or --params-file FILE");
 	}
 	if (o->udp && (o->file || o->program || o->device)) {
-		fprintf(stderr, "qlink vppu: --transport udp: --connect is the server's UDP "
-				"address; no --params-file, --program or --device\n");
-		return 2;
+		return tool_usage("vppu", "--transport udp: --connect is the server's UDP "
+					  "address; no --params-file, --program or --qcs-device");
 	}
 	if (o->udp && vppu_udp_addr(o)) {
-		fprintf(stderr, "qlink vppu: --connect %s: want HOST:PORT or [IPV6]:PORT\n",
-			o->connect);
-		return 2;
+		return tool_usage("vppu", "--connect %s: want HOST:PORT or [IPV6]:PORT",
+				  o->connect);
 	}
 	if (o->hsb && o->device) {
-		fprintf(stderr, "qlink vppu: --transport hsb does not work with --device\n");
-		return 2;
+		return tool_usage("vppu", "--transport hsb does not work with --qcs-device");
 	}
 	return 0;
 }
@@ -1188,11 +1181,157 @@ static void report_end(const struct ql_vppu_report *rep, const char *name,
 		tool_fail("vppu", "transport", rep->transport_error);
 }
 
-/* Run one call with cfg; report it. 0, 1 (something wrong or lost) or -1
- * (could not run). */
-static int vppu_phase(struct vppu *v, const struct ql_vppu_call *call,
-		      const struct ql_vppu_config *cfg, const char *name)
+/* ---- vppu --function, --args, --expect: the call and its answers ---------- */
+
+#define ANSWER_SHOW 256 /* received bytes kept of the first wrong answer */
+
+/* The call made without --program, and the check of its answers: the
+ * built-in function's own check, or --expect, or (any other function)
+ * status 0. The first wrong answer is kept to be shown beside the
+ * expected bytes: --expect's, or what the built-in function answers
+ * here to the same arguments. */
+struct answer {
+	const struct vppu_opts *o;
+	struct ql_vppu_call inner; /* the built-in function's call (function NULL: none) */
+	uint32_t fid;
+	uint64_t seed;
+	bool wrong;	      /* one was seen */
+	uint64_t wrong_call;  /* which */
+	int32_t wrong_status; /* its status */
+	uint8_t got[ANSWER_SHOW];
+	uint32_t got_len;
+	/* --args to a built-in function: its answer here, the same for every call */
+	uint8_t want[QL_UDP_MAX_SLOT_SIZE];
+	int want_len; /* -1: none */
+};
+
+static void answer_args(void *ctx, uint64_t n, uint8_t *args)
 {
+	struct answer *a = ctx;
+
+	if (a->o->have_args)
+		memcpy(args, a->o->args, a->o->args_len);
+	else
+		a->inner.make_args(a->inner.ctx, n, args);
+}
+
+static int answer_check(void *ctx, uint64_t n, int32_t status, const uint8_t *res, uint32_t len)
+{
+	struct answer *a = ctx;
+	const struct vppu_opts *o = a->o;
+	int bad;
+
+	if (o->have_expect)
+		bad = len != o->expect_len || memcmp(res, o->expect, len);
+	else if (a->want_len >= 0)
+		bad = len != (uint32_t)a->want_len || memcmp(res, a->want, len);
+	else if (a->inner.function && !o->have_args)
+		bad = a->inner.check(a->inner.ctx, n, status, res, len);
+	else
+		bad = 0; /* not built in, or not answered here: any status 0 answer */
+	if (bad && !a->wrong) {
+		a->wrong = true;
+		a->wrong_call = n;
+		a->wrong_status = status;
+		a->got_len = len;
+		memcpy(a->got, res, len < ANSWER_SHOW ? len : ANSWER_SHOW);
+	}
+	return bad;
+}
+
+/* What the built-in function answers here to call n's arguments: its
+ * result bytes into out; their length, or -1 when it is not built in. */
+static int answer_local(const struct answer *a, uint64_t n, uint8_t *out, size_t cap)
+{
+	static uint8_t msg[QL_RPC_HEADER_SIZE + QL_UDP_MAX_SLOT_SIZE];
+	static uint8_t resp[QL_RPC_RESPONSE_SIZE + QL_UDP_MAX_SLOT_SIZE];
+	uint32_t arg_len = a->o->have_args ? (uint32_t)a->o->args_len : a->inner.arg_len;
+	struct ql_rpc_header h = { .magic = QL_RPC_MAGIC_REQUEST,
+				   .function_id = a->fid,
+				   .arg_len = arg_len,
+				   .request_id = (uint32_t)n };
+	struct ql_rpc_table *t = NULL;
+	size_t rlen = 0, got;
+	int32_t st;
+
+	if (!a->inner.function || ql_rpc_table_create(4, &t))
+		return -1;
+	ql_rpc_table_add(t, ql_demo_parity_function());
+	ql_rpc_table_add(t, ql_demo_increment_function());
+	ql_rpc_header_encode(msg, &h);
+	answer_args((void *)a, n, msg + QL_RPC_HEADER_SIZE);
+	st = ql_rpc_dispatch(t, msg, QL_RPC_HEADER_SIZE + arg_len, resp, sizeof(resp), &rlen, NULL);
+	ql_rpc_table_destroy(t);
+	if (st || rlen < QL_RPC_RESPONSE_SIZE)
+		return -1;
+	got = rlen - QL_RPC_RESPONSE_SIZE;
+	memcpy(out, resp + QL_RPC_RESPONSE_SIZE, got < cap ? got : cap);
+	return (int)got;
+}
+
+/* Set up the call of --function (a name, or an id) with its arguments. */
+static void answer_init(struct answer *a, const struct vppu_opts *o, struct ql_vppu_call *call)
+{
+	uint32_t id = 0;
+
+	memset(a, 0, sizeof(*a));
+	a->o = o;
+	a->seed = 0x5eed;
+	if (isdigit((unsigned char)o->function[0]) && !tool_u32(o->function, 1, UINT32_MAX, &id))
+		a->fid = id;
+	else
+		a->fid = ql_rpc_fnv1a(o->function);
+	if (a->fid == ql_rpc_fnv1a(QL_DEMO_INCREMENT_NAME))
+		ql_demo_increment_call(&a->inner, o->arg_len);
+	else if (a->fid == ql_rpc_fnv1a(QL_DEMO_PARITY_NAME))
+		ql_demo_parity_call(&a->inner, &a->seed);
+	a->want_len = -1;
+	if (o->have_args && !o->have_expect)
+		a->want_len = answer_local(a, 0, a->want, sizeof(a->want));
+	*call = (struct ql_vppu_call){
+		.function = o->function,
+		.function_id = id,
+		.arg_len = o->have_args ? (uint32_t)o->args_len : a->inner.arg_len,
+		.make_args = answer_args,
+		.check = answer_check,
+		.ctx = a,
+	};
+}
+
+/* After the run: the first wrong answer, expected beside received. */
+static void answer_report(const struct answer *a, const char *name, FILE *f)
+{
+	uint8_t want[ANSWER_SHOW];
+	int wlen;
+
+	if (!a->wrong)
+		return;
+	fprintf(f, "qlink vppu: %s: call %" PRIu64 " of %s answered wrong (status %d, %s)\n", name,
+		a->wrong_call, a->o->function, a->wrong_status, ql_rpc_status_str(a->wrong_status));
+	fprintf(f, "  expected: ");
+	if (a->o->have_expect) {
+		tool_hex_print(f, a->o->expect, a->o->expect_len);
+	} else if (a->want_len >= 0) {
+		tool_hex_print(f, a->want, (size_t)a->want_len);
+	} else {
+		wlen = answer_local(a, a->wrong_call, want, sizeof(want));
+		if (wlen < 0)
+			fprintf(f, "(unknown)");
+		else
+			tool_hex_print(f, want, (size_t)wlen);
+	}
+	fprintf(f, "\n  received: ");
+	tool_hex_print(f, a->got, a->got_len);
+	fprintf(f, "\n");
+}
+
+/* Run one call with cfg; report it. 0, 1 (something wrong or lost) or -1
+ * (could not run). a: the --function call's answers (NULL: a program
+ * step's). */
+static int vppu_phase(struct vppu *v, const struct ql_vppu_call *call,
+		      const struct ql_vppu_config *cfg, const char *name, struct answer *a)
+{
+	const struct vppu_opts *o = v->o;
 	struct ql_vppu_report rep;
 	int ret = ql_vppu_run_client(&v->vc, call, cfg, &rep);
 
@@ -1200,9 +1339,31 @@ static int vppu_phase(struct vppu *v, const struct ql_vppu_call *call,
 		tool_fail("vppu", "run", ret);
 		return -1;
 	}
-	report(&rep, name, v->o->json);
-	report_end(&rep, name, v->o);
-	return report_bad(&rep) || rep.timed_out || rep.stopped ? 1 : 0;
+	report(&rep, name, o->json);
+	report_end(&rep, name, o);
+	if (a)
+		answer_report(a, name, stderr);
+	if (rep.first_error_status)
+		fprintf(stderr,
+			"qlink vppu: %s: the first error answer (call %" PRIu64
+			"): status %d, %s\n",
+			name, rep.first_error_call, rep.first_error_status,
+			ql_rpc_status_str(rep.first_error_status));
+	if (o->histogram && !o->json)
+		tool_hist_print(stdout, name, &rep.rtt_ns);
+	if (o->plot) {
+		const struct ql_hist *h = &rep.rtt_ns;
+		char base[200], title[300];
+
+		snprintf(base, sizeof(base), "vppu_latency%s%s", a ? "" : "_",
+			 a ? "" : name + strcspn(name, "0123456789"));
+		base[strcspn(base, " ")] = '\0';
+		snprintf(title, sizeof(title), "qlink vppu: round trip, %s", name);
+		ret = tool_plot_latency(o->plot, base, title, 1, &name, &h, o->json);
+		if (ret)
+			tool_fail("vppu", "plot", ret);
+	}
+	return report_bad(&rep) || rep.timed_out || rep.stopped || ret ? 1 : 0;
 }
 
 static void board_tick(void *ctx)
@@ -1215,16 +1376,13 @@ static int vppu_calls(struct vppu *v)
 {
 	const struct vppu_opts *o = v->o;
 	struct ql_vppu_call call;
-	uint64_t seed = 0x5eed;
 	int bad = 0, r;
 
 	if (!v->prog) {
 		struct ql_vppu_config cfg = o->cfg;
+		struct answer a;
 
-		if (!strcmp(o->function, QL_DEMO_INCREMENT_NAME))
-			ql_demo_increment_call(&call, o->arg_len);
-		else
-			ql_demo_parity_call(&call, &seed);
+		answer_init(&a, o, &call);
 		if (v->hs) {
 			/* the board keeps answering its registers (the host
 			 * reads the enable bit back after setting it) */
@@ -1236,7 +1394,7 @@ static int vppu_calls(struct vppu *v)
 			cfg.tick_ctx = v->ctl;
 			cfg.tick_ns = 500000000ull;
 		}
-		return vppu_phase(v, &call, &cfg, cfg.rate_hz > 0 ? "paced" : "closed");
+		return vppu_phase(v, &call, &cfg, cfg.rate_hz > 0 ? "paced" : "closed", &a);
 	}
 	for (uint32_t i = 0; i < v->prog->ncalls && !stop_requested; i++) {
 		struct ql_vppu_config pc;
@@ -1253,7 +1411,7 @@ static int vppu_calls(struct vppu *v)
 		pc.timeout_ns = o->cfg.timeout_ns;
 		pc.stop = &stop_requested;
 		snprintf(step, sizeof(step), "step %u %s", i + 1, call.function);
-		r = vppu_phase(v, &call, &pc, step);
+		r = vppu_phase(v, &call, &pc, step, NULL);
 		if (r < 0)
 			return r;
 		bad |= r;

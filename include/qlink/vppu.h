@@ -37,6 +37,9 @@ struct ql_vppu_call {
 	int (*check)(void *ctx, uint64_t n, int32_t status, const uint8_t *results,
 		     uint32_t result_len);
 	void *ctx;
+	/* Nonzero: the function_id sent, instead of FNV-1a of function (a
+	 * function known by its id only; function then names it in reports). */
+	uint32_t function_id;
 };
 
 struct ql_vppu_config {
@@ -79,6 +82,11 @@ struct ql_vppu_report {
 	int transport_error; /* 0 or the client's negative errno */
 	int timed_out;	     /* the run ended because a call timed out */
 	int stopped;	     /* the run ended because *stop was set */
+	/* The first error response (status != 0): its status (a handler's
+	 * positive one, or a protocol status, ql_rpc_status_str) and the
+	 * call it answered; first_error_status 0: none. */
+	int32_t first_error_status;
+	uint64_t first_error_call;
 };
 
 /* Run one phase. Returns 0 (whatever the counts say) or a negative errno

@@ -91,6 +91,10 @@ static int reap(struct run *r)
 			rep->unexpected++;
 		} else {
 			ql_hist_record(&rep->rtt_ns, now - rh.ptp_timestamp);
+			if (rh.status && !rep->first_error_status) {
+				rep->first_error_status = rh.status;
+				rep->first_error_call = want;
+			}
 			if (rh.status < 0)
 				rep->protocol_errors++;
 			else if (rh.status > 0)
@@ -251,7 +255,7 @@ int ql_vppu_run_client(const struct ql_vppu_client *cl, const struct ql_vppu_cal
 		free(r.msg);
 		return -ENOMEM;
 	}
-	r.fid = ql_rpc_fnv1a(call->function);
+	r.fid = call->function_id ? call->function_id : ql_rpc_fnv1a(call->function);
 	timeout = cfg->timeout_ns ? cfg->timeout_ns : 5000000000ull;
 	if (cfg->rate_hz > 0)
 		period = (uint64_t)(1e9 / cfg->rate_hz);

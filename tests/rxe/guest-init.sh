@@ -151,7 +151,7 @@ done
 # ---- the RPC layer over rxe ----------------------------------------------
 # qlink bench (the daemon process on ibv://rxe0, the VPPU on ibv://rxe1) and
 # qlinkd (device ibv://rxe0, control plane on 198.18.0.1) driven by
-# `qlink vppu --connect --uri ibv://rxe1`, on RC and UC rings. Nothing is
+# `qlink vppu --connect --device ibv://rxe1`, on RC and UC rings. Nothing is
 # pinned (2 vCPUs). One case is one line:
 #   rpc_case NAME CHECK COMMAND...
 # runs COMMAND (bounded by its own `timeout`) with its output in
@@ -257,7 +257,7 @@ YAML
 		n=$((n + 1))
 	done
 	$(nsx "$vp_ns") timeout "$QL_RPC_TIMEOUT" bin/qlink vppu --connect "$qd_addr:7700" \
-		--uri "$vp_uri" --qp "$1" --cpu -1 --timeout 60 --program /tmp/program.yaml
+		--device "$vp_uri" --qp "$1" --cpu -1 --timeout 60 --program /tmp/program.yaml
 	vrc=$?
 	echo "vppu exit=$vrc"
 	kill -TERM $qp
@@ -288,7 +288,7 @@ hsb_board_session() {
 	bd_uri=${1:-ibv://rxe1} bd_addr=${2:-198.18.0.2} bd_ns=${3:--}
 	qd_uri=${4:-ibv://rxe0} qd_addr=${5:-198.18.0.1} qd_ns=${6:--}
 	rm -f /tmp/hsbb-vppu.out # a stale file would be read before the new one is made
-	$(nsx "$bd_ns") bin/qlink vppu --hsb-listen "$bd_addr:8193" --uri "$bd_uri" \
+	$(nsx "$bd_ns") bin/qlink vppu --hsb-listen "$bd_addr:8193" --device "$bd_uri" \
 		--count $QL_HSB_CALLS --window 4 --cpu -1 --timeout 60 --call-timeout 20 \
 		>/tmp/hsbb-vppu.out 2>&1 &
 	vp=$!
@@ -391,7 +391,7 @@ ep_check() { # LOG: the timed medians; fails without the OK line
 }
 if [ "$QL_RPC" -eq 1 ]; then
 	T=$QL_RPC_TIMEOUT
-	B="bin/qlink bench --uri ibv://rxe1 --server-uri ibv://rxe0 --client-cpu -1 --server-cpu -1
+	B="bin/qlink bench --device ibv://rxe1 --server-device ibv://rxe0 --client-cpu -1 --server-cpu -1
 		--warmup-calls $QL_RPC_WARMUP --latency-calls 3000 --rate-seconds 0.3 --paced-seconds 0 --json"
 	rpc_case bench-ring-rc bench_check timeout "$T" $B --qp rc
 	rpc_case bench-ring-uc bench_check timeout "$T" $B --qp uc
@@ -450,14 +450,14 @@ while [ "$r" -le "$QL_BENCH_ROUNDS" ]; do
 	# the RPC round trip (qlink_parity through the ring, qlink bench's latency
 	# phase) right after perftest's send-lat, pinned the same way
 	s=$(up)
-	timeout 120 bin/qlink bench --uri ibv://rxe1 --server-uri ibv://rxe0 \
+	timeout 120 bin/qlink bench --device ibv://rxe1 --server-device ibv://rxe0 \
 		--client-cpu 0 --server-cpu 1 --warmup-calls $((QL_BENCH_ITERS / 10)) \
 		--latency-calls "$QL_BENCH_ITERS" --rate-seconds 0.01 --paced-seconds 0 \
 		--json >"/mnt/share/qlink-rpc-lat-r$r.log" 2>&1
 	res "bench qlink-rpc-lat-r$r rc=$? server_rc=0 seconds=$(since "$s")"
 	# the same over the hsb transport (one WRITE WITH IMMEDIATE, one SEND)
 	s=$(up)
-	timeout 120 bin/qlink bench --transport hsb --uri ibv://rxe1 --server-uri ibv://rxe0 \
+	timeout 120 bin/qlink bench --transport hsb --device ibv://rxe1 --server-device ibv://rxe0 \
 		--client-cpu 0 --server-cpu 1 --warmup-calls $((QL_BENCH_ITERS / 10)) \
 		--latency-calls "$QL_BENCH_ITERS" --rate-seconds 0.01 --paced-seconds 0 \
 		--json >"/mnt/share/qlink-hsbrpc-lat-r$r.log" 2>&1
