@@ -371,7 +371,7 @@ SUDP_HIDDEN void ql__sudp_random(void *buf, size_t len);
 /* qp.c: the ports a QP's peer may send from (0: any) */
 SUDP_HIDDEN void ql__sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2]);
 
-/* nic.c */
+/* nic.c (the roles it runs: nic_int.h) */
 SUDP_HIDDEN void *ql__sudp_nic_main(void *arg);
 SUDP_HIDDEN void ql__sudp_qp_reset_transport(struct sudp_qp *qp);
 
