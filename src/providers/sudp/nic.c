@@ -1,13 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * soft+udp provider, the engine: one round of the NIC (receive, timers,
- * transmit) over every live QP, and the NIC thread that runs it in a loop
- * and sleeps when idle. The roles it calls are in req.c, resp.c, comp.c
- * and wire.c (nic_int.h).
+ * transmit) over every live QP, run either by the NIC thread in a loop
+ * (progress=thread, sleeping when idle) or by the application's own calls
+ * (progress=caller: ql__sudp_progress from poll, post and
+ * ql_device_progress), and the choice between the two (progress=auto).
+ * The roles it calls are in req.c, resp.c, comp.c and wire.c (nic_int.h).
+ * docs/progress.md is the specification.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <poll.h>
 #include <sched.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -122,12 +127,13 @@ static void nic_sleep(struct sudp_device *dev)
 /* One round of the NIC, with the NIC flag held: receive one batch, then
  * every live QP's timers and transmit, then the transmit batch out. true
  * when anything moved. */
-static bool nic_round(struct sudp_device *dev)
+static bool nic_round(struct sudp_device *dev, bool rx)
 {
-	bool did;
+	bool did = false;
 
 	dev->now = sudp_now_ns();
-	did = ql__sudp_rx_batch(dev) > 0;
+	if (rx)
+		did = ql__sudp_rx_batch(dev) > 0;
 	for (uint32_t i = 0; i < dev->nlive; i++)
 		did |= service_qp(dev, dev->live[i]);
 	if (dev->fault)
@@ -155,13 +161,12 @@ void *ql__sudp_nic_main(void *arg)
 			CPU_SET((int)c, &set);
 	}
 	(void)!pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-	ql__sudp_rx_init(dev);
 
 	while (!atomic_load_explicit(&dev->stop, memory_order_relaxed)) {
 		bool did;
 
 		sudp_dev_lock(dev);
-		did = nic_round(dev);
+		did = nic_round(dev, true);
 		sudp_dev_unlock(dev);
 
 		if (did) {
@@ -180,4 +185,72 @@ void *ql__sudp_nic_main(void *arg)
 		idle_since = sudp_now_ns();
 	}
 	return NULL;
+}
+
+/* ---- caller progress ---------------------------------------------------- */
+
+int ql__sudp_progress(struct sudp_device *dev, bool rx)
+{
+	bool did;
+
+	/* The NIC flag is an ownership flag here, never waited for: one
+	 * thread runs the round, the others (and a setup call that wants
+	 * the flag) go on without it. */
+	if (atomic_load_explicit(&dev->nic_lock, memory_order_relaxed) ||
+	    atomic_load_explicit(&dev->want_lock, memory_order_relaxed) ||
+	    atomic_exchange_explicit(&dev->nic_lock, 1, memory_order_acquire))
+		return 0;
+	did = nic_round(dev, rx);
+	atomic_store_explicit(&dev->nic_lock, 0, memory_order_release);
+	return did;
+}
+
+/* ---- the mode ------------------------------------------------------------ */
+
+static _Atomic int nic_threads; /* NIC threads running in this process */
+
+bool ql__sudp_auto_caller(int ncpu, int nthreads)
+{
+	/* each NIC thread spins on a core, and so does the application
+	 * thread that polls its device; one more for everything else (the
+	 * peer, the kernel's loopback) */
+	return ncpu < 2 * (nthreads + 1) + 1;
+}
+
+int ql__sudp_progress_parse(const char *v, enum sudp_progress *out)
+{
+	if (!strcmp(v, "thread"))
+		*out = SUDP_PROGRESS_THREAD;
+	else if (!strcmp(v, "caller"))
+		*out = SUDP_PROGRESS_CALLER;
+	else if (!strcmp(v, "auto"))
+		*out = SUDP_PROGRESS_AUTO;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+enum sudp_progress ql__sudp_progress_choose(enum sudp_progress want)
+{
+	const char *env = getenv("QLINK_PROGRESS");
+	cpu_set_t set;
+	int ncpu;
+
+	if (want == SUDP_PROGRESS_AUTO && env && ql__sudp_progress_parse(env, &want))
+		want = SUDP_PROGRESS_AUTO; /* not one of ours: the rule */
+	if (want == SUDP_PROGRESS_AUTO) {
+		CPU_ZERO(&set);
+		ncpu = sched_getaffinity(0, sizeof(set), &set) ? 1 : CPU_COUNT(&set);
+		want = ql__sudp_auto_caller(ncpu, atomic_load(&nic_threads)) ?
+			       SUDP_PROGRESS_CALLER :
+			       SUDP_PROGRESS_THREAD;
+	}
+	if (want == SUDP_PROGRESS_THREAD)
+		atomic_fetch_add(&nic_threads, 1);
+	return want;
+}
+
+void ql__sudp_thread_gone(void)
+{
+	atomic_fetch_sub(&nic_threads, 1);
 }

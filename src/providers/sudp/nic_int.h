@@ -86,6 +86,5 @@ SUDP_HIDDEN void ql__sudp_rx_datagram(struct sudp_device *dev, const uint8_t *bu
 				      const struct sockaddr_storage *from);
 /* one recvmmsg of up to SUDP_BATCH datagrams, each handled: how many */
 SUDP_HIDDEN int ql__sudp_rx_batch(struct sudp_device *dev);
-SUDP_HIDDEN void ql__sudp_rx_init(struct sudp_device *dev);
 
 #endif

@@ -307,6 +307,9 @@ bool ql__sudp_req_tx(struct sudp_qp *qp)
 	       atomic_load(&qp->state) <= IBV_QPS_SQD) {
 		if (sudp_psn_diff(qp->npsn, qp->una) >= (qp->probe ? 1 : SUDP_WINDOW))
 			break;
+		/* caller mode: one sendmmsg per round; the rest on the next */
+		if (qp->dev->caller && qp->dev->ntx == SUDP_BATCH)
+			break;
 		if (!req_tx_one(qp, pi))
 			break;
 		did = true;
