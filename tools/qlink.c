@@ -48,7 +48,8 @@ static void usage(FILE *f)
 		"  -h, --help      this text\n"
 		"  --version       print the version\n"
 		"\n"
-		"Device URIs: soft://loop, soft+shm://NAME, ibv://DEVICE[:PORT[:GID_INDEX]]\n");
+		"Device URIs: soft://loop, soft+shm://NAME, ibv://DEVICE[:PORT[:GID_INDEX]],\n"
+		"  soft+udp://IP[:PORT][?progress=thread|caller|auto&...] (docs/progress.md)\n");
 }
 
 static const char *port_state(enum ibv_port_state s)
