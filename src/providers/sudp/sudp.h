@@ -4,17 +4,20 @@
  * RDMA NIC whose wire is RoCEv2 over UDP, so that its peer can be another
  * qlink process, on this host or another, or Linux's rdma_rxe.
  *
- * Model: one NIC thread per device is the "hardware". The application's
- * post and poll calls only touch rings shared with that thread (send queue,
- * receive queue, completion queue: single producer, single consumer, no
- * lock, no syscall, no allocation); the NIC thread does everything else:
- * it takes work requests off the send queues, segments them into packets
- * by path MTU, sends them with sendmmsg, receives with recvmmsg, runs the
- * RC/UC transport of IBTA vol 1 ch. 9 (PSNs, ACK/NAK, retransmission,
- * duplicate detection, READ responses, atomics and their replay cache) and
- * writes completions. Setup calls (modify, create, destroy, MR
- * registration) serialise with the NIC thread through a private spin flag
- * (sudp_dev_lock) that posts and polls never take.
+ * Model: one NIC thread per device is the "hardware" (progress=thread), or
+ * there is no thread and the application's own poll, post and
+ * ql_device_progress calls run the same NIC rounds (progress=caller,
+ * docs/progress.md). The application's post and poll calls otherwise only
+ * touch rings shared with the NIC (send queue, receive queue, completion
+ * queue: single producer, single consumer, no lock, no allocation); the
+ * NIC does everything else: it takes work requests off the send queues,
+ * segments them into packets by path MTU, sends them with sendmmsg,
+ * receives with recvmmsg, runs the RC/UC transport of IBTA vol 1 ch. 9
+ * (PSNs, ACK/NAK, retransmission, duplicate detection, READ responses,
+ * atomics and their replay cache) and writes completions. Setup calls
+ * (modify, create, destroy, MR registration) serialise with the NIC
+ * through a private flag (sudp_dev_lock) that posts and polls never wait
+ * for (caller mode only tries it: ql__sudp_progress).
  *
  * docs/soft-udp.md ("The provider") is the specification.
  */
