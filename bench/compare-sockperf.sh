@@ -12,7 +12,17 @@
 #
 # usage: bench/compare-sockperf.sh [--rounds N] [--client-cpu N|-1] [--server-cpu N|-1]
 #                                  [--client-nic-cpu N] [--server-nic-cpu N]
-#                                  [--query Q] [--time SEC] [--quick] [--strict]
+#                                  [--modes "caller thread"] [--query Q] [--time SEC]
+#                                  [--quick] [--strict]
+#
+# Both progress modes of soft+udp (docs/progress.md) are measured in every
+# round, alternating with sockperf: `caller` (progress=caller: no NIC
+# thread, the benchmark's own polls run the NIC; the two processes on the
+# client and server CPUs only, what a 2-core host has) and `thread`
+# (progress=thread&poll=busy: a spinning NIC thread per device; with 4 or
+# more CPUs and no --*-nic-cpu given, the NIC threads are pinned to CPUs 2
+# and 3, the wider set; with fewer, they share the two and the output says
+# so). --modes picks one or both.
 #
 # sockperf sends UDP payloads of the size of the RoCEv2 packet qlink puts on
 # the wire for the same 8-byte message (WRITE_ONLY: BTH 12 + RETH 16 + 8 +
@@ -22,7 +32,7 @@
 # run time (what arrived, as qlink's write-bw counts at the receiver).
 # qlink: qlink-bench-verbs between soft+udp://127.0.0.1:PORT and
 # soft+udp://127.0.0.2:PORT (two addresses, one port: the RoCEv2 way),
-# each URI with the query Q (default poll=busy: the NIC threads spin). Loss
+# each URI with the mode's query and Q (default empty). Loss
 # for the goodput runs is the fault-injection option drop=P&seed=7 on both
 # devices (docs/soft-udp.md). --client-nic-cpu/--server-nic-cpu pin each
 # device's NIC thread (its URI's cpu=N; unpinned by default): on an idle
@@ -38,7 +48,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 rounds=5
 ccpu=0
 scpu=1
-query=poll=busy
+query=
+modes="caller thread"
 secs=2
 quick=0
 strict=0
@@ -58,6 +69,7 @@ while [ $# -gt 0 ]; do
 	--client-cpu) ccpu=${2:?}; shift 2 ;;
 	--server-cpu) scpu=${2:?}; shift 2 ;;
 	--query) query=${2?}; shift 2 ;;
+	--modes) modes=${2:?--modes needs caller, thread or both}; shift 2 ;;
 	--client-nic-cpu) cnic=${2:?}; shift 2 ;;
 	--server-nic-cpu) snic=${2:?}; shift 2 ;;
 	--time) secs=${2:?}; shift 2 ;;
@@ -67,9 +79,21 @@ while [ $# -gt 0 ]; do
 	*) echo "compare-sockperf.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 	esac
 done
+for m in $modes; do
+	case "$m" in caller | thread) ;; *) echo "compare-sockperf.sh: mode '$m' is not caller or thread" >&2; exit 2 ;; esac
+done
 for v in "$rounds" "${ccpu#-}" "${scpu#-}" "$secs" ${cnic:+"$cnic"} ${snic:+"$snic"}; do
 	case "$v" in '' | *[!0-9]*) echo "compare-sockperf.sh: '$v' is not a number" >&2; exit 2 ;; esac
 done
+# thread mode on a wider set: the NIC threads on CPUs of their own when there are
+wide=""
+if [ -z "$cnic" ] && [ -z "$snic" ] && [ "$(nproc)" -ge 4 ] && [ "$ccpu" -ge 0 ] && [ "$scpu" -ge 0 ]; then
+	cnic=2
+	snic=3
+	wide=" (NIC threads on CPUs 2, 3)"
+elif [ -z "$cnic" ] && [ -z "$snic" ]; then
+	wide=" (NIC threads unpinned: $(nproc) CPUs, they share them with the benchmark)"
+fi
 # cpu -1: no pinning (qlink-bench-verbs' convention; sockperf then runs without taskset)
 spin=() # sockperf server's prefix
 cpin=() # client's
@@ -112,23 +136,33 @@ trap cleanup EXIT
 port=$((20000 + RANDOM % 20000))
 sp_port=$((port + 1))
 
+mode=caller
+mode_query() { # the query of $mode
+	if [ "$mode" = caller ]; then echo "progress=caller"; else echo "progress=thread&poll=busy"; fi
+}
+
 uri() { # ADDR [EXTRA-QUERY]
-	local q=$query nic=$cnic
+	local q nic=$cnic
+	q=$(mode_query)${query:+&$query}
 	if [ "$1" = 127.0.0.2 ]; then nic=$snic; fi
-	if [ -n "$nic" ]; then q=${q:+$q&}cpu=$nic; fi
+	if [ -n "$nic" ] && [ "$mode" = thread ]; then q=${q:+$q&}cpu=$nic; fi
 	if [ -n "${2:-}" ]; then q=${q:+$q&}$2; fi
 	echo "soft+udp://$1:$port${q:+?$q}"
 }
 
-# qlink_run TEST SIZE ITERS [EXTRA-QUERY]: sets ql_p50 (p50 RTT, ns), ql_rate (msg/s)
+# qlink_run TEST SIZE ITERS [EXTRA-QUERY]: sets ql_p50 (p50 RTT, ns), ql_rate (msg/s);
+# a run that fails (thread mode on too few cores: a starved NIC thread can
+# exhaust RC's retries) says so and counts as nan, left out of the medians
 qlink_run() {
 	local out vals
+	ql_p50=nan
+	ql_rate=nan
 	if ! out=$("$bin" --test "$1" --size "$2" --iters "$3" --warmup $(($3 / 10 + 1)) \
 		--uri "$(uri 127.0.0.1 "${4:-}")" --server-uri "$(uri 127.0.0.2 "${4:-}")" \
 		--client-cpu "$ccpu" --server-cpu "$scpu" --timeout 30 --json 2>"$tmp/ql.err"); then
-		echo "$prog: $bin --test $1 --size $2 failed:" >&2
+		echo "$prog: $mode: $bin --test $1 --size $2 failed (counted as nan):" >&2
 		cat "$tmp/ql.err" >&2
-		exit 1
+		return 0
 	fi
 	if ! vals=$(echo "$out" | awk '
 		match($0, /"p50":[0-9.eE+-]+/) { p = substr($0, RSTART + 6, RLENGTH - 6) }
@@ -186,10 +220,11 @@ sp_tp() {
 	sp_rate=$(awk -v n="$sp_received" -v t="$secs" 'BEGIN { printf "%.0f", n / t }')
 }
 
-declare -a s_wlat s_slat s_tp q_wlat q_slat q_wbw
+declare -a s_wlat s_slat s_tp
+declare -A q_wlat q_slat q_wbw # mode -> values, space-separated
 
-ns_us() { awk -v v="$1" 'BEGIN { printf "%.3f", v / 1e3 }'; }
-mega() { awk -v v="$1" 'BEGIN { printf "%.3f", v / 1e6 }'; }
+ns_us() { if [ "$1" = nan ]; then echo nan; else awk -v v="$1" 'BEGIN { printf "%.3f", v / 1e3 }'; fi; }
+mega() { if [ "$1" = nan ]; then echo nan; else awk -v v="$1" 'BEGIN { printf "%.3f", v / 1e6 }'; fi; }
 
 round_sockperf() {
 	sp_pp 40
@@ -200,22 +235,28 @@ round_sockperf() {
 	s_tp+=("$(mega "$sp_rate")")
 }
 
-round_qlink() {
-	qlink_run write-lat 8 "$lat_iters"
-	q_wlat+=("$(ns_us "$ql_p50")")
-	qlink_run send-lat 8 "$lat_iters"
-	q_slat+=("$(ns_us "$ql_p50")")
-	qlink_run write-bw 8 "$bw_iters"
-	q_wbw+=("$(mega "$ql_rate")")
+round_qlink() { # every mode, in the order given
+	for mode in $modes; do
+		qlink_run write-lat 8 "$lat_iters"
+		q_wlat[$mode]+=" $(ns_us "$ql_p50")"
+		qlink_run send-lat 8 "$lat_iters"
+		q_slat[$mode]+=" $(ns_us "$ql_p50")"
+		qlink_run write-bw 8 "$bw_iters"
+		q_wbw[$mode]+=" $(mega "$ql_rate")"
+	done
 }
+
+last() { echo "${1##* }"; }
 
 cpu=$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null || echo unknown)
 echo "compare-sockperf: $rounds rounds, client cpu $ccpu, server cpu $scpu, $(nproc) CPUs ($cpu)," \
 	"load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "qlink: $bin, $(uri 127.0.0.1) <-> $(uri 127.0.0.2), 8-byte messages;" \
-	"sockperf $(sockperf --version 2>&1 | awk '/version/ { print $NF; exit }'), UDP payload 40 (write) / 24 (send) bytes, ${secs}s runs"
-echo "round  sp-pp40 write-lat  sp-pp24 send-lat   sp-tp40 write-bw"
-echo "       RTT us  RTT us     RTT us  RTT us     M/s     M/s"
+for mode in $modes; do
+	echo "qlink $mode: $bin, $(uri 127.0.0.1) <-> $(uri 127.0.0.2), 8-byte messages$([ "$mode" = thread ] && echo "$wide")"
+done
+echo "sockperf $(sockperf --version 2>&1 | awk '/version/ { print $NF; exit }'), UDP payload 40 (write) / 24 (send) bytes, ${secs}s runs"
+echo "round  mode    sp-pp40 write-lat  sp-pp24 send-lat   sp-tp40 write-bw"
+echo "               RTT us  RTT us     RTT us  RTT us     M/s     M/s"
 for ((k = 1; k <= rounds; k++)); do
 	if ((k % 2)); then
 		round_sockperf
@@ -225,19 +266,24 @@ for ((k = 1; k <= rounds; k++)); do
 		round_sockperf
 	fi
 	i=$((k - 1))
-	printf '%5d  %7.3f %9.3f  %7.3f %8.3f  %7.3f %8.3f\n' "$k" \
-		"${s_wlat[$i]}" "${q_wlat[$i]}" "${s_slat[$i]}" "${q_slat[$i]}" "${s_tp[$i]}" "${q_wbw[$i]}"
+	for mode in $modes; do
+		printf '%5d  %-6s  %7.3f %9.3f  %7.3f %8.3f  %7.3f %8.3f\n' "$k" "$mode" \
+			"${s_wlat[$i]}" "$(last "${q_wlat[$mode]}")" "${s_slat[$i]}" \
+			"$(last "${q_slat[$mode]}")" "${s_tp[$i]}" "$(last "${q_wbw[$mode]}")"
+	done
 done
 
 missed=0
 # row NAME PEER PEER_VALUES QLINK_VALUES KIND(lat|bw) LIMIT UNIT
 row() {
 	local name=$1 peer=$2 pvals=$3 qvals=$4 kind=$5 limit=$6 unit=$7 pm qm ratio verdict target
+	qvals=$(tr ' ' '\n' <<<"$qvals" | grep -v '^nan$' | tr '\n' ' ' || true)
 	# shellcheck disable=SC2086
 	pm=$(median $pvals)
 	# shellcheck disable=SC2086
 	qm=$(median $qvals)
-	ratio=$(awk -v q="$qm" -v u="$pm" 'BEGIN { if (u > 0) printf "%.2f", q / u; else print "nan" }')
+	if [ -z "${qvals// /}" ]; then qm=nan; fi
+	ratio=$(awk -v q="$qm" -v u="$pm" 'BEGIN { if (q != "nan" && u > 0) printf "%.2f", q / u; else print "nan" }')
 	if [ "$kind" = lat ]; then
 		target="<= $limit x"
 		verdict=$(awk -v r="$ratio" -v l="$limit" 'BEGIN { print (r != "nan" && r <= l) ? "met" : "MISSED" }')
@@ -247,28 +293,32 @@ row() {
 	fi
 	if [ "$verdict" = MISSED ]; then missed=1; fi
 	# shellcheck disable=SC2086
-	printf "%-10s %-14s %9.3f %-3s %-19s %9.3f %-3s %-19s %5s  %-9s %s\n" "$name" "$peer" \
-		"$pm" "$unit" "($(range %.3f $pvals))" "$qm" "$unit" "($(range %.3f $qvals))" \
+	printf "%-17s %-14s %9.3f %-3s %-19s %9.3f %-3s %-19s %5s  %-9s %s\n" "$name" "$peer" \
+		"$pm" "$unit" "($(range %.3f $pvals))" "$qm" "$unit" "($([ -n "${qvals// /}" ] && range %.3f $qvals || echo "all failed"))" \
 		"$ratio" "$target" "$verdict"
 }
 
 echo
 echo "medians over $rounds rounds (min-max in parentheses)"
-printf '%-10s %-14s %-29s %-29s %5s  %-9s %s\n' "qlink" "sockperf" "sockperf median (range)" \
+printf '%-17s %-14s %-29s %-29s %5s  %-9s %s\n' "qlink" "sockperf" "sockperf median (range)" \
 	"qlink median (range)" "ratio" "target" "verdict"
-row write-lat "pp -m 40" "${s_wlat[*]}" "${q_wlat[*]}" lat 1.3 "us"
-row send-lat "pp -m 24" "${s_slat[*]}" "${q_slat[*]}" lat 1.3 "us"
-row write-bw "tp -m 40" "${s_tp[*]}" "${q_wbw[*]}" bw 0.8 "M/s"
+for mode in $modes; do
+	row "write-lat $mode" "pp -m 40" "${s_wlat[*]}" "${q_wlat[$mode]}" lat 1.3 "us"
+	row "send-lat $mode" "pp -m 24" "${s_slat[*]}" "${q_slat[$mode]}" lat 1.3 "us"
+	row "write-bw $mode" "tp -m 40" "${s_tp[*]}" "${q_wbw[$mode]}" bw 0.8 "M/s"
+done
 echo "ratio = qlink median / sockperf median (latency: round-trip p50; rate: messages/s received)"
 
 echo
 echo "goodput of 1 MiB RDMA WRITEs (RC, write-bw, $gp_iters messages a run), loss injected on both devices"
-echo "loss     msg/s     Gbit/s   MiB/s"
-for loss in 0 0.001 0.01; do
-	extra=""
-	if [ "$loss" != 0 ]; then extra="drop=$loss&seed=7"; fi
-	qlink_run write-bw 1048576 "$gp_iters" "$extra"
-	awk -v l="$loss" -v r="$ql_rate" 'BEGIN { printf "%-6s %8.1f %9.3f %8.1f\n", l * 100 "%", r, r * 1048576 * 8 / 1e9, r }'
+echo "mode    loss     msg/s     Gbit/s   MiB/s"
+for mode in $modes; do
+	for loss in 0 0.001 0.01; do
+		extra=""
+		if [ "$loss" != 0 ]; then extra="drop=$loss&seed=7"; fi
+		qlink_run write-bw 1048576 "$gp_iters" "$extra"
+		awk -v m="$mode" -v l="$loss" -v r="$ql_rate" 'BEGIN { if (r == "nan") printf "%-7s %-6s %8s\n", m, l * 100 "%", "fail"; else printf "%-7s %-6s %8.1f %9.3f %8.1f\n", m, l * 100 "%", r, r * 1048576 * 8 / 1e9, r }'
+	done
 done
 
 if [ "$strict" = 1 ] && [ "$missed" = 1 ]; then

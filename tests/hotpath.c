@@ -267,6 +267,12 @@ int hp_seccomp_allow(const int *extra, int n)
 int hp_run_strict(int (*setup)(void *arg), int (*loop)(void *arg), void *arg, char *why,
 		  size_t whylen)
 {
+	return hp_run_strict_allow(setup, loop, arg, NULL, NULL, why, whylen);
+}
+
+int hp_run_strict_allow(int (*setup)(void *arg), int (*loop)(void *arg), void *arg,
+			const int *extra, const int *nextra, char *why, size_t whylen)
+{
 	struct pollfd pfd;
 	uint64_t deadline;
 	int fds[2], st = 0;
@@ -286,7 +292,7 @@ int hp_run_strict(int (*setup)(void *arg), int (*loop)(void *arg), void *arg, ch
 		alarm(60);
 		if (setup(arg))
 			_exit(10);
-		if (hp_seccomp_allow(NULL, 0))
+		if (hp_seccomp_allow(extra, nextra ? *nextra : 0))
 			_exit(11);
 		/* from here on: read, write, exit, sigreturn */
 		if (loop(arg))

@@ -34,6 +34,10 @@ int hp_seccomp_allow(const int *extra, int n);
  * -1 with a sentence in why. */
 int hp_run_strict(int (*setup)(void *arg), int (*loop)(void *arg), void *arg, char *why,
 		  size_t whylen);
+/* The same with the *nextra system calls of extra allowed besides (both
+ * read after setup, which may fill them in; nextra NULL: none). */
+int hp_run_strict_allow(int (*setup)(void *arg), int (*loop)(void *arg), void *arg,
+			const int *extra, const int *nextra, char *why, size_t whylen);
 
 /* Both proofs for loop(arg) (which must return 0): run it between
  * hp_begin and hp_end where interposition is available (no allocator or

@@ -254,6 +254,38 @@ int vt_modify_state(struct ql_qp *qp, enum ibv_qp_state s)
 	return modify(qp, &a, IBV_QP_STATE, (unsigned int)s < 7 ? names[s] : "-> ?");
 }
 
+/* ---- caller progress -------------------------------------------------- */
+
+/* The devices of the ends and nodes this process has open. A test plays
+ * both ends in one thread: with soft+udp in caller progress mode
+ * (docs/progress.md) nothing moves on a device nobody polls, so every wait
+ * of the fixture progresses them all, as the peer's own polling would. */
+#define VT_MAX_PROGRESS 64
+static struct ql_device *progress_devs[VT_MAX_PROGRESS];
+
+static void progress_add(struct ql_device *dev)
+{
+	for (int i = 0; i < VT_MAX_PROGRESS; i++)
+		if (!progress_devs[i]) {
+			progress_devs[i] = dev;
+			return;
+		}
+}
+
+static void progress_del(struct ql_device *dev)
+{
+	for (int i = 0; i < VT_MAX_PROGRESS; i++)
+		if (progress_devs[i] == dev)
+			progress_devs[i] = NULL;
+}
+
+void vt_progress_all(void)
+{
+	for (int i = 0; i < VT_MAX_PROGRESS; i++)
+		if (progress_devs[i])
+			(void)ql_device_progress(progress_devs[i]);
+}
+
 /* ---- pairs ---------------------------------------------------------- */
 
 static void end_destroy(struct vt_end *e)
@@ -270,6 +302,8 @@ static void end_destroy(struct vt_end *e)
 		print_error("ql_cq_destroy: %s\n", ql_strerror(ret));
 	if (e->pd && (ret = ql_pd_free(e->pd)))
 		print_error("ql_pd_free: %s\n", ql_strerror(ret));
+	if (e->dev)
+		progress_del(e->dev);
 	if (e->dev && (ret = ql_device_close(e->dev)))
 		print_error("ql_device_close: %s\n", ql_strerror(ret));
 	if (e->buf)
@@ -286,6 +320,7 @@ static int end_create(const struct vt_param *p, const struct vt_opts *o, struct 
 	ret = b_end ? vt_dev_open_b(p, &e->dev) : vt_dev_open(p, &e->dev);
 	if (ret)
 		return ret;
+	progress_add(e->dev);
 	ret = ql_device_query(e->dev, &e->attr);
 	if (ret)
 		return ret;
@@ -553,6 +588,7 @@ int vt_node_open(struct vt_node *n, struct ql_device *dev, size_t len)
 
 	memset(n, 0, sizeof(*n));
 	n->dev = dev;
+	progress_add(dev);
 	ret = ql_pd_alloc(n->dev, &n->pd);
 	if (ret)
 		return ret;
@@ -569,8 +605,10 @@ void vt_node_close(struct vt_node *n)
 		ql_mr_dereg(n->mr);
 	if (n->pd)
 		ql_pd_free(n->pd);
-	if (n->dev)
+	if (n->dev) {
+		progress_del(n->dev);
 		ql_device_close(n->dev);
+	}
 	if (n->buf)
 		ql_mem_free(n->buf);
 	memset(n, 0, sizeof(*n));
@@ -646,6 +684,7 @@ int vt_poll_one(struct ql_cq *cq, struct ibv_wc *wc, int timeout_ms)
 			vt_settle(udp_uc_pair);
 		if (n != 0)
 			return n;
+		vt_progress_all();
 		if ((++spins & 63) == 0) {
 			if (vt_now_ns() > deadline)
 				return 0;
@@ -672,6 +711,7 @@ int vt_poll_for(struct ql_cq *cq, struct ibv_wc *wc, int max, int ms)
 				wc[got] = tmp;
 			got++;
 		}
+		vt_progress_all();
 	}
 	return got;
 }
@@ -687,9 +727,12 @@ void vt_udp_settle(struct ql_device *dev)
 	if (ql_device_counters(dev, &c0))
 		return;
 	while (vt_now_ns() < deadline) {
-		struct timespec ts = { 0, 10000000 };
+		struct timespec ts = { 0, 100000 };
 
-		nanosleep(&ts, NULL);
+		for (int k = 0; k < 100; k++) {
+			vt_progress_all();
+			nanosleep(&ts, NULL);
+		}
 		if (ql_device_counters(dev, &c1))
 			return;
 		if (c1.rx_packets == c0.rx_packets && c1.tx_packets == c0.tx_packets)
@@ -713,6 +756,7 @@ void vt_settle(const struct vt_pair *pr)
 			return;
 		if (b.rx_packets >= a.tx_packets && a.rx_packets >= b.tx_packets)
 			return;
+		vt_progress_all();
 		sched_yield();
 	}
 }

@@ -304,6 +304,10 @@ const char *vt_state_str(enum ibv_qp_state s);
 /* soft+udp: wait until the pair's devices are quiet (a UC message that
  * completed at the requester has been handled by the responder); nothing
  * elsewhere. vt_counters does this by itself on a soft+udp device. */
+/* ql_device_progress on every device of the fixture's open ends and nodes
+ * (soft+udp in caller progress mode: one thread plays both ends; the
+ * fixture's waits call it) */
+void vt_progress_all(void);
 void vt_settle(const struct vt_pair *pr);
 void vt_udp_settle(struct ql_device *dev);
 /* ql_device_counters of a device; all zero on a real device, which keeps

@@ -52,8 +52,9 @@ static void usage(FILE *f)
 		"Every command takes --device URI (its RDMA device), with these URIs:\n"
 		"  soft://loop                       the soft NIC in this process\n"
 		"  soft+shm://NAME                   the soft NIC between processes of one host\n"
-		"  soft+udp://IP[:PORT]              the soft NIC over UDP (RoCEv2 on the wire,\n"
-		"                                    talks to Linux Soft-RoCE)\n"
+		"  soft+udp://IP[:PORT][?progress=thread|caller|auto&...]\n"
+		"                                    the soft NIC over UDP (RoCEv2 on the wire,\n"
+		"                                    talks to Linux Soft-RoCE; docs/progress.md)\n"
 		"  ibv://DEVICE[:PORT[:GID_INDEX]]   an RDMA device through libibverbs\n"
 		"TIME values are seconds, or a number with a unit: 250ms, 500us, 1.5, 2m.\n"
 		"A usage error exits 2 with one line on stderr.\n");

@@ -381,10 +381,33 @@ __attribute__((format(printf, 2, 3))) static int sdr_tool_printf(int fd, const c
 
 /* Read a line and check it starts with `word` (then a space or its end);
  * the rest in *rest. -1 with a message otherwise. */
+/* This end's device while it is open. A soft+udp device in caller progress
+ * mode (docs/progress.md) moves only when this process runs it: a wait for
+ * the peer's next line must keep it going (an ACK held by --delay-us, a
+ * retransmission), or the peer may wait for us while we wait for it. */
+static struct ql_device *progress_dev;
+
+static void sdr_tool_wait_readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint32_t idle = 0;
+
+	if (!progress_dev)
+		return;
+	/* spin while the device has work, then look every millisecond */
+	while (poll(&p, 1, idle > 1024 ? 1 : 0) == 0) {
+		if (ql_device_progress(progress_dev) > 0)
+			idle = 0;
+		else
+			idle++;
+	}
+}
+
 static int sdr_tool_expect(int fd, const char *word, char *line, size_t len, const char **rest)
 {
 	size_t w = strlen(word);
 
+	sdr_tool_wait_readable(fd);
 	if (ql__read_line(fd, line, len) < 0) {
 		fprintf(stderr, CMD ": the peer went away (waiting for '%s')\n", word);
 		return -1;
@@ -472,8 +495,10 @@ static void rc_close(struct rc_side *s)
 		ql_cq_destroy(s->cq);
 	if (s->pd)
 		ql_pd_free(s->pd);
-	if (s->dev)
+	if (s->dev) {
+		progress_dev = NULL;
 		ql_device_close(s->dev);
+	}
 	memset(s, 0, sizeof(*s));
 }
 
@@ -484,8 +509,8 @@ static int rc_open(struct rc_side *s, const char *uri, uint64_t len)
 
 	memset(s, 0, sizeof(*s));
 	s->len = len;
-	if ((rc = ql_device_open(uri, &s->dev)) || (rc = ql_pd_alloc(s->dev, &s->pd)) ||
-	    (rc = ql_cq_create(s->dev, 64, &s->cq)) ||
+	if ((rc = ql_device_open(uri, &s->dev)) || !(progress_dev = s->dev) ||
+	    (rc = ql_pd_alloc(s->dev, &s->pd)) || (rc = ql_cq_create(s->dev, 64, &s->cq)) ||
 	    (rc = ql_pd_mem_alloc(s->pd, len, (void **)&s->buf)) ||
 	    (rc = ql_mr_reg(s->pd, s->buf, len, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
 			    &s->mr))) {
@@ -658,8 +683,10 @@ static void sdrx_close(struct sdr_side *s)
 		ql_sdr_buf_free(s->conn, s->buf, s->mr);
 	if (s->conn)
 		ql_sdr_conn_destroy(s->conn);
-	if (s->dev)
+	if (s->dev) {
+		progress_dev = NULL;
 		ql_device_close(s->dev);
+	}
 	memset(s, 0, sizeof(*s));
 }
 
@@ -697,7 +724,7 @@ static int sdrx_open(struct sdr_side *s, const struct sdr_tool_opts *o, const ch
 		cfg.ec_parity = o->ec_m;
 		cfg.parity_size = ql_sdr_ec_parity_size(o->size, o->ec_k, o->ec_m);
 	}
-	if ((rc = ql_device_open(uri, &s->dev)) ||
+	if ((rc = ql_device_open(uri, &s->dev)) || !(progress_dev = s->dev) ||
 	    (rc = ql_sdr_conn_create(s->dev, &cfg, &s->conn))) {
 		tool_fail(CMD, "sdr set-up", rc);
 		sdrx_close(s);

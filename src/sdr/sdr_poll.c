@@ -221,6 +221,11 @@ int ql_sdr_progress(struct ql_sdr_conn *c)
 
 	if (c->broken)
 		return c->broken;
+	/* a software NIC in caller progress mode runs here (docs/progress.md):
+	 * its receive, transmit and timers, before the CQs are looked at */
+	n = ql_device_progress(c->dev);
+	if (n > 0)
+		events += n;
 	if (c->connected) {
 		n = ql_sdr__rx_drain(c, now);
 		if (n < 0)

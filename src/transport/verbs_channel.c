@@ -98,6 +98,10 @@ static int vch_receive_burst(struct ql_channel *ch, struct ql_buffer **bufs, int
 
 	if (n)
 		return n;
+	/* requests arrive as WRITEs, with no completion to poll: a software
+	 * NIC in caller progress mode runs here (docs/progress.md) */
+	if (ql_device_progress(c->ep.dev) > 0 && (n = ql_rx_ring_burst(&c->rx, bufs, max)))
+		return n;
 	/* Idle: return finished response buffers, and now and then look at
 	 * the QP (a peer that died takes it to ERR). */
 	if (c->tx.posted != c->tx.done)

@@ -66,6 +66,7 @@ void ql__sudp_kick(struct sudp_device *d)
 
 struct sudp_opts {
 	enum sudp_poll_mode poll;
+	enum sudp_progress progress;
 	uint32_t idle_us;
 	int cpu;
 	enum ibv_mtu mtu;
@@ -96,6 +97,9 @@ static int parse_query(const char *uri, const char *q, struct sudp_opts *o)
 			else if (!strcmp(v, "adaptive"))
 				o->poll = SUDP_POLL_ADAPTIVE;
 			else
+				goto bad;
+		} else if (!strcmp(kv, "progress")) {
+			if (ql__sudp_progress_parse(v, &o->progress))
 				goto bad;
 		} else if (!strcmp(kv, "idle_us")) {
 			errno = 0;
@@ -164,7 +168,8 @@ static int parse_query(const char *uri, const char *q, struct sudp_opts *o)
 bad:
 	return ql_error_set(
 		-EINVAL,
-		"'%s': the query takes poll=busy|adaptive, idle_us=N, cpu=N, pcap=FILE, "
+		"'%s': the query takes progress=thread|caller|auto, poll=busy|adaptive, "
+		"idle_us=N, cpu=N, pcap=FILE, "
 		"mtu=256|512|1024|2048|4096, peer_port=any|same|rxe|N and the fault options of "
 		"docs/soft-udp.md, joined by '&'",
 		uri);
@@ -422,8 +427,11 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 	ql__nic_random(dev->mr_epoch, sizeof(dev->mr_epoch));
 	ql__nic_random(dev->qp_gen, sizeof(dev->qp_gen));
 	dev->base.ops = &sudp_device_ops;
-	ret = pthread_create(&dev->thread, NULL, ql__sudp_nic_main, dev);
+	ql__sudp_rx_init(dev);
+	dev->caller = ql__sudp_progress_choose(o.progress) == SUDP_PROGRESS_CALLER;
+	ret = dev->caller ? 0 : pthread_create(&dev->thread, NULL, ql__sudp_nic_main, dev);
 	if (ret) {
+		ql__sudp_thread_gone();
 		pthread_mutex_destroy(&dev->setup);
 		ret = ql_error_set(-ret, "soft+udp: cannot start the NIC thread");
 		goto err;
@@ -450,9 +458,12 @@ static int sudp_close(struct ql_device *d)
 {
 	struct sudp_device *dev = to_dev(d);
 
-	atomic_store(&dev->stop, true);
-	ql__sudp_kick_always(dev);
-	pthread_join(dev->thread, NULL);
+	if (!dev->caller) {
+		atomic_store(&dev->stop, true);
+		ql__sudp_kick_always(dev);
+		pthread_join(dev->thread, NULL);
+		ql__sudp_thread_gone();
+	}
 	close(dev->sock);
 	close(dev->efd);
 	ql__roce_pcap_close(dev->pcap);
@@ -684,6 +695,15 @@ static int sudp_qp_fault(struct ql_qp *q, const char *spec)
 	return 0;
 }
 
+/* ql_device_progress: the NIC's work in the caller (caller mode only; a
+ * NIC thread needs no help) */
+static int sudp_progress(struct ql_device *d)
+{
+	struct sudp_device *dev = to_dev(d);
+
+	return dev->caller ? ql__sudp_progress(dev, true) : 0;
+}
+
 static const struct ql_device_ops sudp_device_ops = {
 	.close = sudp_close,
 	.query = sudp_query,
@@ -700,6 +720,7 @@ static const struct ql_device_ops sudp_device_ops = {
 	.qp_modify = ql__sudp_qp_modify,
 	.qp_query = ql__sudp_qp_query,
 	.qp_fault = sudp_qp_fault,
+	.progress = sudp_progress,
 };
 
 static int sudp_list(ql_provider_list_cb cb, void *ctx)

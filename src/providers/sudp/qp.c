@@ -399,6 +399,7 @@ static int sudp_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_se
 	}
 	atomic_store_explicit(&qp->sq_pi, pi, memory_order_release);
 	ql__sudp_kick(qp->dev);
+	sudp_caller_progress(qp->dev, false); /* caller mode: out now */
 	return ret;
 }
 
@@ -449,6 +450,11 @@ static int sudp_poll(struct ql_cq *c, int n, struct ibv_wc *wc)
 	uint64_t nsend = 0;
 	int got = 0;
 
+	if (h == t && cq->dev->caller) {
+		/* caller mode: an empty CQ runs the NIC once (docs/progress.md) */
+		(void)ql__sudp_progress(cq->dev, true);
+		t = atomic_load_explicit(&cq->tail, memory_order_acquire);
+	}
 	while (got < n && h != t) {
 		const struct sudp_cqe *e = &cq->ring[h & cq->mask];
 

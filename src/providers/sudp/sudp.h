@@ -4,17 +4,20 @@
  * RDMA NIC whose wire is RoCEv2 over UDP, so that its peer can be another
  * qlink process, on this host or another, or Linux's rdma_rxe.
  *
- * Model: one NIC thread per device is the "hardware". The application's
- * post and poll calls only touch rings shared with that thread (send queue,
- * receive queue, completion queue: single producer, single consumer, no
- * lock, no syscall, no allocation); the NIC thread does everything else:
- * it takes work requests off the send queues, segments them into packets
- * by path MTU, sends them with sendmmsg, receives with recvmmsg, runs the
- * RC/UC transport of IBTA vol 1 ch. 9 (PSNs, ACK/NAK, retransmission,
- * duplicate detection, READ responses, atomics and their replay cache) and
- * writes completions. Setup calls (modify, create, destroy, MR
- * registration) serialise with the NIC thread through a private spin flag
- * (sudp_dev_lock) that posts and polls never take.
+ * Model: one NIC thread per device is the "hardware" (progress=thread), or
+ * there is no thread and the application's own poll, post and
+ * ql_device_progress calls run the same NIC rounds (progress=caller,
+ * docs/progress.md). The application's post and poll calls otherwise only
+ * touch rings shared with the NIC (send queue, receive queue, completion
+ * queue: single producer, single consumer, no lock, no allocation); the
+ * NIC does everything else: it takes work requests off the send queues,
+ * segments them into packets by path MTU, sends them with sendmmsg,
+ * receives with recvmmsg, runs the RC/UC transport of IBTA vol 1 ch. 9
+ * (PSNs, ACK/NAK, retransmission, duplicate detection, READ responses,
+ * atomics and their replay cache) and writes completions. Setup calls
+ * (modify, create, destroy, MR registration) serialise with the NIC
+ * through a private flag (sudp_dev_lock) that posts and polls never wait
+ * for (caller mode only tries it: ql__sudp_progress).
  *
  * docs/soft-udp.md ("The provider") is the specification.
  */
@@ -56,6 +59,9 @@
 #define SUDP_REQ_EVERY 32 /* requester: AckReq at least every N packets */
 
 enum sudp_poll_mode { SUDP_POLL_ADAPTIVE, SUDP_POLL_BUSY };
+
+/* progress=: who runs the NIC (docs/progress.md) */
+enum sudp_progress { SUDP_PROGRESS_AUTO, SUDP_PROGRESS_THREAD, SUDP_PROGRESS_CALLER };
 
 /* peer_port=: which UDP source port a connected peer's packets must come
  * from (docs/soft-udp.md 8) */
@@ -262,6 +268,8 @@ struct sudp_device {
 	enum sudp_peer_port peer_port;
 	uint16_t peer_port_n; /* SUDP_PEER_PORT_FIXED */
 	enum ibv_mtu active_mtu;
+	bool caller; /* progress=caller: no NIC thread, the application's calls
+			run the NIC (ql__sudp_progress) */
 	pthread_t thread;
 	_Atomic bool stop;
 	_Atomic int need_wakeup;
@@ -367,8 +375,34 @@ static inline uint16_t sudp_rxe_sport(uint32_t rxe_qpn, uint32_t our_qpn)
 /* qp.c: the ports a QP's peer may send from (0: any) */
 SUDP_HIDDEN void ql__sudp_peer_sport(const struct sudp_qp *qp, uint16_t port[2]);
 
-/* nic.c */
+/* nic.c (the roles it runs: nic_int.h) */
 SUDP_HIDDEN void *ql__sudp_nic_main(void *arg);
+/* wire.c: the receive batch's buffers (once, at open) */
+SUDP_HIDDEN void ql__sudp_rx_init(struct sudp_device *dev);
+/* Caller progress: one bounded round of the NIC in the calling thread
+ * (rx false: timers and transmit only, no recvmmsg), unless another thread
+ * runs one now or a setup call waits for the NIC flag (then 0 at once).
+ * > 0 when something moved. */
+SUDP_HIDDEN int ql__sudp_progress(struct sudp_device *d, bool rx);
+/* progress=auto's rule: caller when the process's CPUs (ncpu, its
+ * sched_getaffinity set) are fewer than 2 x (nthreads + 1) + 1, nthreads
+ * the NIC threads this process already runs (docs/progress.md) */
+SUDP_HIDDEN bool ql__sudp_auto_caller(int ncpu, int nthreads);
+/* The mode a device opened with `want` runs in: want, or for AUTO the
+ * QLINK_PROGRESS environment variable (thread|caller|auto), else the rule.
+ * Counts the NIC thread a THREAD answer will start (ql__sudp_thread_gone
+ * when it ends). */
+SUDP_HIDDEN enum sudp_progress ql__sudp_progress_choose(enum sudp_progress want);
+SUDP_HIDDEN void ql__sudp_thread_gone(void);
+SUDP_HIDDEN int ql__sudp_progress_parse(const char *v, enum sudp_progress *out);
+
+/* In caller mode, the post and poll calls run the NIC (hot path: a
+ * branch, and one try of the NIC flag) */
+static inline void sudp_caller_progress(struct sudp_device *d, bool rx)
+{
+	if (d->caller)
+		(void)ql__sudp_progress(d, rx);
+}
 SUDP_HIDDEN void ql__sudp_qp_reset_transport(struct sudp_qp *qp);
 
 #endif

@@ -1,0 +1,486 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_udp_progress: soft+udp's progress modes (docs/progress.md).
+ *
+ *  - progress=auto follows the documented rule: caller when the process's
+ *    CPUs (sched_getaffinity) are fewer than 2 x (NIC threads + 1) + 1;
+ *    progress=thread|caller and QLINK_PROGRESS are obeyed; a bad value is
+ *    refused;
+ *  - caller mode has no NIC thread: nothing moves until the application
+ *    polls, posts or calls ql_device_progress;
+ *  - two threads pinned to the same CPU, each the only driver of its own
+ *    device (one end of a SEND ping-pong and of a WRITE ping-pong), finish
+ *    in bounded time;
+ *  - several threads polling CQs of one caller-mode device at once (one
+ *    progresses, the others go on) lose and duplicate nothing.
+ */
+#define _GNU_SOURCE
+#include "verbs_fixture.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "providers/sudp/sudp.h"
+
+#define PP_ROUNDS 300
+#define PP_BOUND_NS (60ull * 1000000000ull) /* both ping-pongs on one CPU */
+
+static const struct vt_param *udp(void)
+{
+	return &vt_params[2];
+}
+
+static bool is_caller(struct ql_device *dev)
+{
+	return ((struct sudp_device *)(void *)dev)->caller;
+}
+
+static int open_q(const char *query, struct ql_device **dev)
+{
+	char uri[QL_DEVICE_URI_MAX];
+	size_t l;
+
+	vt_dev_uri(udp(), uri, sizeof(uri));
+	l = strlen(uri);
+	if (query)
+		snprintf(uri + l, sizeof(uri) - l, "?%s", query);
+	return ql_device_open(uri, dev);
+}
+
+/* the current thread's CPUs, and back */
+static cpu_set_t saved_set;
+
+static void pin_process_to_one_cpu(void)
+{
+	cpu_set_t one;
+	int cpu = -1;
+
+	assert_int_equal(sched_getaffinity(0, sizeof(saved_set), &saved_set), 0);
+	for (int c = 0; c < CPU_SETSIZE && cpu < 0; c++)
+		if (CPU_ISSET(c, &saved_set))
+			cpu = c;
+	assert_true(cpu >= 0);
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+}
+
+static void unpin(void)
+{
+	assert_int_equal(sched_setaffinity(0, sizeof(saved_set), &saved_set), 0);
+}
+
+/* ---- the rule ------------------------------------------------------------ */
+
+static void test_auto_rule(void **state)
+{
+	(void)state;
+	/* the first device: caller below 3 CPUs */
+	assert_true(ql__sudp_auto_caller(1, 0));
+	assert_true(ql__sudp_auto_caller(2, 0));
+	assert_false(ql__sudp_auto_caller(3, 0));
+	assert_false(ql__sudp_auto_caller(64, 0));
+	/* a second NIC thread wants two more */
+	assert_true(ql__sudp_auto_caller(4, 1));
+	assert_false(ql__sudp_auto_caller(5, 1));
+	assert_true(ql__sudp_auto_caller(6, 2));
+	assert_false(ql__sudp_auto_caller(7, 2));
+}
+
+static void test_auto_follows_affinity(void **state)
+{
+	struct ql_device *d1, *d2, *d3;
+	cpu_set_t set;
+	int ncpu;
+
+	(void)state;
+	unsetenv("QLINK_PROGRESS");
+	/* one CPU: caller, whatever runs already */
+	pin_process_to_one_cpu();
+	assert_int_equal(open_q(NULL, &d1), 0);
+	assert_true(is_caller(d1));
+	assert_int_equal(open_q("progress=auto", &d2), 0);
+	assert_true(is_caller(d2));
+	/* asked for: a NIC thread even so */
+	assert_int_equal(open_q("progress=thread", &d3), 0);
+	assert_false(is_caller(d3));
+	assert_int_equal(ql_device_close(d3), 0);
+	assert_int_equal(ql_device_close(d2), 0);
+	assert_int_equal(ql_device_close(d1), 0);
+	unpin();
+
+	/* this host's own CPUs: what the rule says for them (a 2-core CI
+	 * host: caller; 3 or more: a thread for the first device, and the
+	 * second one counts it) */
+	assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
+	ncpu = CPU_COUNT(&set);
+	assert_int_equal(open_q(NULL, &d1), 0);
+	assert_int_equal(is_caller(d1), ql__sudp_auto_caller(ncpu, 0));
+	assert_int_equal(open_q(NULL, &d2), 0);
+	assert_int_equal(is_caller(d2), ql__sudp_auto_caller(ncpu, is_caller(d1) ? 0 : 1));
+	assert_int_equal(ql_device_close(d2), 0);
+	assert_int_equal(ql_device_close(d1), 0);
+	print_message("[     NOTE ] %d CPUs here: auto runs the first device in %s mode\n", ncpu,
+		      ql__sudp_auto_caller(ncpu, 0) ? "caller" : "thread");
+}
+
+static void test_progress_option(void **state)
+{
+	struct ql_device *d;
+
+	(void)state;
+	assert_int_equal(open_q("progress=caller", &d), 0);
+	assert_true(is_caller(d));
+	assert_int_equal(ql_device_close(d), 0);
+	assert_int_equal(open_q("progress=thread", &d), 0);
+	assert_false(is_caller(d));
+	/* a NIC thread needs no help: nothing to do in the caller */
+	assert_int_equal(ql_device_progress(d), 0);
+	assert_int_equal(ql_device_close(d), 0);
+	assert_int_equal(open_q("progress=sometimes", &d), -EINVAL);
+	assert_int_equal(open_q("progress=", &d), -EINVAL);
+
+	/* the environment sets what auto means, never an explicit value */
+	setenv("QLINK_PROGRESS", "thread", 1);
+	assert_int_equal(open_q(NULL, &d), 0);
+	assert_false(is_caller(d));
+	assert_int_equal(ql_device_close(d), 0);
+	assert_int_equal(open_q("progress=caller", &d), 0);
+	assert_true(is_caller(d));
+	assert_int_equal(ql_device_close(d), 0);
+	setenv("QLINK_PROGRESS", "caller", 1);
+	assert_int_equal(open_q(NULL, &d), 0);
+	assert_true(is_caller(d));
+	assert_int_equal(ql_device_close(d), 0);
+	unsetenv("QLINK_PROGRESS");
+}
+
+/* ---- caller mode: nothing moves unless the application calls ------------ */
+
+static void test_caller_needs_caller(void **state)
+{
+	struct vt_pair *pr;
+	struct vt_opts o = { .type = IBV_QPT_RC };
+	struct ibv_wc wc;
+	uint64_t until;
+	int n = 0;
+
+	(void)state;
+	setenv("QLINK_PROGRESS", "caller", 1);
+	assert_int_equal(vt_pair_create(udp(), &o, &pr), 0);
+	unsetenv("QLINK_PROGRESS");
+	assert_true(is_caller(pr->a.dev) && is_caller(pr->b.dev));
+	memset(pr->b.buf, 0, 8);
+	memcpy(pr->a.buf, "caller!", 8);
+	/* the post puts the packet on the wire; nobody runs b's NIC */
+	assert_int_equal(vt_post_write(pr->a.qp, 1, pr->a.buf, 8, ql_mr_lkey(pr->a.mr),
+				       (uintptr_t)pr->b.buf, ql_mr_rkey(pr->b.mr),
+				       IBV_SEND_SIGNALED),
+			 0);
+	until = vt_now_ns() + 50000000ull;
+	while (vt_now_ns() < until)
+		assert_int_equal(ql_cq_poll(pr->a.scq, 1, &wc), 0);
+	assert_int_equal(memcmp(pr->b.buf, "\0\0\0\0\0\0\0\0", 8), 0);
+	/* b's progress places it and ACKs; a's poll completes it */
+	until = vt_now_ns() + 5000000000ull;
+	while (vt_now_ns() < until && (n = ql_cq_poll(pr->a.scq, 1, &wc)) == 0)
+		(void)ql_device_progress(pr->b.dev);
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_memory_equal(pr->b.buf, "caller!", 8);
+	vt_pair_destroy(pr);
+}
+
+/* ---- two threads, one CPU ------------------------------------------------ */
+
+struct pp_end {
+	struct vt_end *me;
+	const struct vt_end *peer;
+	bool server;
+	bool write; /* WRITE ping-pong (the seq word), else SEND/RECV */
+	int rounds;
+	int done;
+	uint64_t until;
+};
+
+/* Two threads on one CPU: an empty poll now and then gives the CPU to the
+ * other (the library never yields in a poll; an application sharing a core
+ * does, docs/progress.md) */
+static void pp_idle(unsigned int *spins)
+{
+	if ((++*spins & 15) == 0)
+		sched_yield();
+}
+
+/* One completion from cq, polled by this thread only. */
+static bool pp_wait(struct ql_cq *cq, struct ibv_wc *wc, uint64_t until)
+{
+	unsigned int spins = 0;
+	int n;
+
+	while ((n = ql_cq_poll(cq, 1, wc)) == 0) {
+		if (vt_now_ns() > until)
+			return false;
+		pp_idle(&spins);
+	}
+	return n == 1 && wc->status == IBV_WC_SUCCESS;
+}
+
+/* WRITE ping-pong: each side writes the round number into the other's
+ * buffer and spins on its own until the peer's arrives, driving its own
+ * device with ql_device_progress while it spins (a WRITE has no receive
+ * completion). */
+static void *pp_write(struct pp_end *e)
+{
+	volatile uint64_t *in = (volatile uint64_t *)(void *)e->me->buf;
+	uint64_t *out = (uint64_t *)(void *)(e->me->buf + 64);
+	struct ibv_wc wc;
+	unsigned int spins = 0;
+
+	for (int i = 1; i <= e->rounds; i++) {
+		if (e->server)
+			while (*in != (uint64_t)i) {
+				(void)ql_device_progress(e->me->dev);
+				if (vt_now_ns() > e->until)
+					return NULL;
+				pp_idle(&spins);
+			}
+		*out = (uint64_t)i;
+		if (vt_post_write(e->me->qp, (uint64_t)i, out, 8, ql_mr_lkey(e->me->mr),
+				  (uintptr_t)e->peer->buf, ql_mr_rkey(e->peer->mr),
+				  IBV_SEND_SIGNALED) ||
+		    !pp_wait(e->me->scq, &wc, e->until))
+			return NULL;
+		if (!e->server)
+			while (*in != (uint64_t)i) {
+				(void)ql_device_progress(e->me->dev);
+				if (vt_now_ns() > e->until)
+					return NULL;
+				pp_idle(&spins);
+			}
+		e->done = i;
+	}
+	return NULL;
+}
+
+static void *pp_send(struct pp_end *e)
+{
+	uint8_t *rx = e->me->buf + 4096;
+	uint32_t lkey = ql_mr_lkey(e->me->mr);
+	struct ibv_wc wc;
+
+	/* the receive for the next message is always posted before the
+	 * message that provokes it is sent (no RNR wait) */
+	if (vt_post_recv(e->me->qp, 1, rx, 64, lkey))
+		return NULL;
+	for (int i = 1; i <= e->rounds; i++) {
+		if (e->server) {
+			if (!pp_wait(e->me->rcq, &wc, e->until) || wc.wr_id != (uint64_t)i ||
+			    *(uint32_t *)(void *)rx != (uint32_t)i ||
+			    vt_post_recv(e->me->qp, (uint64_t)i + 1, rx, 64, lkey))
+				return NULL;
+		}
+		*(uint32_t *)(void *)e->me->buf = (uint32_t)i;
+		if (vt_post_send(e->me->qp, (uint64_t)i, e->me->buf, 8, lkey, IBV_SEND_SIGNALED) ||
+		    !pp_wait(e->me->scq, &wc, e->until))
+			return NULL;
+		if (!e->server) {
+			if (!pp_wait(e->me->rcq, &wc, e->until) || wc.wr_id != (uint64_t)i ||
+			    *(uint32_t *)(void *)rx != (uint32_t)i ||
+			    vt_post_recv(e->me->qp, (uint64_t)i + 1, rx, 64, lkey))
+				return NULL;
+		}
+		e->done = i;
+	}
+	return NULL;
+}
+
+static void *pp_main(void *arg)
+{
+	struct pp_end *e = arg;
+
+	return e->write ? pp_write(e) : pp_send(e);
+}
+
+static void one_cpu_pingpong(bool write)
+{
+	struct vt_opts o = { .type = IBV_QPT_RC, .max_recv_wr = 64 };
+	struct pp_end a, b;
+	struct vt_pair *pr;
+	pthread_t ta, tb;
+	uint64_t t0, dt;
+
+	unsetenv("QLINK_PROGRESS");
+	pin_process_to_one_cpu(); /* the threads below inherit it */
+	assert_int_equal(vt_pair_create(udp(), &o, &pr), 0);
+	/* the default on one CPU */
+	assert_true(is_caller(pr->a.dev) && is_caller(pr->b.dev));
+	memset(pr->a.buf, 0, 8);
+	memset(pr->b.buf, 0, 8);
+	t0 = vt_now_ns();
+	a = (struct pp_end){ .me = &pr->a,
+			     .peer = &pr->b,
+			     .write = write,
+			     .rounds = PP_ROUNDS,
+			     .until = t0 + PP_BOUND_NS };
+	b = a;
+	b.me = &pr->b;
+	b.peer = &pr->a;
+	b.server = true;
+	assert_int_equal(pthread_create(&tb, NULL, pp_main, &b), 0);
+	assert_int_equal(pthread_create(&ta, NULL, pp_main, &a), 0);
+	pthread_join(ta, NULL);
+	pthread_join(tb, NULL);
+	dt = vt_now_ns() - t0;
+	unpin();
+	print_message("[     NOTE ] %s ping-pong, both ends on one CPU: %d/%d rounds, %.1f us "
+		      "each\n",
+		      write ? "WRITE" : "SEND", a.done, PP_ROUNDS,
+		      (double)dt / 1000.0 / (a.done ? a.done : 1));
+	assert_int_equal(a.done, PP_ROUNDS);
+	assert_int_equal(b.done, PP_ROUNDS);
+	assert_true(dt < PP_BOUND_NS);
+	vt_pair_destroy(pr);
+}
+
+static void test_one_cpu_send_pingpong(void **state)
+{
+	(void)state;
+	one_cpu_pingpong(false);
+}
+
+static void test_one_cpu_write_pingpong(void **state)
+{
+	(void)state;
+	one_cpu_pingpong(true);
+}
+
+/* ---- several pollers of one device ---------------------------------------- */
+
+#define MT_QPS 3
+#define MT_MSGS 400
+
+struct mt_arg {
+	struct vt_node_qp *q;
+	uint8_t *buf;
+	uint32_t lkey;
+	bool sender;
+	int got;
+	uint64_t until;
+};
+
+static void *mt_main(void *arg)
+{
+	struct mt_arg *m = arg;
+	struct ibv_wc wc;
+	int n;
+
+	for (int i = 0; i < MT_MSGS; i++) {
+		if (m->sender) {
+			if (vt_post_send(m->q->qp, (uint64_t)i, m->buf, 16, m->lkey,
+					 IBV_SEND_SIGNALED))
+				return NULL;
+			while ((n = ql_cq_poll(m->q->scq, 1, &wc)) == 0)
+				if (vt_now_ns() > m->until)
+					return NULL;
+		} else {
+			while ((n = ql_cq_poll(m->q->rcq, 1, &wc)) == 0)
+				if (vt_now_ns() > m->until)
+					return NULL;
+			if (n == 1 && wc.wr_id != (uint64_t)i)
+				return NULL; /* lost or duplicated */
+			if (n == 1 && wc.status == IBV_WC_SUCCESS &&
+			    vt_post_recv(m->q->qp, (uint64_t)(i + MT_MSGS), m->buf, 64, m->lkey))
+				return NULL;
+		}
+		if (n != 1 || wc.status != IBV_WC_SUCCESS)
+			return NULL;
+		m->got++;
+	}
+	return NULL;
+}
+
+static void test_many_pollers_one_device(void **state)
+{
+	struct vt_node na, nb;
+	struct vt_node_qp qa[MT_QPS], qb[MT_QPS];
+	struct mt_arg ma[MT_QPS], mb[MT_QPS];
+	pthread_t ta[MT_QPS], tb[MT_QPS];
+	struct ql_device *da, *db;
+	struct ql_qp_connect_opts co;
+	uint64_t until = vt_now_ns() + 60000000000ull;
+
+	(void)state;
+	ql_qp_connect_opts_default(&co);
+	assert_int_equal(open_q("progress=caller", &da), 0);
+	assert_int_equal(open_q("progress=caller", &db), 0);
+	memset(&na, 0, sizeof(na));
+	memset(&nb, 0, sizeof(nb));
+	assert_int_equal(vt_node_open(&na, da, 1 << 16), 0);
+	assert_int_equal(vt_node_open(&nb, db, 1 << 16), 0);
+	for (int i = 0; i < MT_QPS; i++) {
+		assert_int_equal(vt_node_qp_create(&na, &qa[i], 2 * MT_MSGS, MT_MSGS, 64), 0);
+		assert_int_equal(vt_node_qp_create(&nb, &qb[i], 2 * MT_MSGS, 2 * MT_MSGS, 64), 0);
+		assert_int_equal(ql_qp_connect(qa[i].qp, &qb[i].local, &co), 0);
+		assert_int_equal(ql_qp_connect(qb[i].qp, &qa[i].local, &co), 0);
+		/* every receive the sender's messages need, posted up front */
+		for (int k = 0; k < MT_MSGS; k++)
+			assert_int_equal(vt_post_recv(qb[i].qp, (uint64_t)k,
+						      nb.buf + 1024 * (size_t)i, 64,
+						      ql_mr_lkey(nb.mr)),
+					 0);
+		ma[i] = (struct mt_arg){ .q = &qa[i],
+					 .buf = na.buf + 1024 * (size_t)i,
+					 .lkey = ql_mr_lkey(na.mr),
+					 .sender = true,
+					 .until = until };
+		mb[i] = (struct mt_arg){ .q = &qb[i],
+					 .buf = nb.buf + 1024 * (size_t)i,
+					 .lkey = ql_mr_lkey(nb.mr),
+					 .until = until };
+	}
+	/* 2 x MT_QPS threads, each polling its own CQs: on each device
+	 * MT_QPS of them try to run its NIC at once */
+	for (int i = 0; i < MT_QPS; i++) {
+		assert_int_equal(pthread_create(&tb[i], NULL, mt_main, &mb[i]), 0);
+		assert_int_equal(pthread_create(&ta[i], NULL, mt_main, &ma[i]), 0);
+	}
+	for (int i = 0; i < MT_QPS; i++) {
+		pthread_join(ta[i], NULL);
+		pthread_join(tb[i], NULL);
+	}
+	for (int i = 0; i < MT_QPS; i++) {
+		assert_int_equal(ma[i].got, MT_MSGS);
+		assert_int_equal(mb[i].got, MT_MSGS);
+	}
+	for (int i = 0; i < MT_QPS; i++) {
+		vt_node_qp_destroy(&qa[i]);
+		vt_node_qp_destroy(&qb[i]);
+	}
+	vt_node_close(&na);
+	vt_node_close(&nb);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_auto_rule),
+		cmocka_unit_test(test_auto_follows_affinity),
+		cmocka_unit_test(test_progress_option),
+		cmocka_unit_test(test_caller_needs_caller),
+		cmocka_unit_test(test_one_cpu_send_pingpong),
+		cmocka_unit_test(test_one_cpu_write_pingpong),
+		cmocka_unit_test(test_many_pollers_one_device),
+	};
+
+	if (!vt_udp_enabled()) {
+		print_message("QLINK_TEST_UDP=0: nothing to run\n");
+		return 0;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
