@@ -119,8 +119,9 @@ int ql_dispatcher_detach(struct ql_dispatcher *disp, struct ql_daemon *d);
  * max_daemons daemons and pollers are attached. Detach returns once the
  * thread no longer calls it; -ENOENT if (poll, arg) is not attached.
  */
-int ql_dispatcher_attach_poll(struct ql_dispatcher *disp, int (*poll)(void *arg), void *arg);
-int ql_dispatcher_detach_poll(struct ql_dispatcher *disp, int (*poll)(void *arg), void *arg);
+typedef int (*ql_dispatcher_poll_fn)(void *arg);
+int ql_dispatcher_attach_poll(struct ql_dispatcher *disp, ql_dispatcher_poll_fn poll, void *arg);
+int ql_dispatcher_detach_poll(struct ql_dispatcher *disp, ql_dispatcher_poll_fn poll, void *arg);
 
 /* One round in the calling thread (tests, single-threaded programs): the
  * requests served, 0 if none. -EBUSY while the thread runs. Not to be

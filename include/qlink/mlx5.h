@@ -196,7 +196,7 @@ struct ql_mlx5_qp {
 	void *bf_reg;	  /* doorbell / BlueFlame register */
 	uint32_t bf_size; /* 0: no BlueFlame, 8-byte doorbell write only */
 	uint32_t bf_offset;
-		/* alternating BlueFlame buffer toggle */ /* Host code only: on a device whose work runs in the caller (the soft
+	/* alternating BlueFlame buffer toggle */ /* Host code only: on a device whose work runs in the caller (the soft
 	 * NIC in caller progress mode, docs/progress.md) the views carry the
 	 * device's progress call, which ql_mlx5_sq_doorbell and an empty
 	 * ql_mlx5_cq_poll run (bounded; no allocation, lock or system call);

@@ -643,7 +643,7 @@ out:
 	return ret;
 }
 
-int ql_dispatcher_attach_poll(struct ql_dispatcher *p, int (*poll)(void *arg), void *arg)
+int ql_dispatcher_attach_poll(struct ql_dispatcher *p, ql_dispatcher_poll_fn poll, void *arg)
 {
 	const struct dpoll add = { poll, arg };
 
@@ -652,7 +652,7 @@ int ql_dispatcher_attach_poll(struct ql_dispatcher *p, int (*poll)(void *arg), v
 	return change_fns(p, NULL, &add);
 }
 
-int ql_dispatcher_detach_poll(struct ql_dispatcher *p, int (*poll)(void *arg), void *arg)
+int ql_dispatcher_detach_poll(struct ql_dispatcher *p, ql_dispatcher_poll_fn poll, void *arg)
 {
 	const struct dpoll skip = { poll, arg };
 
