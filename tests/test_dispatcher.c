@@ -307,6 +307,56 @@ static void test_misuse(void **state)
 	assert_int_equal(ql_dispatcher_create(NULL, &q), -EINVAL);
 }
 
+/* Pollers (ql_dispatcher_attach_poll): called once a round, in the
+ * round's thread, after the daemons; gone after detach. */
+static _Atomic int poll_calls;
+
+static int count_poll(void *arg)
+{
+	atomic_fetch_add(&poll_calls, 1);
+	return arg ? 1 : 0;
+}
+
+static void test_pollers(void **state)
+{
+	struct fixture *f = *state;
+	int mark = 0;
+	uint64_t t0;
+
+	atomic_store(&poll_calls, 0);
+	assert_int_equal(ql_dispatcher_attach_poll(f->p, NULL, NULL), -EINVAL);
+	assert_int_equal(ql_dispatcher_detach_poll(f->p, count_poll, NULL), -ENOENT);
+	assert_int_equal(ql_dispatcher_attach_poll(f->p, count_poll, NULL), 0);
+	assert_int_equal(ql_dispatcher_attach(f->p, f->d[0]), 0);
+	/* by hand: one call a round, the daemon served as before */
+	assert_int_equal(ql_dispatcher_poll(f->p), 0);
+	assert_int_equal(atomic_load(&poll_calls), 1);
+	assert_int_equal(push(f, 0, 1), 0);
+	assert_int_equal(ql_dispatcher_poll(f->p), 1);
+	assert_int_equal(atomic_load(&poll_calls), 2);
+	expect(f, 0, 1);
+	/* a second poller (another arg), by the thread */
+	assert_int_equal(ql_dispatcher_attach_poll(f->p, count_poll, &mark), 0);
+	assert_int_equal(ql_dispatcher_start(f->p), 0);
+	t0 = ql_clock_ns();
+	while (atomic_load(&poll_calls) < 1000)
+		assert_true(ql_clock_ns() - t0 < 5000000000ull);
+	assert_int_equal(push(f, 0, 2), 0);
+	expect(f, 0, 2);
+	/* detached (running): not called once it returns */
+	assert_int_equal(ql_dispatcher_detach_poll(f->p, count_poll, NULL), 0);
+	assert_int_equal(ql_dispatcher_detach_poll(f->p, count_poll, &mark), 0);
+	{
+		int n = atomic_load(&poll_calls);
+
+		usleep(20000);
+		assert_int_equal(atomic_load(&poll_calls), n);
+	}
+	assert_int_equal(ql_dispatcher_detach_poll(f->p, count_poll, &mark), -ENOENT);
+	assert_int_equal(ql_dispatcher_stop(f->p), 0);
+	assert_int_equal(ql_dispatcher_detach(f->p, f->d[0]), 0);
+}
+
 static void test_idle_policy_names(void **state)
 {
 	enum ql_idle_policy p;
@@ -403,6 +453,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_many_channels, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_attach_detach_running, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_misuse, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pollers, setup, teardown),
 		cmocka_unit_test(test_idle_policy_names),
 		cmocka_unit_test_setup_teardown(test_idle_policies, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hot_path, setup, teardown),

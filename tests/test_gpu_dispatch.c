@@ -111,7 +111,9 @@ static int server(int rfd, int wfd, enum ql_gpu_mode mode)
 		return 13;
 	if (ql_gpu_dispatcher_connect(d, &cp, NULL) || ql_gpu_dispatcher_start(d))
 		return 14;
-	if (ql__read_line(rfd, line, sizeof(line)) < 0)
+	/* (caller progress: the body runs in this wait) */
+	if (ql_gpu_dispatcher_serve_until(d, rfd) != 1 ||
+	    ql__read_line(rfd, line, sizeof(line)) < 0)
 		return 15;
 	if (ql_gpu_dispatcher_stop(d))
 		return 16;
@@ -266,6 +268,11 @@ static void test_calls_checked_and_counted(void **state)
 
 /* Send len bytes of msg as one request and return the response's status
  * (and check request_id came back). */
+/* The dispatcher of this process, when the test serves itself: waits
+ * progress it (caller progress runs its body in them; a thread's run
+ * needs nothing). */
+static struct ql_gpu_dispatcher *self_served;
+
 static int32_t call_raw(struct ql_ring_client *cl, const uint8_t *msg, uint32_t len, uint32_t rid,
 			uint32_t *result_len)
 {
@@ -275,8 +282,11 @@ static int32_t call_raw(struct ql_ring_client *cl, const uint8_t *msg, uint32_t 
 	int n;
 
 	assert_int_equal(ql_ring_client_send(cl, msg, len), 0);
-	while ((n = ql_ring_client_poll(cl, &r, 1)) == 0)
+	while ((n = ql_ring_client_poll(cl, &r, 1)) == 0) {
+		if (self_served)
+			assert_true(ql_gpu_dispatcher_progress(self_served) >= 0);
 		assert_true(ql_clock_ns() - t0 < 5000000000ull);
+	}
 	assert_int_equal(n, 1);
 	assert_int_equal(ql_rpc_response_parse(r.msg, r.len, &h, NULL), 0);
 	if (len >= QL_RPC_HEADER_SIZE)
@@ -377,8 +387,11 @@ static void test_start_stop_restart(void **state)
 	assert_int_equal(ql_ring_client_connect(cl, &sp, NULL), 0);
 	assert_int_equal(ql_gpu_dispatcher_connect(d, &cp, NULL), 0);
 
+	self_served = d;
 	assert_int_equal(ql_gpu_dispatcher_start(d), 0);
 	assert_true(ql_gpu_dispatcher_is_running(d));
+	if (getenv("QLINK_PROGRESS") && !strcmp(getenv("QLINK_PROGRESS"), "caller"))
+		assert_true(ql_gpu_dispatcher_caller(d));
 	assert_int_equal(ql_gpu_dispatcher_start(d), -EBUSY);
 	assert_int_equal(
 		ql_gpu_dispatcher_register(
@@ -405,8 +418,10 @@ static void test_start_stop_restart(void **state)
 		usleep(20000);
 		assert_int_equal(ql_ring_client_poll(cl, &r, 1), 0);
 		assert_int_equal(ql_gpu_dispatcher_start(d), 0);
-		for (uint64_t t0 = ql_clock_ns(); ql_ring_client_poll(cl, &r, 1) == 0;)
+		for (uint64_t t0 = ql_clock_ns(); ql_ring_client_poll(cl, &r, 1) == 0;) {
+			assert_true(ql_gpu_dispatcher_progress(d) >= 0);
 			assert_true(ql_clock_ns() - t0 < 5000000000ull);
+		}
 		assert_int_equal(ql_rpc_get_u32(r.msg + 12), 99);
 		assert_int_equal(ql_ring_client_release(cl, &r), 0);
 	}
@@ -416,7 +431,67 @@ static void test_start_stop_restart(void **state)
 	assert_int_equal(st.requests, 22);
 	assert_int_equal(st.completed, 22);
 	assert_int_equal(ql_gpu_dispatcher_error(d), 0);
+	self_served = NULL;
 	ql_gpu_dispatcher_destroy(d); /* stops it if it ran */
+	ql_ring_client_destroy(cl);
+	assert_int_equal(ql_device_close(dev), 0);
+}
+
+/* progress = CALLER: no thread runs the body; a request waits in its slot
+ * until the program calls ql_gpu_dispatcher_progress, which serves it (and
+ * the soft NIC's engine, in the doorbell and the CQ poll) in the caller. */
+static void test_caller_progress(void **state)
+{
+	struct ql_gpu_config gc = { .mode = QL_GPU_MODE_EMULATE,
+				    .num_slots = 8,
+				    .cpu = -1,
+				    .progress = QL_GPU_PROGRESS_CALLER };
+	struct ql_device *dev;
+	struct ql_gpu_dispatcher *d;
+	struct ql_ring_client *cl;
+	struct ql_conn_params sp, cp;
+	struct ql_ring_response r;
+	struct ql_gpu_stats st;
+	uint8_t m[64];
+	uint32_t n = build(m, ql_rpc_fnv1a("echo"), 8, 7);
+	int got = 0;
+
+	(void)state;
+	assert_int_equal(ql_device_open("soft://loop?progress=caller", &dev), 0);
+	assert_int_equal(ql_gpu_dispatcher_create(dev, &gc, &d), 0);
+	assert_int_equal(register_all(d), 0);
+	assert_int_equal(ql_gpu_dispatcher_local_params(d, &sp), 0);
+	assert_int_equal(ql_ring_client_create(dev, &sp, NULL, &cl), 0);
+	assert_int_equal(ql_ring_client_local_params(cl, &cp), 0);
+	assert_int_equal(ql_ring_client_connect(cl, &sp, NULL), 0);
+	assert_int_equal(ql_gpu_dispatcher_connect(d, &cp, NULL), 0);
+	assert_false(ql_gpu_dispatcher_caller(d)); /* not started */
+	assert_int_equal(ql_gpu_dispatcher_start(d), 0);
+	assert_true(ql_gpu_dispatcher_caller(d));
+	assert_true(ql_gpu_dispatcher_is_running(d));
+	assert_int_equal(ql_ring_client_send(cl, m, n), 0);
+	usleep(20000);
+	assert_int_equal(ql_ring_client_poll(cl, &r, 1), 0); /* nobody ran it */
+	assert_int_equal(ql_gpu_dispatcher_stats(d, &st), 0);
+	assert_int_equal(st.requests, 0);
+	/* one turn takes the request, answers it and (the soft NIC's engine
+	 * run by the doorbell) sends the response */
+	assert_true(ql_gpu_dispatcher_progress(d) > 0);
+	for (int i = 0; i < 1000 && !got; i++) {
+		got = ql_ring_client_poll(cl, &r, 1);
+		if (!got)
+			assert_true(ql_gpu_dispatcher_progress(d) >= 0);
+	}
+	assert_int_equal(got, 1);
+	assert_int_equal(ql_rpc_get_u32(r.msg + 12), 7);
+	assert_int_equal(ql_ring_client_release(cl, &r), 0);
+	assert_int_equal(ql_gpu_dispatcher_stop(d), 0);
+	assert_false(ql_gpu_dispatcher_is_running(d));
+	assert_false(ql_gpu_dispatcher_caller(d));
+	assert_int_equal(ql_gpu_dispatcher_stats(d, &st), 0);
+	assert_int_equal(st.requests, 1);
+	assert_int_equal(st.completed, 1); /* stop took its completion */
+	ql_gpu_dispatcher_destroy(d);
 	ql_ring_client_destroy(cl);
 	assert_int_equal(ql_device_close(dev), 0);
 }
@@ -433,6 +508,9 @@ static void test_bad_config(void **state)
 	assert_int_equal(ql_gpu_dispatcher_create(dev, &gc, &d), -EINVAL);
 	gc.num_slots = 8;
 	gc.max_functions = 5000;
+	assert_int_equal(ql_gpu_dispatcher_create(dev, &gc, &d), -EINVAL);
+	gc.max_functions = 0;
+	gc.progress = (enum ql_gpu_progress)7;
 	assert_int_equal(ql_gpu_dispatcher_create(dev, &gc, &d), -EINVAL);
 	assert_null(d);
 	assert_int_equal(ql_device_close(dev), 0);
@@ -635,6 +713,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_bad_config),
 		cmocka_unit_test(test_start_stop_restart),
+		cmocka_unit_test(test_caller_progress),
 		cmocka_unit_test(test_calls_checked_and_counted),
 		cmocka_unit_test(test_hostile_requests),
 		cmocka_unit_test(test_server_killed),

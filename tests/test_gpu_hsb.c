@@ -109,7 +109,9 @@ static int server(int rfd, int wfd)
 	usleep(20000);
 	if (write_line(wfd, "ready"))
 		return 17;
-	if (ql__read_line(rfd, line, sizeof(line)) < 0)
+	/* (caller progress: the body runs in this wait) */
+	if (ql_gpu_dispatcher_serve_until(d, rfd) != 1 ||
+	    ql__read_line(rfd, line, sizeof(line)) < 0)
 		return 15;
 	if (ql_gpu_dispatcher_stop(d))
 		return 16;
@@ -291,9 +293,11 @@ static void pair_close(struct pair *p)
 	assert_int_equal(ql_device_close(p->dev), 0);
 }
 
-/* One response on cl (the daemon polled meanwhile when dm): its length
- * copied into out, or -ETIMEDOUT after ms. */
-static int wait_one(struct ql_hsb_client *cl, struct ql_daemon *dm, uint8_t *out, uint64_t ms)
+/* One response on cl (the daemon polled meanwhile when dm, the GPU
+ * dispatcher progressed when g: caller progress runs its body here): its
+ * length copied into out, or -ETIMEDOUT after ms. */
+static int wait_one(struct ql_hsb_client *cl, struct ql_daemon *dm, struct ql_gpu_dispatcher *g,
+		    uint8_t *out, uint64_t ms)
 {
 	uint64_t end = ql_clock_ns() + ms * 1000000ull;
 	struct ql_ring_response r;
@@ -303,6 +307,8 @@ static int wait_one(struct ql_hsb_client *cl, struct ql_daemon *dm, uint8_t *out
 
 		if (dm)
 			assert_true(ql_daemon_poll(dm) >= 0);
+		if (g)
+			assert_true(ql_gpu_dispatcher_progress(g) >= 0);
 		n = ql_hsb_client_poll(cl, &r, 1);
 		assert_true(n >= 0);
 		if (n == 1) {
@@ -324,8 +330,8 @@ static int both_wait(struct pair *p, const uint8_t *msg, uint32_t len, uint64_t 
 
 	assert_int_equal(ql_hsb_client_send(p->ccl, msg, len), 0);
 	assert_int_equal(ql_hsb_client_send(p->gcl, msg, len), 0);
-	nc = wait_one(p->ccl, p->dm, rc, ms);
-	ng = wait_one(p->gcl, NULL, rg, ms);
+	nc = wait_one(p->ccl, p->dm, NULL, rc, ms);
+	ng = wait_one(p->gcl, NULL, p->g, rg, ms);
 	assert_int_equal(nc, ng);
 	if (nc > 0)
 		assert_memory_equal(rc, rg, (size_t)nc);
@@ -404,7 +410,7 @@ static void test_same_as_cpu(void **state)
 		/* arg_len one past the frame: BAD_LENGTH from both */
 		n = build(m, req, par, FRAME - QL_RPC_HEADER_SIZE + 1, 305, a, 32);
 		assert_int_equal(ql_hsb_client_send(p.gcl, m, n), 0);
-		assert_int_equal(wait_one(p.gcl, NULL, rr, 2000), QL_RPC_RESPONSE_SIZE);
+		assert_int_equal(wait_one(p.gcl, NULL, p.g, rr, 2000), QL_RPC_RESPONSE_SIZE);
 		assert_int_equal(status_of(rr), QL_RPC_E_BAD_LENGTH);
 		assert_int_equal(both(&p, m, n), QL_RPC_RESPONSE_SIZE);
 	}
@@ -436,13 +442,14 @@ static void test_same_as_cpu(void **state)
 	assert_int_equal(ql_hsb_client_send_raw(p.gcl, 0, 0xffffffffu, m, n), 0);
 	assert_int_equal(ql_hsb_client_send_raw(p.ccl, 0, 0, m, PAGE_SIZE + 128), 0);
 	assert_int_equal(ql_hsb_client_send_raw(p.gcl, 0, 0, m, PAGE_SIZE + 128), 0);
-	assert_int_equal(wait_one(p.ccl, p.dm, r, 100), -ETIMEDOUT);
-	assert_int_equal(wait_one(p.gcl, NULL, r, 100), -ETIMEDOUT);
+	assert_int_equal(wait_one(p.ccl, p.dm, NULL, r, 100), -ETIMEDOUT);
+	assert_int_equal(wait_one(p.gcl, NULL, p.g, r, 100), -ETIMEDOUT);
 	assert_int_equal(ql_hsb_channel_stats(p.ch, &cs), 0);
 	end = ql_clock_ns() + TIMEOUT_NS;
-	do
+	do {
+		assert_true(ql_gpu_dispatcher_progress(p.g) >= 0);
 		assert_int_equal(ql_gpu_dispatcher_stats(p.g, &gs), 0);
-	while (gs.hsb_bad_imm + gs.hsb_bad_len < 3 && ql_clock_ns() < end);
+	} while (gs.hsb_bad_imm + gs.hsb_bad_len < 3 && ql_clock_ns() < end);
 	assert_int_equal(cs.bad_imm, 2);
 	assert_int_equal(cs.bad_len, 1);
 	assert_int_equal(gs.hsb_bad_imm, cs.bad_imm);

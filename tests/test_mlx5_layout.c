@@ -176,7 +176,9 @@ static void test_cqe_written_by_mlx5dv(void **state)
 	uint32_t dbrec[2] = { 0, 0 };
 	struct mlx5_cqe64 *e = (void *)buf;
 	struct mlx5_err_cqe *err = (void *)(buf + 64);
-	struct ql_mlx5_cq cq = { 1, buf, 2, 64, dbrec, 0 };
+	struct ql_mlx5_cq cq = {
+		.cqn = 1, .buf = buf, .cqe_cnt = 2, .cqe_size = 64, .dbrec = dbrec
+	};
 	struct ql_mlx5_cqe_info ci;
 
 	(void)state;

@@ -28,8 +28,16 @@
  *  - across processes (fork, soft+shm), with the mlx5-mode QP in the parent
  *    and in the child, data flows both ways;
  *  - the engine's loop neither allocates nor locks (interposition, while
- *    its thread runs) and makes no system call (driven by the test thread
- *    under a seccomp filter).
+ *    its thread runs, or in the callers' doorbells and polls in caller
+ *    progress mode) and makes no system call (driven by the test thread
+ *    under a seccomp filter);
+ *  - progress modes (docs/progress.md): ?progress=thread starts the engine
+ *    thread, ?progress=caller none, and the doorbell itself carries the
+ *    WQE to the peer; a bad mode is refused; an mlx5 side and a verbs side
+ *    in two threads pinned to one CPU ping-pong in bounded time.
+ *
+ * The whole suite runs again with QLINK_PROGRESS=caller (ctest
+ * test_soft_mlx5_caller): every device then progresses in its callers.
  */
 #define _GNU_SOURCE
 /* cmocka.h needs these first */
@@ -52,6 +60,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <pthread.h>
+
 #include <qlink/error.h>
 #include <qlink/mlx5.h>
 #include <qlink/verbs.h>
@@ -72,6 +82,14 @@ uint64_t ql__soft_mlx5_bf_hits(struct ql_qp *q);
 #define TIMEOUT_NS 5000000000ull
 
 static const char *const uris[] = { "soft://loop", "soft+shm://qlmx5" };
+
+/* The suite's run in caller progress mode (QLINK_PROGRESS=caller). */
+static bool env_caller(void)
+{
+	const char *e = getenv("QLINK_PROGRESS");
+
+	return e && !strcmp(e, "caller");
+}
 
 static uint64_t now_ns(void)
 {
@@ -323,7 +341,11 @@ static void test_lifecycle(void **state)
 	struct ql_mlx5_qp v;
 
 	pair_open(&p, uri, &opts_default);
-	assert_true(ql__soft_mlx5_engine_running(p.a.dev));
+	/* a thread, or (caller progress) views that carry the engine's pass */
+	if (env_caller())
+		assert_non_null(p.a.mq.progress);
+	assert_int_equal(ql__soft_mlx5_engine_running(p.a.dev), p.a.mq.progress == NULL);
+	assert_true((p.a.mq.progress == NULL) == (p.a.mcq.progress == NULL));
 	assert_false(ql__soft_mlx5_engine_running(p.b.dev));
 	/* the verbs hot path refuses mlx5 objects */
 	assert_int_equal(ql_qp_post_send(p.a.qp, &swr, &sbad), -EINVAL);
@@ -378,7 +400,7 @@ static void test_lifecycle(void **state)
 		struct end e;
 
 		assert_int_equal(end_open(&e, uri, true, &opts_default), 0);
-		assert_true(ql__soft_mlx5_engine_running(e.dev));
+		assert_int_equal(ql__soft_mlx5_engine_running(e.dev), e.mq.progress == NULL);
 		assert_int_equal(ql_qp_destroy(e.qp), 0);
 		e.qp = NULL;
 		assert_false(ql__soft_mlx5_engine_running(e.dev));
@@ -1664,6 +1686,240 @@ static void test_hotpath(void **state)
 		fail_msg("%s", why);
 }
 
+/* ---- progress modes ------------------------------------------------------ */
+
+/* A URI with ?progress=MODE (uri has no query of its own). */
+static const char *with_progress(char *buf, size_t len, const char *uri, const char *mode)
+{
+	snprintf(buf, len, "%s?progress=%s", uri, mode);
+	return buf;
+}
+
+static void test_progress_modes(void **state)
+{
+	const char *uri = *state;
+	struct ql_mlx5_cqe_info ci;
+	struct ql_device *dev;
+	char u[128];
+	struct pair p;
+	uint64_t v = 0x1122334455667788ull;
+	struct ql_mlx5_wr wr = { .opcode = QL_MLX5_OPCODE_RDMA_WRITE,
+				 .fm_ce_se = CE,
+				 .inline_data = &v,
+				 .inline_len = 8 };
+
+	/* thread: the engine thread runs, the views carry no progress */
+	pair_open(&p, with_progress(u, sizeof(u), uri, "thread"), &opts_default);
+	assert_true(ql__soft_mlx5_engine_running(p.a.dev));
+	assert_null(p.a.mq.progress);
+	assert_null(p.a.mcq.progress);
+	assert_int_equal(ql_device_progress(p.a.dev), 0); /* its thread's work */
+	pair_close(&p);
+
+	/* caller: no thread; the doorbell itself takes the WQE to the peer,
+	 * so the bytes are there when it returns, before any poll */
+	pair_open(&p, with_progress(u, sizeof(u), uri, "caller"), &opts_default);
+	assert_false(ql__soft_mlx5_engine_running(p.a.dev));
+	assert_non_null(p.a.mq.progress);
+	assert_non_null(p.a.mcq.progress);
+	wr.raddr = (uintptr_t)p.b.buf + 512;
+	wr.rkey = ql_mr_rkey(p.b.mr);
+	memset(p.b.buf + 512, 0, 8);
+	assert_int_equal(mx_post(&p.a, &wr), 0);
+	assert_memory_equal(p.b.buf + 512, &v, 8);
+	/* and its CQE is there at the first poll */
+	assert_int_equal(ql_mlx5_cq_poll(&p.a.mcq, &ci), 1);
+	assert_int_equal(ci.opcode, QL_MLX5_CQE_REQ);
+	ql_mlx5_sq_complete(&p.a.mq, ci.wqe_counter);
+	/* nothing pending: ql_device_progress has nothing to do (once the
+	 * engine has seen the last doorbell register write: a hint of
+	 * activity it takes as work once) */
+	assert_true(ql_device_progress(p.a.dev) >= 0);
+	assert_int_equal(ql_device_progress(p.a.dev), 0);
+	pair_close(&p);
+
+	/* refused: an unknown mode, an empty one */
+	assert_int_equal(ql_device_open(with_progress(u, sizeof(u), uri, "bogus"), &dev), -EINVAL);
+	assert_non_null(strstr(ql_error_detail(), "progress=thread|caller|auto"));
+	assert_int_equal(ql_device_open(with_progress(u, sizeof(u), uri, ""), &dev), -EINVAL);
+}
+
+/* Two threads pinned to one CPU, the mlx5 side and the verbs side, in
+ * caller progress mode: SEND, answer, SEND, ... ONE_CORE_ROUNDS times.
+ * Nothing spins beside them, so each round trip is two context switches
+ * at most; it must finish well inside the bound (a progress thread of its
+ * own on that CPU would compete with both). */
+#define ONE_CORE_ROUNDS 2000
+#define ONE_CORE_BOUND_NS 20000000000ull
+
+struct one_core {
+	struct pair *p;
+	int cpu;
+	int err;
+};
+
+static bool pin_to(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	return !pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+/* Wait without spinning past our turn: on one CPU the peer runs only when
+ * we give it the CPU. */
+static int mx_wait_yield(struct pair *p, struct ql_mlx5_cqe_info *ci, uint64_t end)
+{
+	for (;;) {
+		int r = ql_mlx5_cq_poll(&p->a.mcq, ci);
+
+		if (r)
+			return r;
+		if (now_ns() > end)
+			return 0;
+		sched_yield();
+	}
+}
+
+static void *one_core_mlx5(void *arg)
+{
+	struct one_core *o = arg;
+	struct pair *p = o->p;
+	const uint64_t end = now_ns() + ONE_CORE_BOUND_NS;
+	struct ql_mlx5_sge sge = { (uintptr_t)p->a.buf, 8, ql_mr_lkey(p->a.mr) };
+	struct ql_mlx5_sge rsge = { (uintptr_t)p->a.buf + 4096, 64, ql_mr_lkey(p->a.mr) };
+	struct ql_mlx5_cqe_info ci;
+
+	if (!pin_to(o->cpu)) {
+		o->err = __LINE__;
+		return NULL;
+	}
+	for (int i = 0; i < ONE_CORE_ROUNDS; i++) {
+		struct ql_mlx5_wr wr = {
+			.opcode = QL_MLX5_OPCODE_SEND, .fm_ce_se = CE, .sge = &sge, .num_sge = 1
+		};
+		bool sent = false, answered = false;
+
+		memcpy(p->a.buf, &i, sizeof(i));
+		if (ql_mlx5_rq_post(&p->a.mq, &rsge, 1) || mx_post(&p->a, &wr)) {
+			o->err = __LINE__;
+			return NULL;
+		}
+		while (!sent || !answered) {
+			if (mx_wait_yield(p, &ci, end) != 1) {
+				o->err = __LINE__;
+				return NULL;
+			}
+			if (ci.opcode == QL_MLX5_CQE_REQ) {
+				ql_mlx5_sq_complete(&p->a.mq, ci.wqe_counter);
+				sent = true;
+			} else if (ci.opcode == QL_MLX5_CQE_RESP_SEND) {
+				int got;
+
+				memcpy(&got, p->a.buf + 4096, sizeof(got));
+				ql_mlx5_rq_complete(&p->a.mq);
+				if (got != i + 1) {
+					o->err = __LINE__;
+					return NULL;
+				}
+				answered = true;
+			} else {
+				o->err = __LINE__;
+				return NULL;
+			}
+		}
+	}
+	return NULL;
+}
+
+static void *one_core_verbs(void *arg)
+{
+	struct one_core *o = arg;
+	struct pair *p = o->p;
+	const uint64_t end = now_ns() + ONE_CORE_BOUND_NS;
+
+	if (!pin_to(o->cpu)) {
+		o->err = __LINE__;
+		return NULL;
+	}
+	for (int i = 0; i < ONE_CORE_ROUNDS; i++) {
+		struct ibv_sge rs = { (uintptr_t)p->b.buf, 64, ql_mr_lkey(p->b.mr) };
+		struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &rs, .num_sge = 1 }, *rbad;
+		struct ibv_sge ss = { (uintptr_t)p->b.buf + 1024, 8, ql_mr_lkey(p->b.mr) };
+		struct ibv_send_wr swr = { .wr_id = 2,
+					   .sg_list = &ss,
+					   .num_sge = 1,
+					   .opcode = IBV_WR_SEND,
+					   .send_flags = IBV_SEND_SIGNALED },
+				   *sbad;
+		struct ibv_wc wc;
+		int got, r;
+
+		/* (the first receive was posted before the threads started: the
+		 * next is always there before the answer goes out) */
+		while ((r = ql_cq_poll(p->b.rcq, 1, &wc)) == 0 && now_ns() < end)
+			sched_yield();
+		if (r != 1 || wc.status != IBV_WC_SUCCESS) {
+			o->err = __LINE__;
+			return NULL;
+		}
+		memcpy(&got, p->b.buf, sizeof(got));
+		if (i + 1 < ONE_CORE_ROUNDS && ql_qp_post_recv(p->b.qp, &rwr, &rbad)) {
+			o->err = __LINE__;
+			return NULL;
+		}
+		got++;
+		memcpy(p->b.buf + 1024, &got, sizeof(got));
+		if (ql_qp_post_send(p->b.qp, &swr, &sbad)) {
+			o->err = __LINE__;
+			return NULL;
+		}
+		while ((r = ql_cq_poll(p->b.scq, 1, &wc)) == 0 && now_ns() < end)
+			sched_yield();
+		if (r != 1 || wc.status != IBV_WC_SUCCESS) {
+			o->err = __LINE__;
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+static void test_one_core(void **state)
+{
+	struct one_core m = { 0 }, v = { 0 };
+	pthread_t tm, tv;
+	cpu_set_t set;
+	uint64_t t0, dt;
+	char u[128];
+	struct pair p;
+
+	assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
+	for (m.cpu = 0; !CPU_ISSET(m.cpu, &set); m.cpu++)
+		;
+	v.cpu = m.cpu;
+	pair_open(&p, with_progress(u, sizeof(u), *state, "caller"), &opts_default);
+	m.p = v.p = &p;
+	{
+		struct ibv_sge rs = { (uintptr_t)p.b.buf, 64, ql_mr_lkey(p.b.mr) };
+		struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &rs, .num_sge = 1 }, *rbad;
+
+		assert_int_equal(ql_qp_post_recv(p.b.qp, &rwr, &rbad), 0);
+	}
+	t0 = now_ns();
+	assert_int_equal(pthread_create(&tv, NULL, one_core_verbs, &v), 0);
+	assert_int_equal(pthread_create(&tm, NULL, one_core_mlx5, &m), 0);
+	pthread_join(tm, NULL);
+	pthread_join(tv, NULL);
+	dt = now_ns() - t0;
+	print_message("%d round trips, two threads on cpu %d: %.1f us each\n", ONE_CORE_ROUNDS,
+		      m.cpu, (double)dt / ONE_CORE_ROUNDS / 1e3);
+	if (m.err || v.err)
+		fail_msg("mlx5 side line %d, verbs side line %d", m.err, v.err);
+	assert_true(dt < ONE_CORE_BOUND_NS);
+	pair_close(&p);
+}
+
 /* ---- main ------------------------------------------------------------------ */
 
 int main(void)
@@ -1684,6 +1940,8 @@ int main(void)
 			cmocka_unit_test_prestate(test_bad_recv, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_hostile, (void *)uris[u]),
 			cmocka_unit_test_prestate(test_hotpath, (void *)uris[u]),
+			cmocka_unit_test_prestate(test_progress_modes, (void *)uris[u]),
+			cmocka_unit_test_prestate(test_one_core, (void *)uris[u]),
 		};
 		char name[64];
 

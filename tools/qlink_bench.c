@@ -386,7 +386,12 @@ static int server_gpu(const struct bench_opts *o, int rfd, int wfd)
 		tool_fail("bench server", "gpu start", ret);
 		goto out;
 	}
-	if (ql__read_line(rfd, line, sizeof(line)) < 0)
+	/* caller progress (docs/progress.md): the emulated body runs in this
+	 * wait, on this thread (pinned to --server-cpu) */
+	if (ql_gpu_dispatcher_caller(d) && o->server_cpu >= 0)
+		ql_cpu_pin(o->server_cpu);
+	if (ql_gpu_dispatcher_serve_until(d, rfd) != 1 ||
+	    ql__read_line(rfd, line, sizeof(line)) < 0)
 		line[0] = '\0';
 	ql_gpu_dispatcher_stop(d);
 	ql_gpu_dispatcher_stats(d, &st);

@@ -146,6 +146,8 @@ struct ql__channel_ops {
 	/* optional: take the send completions that arrived (the thread that
 	 * owns the channel only); channels without completions leave it NULL */
 	void (*reap_sends)(struct ql_channel *ch);
+	/* optional: the verbs device the channel runs on (NULL: none) */
+	struct ql_device *(*device)(const struct ql_channel *ch);
 };
 
 /* Every channel starts with this; applications must not touch it. */
@@ -187,6 +189,17 @@ static inline struct ql_buffer *ql_channel_acquire_buffer(struct ql_channel *ch)
 static inline void ql_channel_release_buffer(struct ql_channel *ch, struct ql_buffer *b)
 {
 	((const struct ql__channel_head *)(const void *)ch)->ops->release_buffer(ch, b);
+}
+
+/* The verbs device the channel runs on (ring and hsb channels), NULL for
+ * channels without one (loopback, UDP): what a poller of the channel
+ * progresses with ql_device_progress (docs/progress.md). */
+static inline struct ql_device *ql_channel_device(const struct ql_channel *ch)
+{
+	const struct ql__channel_ops *ops =
+		((const struct ql__channel_head *)(const void *)ch)->ops;
+
+	return ops->device ? ops->device(ch) : NULL;
 }
 
 /* Register application memory with the channel's protection domain. */

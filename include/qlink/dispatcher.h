@@ -17,6 +17,10 @@
  * before the old array is freed. Per request: no allocation, lock, system
  * call or log.
  *
+ * Every round also runs ql_device_progress on each distinct device of the
+ * daemons' channels: a software NIC in caller progress mode
+ * (docs/progress.md) receives, transmits and fires its timers there.
+ *
  * When every channel is idle the dispatcher spins (QL_IDLE_SPIN, the
  * default: lowest latency, burns the core), or after idle_after_ns of
  * idleness backs off to sched_yield() (QL_IDLE_YIELD) or to sleeps of
@@ -104,6 +108,20 @@ int ql_dispatcher_attach(struct ql_dispatcher *disp, struct ql_daemon *d);
  * -ENOENT if it is not attached here.
  */
 int ql_dispatcher_detach(struct ql_dispatcher *disp, struct ql_daemon *d);
+
+/*
+ * Add a poller to the round: every round calls poll(arg) after the
+ * daemons' bursts, in the dispatcher's thread (what runs a piece of work
+ * in caller progress mode there: the GPU emulation's body, docs/gpu.md);
+ * > 0 means it did work (the round is not idle), 0 nothing, < 0 failed
+ * (counted as an unhealthy member). The same hot-path rules as a handler.
+ * Allowed while running; returns once the thread polls it. -ENOSPC when
+ * max_daemons daemons and pollers are attached. Detach returns once the
+ * thread no longer calls it; -ENOENT if (poll, arg) is not attached.
+ */
+typedef int (*ql_dispatcher_poll_fn)(void *arg);
+int ql_dispatcher_attach_poll(struct ql_dispatcher *disp, ql_dispatcher_poll_fn poll, void *arg);
+int ql_dispatcher_detach_poll(struct ql_dispatcher *disp, ql_dispatcher_poll_fn poll, void *arg);
 
 /* One round in the calling thread (tests, single-threaded programs): the
  * requests served, 0 if none. -EBUSY while the thread runs. Not to be

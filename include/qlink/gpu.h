@@ -46,6 +46,16 @@ enum ql_gpu_mode {
 	QL_GPU_MODE_EMULATE,  /* a host thread runs the body */
 };
 
+/* Who runs the emulated body (docs/progress.md); a GPU runs its own. */
+enum ql_gpu_progress {
+	QL_GPU_PROGRESS_AUTO = 0, /* QLINK_PROGRESS if set, else caller when the
+				     process has fewer free cores than
+				     spinning threads */
+	QL_GPU_PROGRESS_THREAD,	  /* a host thread of its own (cpu below) */
+	QL_GPU_PROGRESS_CALLER,	  /* ql_gpu_dispatcher_progress, in the caller's
+				     loop (qlinkd: its dispatcher's) */
+};
+
 /* How requests reach the dispatch body. */
 enum ql_gpu_transport {
 	QL_GPU_TRANSPORT_RING = 0, /* the request ring (ring.h), an RC QP */
@@ -78,6 +88,10 @@ struct ql_gpu_config {
 	 * NICs host memory mapped into the GPU). Device memory needs the
 	 * kernel (the emulation: -EOPNOTSUPP); no CUDA driver: -ENODEV. */
 	enum ql_mem_kind memory;
+	/* the emulation: a thread of its own, or the caller's loop; with
+	 * AUTO and CALLER the program must call ql_gpu_dispatcher_progress
+	 * (or ql_gpu_dispatcher_serve_until) while it serves */
+	enum ql_gpu_progress progress;
 };
 
 /* Counters, written by the dispatch body into mapped memory and readable
@@ -150,6 +164,22 @@ int ql_gpu_dispatcher_start(struct ql_gpu_dispatcher *d);
  * -ETIMEDOUT). 0 if it was not running. */
 int ql_gpu_dispatcher_stop(struct ql_gpu_dispatcher *d);
 bool ql_gpu_dispatcher_is_running(const struct ql_gpu_dispatcher *d);
+/* Whether the emulated body runs in ql_gpu_dispatcher_progress (caller
+ * progress, decided at start; false before it and for a GPU). */
+bool ql_gpu_dispatcher_caller(const struct ql_gpu_dispatcher *d);
+/* Caller progress: a bounded turn of the started body in the calling
+ * thread (up to 32 steps, while there is work), with the dispatch loop's
+ * rules (no allocation, lock, system call or log). Otherwise the device's
+ * progress (ql_device_progress: a GPU or a body thread driving a
+ * caller-progress soft NIC needs someone to run it). > 0 work done, 0
+ * none, < 0 the body failed (as ql_gpu_dispatcher_error; it no longer
+ * runs). Not concurrently with itself, start or stop. */
+int ql_gpu_dispatcher_progress(struct ql_gpu_dispatcher *d);
+/* Serve until fd is readable (a control pipe or socket): caller progress
+ * runs the body meanwhile and looks at fd (poll(2), no wait) after idle
+ * turns only; otherwise this waits in poll(2). 1 when fd is readable,
+ * a negative errno when the body failed or poll did. */
+int ql_gpu_dispatcher_serve_until(struct ql_gpu_dispatcher *d, int fd);
 /* QL_GPU_MODE_DEVICE or QL_GPU_MODE_EMULATE: what runs (or will run). */
 enum ql_gpu_mode ql_gpu_dispatcher_mode(const struct ql_gpu_dispatcher *d);
 int ql_gpu_dispatcher_stats(const struct ql_gpu_dispatcher *d, struct ql_gpu_stats *st);

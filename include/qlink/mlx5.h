@@ -193,9 +193,18 @@ struct ql_mlx5_qp {
 	uint32_t qpn;
 	struct ql_mlx5_wq sq;
 	struct ql_mlx5_wq rq;
-	void *bf_reg;	    /* doorbell / BlueFlame register */
-	uint32_t bf_size;   /* 0: no BlueFlame, 8-byte doorbell write only */
-	uint32_t bf_offset; /* alternating BlueFlame buffer toggle */
+	void *bf_reg;	  /* doorbell / BlueFlame register */
+	uint32_t bf_size; /* 0: no BlueFlame, 8-byte doorbell write only */
+	uint32_t bf_offset;
+	/* alternating BlueFlame buffer toggle */ /* Host code only: on a device whose work runs in the caller (the soft
+	 * NIC in caller progress mode, docs/progress.md) the views carry the
+	 * device's progress call, which ql_mlx5_sq_doorbell and an empty
+	 * ql_mlx5_cq_poll run (bounded; no allocation, lock or system call);
+	 * NULL elsewhere (a ConnectX, the soft NIC's engine thread). Device
+	 * (GPU) code never calls it: a GPU driving a caller-mode soft NIC
+	 * needs a host thread calling ql_device_progress. */
+	int (*progress)(void *ctx);
+	void *progress_ctx;
 };
 
 struct ql_mlx5_cq {
@@ -204,7 +213,15 @@ struct ql_mlx5_cq {
 	uint32_t cqe_cnt;	  /* a power of two */
 	uint32_t cqe_size;	  /* 64 (or 128: the CQE is the entry's second half) */
 	volatile uint32_t *dbrec; /* [0]: consumer index, big-endian, 24 bits */
-	uint32_t cons_index;
+	uint32_t cons_index; /* Host code only: on a device whose work runs in the caller (the soft
+	 * NIC in caller progress mode, docs/progress.md) the views carry the
+	 * device's progress call, which ql_mlx5_sq_doorbell and an empty
+	 * ql_mlx5_cq_poll run (bounded; no allocation, lock or system call);
+	 * NULL elsewhere (a ConnectX, the soft NIC's engine thread). Device
+	 * (GPU) code never calls it: a GPU driving a caller-mode soft NIC
+	 * needs a host thread calling ql_device_progress. */
+	int (*progress)(void *ctx);
+	void *progress_ctx;
 };
 
 /* A scatter/gather element for the posting helpers. */
@@ -681,6 +698,8 @@ static inline QL_HD uint32_t ql_mlx5_wqe_nbb(const void *ctrl)
  *      one 8-byte store;
  *   5. ql_mlx5_mmio_fence: out of the write-combining buffer before the
  *      next doorbell, whose buffer half (bf_offset ^= bf_size) alternates.
+ *   6. host code, on a caller-progress device (qp->progress set): the
+ *      device's progress runs, so the WQE is on its way when this returns.
  * BlueFlame carries one WQE: ring after each post if you want it for each.
  */
 static inline QL_HD void ql_mlx5_sq_doorbell(struct ql_mlx5_qp *qp, const void *ctrl)
@@ -714,6 +733,10 @@ static inline QL_HD void ql_mlx5_sq_doorbell(struct ql_mlx5_qp *qp, const void *
 	}
 	ql_mlx5_mmio_fence();
 	qp->bf_offset ^= qp->bf_size;
+#if !defined(__CUDA_ARCH__)
+	if (qp->progress)
+		qp->progress(qp->progress_ctx);
+#endif
 }
 
 /* The device completed the WQE with index `wqe_counter` (a CQE's, 16
@@ -732,7 +755,8 @@ static inline QL_HD void ql_mlx5_sq_complete(struct ql_mlx5_qp *qp, uint16_t wqe
 
 /* Post one receive WQE (its scatter list; fewer entries than the stride
  * holds are ended by a QL_MLX5_INVALID_LKEY segment) and update the
- * receive doorbell record (the receive queue has no doorbell register).
+ * receive doorbell record (the receive queue has no doorbell register);
+ * host code on a caller-progress device then runs its progress.
  * Returns 0, -EINVAL (more entries than the stride holds) or -ENOMEM (the
  * queue is full: ql_mlx5_rq_complete frees entries). */
 static inline QL_HD int ql_mlx5_rq_post(struct ql_mlx5_qp *qp, const struct ql_mlx5_sge *sge,
@@ -755,6 +779,10 @@ static inline QL_HD int ql_mlx5_rq_post(struct ql_mlx5_qp *qp, const struct ql_m
 	rq->head++;
 	ql_mlx5_wmb();
 	*rq->dbrec = ql_mlx5_htobe32(rq->head & 0xffff);
+#if !defined(__CUDA_ARCH__)
+	if (qp->progress)
+		qp->progress(qp->progress_ctx);
+#endif
 	return 0;
 }
 
@@ -789,6 +817,8 @@ static inline QL_HD uint8_t ql_mlx5_cqe_sw_owner(const struct ql_mlx5_cq *cq, ui
  * left in place). After consuming, the consumer index goes to dbrec[0]
  * (24 bits, big-endian) once the CQE's bytes are read, so the device can
  * reuse the slot. Owner check, then ql_mlx5_rmb, then the other bytes.
+ * Host code, on a caller-progress device (cq->progress set): when no CQE
+ * is ready the device's progress runs and the CQE is looked at once more.
  */
 static inline QL_HD int ql_mlx5_cq_poll(struct ql_mlx5_cq *cq, struct ql_mlx5_cqe_info *out)
 {
@@ -798,8 +828,20 @@ static inline QL_HD int ql_mlx5_cq_poll(struct ql_mlx5_cq *cq, struct ql_mlx5_cq
 	uint32_t w;
 
 	if (opcode == QL_MLX5_CQE_INVALID ||
-	    (op_own & QL_MLX5_CQE_OWNER_MASK) != ql_mlx5_cqe_sw_owner(cq, cq->cons_index))
+	    (op_own & QL_MLX5_CQE_OWNER_MASK) != ql_mlx5_cqe_sw_owner(cq, cq->cons_index)) {
+#if !defined(__CUDA_ARCH__)
+		/* caller progress: run the device, then look once more */
+		if (!cq->progress || cq->progress(cq->progress_ctx) <= 0)
+			return 0;
+		op_own = *(const volatile uint8_t *)(cqe + 63);
+		opcode = (uint8_t)(op_own >> 4);
+		if (opcode == QL_MLX5_CQE_INVALID ||
+		    (op_own & QL_MLX5_CQE_OWNER_MASK) != ql_mlx5_cqe_sw_owner(cq, cq->cons_index))
+			return 0;
+#else
 		return 0;
+#endif
+	}
 	ql_mlx5_rmb();
 	out->format = (uint8_t)((op_own >> 2) & 3);
 	if (out->format == QL_MLX5_CQE_FORMAT_COMPRESSED)

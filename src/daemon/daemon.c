@@ -212,6 +212,11 @@ int ql_daemon_failure(const struct ql_daemon *d, char *fn, size_t len)
 
 int ql_daemon_poll(struct ql_daemon *d)
 {
+	struct ql_device *dev = ql_channel_device(d->ch);
+
+	/* a caller-progress device's NIC runs here too (docs/progress.md) */
+	if (dev)
+		ql_device_progress(dev);
 	if (__atomic_load_n(&d->failed, __ATOMIC_ACQUIRE))
 		return d->failed;
 	return ql__daemon_poll(d, &d->solo);

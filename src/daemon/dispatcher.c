@@ -3,7 +3,10 @@
  * The dispatcher: one thread polling many daemons round robin (see
  * include/qlink/dispatcher.h).
  *
- * The set of daemons is an immutable array published through `set`. The
+ * The set of daemons (with the pollers of ql_dispatcher_attach_poll and
+ * the distinct devices of the daemons' channels, which every round
+ * progresses: docs/progress.md) is an immutable array published through
+ * `set`. The
  * thread loads it (acquire) once per round and, when it changed, stores the
  * new generation in `ack` (release). Control calls (attach, detach, start,
  * stop, destroy) are serialized by `mutex`, build a new array, publish it
@@ -35,15 +38,56 @@
 #include <unistd.h>
 
 #include "daemon/daemon_int.h"
+#include "providers/common/progress.h"
 #include "qlink/clock.h"
 #include "qlink/error.h"
 #include "qlink/log.h"
 
+struct dpoll {
+	int (*fn)(void *arg);
+	void *arg;
+};
+
 struct dset {
 	uint64_t gen;
-	uint32_t n;
+	uint32_t n;		/* daemons */
+	uint32_t nfn;		/* pollers */
+	uint32_t ndev;		/* distinct devices of the daemons' channels */
+	struct ql_device **dev; /* [n] (ndev used), in this allocation */
+	struct dpoll *fn;	/* [nfn], in this allocation */
 	struct ql_daemon *d[];
 };
+
+/* A set with room for n daemons and nfn pollers (counts 0). */
+static struct dset *dset_new(uint32_t n, uint32_t nfn)
+{
+	struct dset *s = calloc(1, sizeof(*s) + n * (sizeof(s->d[0]) + sizeof(s->dev[0])) +
+					   nfn * sizeof(s->fn[0]));
+
+	if (!s)
+		return NULL;
+	s->dev = (struct ql_device **)(void *)&s->d[n];
+	s->fn = (struct dpoll *)(void *)&s->dev[n];
+	return s;
+}
+
+/* cur's pollers, less `skip` (fn and arg) if given, plus `add` if given.
+ * -ENOENT when skip is not there. */
+static int dset_copy_fns(struct dset *next, const struct dset *cur, const struct dpoll *skip,
+			 const struct dpoll *add)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < cur->nfn; i++)
+		if (!skip || cur->fn[i].fn != skip->fn || cur->fn[i].arg != skip->arg)
+			next->fn[k++] = cur->fn[i];
+	if (skip && k == cur->nfn)
+		return -ENOENT;
+	if (add)
+		next->fn[k++] = *add;
+	next->nfn = k;
+	return 0;
+}
 
 struct ql_dispatcher {
 	struct ql_dispatcher_config cfg;
@@ -121,7 +165,7 @@ int ql_dispatcher_create(const struct ql_dispatcher_config *cfg, struct ql_dispa
 				    "dispatcher: call_deadline_ns %llu is more than an hour",
 				    (unsigned long long)cfg->call_deadline_ns);
 	p = calloc(1, sizeof(*p));
-	s = calloc(1, sizeof(*s));
+	s = dset_new(0, 0);
 	if (!p || !s) {
 		free(p);
 		free(s);
@@ -146,13 +190,19 @@ int ql_dispatcher_create(const struct ql_dispatcher_config *cfg, struct ql_dispa
 }
 
 /*
- * One round: a burst from every daemon. Returns the requests served; *healthy
- * counts the daemons whose channel has not failed.
+ * One round: a burst from every daemon, a turn of every poller, then the
+ * progress of every device (caller progress: the software NIC's receive,
+ * transmit and timers run here; 0 and cheap for a device that progresses
+ * on its own). Returns the requests served; *healthy counts the daemons
+ * and pollers that have not failed, *moved whether a poller or a device did
+ * any work (the round was not idle then, even with no request served).
  */
-static inline int round_robin(const struct dset *s, struct ql__dthread *w, uint32_t *healthy)
+static inline int round_robin(const struct dset *s, struct ql__dthread *w, uint32_t *healthy,
+			      bool *moved)
 {
 	int served = 0;
 	uint32_t ok = 0;
+	bool work = false;
 
 	for (uint32_t i = 0; i < s->n; i++) {
 		int n = ql__daemon_poll(s->d[i], w);
@@ -162,7 +212,19 @@ static inline int round_robin(const struct dset *s, struct ql__dthread *w, uint3
 		if (n >= 0)
 			ok++;
 	}
+	for (uint32_t i = 0; i < s->nfn; i++) {
+		int n = s->fn[i].fn(s->fn[i].arg);
+
+		if (n > 0)
+			work = true;
+		if (n >= 0)
+			ok++;
+	}
+	for (uint32_t i = 0; i < s->ndev; i++)
+		if (ql_device_progress(s->dev[i]) > 0)
+			work = true;
 	*healthy = ok;
+	*moved = work;
 	return served;
 }
 
@@ -204,16 +266,18 @@ static void *run(void *arg)
 	while (!atomic_load_explicit(&p->stop, memory_order_relaxed)) {
 		const struct dset *cur = atomic_load_explicit(&p->set, memory_order_acquire);
 		uint32_t healthy;
+		bool moved;
 		int served;
 
 		if (cur != s) {
 			s = cur;
 			atomic_store_explicit(&p->ack, s->gen, memory_order_release);
 		}
-		served = round_robin(s, w, &healthy);
+		served = round_robin(s, w, &healthy, &moved);
 		BUMP(p->st.rounds);
-		if (served) {
-			QL_STORE(p->st.requests, p->st.requests + (uint64_t)served);
+		if (served || moved) {
+			if (served)
+				QL_STORE(p->st.requests, p->st.requests + (uint64_t)served);
 			idle_n = 0;
 			backing = false;
 			continue;
@@ -271,6 +335,9 @@ static int thread_start(struct ql_dispatcher *p)
 		free(w);
 		return ret;
 	}
+	/* a polling thread: what progress=auto weighs (docs/progress.md); an
+	 * abandoned one keeps spinning and keeps its count */
+	ql__progress_threads_add(1);
 	__atomic_store_n(&p->thr, w, __ATOMIC_RELEASE);
 	return 0;
 }
@@ -289,6 +356,7 @@ static void thread_end(struct ql_dispatcher *p)
 		nap_ns(200000);
 	}
 	pthread_join(w->thread, NULL);
+	ql__progress_threads_add(-1);
 	free(w->altstack);
 	free(w);
 	__atomic_store_n(&p->thr, NULL, __ATOMIC_RELEASE);
@@ -322,12 +390,13 @@ static void rescue(struct ql_dispatcher *p, struct ql__dthread *w)
 
 	pthread_mutex_lock(&p->mutex);
 	cur = atomic_load_explicit(&p->set, memory_order_relaxed);
-	next = malloc(sizeof(*next) + cur->n * sizeof(next->d[0]));
+	next = dset_new(cur->n, cur->nfn);
 	if (next) {
 		for (uint32_t i = 0; i < cur->n; i++)
 			if (cur->d[i] != d)
 				next->d[k++] = cur->d[i];
 		next->n = k;
+		dset_copy_fns(next, cur, NULL, NULL);
 		publish(p, next); /* w is abandoned: no wait */
 		QL_STORE(p->st.daemons, k);
 	}
@@ -422,6 +491,17 @@ static void publish(struct ql_dispatcher *p, struct dset *next)
 {
 	struct dset *old = atomic_load_explicit(&p->set, memory_order_relaxed);
 
+	/* the devices the round progresses: each daemon's channel's, once */
+	next->ndev = 0;
+	for (uint32_t i = 0; i < next->n; i++) {
+		struct ql_device *dev = ql_channel_device(next->d[i]->ch);
+		uint32_t j = 0;
+
+		while (j < next->ndev && next->dev[j] != dev)
+			j++;
+		if (dev && j == next->ndev)
+			next->dev[next->ndev++] = dev;
+	}
 	next->gen = old->gen + 1;
 	atomic_store_explicit(&p->set, next, memory_order_release);
 	if (p->live && p->thr) {
@@ -450,11 +530,12 @@ int ql_dispatcher_attach(struct ql_dispatcher *p, struct ql_daemon *d)
 				   p->cfg.max_daemons);
 		goto out;
 	}
-	next = malloc(sizeof(*next) + (cur->n + 1) * sizeof(next->d[0]));
+	next = dset_new(cur->n + 1, cur->nfn);
 	if (!next) {
 		ret = -ENOMEM;
 		goto out;
 	}
+	dset_copy_fns(next, cur, NULL, NULL);
 	pthread_mutex_lock(&d->lock);
 	if (__atomic_load_n(&d->failed, __ATOMIC_ACQUIRE)) {
 		pthread_mutex_unlock(&d->lock);
@@ -495,11 +576,12 @@ int ql_dispatcher_detach(struct ql_dispatcher *p, struct ql_daemon *d)
 		return -EINVAL;
 	pthread_mutex_lock(&p->mutex);
 	cur = atomic_load_explicit(&p->set, memory_order_relaxed);
-	next = malloc(sizeof(*next) + cur->n * sizeof(next->d[0]));
+	next = dset_new(cur->n, cur->nfn);
 	if (!next) {
 		ret = -ENOMEM;
 		goto out;
 	}
+	dset_copy_fns(next, cur, NULL, NULL);
 	for (uint32_t i = 0; i < cur->n; i++)
 		if (cur->d[i] != d)
 			next->d[k++] = cur->d[i];
@@ -528,6 +610,55 @@ out:
 	if (!ret)
 		ql_channel_drain_sends(d->ch, 20000000);
 	return ret;
+}
+
+/* Publish cur's daemons with cur's pollers less skip, plus add. */
+static int change_fns(struct ql_dispatcher *p, const struct dpoll *skip, const struct dpoll *add)
+{
+	struct dset *cur, *next;
+	int ret;
+
+	pthread_mutex_lock(&p->mutex);
+	cur = atomic_load_explicit(&p->set, memory_order_relaxed);
+	if (add && cur->n + cur->nfn >= p->cfg.max_daemons) {
+		ret = ql_error_set(-ENOSPC, "dispatcher: %u daemons and pollers attached already",
+				   p->cfg.max_daemons);
+		goto out;
+	}
+	next = dset_new(cur->n, cur->nfn + 1);
+	if (!next) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = dset_copy_fns(next, cur, skip, add);
+	if (ret) {
+		free(next);
+		goto out;
+	}
+	memcpy(next->d, cur->d, cur->n * sizeof(next->d[0]));
+	next->n = cur->n;
+	publish(p, next);
+out:
+	pthread_mutex_unlock(&p->mutex);
+	return ret;
+}
+
+int ql_dispatcher_attach_poll(struct ql_dispatcher *p, ql_dispatcher_poll_fn poll, void *arg)
+{
+	const struct dpoll add = { poll, arg };
+
+	if (!p || !poll)
+		return -EINVAL;
+	return change_fns(p, NULL, &add);
+}
+
+int ql_dispatcher_detach_poll(struct ql_dispatcher *p, ql_dispatcher_poll_fn poll, void *arg)
+{
+	const struct dpoll skip = { poll, arg };
+
+	if (!p || !poll)
+		return -EINVAL;
+	return change_fns(p, &skip, NULL);
 }
 
 int ql_dispatcher_start(struct ql_dispatcher *p)
@@ -610,6 +741,7 @@ void ql_dispatcher_destroy(struct ql_dispatcher *p)
 int ql_dispatcher_poll(struct ql_dispatcher *p)
 {
 	uint32_t healthy;
+	bool moved;
 	int served;
 
 	if (!p)
@@ -617,7 +749,7 @@ int ql_dispatcher_poll(struct ql_dispatcher *p)
 	if (p->live)
 		return -EBUSY;
 	served = round_robin(atomic_load_explicit(&p->set, memory_order_relaxed), &p->poll_slot,
-			     &healthy);
+			     &healthy, &moved);
 	BUMP(p->st.rounds);
 	if (served)
 		QL_STORE(p->st.requests, p->st.requests + (uint64_t)served);

@@ -166,6 +166,10 @@ static int wait_for(struct ql_ep_client *c, const int *flag)
 		}
 		if (flag ? *flag : c->sends_out == 0)
 			return 0;
+		/* (the CQ's poll progresses a caller-progress device; this
+		 * covers a provider whose poll does not, docs/progress.md) */
+		if (!n)
+			ql_device_progress(c->dev);
 		if (iter % 64)
 			continue;
 		now = ql_clock_ns();
@@ -385,7 +389,12 @@ static int wait_credit(struct ql_ep_client *c)
 
 	while (c->ack_seq - 1 - le64toh(__atomic_load_n(c->credit, __ATOMIC_ACQUIRE)) >=
 	       c->ring_slots) {
-		uint64_t now = ql_clock_ns();
+		uint64_t now;
+
+		/* the credit word is written by the server's RDMA: a device in
+		 * caller progress (docs/progress.md) receives it only here */
+		ql_device_progress(c->dev);
+		now = ql_clock_ns();
 
 		if (now - start > (uint64_t)c->timeout_ms * 1000000ull)
 			return broke(c, -ETIMEDOUT, "endpoint server took no acks in %s",
@@ -491,6 +500,7 @@ int ql_ep_send(struct ql_ep_client *c, const char *path, const void *buf, size_t
 		if (ql_clock_ns() > end)
 			return ql_error_set(-ETIMEDOUT,
 					    "endpoint %s stayed busy with other senders", path);
+		ql_device_progress(c->dev);
 		sched_yield();
 	}
 	if (ret)

@@ -3,11 +3,14 @@
  * The GPU dispatcher's host side (include/qlink/gpu.h): the channel (ring,
  * mlx5-mode QP and send CQ, response buffers), the function table, and the
  * runner of the dispatch body: the persistent kernel (gpu_cuda.cu) or, in
- * the emulation, a host thread. docs/gpu.md.
+ * the emulation, a host thread or the caller's loop (caller progress:
+ * ql_gpu_dispatcher_progress, docs/progress.md). docs/gpu.md.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +19,7 @@
 
 #include "gpu/gpu_body.h"
 #include "gpu/gpu_int.h"
+#include "providers/common/progress.h"
 #include "qlink/clock.h"
 #include "qlink/error.h"
 #include "qlink/gpu.h"
@@ -31,6 +35,10 @@
 /* emulation: yield the CPU after this many empty polls in a row (the
  * machine's other work gets its turn; the request path never yields) */
 #define GPU_EMU_IDLE_YIELD 64u
+/* caller progress: steps per ql_gpu_dispatcher_progress at most */
+#define GPU_CALLER_BUDGET 32u
+/* ql_gpu_dispatcher_serve_until: idle turns between two looks at the fd */
+#define GPU_SERVE_POLL_EVERY 256u
 
 struct ql_gpu_dispatcher {
 	struct ql_device *dev;
@@ -65,7 +73,10 @@ struct ql_gpu_dispatcher {
 	struct ql_gpu_shared *sh; /* host address of the shared words */
 	struct ql_gpu_body body;  /* the body's state between runs */
 
-	bool started; /* a run was launched and not yet reaped */
+	bool started;		       /* a run was launched and not yet reaped */
+	enum ql_gpu_progress progress; /* as configured */
+	bool caller;		       /* this run's body is the caller's */
+	uint32_t idle;		       /* caller: empty steps in a row */
 	pthread_t thread;
 	struct ql__gpu_cuda *cuda;
 	void *sh_dev;
@@ -344,6 +355,11 @@ int ql_gpu_dispatcher_create(struct ql_device *dev, const struct ql_gpu_config *
 	d->slot_size = cfg && cfg->slot_size ? cfg->slot_size : GPU_DEF_SLOT_SIZE;
 	d->max_functions = cfg && cfg->max_functions ? cfg->max_functions : GPU_DEF_FUNCTIONS;
 	d->transport = cfg ? cfg->transport : QL_GPU_TRANSPORT_RING;
+	d->progress = cfg ? cfg->progress : QL_GPU_PROGRESS_AUTO;
+	if ((unsigned)d->progress > QL_GPU_PROGRESS_CALLER) {
+		ret = ql_error_set(-EINVAL, "gpu: unknown progress mode %d", (int)d->progress);
+		goto err;
+	}
 	if (cfg && cfg->bad_requests != 0 && cfg->bad_requests != 1) {
 		ret = ql_error_set(-EINVAL,
 				   "gpu: bad_requests %d is neither answer (0) nor drop (1)",
@@ -592,6 +608,17 @@ static int connect_hsb(struct ql_gpu_dispatcher *d, const struct ql_conn_params 
 	return 0;
 }
 
+/* The emulation's progress this run: ?progress= of the config, AUTO
+ * weighed with the shared rule (one spinning thread more: the body's). */
+static bool emu_in_caller(const struct ql_gpu_dispatcher *d)
+{
+	enum ql__progress_mode m = d->progress == QL_GPU_PROGRESS_THREAD ? QL__PROGRESS_THREAD :
+				   d->progress == QL_GPU_PROGRESS_CALLER ? QL__PROGRESS_CALLER :
+									   ql__progress_default();
+
+	return ql__progress_resolve(m, 1) == QL__PROGRESS_CALLER;
+}
+
 static void *emu_main(void *arg)
 {
 	struct ql_gpu_dispatcher *d = arg;
@@ -681,10 +708,18 @@ int ql_gpu_dispatcher_start(struct ql_gpu_dispatcher *d)
 #else
 		ret = -ENODEV;
 #endif
+	} else if (emu_in_caller(d)) {
+		/* no thread: ql_gpu_dispatcher_progress runs the body */
+		d->caller = true;
+		d->idle = 0;
+		ret = 0;
 	} else {
+		d->caller = false;
 		ret = -pthread_create(&d->thread, NULL, emu_main, d);
 		if (ret)
 			ql_error_set(ret, "gpu: cannot start the emulation thread");
+		else
+			ql__progress_threads_add(1);
 	}
 	if (ret) {
 		__atomic_store_n(&d->sh->running, 0, __ATOMIC_RELEASE);
@@ -702,6 +737,13 @@ int ql_gpu_dispatcher_stop(struct ql_gpu_dispatcher *d)
 	if (!d || !d->started)
 		return 0;
 	__atomic_store_n(&d->sh->stop, 1, __ATOMIC_RELEASE);
+	if (d->caller) {
+		/* the body's end, here (unless it failed and ended already) */
+		if (__atomic_load_n(&d->sh->running, __ATOMIC_ACQUIRE))
+			ql_gpu_body_finish(&d->body, 0);
+		d->started = false;
+		return 0;
+	}
 	t0 = ql_clock_ns();
 	while (__atomic_load_n(&d->sh->running, __ATOMIC_ACQUIRE)) {
 		struct timespec ts = { 0, 100000 };
@@ -733,9 +775,88 @@ int ql_gpu_dispatcher_stop(struct ql_gpu_dispatcher *d)
 #endif
 	} else {
 		pthread_join(d->thread, NULL);
+		ql__progress_threads_add(-1);
 	}
 	d->started = false;
 	return ret;
+}
+
+bool ql_gpu_dispatcher_caller(const struct ql_gpu_dispatcher *d)
+{
+	return d && d->started && d->caller;
+}
+
+int ql_gpu_dispatcher_progress(struct ql_gpu_dispatcher *d)
+{
+	int work = 0;
+
+	if (!d)
+		return -EINVAL;
+	if (!d->started || !d->caller)
+		return ql_device_progress(d->dev);
+	if (!__atomic_load_n(&d->sh->running, __ATOMIC_ACQUIRE))
+		return d->sh->error ? d->sh->error : 0;
+	for (uint32_t i = 0; i < GPU_CALLER_BUDGET; i++) {
+		int ret = ql_gpu_body_step(&d->body);
+
+		if (ret < 0) {
+			ql_gpu_body_finish(&d->body, ret);
+			return ret;
+		}
+		if (!ret) {
+			/* (the stop word is ql_gpu_dispatcher_stop's, here);
+			 * idle: the device's own progress (a caller-progress
+			 * soft NIC's engine, between doorbells) */
+			ql_gpu_body_idle(&d->body, &d->idle);
+			if (ql_device_progress(d->dev) > 0)
+				work++;
+			break;
+		}
+		d->idle = 0;
+		work += ret;
+	}
+	return work;
+}
+
+int ql_gpu_dispatcher_serve_until(struct ql_gpu_dispatcher *d, int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	uint32_t idle = 0;
+
+	if (!d || fd < 0)
+		return -EINVAL;
+	for (;;) {
+		int ret;
+
+		if (!ql_gpu_dispatcher_caller(d)) {
+			/* a thread or the GPU serves: only the device's
+			 * progress, if it has any, keeps this loop awake */
+			ret = ql_gpu_dispatcher_progress(d);
+			if (ret > 0)
+				continue;
+			ret = poll(&p, 1, ret < 0 ? 0 : -1);
+		} else {
+			ret = ql_gpu_dispatcher_progress(d);
+			if (ret < 0)
+				return ret;
+			if (ret > 0) {
+				idle = 0;
+				continue;
+			}
+			/* idle: the CPU to the machine's other work now and
+			 * then, as the emulation's thread does (the request
+			 * path never gets here) */
+			if (++idle % GPU_EMU_IDLE_YIELD == 0)
+				sched_yield();
+			if (idle % GPU_SERVE_POLL_EVERY)
+				continue;
+			ret = poll(&p, 1, 0);
+		}
+		if (ret > 0)
+			return 1;
+		if (ret < 0 && errno != EINTR)
+			return -errno;
+	}
 }
 
 int ql_gpu_dispatcher_stats(const struct ql_gpu_dispatcher *d, struct ql_gpu_stats *st)

@@ -531,8 +531,35 @@ QL_HD static inline int ql_gpu_body_step(struct ql_gpu_body *b)
 	return ql_gpu_ring_step(b);
 }
 
-/* Serve until the host sets the stop word (or the body fails); then take
- * the completions still due (bounded) and say so in the shared words. */
+/* After an empty step (*idle of them in a row, this one counted): the
+ * polls published every QL_GPU_STOP_EVERY, and then whether the host set
+ * the stop word. */
+QL_HD static inline bool ql_gpu_body_idle(struct ql_gpu_body *b, uint32_t *idle)
+{
+	if (++*idle % QL_GPU_STOP_EVERY)
+		return false;
+	b->st.polls += QL_GPU_STOP_EVERY;
+	QL_GPU_PUB(b, polls);
+	return ql_gpu_load_u32(&b->sh->stop) != 0;
+}
+
+/* The body's end (ret: 0 stopped, < 0 failed): take the completions still
+ * due (bounded: the peer may be gone) and say so in the shared words. */
+QL_HD static inline void ql_gpu_body_finish(struct ql_gpu_body *b, int ret)
+{
+	if (ret >= 0) {
+		for (uint32_t i = 0; i < (1u << 20) && b->tx.posted != b->tx.done; i++)
+			if (ql_gpu_tx_reap(&b->tx) < 0)
+				break;
+		ret = 0;
+	}
+	ql_gpu_count_tx(b);
+	b->sh->error = ret;
+	ql_gpu_store_release_u32(&b->sh->running, 0);
+}
+
+/* Serve until the host sets the stop word (or the body fails); then
+ * finish. */
 QL_HD static inline void ql_gpu_body_run(struct ql_gpu_body *b)
 {
 	uint32_t idle = 0;
@@ -547,13 +574,8 @@ QL_HD static inline void ql_gpu_body_run(struct ql_gpu_body *b)
 			idle = 0;
 			continue;
 		}
-		idle++;
-		if (idle % QL_GPU_STOP_EVERY == 0) {
-			b->st.polls += QL_GPU_STOP_EVERY;
-			QL_GPU_PUB(b, polls);
-			if (ql_gpu_load_u32(&b->sh->stop))
-				break;
-		}
+		if (ql_gpu_body_idle(b, &idle))
+			break;
 #if !defined(__CUDA_ARCH__)
 		if (b->idle_yield && idle >= b->idle_yield) {
 			idle = 0;
@@ -563,17 +585,7 @@ QL_HD static inline void ql_gpu_body_run(struct ql_gpu_body *b)
 #endif
 		ql_gpu_relax();
 	}
-	if (ret >= 0) {
-		/* the responses posted: let their completions come (a bounded
-		 * wait, the peer may be gone) */
-		for (uint32_t i = 0; i < (1u << 20) && b->tx.posted != b->tx.done; i++)
-			if (ql_gpu_tx_reap(&b->tx) < 0)
-				break;
-		ret = 0;
-	}
-	ql_gpu_count_tx(b);
-	b->sh->error = ret;
-	ql_gpu_store_release_u32(&b->sh->running, 0);
+	ql_gpu_body_finish(b, ret);
 }
 
 #ifdef __cplusplus

@@ -80,6 +80,12 @@ static int gpu_session_open(struct qlinkd *q, struct qlinkd_session *s,
 	return ret;
 }
 
+/* A dispatcher's turn of a GPU session's emulated body (caller progress). */
+static int gpu_poll(void *arg)
+{
+	return ql_gpu_dispatcher_progress(arg);
+}
+
 /*
  * A new session: its channel on the device and a daemon with every function
  * registered, not yet connected. *params are what the QCS needs (QP, GID,
@@ -184,8 +190,15 @@ int qlinkd_session_run(struct qlinkd_session *s)
 	uint32_t best = 0;
 	int ret;
 
-	if (s->gpu)
-		return ql_gpu_dispatcher_is_running(s->gpu) ? 0 : ql_gpu_dispatcher_start(s->gpu);
+	if (s->gpu) {
+		if (ql_gpu_dispatcher_is_running(s->gpu))
+			return 0;
+		ret = ql_gpu_dispatcher_start(s->gpu);
+		/* the emulated body in caller progress: a dispatcher's round
+		 * runs it (docs/progress.md), else its thread or the GPU does */
+		if (ret || !ql_gpu_dispatcher_caller(s->gpu))
+			return ret;
+	}
 	if (s->core >= 0)
 		return 0;
 	for (uint32_t i = 1; i < q->cfg->dispatcher.cpus_count; i++)
@@ -193,9 +206,13 @@ int qlinkd_session_run(struct qlinkd_session *s)
 			best = i;
 	if (s->pin >= 0)
 		best = (uint32_t)s->pin; /* udp[].cpu */
-	ret = ql_dispatcher_attach(q->disp[best], s->d);
-	if (ret)
+	ret = s->gpu ? ql_dispatcher_attach_poll(q->disp[best], gpu_poll, s->gpu) :
+		       ql_dispatcher_attach(q->disp[best], s->d);
+	if (ret) {
+		if (s->gpu)
+			ql_gpu_dispatcher_stop(s->gpu);
 		return ret;
+	}
 	q->load[best]++;
 	s->core = (int)best;
 	qlog(QL_LOG_INFO, "session", "dispatching", QU("session", s->id),
@@ -206,15 +223,17 @@ int qlinkd_session_run(struct qlinkd_session *s)
 /* Take the session off its dispatcher (every request taken is answered). */
 void qlinkd_session_pause(struct qlinkd_session *s)
 {
-	if (s->gpu) {
-		ql_gpu_dispatcher_stop(s->gpu);
-		return;
+	if (s->core >= 0) {
+		/* (a GPU session's poller first: stop runs the body's end) */
+		if (s->gpu)
+			ql_dispatcher_detach_poll(s->q->disp[s->core], gpu_poll, s->gpu);
+		else
+			ql_dispatcher_detach(s->q->disp[s->core], s->d);
+		s->q->load[s->core]--;
+		s->core = -1;
 	}
-	if (s->core < 0)
-		return;
-	ql_dispatcher_detach(s->q->disp[s->core], s->d);
-	s->q->load[s->core]--;
-	s->core = -1;
+	if (s->gpu)
+		ql_gpu_dispatcher_stop(s->gpu);
 }
 
 /* Connect the session's QP to the QCS's and start serving it. */
@@ -347,7 +366,7 @@ void qlinkd_session_destroy(struct qlinkd_session *s)
 		return;
 	q = s->q;
 	if (s->gpu) {
-		ql_gpu_dispatcher_stop(s->gpu);
+		qlinkd_session_pause(s);
 		session_counters(s, stdout);
 		if (s->connected)
 			qlinkd_stats_retire(q, s);
@@ -420,18 +439,19 @@ int qlinkd_dispatch_open(struct qlinkd *q)
 	int ret = 0;
 
 	if (c->datapath == QL_CONFIG_DATAPATH_GPU) {
-		/* each session's GPU dispatcher serves it: no CPU dispatchers */
+		/* each session's GPU dispatcher serves it: the CPU dispatchers
+		 * run the emulated bodies in caller progress (docs/progress.md)
+		 * and nothing else (an empty round naps) */
 		qlog(QL_LOG_INFO, "dispatcher", "datapath gpu",
 		     QS("mode", ql_gpu_mode_str((enum ql_gpu_mode)c->gpu.mode)),
 		     QI("device", c->gpu.device));
-		return 0;
-	}
-	/* every session's response buffers in one registration, unless that
-	 * would be more than the context holds (1 GiB): then each its own */
-	if (c->transport == QL_CONFIG_TRANSPORT_HSB) {
+	} else if (c->transport == QL_CONFIG_TRANSPORT_HSB) {
 		/* hsb sessions have their own PD: their pages are registered at
 		 * iova 0, one region per session */
 	} else if (pool * c->max_sessions <= (1u << 30)) {
+		/* every session's response buffers in one registration, unless
+		 * that would be more than the context holds (1 GiB): then each
+		 * its own */
 		xc.tx_bytes = (uint32_t)pool;
 		ret = ql_verbs_context_create(q->dev, &xc, &q->vctx);
 	} else {

@@ -509,6 +509,11 @@ static void hch_send_stats(const struct ql_channel *ch, struct ql_channel_send_s
 	ql_txq_stats(&((const struct hch *)ch)->tx, s);
 }
 
+static struct ql_device *hch_device(const struct ql_channel *ch)
+{
+	return ((const struct hch *)ch)->dev;
+}
+
 static const struct ql__channel_ops hch_ops = {
 	.receive_burst = hch_receive_burst,
 	.send_burst = hch_send_burst,
@@ -519,4 +524,5 @@ static const struct ql__channel_ops hch_ops = {
 	.destroy = hch_destroy,
 	.send_stats = hch_send_stats,
 	.reap_sends = hch_reap_sends,
+	.device = hch_device,
 };

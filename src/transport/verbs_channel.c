@@ -596,6 +596,11 @@ int ql_verbs_channel_uc_stats(struct ql_channel *ch, struct ql_verbs_channel_uc_
 	return 0;
 }
 
+static struct ql_device *vch_device(const struct ql_channel *ch)
+{
+	return ((const struct vch *)ch)->ep.dev;
+}
+
 static const struct ql__channel_ops vch_ops = {
 	.receive_burst = vch_receive_burst,
 	.send_burst = vch_send_burst,
@@ -606,4 +611,5 @@ static const struct ql__channel_ops vch_ops = {
 	.destroy = vch_destroy,
 	.send_stats = vch_send_stats,
 	.reap_sends = vch_reap_sends,
+	.device = vch_device,
 };

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "providers/common/nic.h"
+#include "providers/common/progress.h"
 #include "providers/common/soft_nic.h"
 #include "providers/soft/soft.h"
 #include "qlink/error.h"
@@ -59,13 +60,15 @@ static bool valid_name(const char *s)
 	return true;
 }
 
-/* Loss injection options: the URI's query, `key=value` joined by '&':
- * loss=P (0 <= P <= 1), seed=N, drop_nth=N (N >= 1). */
+/* The URI's query, `key=value` joined by '&': loss injection, loss=P
+ * (0 <= P <= 1), seed=N, drop_nth=N (N >= 1); and progress=thread|caller|
+ * auto (docs/progress.md; QLINK_PROGRESS, else auto, when absent). */
 struct soft_loss_opts {
 	bool on;
 	uint64_t drop_nth;
 	uint64_t p64;
 	uint64_t seed;
+	enum ql__progress_mode progress;
 };
 
 static int parse_loss(const char *uri, const char *q, struct soft_loss_opts *o)
@@ -73,6 +76,7 @@ static int parse_loss(const char *uri, const char *q, struct soft_loss_opts *o)
 	char buf[256], *save = NULL, *kv;
 
 	memset(o, 0, sizeof(*o));
+	o->progress = ql__progress_default();
 	if (strlen(q) >= sizeof(buf))
 		return ql_error_set(-EINVAL, "'%s': the query is too long", uri);
 	snprintf(buf, sizeof(buf), "%s", q);
@@ -100,6 +104,9 @@ static int parse_loss(const char *uri, const char *q, struct soft_loss_opts *o)
 				o->seed = n;
 			else
 				o->drop_nth = n;
+		} else if (!strcmp(kv, "progress")) {
+			if (ql__progress_parse(v, &o->progress))
+				goto bad;
 		} else {
 			goto bad;
 		}
@@ -108,8 +115,8 @@ static int parse_loss(const char *uri, const char *q, struct soft_loss_opts *o)
 	return 0;
 bad:
 	return ql_error_set(-EINVAL,
-			    "'%s': the query takes loss=P (0..1), seed=N and drop_nth=N (>= 1), "
-			    "joined by '&'",
+			    "'%s': the query takes loss=P (0..1), seed=N, drop_nth=N (>= 1) and "
+			    "progress=thread|caller|auto, joined by '&'",
 			    uri);
 }
 
@@ -126,6 +133,7 @@ static int soft_open(const char *uri, const char *scheme, const char *rest_q,
 	size_t n;
 	int ret;
 
+	loss.progress = ql__progress_default();
 	if (q) {
 		ret = parse_loss(uri, q + 1, &loss);
 		if (ret)
@@ -181,6 +189,7 @@ static int soft_open(const char *uri, const char *scheme, const char *rest_q,
 	dev->drop_nth = loss.drop_nth;
 	dev->loss_p64 = loss.p64;
 	dev->loss_seed = loss.seed;
+	dev->progress = (int)loss.progress;
 	/* Unpredictable key secrets and starting epochs: one getrandom call. */
 	ql__nic_random(dev->key_secret, sizeof(dev->key_secret));
 	ql__nic_random(dev->mr_epoch, sizeof(dev->mr_epoch));
@@ -405,7 +414,10 @@ static int soft_cq_create(struct ql_device *d, int cqe, struct ql_cq **out)
 		free(cq);
 		return -ENOMEM;
 	}
-	cq->base.head.ops = &ql__soft_cq_ops;
+	/* a device whose mlx5 engine may run in its callers: every poll of
+	 * its CQs runs it (docs/progress.md) */
+	cq->base.head.ops = dev->progress == QL__PROGRESS_THREAD ? &ql__soft_cq_ops :
+								   &ql__soft_cq_ops_progress;
 	cq->base.dev = d;
 	cq->base.cqe = cqe;
 	cq->dev = dev;
@@ -458,6 +470,11 @@ static int soft_cq_destroy(struct ql_cq *c)
 	return 0;
 }
 
+static int soft_progress(struct ql_device *d)
+{
+	return ql__soft_mlx5_progress(to_dev(d));
+}
+
 static const struct ql_device_ops soft_device_ops = {
 	.close = soft_close,
 	.query = soft_query,
@@ -476,6 +493,7 @@ static const struct ql_device_ops soft_device_ops = {
 	.cq_create_flags = soft_cq_create_flags,
 	.qp_mlx5 = ql__soft_mlx5_qp_view,
 	.cq_mlx5 = ql__soft_mlx5_cq_view,
+	.progress = soft_progress,
 };
 
 /* ---- the provider: schemes, listing, memory ----------------------------- */

@@ -30,6 +30,14 @@
  * spins, then yields, then sleeps (see idle_backoff). Setup calls on the
  * objects it drives park it first (ql__soft_engine_park): a handshake on two
  * flags, not a lock on its path.
+ *
+ * In caller progress mode (`?progress=caller`, or `auto` on a process
+ * short of free cores; docs/progress.md) there is no thread: the views
+ * carry ql__soft_mlx5_progress, which the doorbells and empty CQ polls of
+ * qlink/mlx5.h run, as do ql_cq_poll of the device's other CQs and
+ * ql_device_progress. One pass of the loop per call, under a busy flag
+ * taken by exchange (a caller that finds it taken returns at once: someone
+ * is progressing); setup calls park the engine by taking that flag.
  */
 #define _GNU_SOURCE
 #include <endian.h>
@@ -40,6 +48,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "providers/common/progress.h"
 #include "providers/soft/soft.h"
 #include "qlink/error.h"
 #include "qlink/log.h"
@@ -145,6 +154,8 @@ struct soft_engine {
 	pthread_t thread;
 	bool running; /* the thread exists */
 	bool manual;  /* tests drive ql__soft_mlx5_engine_poll themselves */
+	bool caller;  /* caller progress: no thread, the callers' polls run it */
+	int busy;     /* no thread: a pass (or a parker) is on (__atomic) */
 	_Atomic bool stop;
 	_Atomic uint32_t park_req;
 	_Atomic uint32_t parked;
@@ -277,8 +288,13 @@ static struct soft_engine *engine_get(struct soft_device *dev)
 		eng = calloc(1, sizeof(*eng));
 		if (eng) {
 			eng->dev = dev;
+			/* auto: weighed when the engine is first needed, as
+			 * two spinning threads: its own and the one that will
+			 * drive its queues (a GPU body, a peer's poller) */
+			eng->caller = ql__progress_resolve(dev->progress, 2) == QL__PROGRESS_CALLER;
 			pthread_mutex_init(&eng->park_lock, NULL);
-			dev->eng = eng;
+			/* the callers' polls load it without the lock */
+			__atomic_store_n(&dev->eng, eng, __ATOMIC_RELEASE);
 		}
 	}
 	pthread_mutex_unlock(&dev->lock);
@@ -294,11 +310,15 @@ void ql__soft_engine_free(struct soft_device *dev)
 	dev->eng = NULL;
 }
 
-/* With park_lock held: stop the thread at the top of its loop. */
+/* With park_lock held: stop the thread at the top of its loop; without a
+ * thread, wait out the caller's pass in progress and keep others out. */
 static void park_locked(struct soft_engine *eng)
 {
-	if (!eng->running)
+	if (!eng->running) {
+		while (__atomic_exchange_n(&eng->busy, 1, __ATOMIC_ACQUIRE))
+			sched_yield();
 		return;
+	}
 	atomic_store_explicit(&eng->park_req, 1, memory_order_release);
 	while (!atomic_load_explicit(&eng->parked, memory_order_acquire))
 		sched_yield();
@@ -306,8 +326,10 @@ static void park_locked(struct soft_engine *eng)
 
 static void unpark_locked(struct soft_engine *eng)
 {
-	if (!eng->running)
+	if (!eng->running) {
+		__atomic_store_n(&eng->busy, 0, __ATOMIC_RELEASE);
 		return;
+	}
 	atomic_store_explicit(&eng->park_req, 0, memory_order_release);
 	/* the next parker must not take the flag of this round for its own */
 	while (atomic_load_explicit(&eng->parked, memory_order_acquire))
@@ -376,9 +398,10 @@ int ql__soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt
 				(uint64_t)((uint8_t *)&m->db[SMX_DB_RQ] - heap->base);
 	}
 	eng->qps[eng->nqps++] = qp;
-	if (eng->running || eng->manual) {
+	if (eng->running || eng->manual || eng->caller) {
 		unpark_locked(eng);
 	} else {
+		unpark_locked(eng); /* no thread yet: the flag park took */
 		atomic_store(&eng->stop, false);
 		atomic_store(&eng->park_req, 0);
 		atomic_store(&eng->parked, 0);
@@ -393,6 +416,7 @@ int ql__soft_mlx5_qp_attach(struct soft_qp *qp, uint32_t sq_cnt, uint32_t rq_cnt
 			goto err;
 		}
 		eng->running = true;
+		ql__progress_threads_add(1);
 	}
 	pthread_mutex_unlock(&eng->park_lock);
 	return 0;
@@ -427,6 +451,7 @@ void ql__soft_mlx5_qp_detach(struct soft_qp *qp)
 		atomic_store_explicit(&eng->park_req, 0, memory_order_release);
 		pthread_join(eng->thread, NULL);
 		eng->running = false;
+		ql__progress_threads_add(-1);
 	} else {
 		unpark_locked(eng);
 	}
@@ -975,6 +1000,41 @@ static int engine_poll(struct soft_engine *eng)
 	return work;
 }
 
+/* Caller progress: one pass of the engine in the calling thread, unless
+ * another caller (or a parker) is at it. */
+int ql__soft_mlx5_progress(struct soft_device *dev)
+{
+	struct soft_engine *eng = __atomic_load_n(&dev->eng, __ATOMIC_ACQUIRE);
+	int work;
+
+	if (!eng || !(eng->caller || eng->manual))
+		return 0;
+	if (__atomic_exchange_n(&eng->busy, 1, __ATOMIC_ACQUIRE))
+		return 0;
+	work = engine_poll(eng);
+	__atomic_store_n(&eng->busy, 0, __ATOMIC_RELEASE);
+	return work;
+}
+
+/* What the views of a caller-progress device carry (qlink/mlx5.h). */
+static int view_progress(void *ctx)
+{
+	return ql__soft_mlx5_progress(ctx);
+}
+
+/* ql_cq_poll of an ordinary CQ of a device whose engine runs in the
+ * callers: the engine's pass first (a receive the mlx5 side rang is then
+ * there for the SEND this poll retries). */
+static int poll_progress(struct ql_cq *c, int n, struct ibv_wc *wc)
+{
+	ql__soft_mlx5_progress(((struct soft_cq *)c)->dev);
+	return ql__soft_cq_ops.poll(c, n, wc);
+}
+
+const struct ql__cq_ops ql__soft_cq_ops_progress = {
+	.poll = poll_progress,
+};
+
 /*
  * Idle policy (docs/soft-provider.md): spin with a pause for ENG_SPIN empty
  * polls (tens of microseconds: a doorbell within that is seen at once), then
@@ -1030,9 +1090,11 @@ static void *engine_main(void *arg)
 
 /* ---- test hooks (internal: tests link the static library) --------------- */
 
-/* No engine thread for this device's mlx5 QPs: the caller drives the
- * engine with ql__soft_mlx5_engine_poll (the strict hot-path proof runs it
- * under a system call filter). Before the first mlx5-mode QP is made. */
+/* No engine thread for this device's mlx5 QPs, and no progress in the
+ * views even in caller mode: the caller drives the engine with
+ * ql__soft_mlx5_engine_poll (the strict hot-path proof runs it under a
+ * system call filter; tests rewrite a BlueFlame line before the engine
+ * reads it). Before the first mlx5-mode QP is made. */
 SOFT_HIDDEN int ql__soft_mlx5_engine_manual(struct ql_device *d);
 int ql__soft_mlx5_engine_manual(struct ql_device *d)
 {
@@ -1050,9 +1112,7 @@ int ql__soft_mlx5_engine_manual(struct ql_device *d)
 SOFT_HIDDEN int ql__soft_mlx5_engine_poll(struct ql_device *d);
 int ql__soft_mlx5_engine_poll(struct ql_device *d)
 {
-	struct soft_engine *eng = ((struct soft_device *)d)->eng;
-
-	return eng ? engine_poll(eng) : 0;
+	return ql__soft_mlx5_progress((struct soft_device *)d);
 }
 
 /* WQEs the engine took from a QP's BlueFlame buffers (not the ring). */
@@ -1097,6 +1157,10 @@ int ql__soft_mlx5_qp_view(struct ql_qp *q, struct ql_mlx5_qp *out)
 	 * their low 16 bits, which is all the queues need */
 	out->sq.head = out->sq.tail = db_load(&m->db[SMX_DB_SQ]) & 0xffff;
 	out->rq.head = out->rq.tail = db_load(&m->db[SMX_DB_RQ]) & 0xffff;
+	if (qp->dev->eng->caller && !qp->dev->eng->manual) {
+		out->progress = view_progress;
+		out->progress_ctx = qp->dev;
+	}
 	if (m->bf_size) {
 		/* BlueFlame: the producer's next write goes to buffer bf_next
 		 * (0 after creation or a reset) */
@@ -1125,5 +1189,9 @@ int ql__soft_mlx5_cq_view(struct ql_cq *c, struct ql_mlx5_cq *out)
 	out->cqe_size = SMX_CQE;
 	out->dbrec = x->db;
 	out->cons_index = db_load(&x->db[SMX_DB_CQ_CI]) & 0xffffff;
+	if (cq->dev->eng->caller && !cq->dev->eng->manual) {
+		out->progress = view_progress;
+		out->progress_ctx = cq->dev;
+	}
 	return 0;
 }

@@ -361,6 +361,8 @@ struct soft_device {
 	/* The mlx5 queue mode's engine (mlx5_engine.c), made with the first
 	 * mlx5-mode QP or CQ; freed with the device. */
 	struct soft_engine *eng;
+	/* ?progress= (enum ql__progress_mode): who runs the engine */
+	int progress;
 };
 
 /* Loss injection's verdict on the next UC message of `dev` (exec.c). */
@@ -453,6 +455,11 @@ SOFT_HIDDEN int ql__soft_mlx5_cq_view(struct ql_cq *cq, struct ql_mlx5_cq *out);
  * hot path: it parks at the top of its loop and waits). */
 SOFT_HIDDEN void ql__soft_engine_park(struct soft_device *dev);
 SOFT_HIDDEN void ql__soft_engine_unpark(struct soft_device *dev);
+/* Caller progress (docs/progress.md): one pass of the engine in the calling
+ * thread (0 without an engine, or when its thread runs it); and the CQ ops
+ * of the ordinary CQs of a device that may progress in its callers. */
+SOFT_HIDDEN int ql__soft_mlx5_progress(struct soft_device *dev);
+SOFT_HIDDEN extern const struct ql__cq_ops ql__soft_cq_ops_progress;
 
 /* mask and slot_size must be the reader's own (validated) copies. */
 static inline struct soft_rq_slot *soft_rq_slot(uint8_t *rq, uint32_t slot_size, uint32_t mask,
