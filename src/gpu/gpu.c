@@ -215,8 +215,7 @@ static int channel_mem(struct ql_gpu_dispatcher *d, size_t len, void **mem)
 	if (d->mem_device && d->mode != QL_GPU_MODE_DEVICE)
 		return ql_error_set(-EOPNOTSUPP,
 				    "gpu: the emulation cannot read GPU device memory (QL_MEM_GPU "
-				    "on %s): run the kernel, or QL_MEM_HOST",
-				    d->dev->uri);
+				    "on this device): run the kernel, or QL_MEM_HOST");
 	return 0;
 }
 
