@@ -69,6 +69,6 @@ int qlinkd_notify(const char *state)
 	close(fd);
 	if (ret)
 		qlog(QL_LOG_WARN, "qlinkd", "cannot notify the service manager",
-		     "notify_socket=%s error=\"%s\"", path, ql_strerror(ret));
+		     QS("notify_socket", path), QS("error", ql_strerror(ret)));
 	return ret;
 }
