@@ -14,7 +14,8 @@
 set -u
 qlinkd=$1 qlink=$2 plugin=$3 notplugin=$4
 . "$(dirname "$0")/qlinkd_lib.sh"
-check="python3 $(dirname "$0")/qlinkd_logcheck.py"
+logcheck=$(dirname "$0")/qlinkd_logcheck.py
+check() { python3 "$logcheck" "$@"; } # a function: the path may hold blanks
 command -v python3 >/dev/null 2>&1 || { echo "SKIP: no python3"; exit 77; }
 odd="$dir/a \"quoted\" dir"
 mkdir -p "$odd"
@@ -60,15 +61,15 @@ grep -q '"msg":"cannot listen"' "$dir/taken.err" || fail "no cannot-listen line"
 cp "$dir/qlinkd.out" "$dir/run1.out"
 cp "$dir/qlinkd.err" "$dir/run1.err"
 ql_stop_qlinkd TERM json
-$check json "$dir/qlinkd.out" "$dir/qlinkd.err" "$dir/taken.out" "$dir/taken.err" \
+check json "$dir/qlinkd.out" "$dir/qlinkd.err" "$dir/taken.out" "$dir/taken.err" \
 	>"$dir/check.out" 2>&1 || fail "json: $(cat "$dir/check.out")"
 grep -q '"component":"plugin".*"source":"libqlink"\|"component":"plugin","msg":"loaded"' \
 	"$dir/qlinkd.err" || fail "no plugin line"
-[ "$($check field json "$dir/qlinkd.err" loaded version)" = '"1.0"' ] ||
+[ "$(check field json "$dir/qlinkd.err" loaded version)" = '"1.0"' ] ||
 	fail "json: the plugin version is not the string \"1.0\""
-[ "$($check field json "$dir/qlinkd.err" starting config)" = "$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$cfg")" ] ||
+[ "$(check field json "$dir/qlinkd.err" starting config)" = "$(python3 -c 'import json,sys; print(json.dumps(sys.argv[1]))' "$cfg")" ] ||
 	fail "json: config path not whole"
-err=$($check field json "$dir/taken.err" "cannot listen" error)
+err=$(check field json "$dir/taken.err" "cannot listen" error)
 case $err in *" "*) ;; *) fail "json: the error text is cut: $err" ;; esac
 grep -q '"msg":"function".*"calls":' "$dir/qlinkd.out" || fail "json: no function counters"
 
@@ -76,15 +77,15 @@ grep -q '"msg":"function".*"calls":' "$dir/qlinkd.out" || fail "json: no functio
 write_cfg json "$notplugin"
 "$qlinkd" --config "$cfg" >"$dir/np.out" 2>"$dir/np.err" && fail "qlinkd ran a non-plugin"
 grep -q '"msg":"cannot load"' "$dir/np.err" || fail "no cannot-load line"
-$check json "$dir/np.out" "$dir/np.err" >"$dir/check.out" 2>&1 || fail "json: $(cat "$dir/check.out")"
+check json "$dir/np.out" "$dir/np.err" >"$dir/check.out" 2>&1 || fail "json: $(cat "$dir/check.out")"
 
 # ---- text -----------------------------------------------------------------------
 write_cfg text "$plugin"
 ql_start_qlinkd ' serving ' --config "$cfg"
 ql_stop_qlinkd TERM text
-$check text "$dir/qlinkd.out" "$dir/qlinkd.err" >"$dir/check.out" 2>&1 ||
+check text "$dir/qlinkd.out" "$dir/qlinkd.err" >"$dir/check.out" 2>&1 ||
 	fail "text: $(cat "$dir/check.out")"
-[ "$($check field text "$dir/qlinkd.err" starting config)" = "$cfg" ] ||
+[ "$(check field text "$dir/qlinkd.err" starting config)" = "$cfg" ] ||
 	fail "text: the config path does not read back: $(grep starting "$dir/qlinkd.err")"
 grep -q '\\\\"' "$dir/qlinkd.err" && fail "text: a quote escaped twice"
 echo "PASS: qlinkd logs parse (json and text)"
