@@ -21,18 +21,18 @@ fail() {
 # ---- --help, help CMD, -V ----------------------------------------------------
 for cmd in info bench serve vppu hololink qec sdr ep "ep serve" "ep call"; do
 	# shellcheck disable=SC2086 # "ep serve" is two words
-	$qlink $cmd --help >"$dir/help" 2>"$dir/err" || fail "qlink $cmd --help exited $?"
+	"$qlink" $cmd --help >"$dir/help" 2>"$dir/err" || fail "qlink $cmd --help exited $?"
 	[ -s "$dir/err" ] && fail "qlink $cmd --help wrote to stderr: $(cat "$dir/err")"
 	grep -q "^usage: qlink $cmd " "$dir/help" || fail "qlink $cmd --help: no usage line"
 	grep -q -- "-h, --help" "$dir/help" || fail "qlink $cmd --help: no options"
 	# shellcheck disable=SC2086
-	$qlink help $cmd >"$dir/help2" 2>&1 || fail "qlink help $cmd exited $?"
+	"$qlink" help $cmd >"$dir/help2" 2>&1 || fail "qlink help $cmd exited $?"
 	cmp -s "$dir/help" "$dir/help2" || fail "qlink help $cmd differs from qlink $cmd --help"
 done
 # the subcommands that open a device say --device, and name --uri as deprecated
 for cmd in bench serve vppu qec sdr "ep serve" "ep call"; do
 	# shellcheck disable=SC2086
-	$qlink $cmd --help >"$dir/help"
+	"$qlink" $cmd --help >"$dir/help"
 	grep -qE -- "--device URI" "$dir/help" || fail "qlink $cmd --help: no --device URI"
 	grep -qE -- "^      --uri" "$dir/help" && fail "qlink $cmd --help: --uri listed as an option"
 done
