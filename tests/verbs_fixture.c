@@ -249,9 +249,33 @@ int vt_modify_state(struct ql_qp *qp, enum ibv_qp_state s)
 					     "-> SQD",	 "-> SQE",  "-> ERR" };
 	struct ibv_qp_attr a;
 
+	struct ql_qp_init_attr init;
+	struct timespec t0, t;
+	int ret;
+
 	memset(&a, 0, sizeof(a));
 	a.qp_state = s;
-	return modify(qp, &a, IBV_QP_STATE, (unsigned int)s < 7 ? names[s] : "-> ?");
+	ret = modify(qp, &a, IBV_QP_STATE, (unsigned int)s < 7 ? names[s] : "-> ?");
+	if (ret || s != IBV_QPS_SQD)
+		return ret;
+	/* The drain into SQD completes later (IBV_EVENT_SQ_DRAINED); until
+	 * then Linux (rxe_qp_chk_attr) refuses every transition but to ERR.
+	 * Wait for it as an application waits for the event, so a test's next
+	 * transition does not race the kernel's requester task. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		vt_progress_all();
+		if (ql_qp_query(qp, &a, IBV_QP_STATE, &init))
+			return 0; /* not queryable: nothing to wait for */
+		if (a.qp_state != IBV_QPS_SQD || !a.sq_draining)
+			return 0;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 5) {
+			fprintf(stderr, "vt: -> SQD: still draining after 5 s\n");
+			return -ETIMEDOUT;
+		}
+		usleep(1000);
+	}
 }
 
 /* ---- caller progress -------------------------------------------------- */
