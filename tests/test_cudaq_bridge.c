@@ -74,6 +74,12 @@
 
 static void *lib;
 static ql_cudaq_bridge_interface_t *bi;
+/* qlink's extension: the ring shape's pump in the caller */
+static ql_cudaq_bridge_progress_fn progress_fn;
+/* QLINK_PROGRESS=caller (the test's caller variant): the ring shape runs
+ * with --progress=caller and the dispatcher loop below calls the pump's
+ * turn while the ring is empty, as a program running its own loop does */
+static bool ring_caller;
 static unsigned int dev_seq;
 static pid_t child = -1; /* the QCS of a lifecycle test, killed if it fails */
 
@@ -176,6 +182,7 @@ struct disp {
 	uint64_t stats;
 	int bad; /* a contract broken: non-zero (set by the loop) */
 	pthread_t th;
+	ql_cudaq_bridge_handle_t h; /* ring_caller: the pump's turn when idle */
 	/* a pretend graph (GRAPH_LAUNCH): running for one slot until due */
 	bool graph_pending;
 	uint32_t graph_slot;
@@ -319,6 +326,8 @@ static void *disp_main(void *arg)
 		} else {
 			uint64_t v = __atomic_load_n(&r->rx_flags_host[cur], __ATOMIC_ACQUIRE);
 
+			if (!v && ring_caller && progress_fn(d->h) > 0)
+				continue; /* it moved something: look again */
 			if (!v) {
 				if (++idle > 256)
 					sched_yield();
@@ -613,6 +622,12 @@ static int group_setup(void **state)
 		return -1;
 	}
 	bi = get();
+	*(void **)&progress_fn = dlsym(lib, QL_CUDAQ_BRIDGE_PROGRESS);
+	if (!progress_fn) {
+		print_error("dlsym %s: %s\n", QL_CUDAQ_BRIDGE_PROGRESS, dlerror());
+		return -1;
+	}
+	ring_caller = getenv("QLINK_PROGRESS") && !strcmp(getenv("QLINK_PROGRESS"), "caller");
 	return bi ? 0 : -1;
 }
 
@@ -809,9 +824,10 @@ static void lifecycle(bool unified, enum qcs_kind kind)
 				 s.a_file,
 				 unified ? "--unified" : "--port=0",
 				 "--qp_config=whatever",
+				 ring_caller ? "--progress=caller" : "--progress=auto",
 				 NULL };
 
-		assert_int_equal(bi->create(&h, 11, argv), QL_CUDAQ_OK);
+		assert_int_equal(bi->create(&h, 12, argv), QL_CUDAQ_OK);
 	}
 	assert_non_null(h);
 	/* geometry and endpoint, valid from create */
@@ -870,6 +886,10 @@ static void lifecycle(bool unified, enum qcs_kind kind)
 		assert_true(ring.rx_flags_host[i] == 0);
 		assert_true(ring.tx_flags_host[i] == 0);
 	}
+	d.h = h;
+	/* the pump's turn runs nothing before launch, nor in any other mode */
+	assert_int_equal(progress_fn(h), 0);
+	assert_int_equal(progress_fn(NULL), 0);
 	assert_int_equal(pthread_create(&d.th, NULL, disp_main, &d), 0);
 	/* READY would be printed here; connect waits for the QCS */
 	assert_int_equal(bi->connect(h), QL_CUDAQ_OK);
@@ -1177,6 +1197,8 @@ static void test_bad_args(void **state)
 		"--function-entry-size=172",
 		"--function-entry-size=0",
 		"--function-entry-size=184",
+		"--progress=sometimes",
+		"--progress=",
 	};
 	ql_cudaq_bridge_handle_t h;
 	struct scratch s;
