@@ -52,6 +52,7 @@
 #include <qlink/rpc_wire.h>
 
 #include "bridge/cudaq_bridge_abi.h"
+#include "cudaq_host_fn.h"
 #include "hotpath.h"
 #include "transport/rendezvous.h" /* libqlink.a: the QCS side of the rendezvous */
 
@@ -60,8 +61,6 @@
 /* the frame: the slot less the board's 128 bytes of metadata */
 #define FRAME (STRIDE - 128)
 #define MAX_ARG (FRAME - 24)
-#define MAGIC_REQ 0x43555152u
-#define MAGIC_RESP 0x43555153u
 #define WAIT_MS 5000
 #define SILENCE_MS 300
 
@@ -83,30 +82,6 @@ static bool ring_caller;
 static unsigned int dev_seq;
 static pid_t child = -1; /* the QCS of a lifecycle test, killed if it fails */
 
-/* ---- little-endian fields ---------------------------------------------------- */
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
-
 static uint64_t now_ms(void)
 {
 	struct timespec ts;
@@ -123,53 +98,6 @@ static void sleep_ms(long ms)
 }
 
 /* ---- the host dispatcher (after CUDA-Q's host loop) --------------------------- */
-
-/* CUDA-Q's test function: every argument byte plus one; the handler writes
- * the whole response header, request_id and ptp_timestamp copied. */
-static void rpc_increment(const void *rx_slot, void *tx_slot, size_t slot_size)
-{
-	const uint8_t *rq = rx_slot;
-	uint8_t *rs = tx_slot;
-	uint32_t arg_len = get32(rq + 8);
-	int32_t status = 0;
-
-	if (arg_len > slot_size - 24) {
-		arg_len = 0;
-		status = -1;
-	}
-	put32(rs, MAGIC_RESP);
-	put32(rs + 4, (uint32_t)status);
-	put32(rs + 8, arg_len);
-	put32(rs + 12, get32(rq + 12));
-	put64(rs + 16, get64(rq + 16));
-	for (uint32_t i = 0; i < arg_len; i++)
-		rs[24 + i] = (uint8_t)(rq[24 + i] + 1);
-}
-
-/* qlink_parity, the function `qlink vppu` calls (docs/rpc.md): 256 bits in,
- * their parity (u8) and weight (i32) out; written here as CUDA-Q's host-call
- * form, as a CUDA-Q user would. */
-static void qlink_parity(const void *rx_slot, void *tx_slot, size_t slot_size)
-{
-	const uint8_t *rq = rx_slot;
-	uint8_t *rs = tx_slot;
-	uint32_t w = 0, arg_len = get32(rq + 8);
-	int32_t status = 0;
-
-	if (arg_len != 32 || slot_size < 24 + 32) {
-		status = -1;
-	} else {
-		for (int i = 0; i < 32; i++)
-			w += (uint32_t)__builtin_popcount(rq[24 + i]);
-	}
-	put32(rs, MAGIC_RESP);
-	put32(rs + 4, (uint32_t)status);
-	put32(rs + 8, status ? 0 : 5);
-	put32(rs + 12, get32(rq + 12));
-	put64(rs + 16, get64(rq + 16));
-	rs[24] = (uint8_t)(w & 1);
-	put32(rs + 25, w);
-}
 
 struct disp {
 	bool unified;
