@@ -4,8 +4,8 @@
  * thread of its own or the caller's polls (docs/progress.md). The one rule
  * of `progress=auto` and the process-wide count of spinning threads it
  * weighs, shared by every piece that can run either way (soft+udp's NIC,
- * the soft NIC's mlx5 engine, the GPU emulation; the daemon's dispatcher
- * threads count themselves in). Set-up paths only.
+ * the soft NIC's mlx5 engine, the GPU emulation; the bridge's pump and the
+ * daemon's dispatcher threads count themselves in). Set-up paths only.
  */
 #ifndef QL_PROVIDERS_PROGRESS_H
 #define QL_PROVIDERS_PROGRESS_H
