@@ -13,7 +13,7 @@
 # usage: bench/compare-sockperf.sh [--rounds N] [--client-cpu N|-1] [--server-cpu N|-1]
 #                                  [--client-nic-cpu N] [--server-nic-cpu N]
 #                                  [--modes "caller thread"] [--query Q] [--time SEC]
-#                                  [--quick] [--strict]
+#                                  [--iters LAT,BW] [--no-goodput] [--quick] [--strict]
 #
 # Both progress modes of soft+udp (docs/progress.md) are measured in every
 # round, alternating with sockperf: `caller` (progress=caller: no NIC
@@ -22,7 +22,11 @@
 # (progress=thread&poll=busy: a spinning NIC thread per device; with 4 or
 # more CPUs and no --*-nic-cpu given, the NIC threads are pinned to CPUs 2
 # and 3, the wider set; with fewer, they share the two and the output says
-# so). --modes picks one or both.
+# so). --modes picks one or both, or `auto`: the default options (no
+# progress= in the URIs, QLINK_PROGRESS unset: the auto rule of
+# docs/progress.md §2 decides), what issue 24's targets are about.
+# --no-goodput skips the 1 MiB goodput runs. --iters: the qlink runs'
+# iterations (latency, 8-byte rate; default 100000,1000000).
 #
 # sockperf sends UDP payloads of the size of the RoCEv2 packet qlink puts on
 # the wire for the same 8-byte message (WRITE_ONLY: BTH 12 + RETH 16 + 8 +
@@ -53,6 +57,7 @@ modes="caller thread"
 secs=2
 quick=0
 strict=0
+goodput=1
 cnic=
 snic=
 lat_iters=100000
@@ -74,15 +79,21 @@ while [ $# -gt 0 ]; do
 	--server-nic-cpu) snic=${2:?}; shift 2 ;;
 	--time) secs=${2:?}; shift 2 ;;
 	--quick) quick=1; shift ;;
+	--no-goodput) goodput=0; shift ;;
+	--iters) iters=${2:?--iters needs LAT,BW}; shift 2 ;;
 	--strict) strict=1; shift ;;
 	-h | --help) usage; exit 0 ;;
 	*) echo "compare-sockperf.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
 	esac
 done
+if [ -n "${iters:-}" ]; then
+	lat_iters=${iters%,*}
+	bw_iters=${iters#*,}
+fi
 for m in $modes; do
-	case "$m" in caller | thread) ;; *) echo "compare-sockperf.sh: mode '$m' is not caller or thread" >&2; exit 2 ;; esac
+	case "$m" in caller | thread | auto) ;; *) echo "compare-sockperf.sh: mode '$m' is not caller, thread or auto" >&2; exit 2 ;; esac
 done
-for v in "$rounds" "${ccpu#-}" "${scpu#-}" "$secs" ${cnic:+"$cnic"} ${snic:+"$snic"}; do
+for v in "$rounds" "$lat_iters" "$bw_iters" "${ccpu#-}" "${scpu#-}" "$secs" ${cnic:+"$cnic"} ${snic:+"$snic"}; do
 	case "$v" in '' | *[!0-9]*) echo "compare-sockperf.sh: '$v' is not a number" >&2; exit 2 ;; esac
 done
 # thread mode on a wider set: the NIC threads on CPUs of their own when there are
@@ -137,9 +148,13 @@ port=$((20000 + RANDOM % 20000))
 sp_port=$((port + 1))
 
 mode=caller
-mode_query() { # the query of $mode
-	if [ "$mode" = caller ]; then echo "progress=caller"; else echo "progress=thread&poll=busy"; fi
+mode_query() { # the query of $mode (auto: none, the defaults)
+	case "$mode" in
+	caller) echo "progress=caller" ;;
+	thread) echo "progress=thread&poll=busy" ;;
+	esac
 }
+unset QLINK_PROGRESS # the modes say what they run
 
 uri() { # ADDR [EXTRA-QUERY]
 	local q nic=$cnic
@@ -309,10 +324,9 @@ for mode in $modes; do
 done
 echo "ratio = qlink median / sockperf median (latency: round-trip p50; rate: messages/s received)"
 
-echo
-echo "goodput of 1 MiB RDMA WRITEs (RC, write-bw, $gp_iters messages a run), loss injected on both devices"
-echo "mode    loss     msg/s     Gbit/s   MiB/s"
-for mode in $modes; do
+[ "$goodput" = 1 ] && echo && echo "goodput of 1 MiB RDMA WRITEs (RC, write-bw, $gp_iters messages a run), loss injected on both devices" &&
+	echo "mode    loss     msg/s     Gbit/s   MiB/s"
+for mode in $([ "$goodput" = 1 ] && echo "$modes"); do
 	for loss in 0 0.001 0.01; do
 		extra=""
 		if [ "$loss" != 0 ]; then extra="drop=$loss&seed=7"; fi

@@ -52,6 +52,7 @@
 #include <qlink/rpc_wire.h>
 
 #include "bridge/cudaq_bridge_abi.h"
+#include "cudaq_host_fn.h"
 #include "hotpath.h"
 #include "transport/rendezvous.h" /* libqlink.a: the QCS side of the rendezvous */
 
@@ -60,8 +61,6 @@
 /* the frame: the slot less the board's 128 bytes of metadata */
 #define FRAME (STRIDE - 128)
 #define MAX_ARG (FRAME - 24)
-#define MAGIC_REQ 0x43555152u
-#define MAGIC_RESP 0x43555153u
 #define WAIT_MS 5000
 #define SILENCE_MS 300
 
@@ -74,32 +73,14 @@
 
 static void *lib;
 static ql_cudaq_bridge_interface_t *bi;
+/* qlink's extension: the ring shape's pump in the caller */
+static ql_cudaq_bridge_progress_fn progress_fn;
+/* QLINK_PROGRESS=caller (the test's caller variant): the ring shape runs
+ * with --progress=caller and the dispatcher loop below calls the pump's
+ * turn while the ring is empty, as a program running its own loop does */
+static bool ring_caller;
 static unsigned int dev_seq;
 static pid_t child = -1; /* the QCS of a lifecycle test, killed if it fails */
-
-/* ---- little-endian fields ---------------------------------------------------- */
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
-}
 
 static uint64_t now_ms(void)
 {
@@ -118,53 +99,6 @@ static void sleep_ms(long ms)
 
 /* ---- the host dispatcher (after CUDA-Q's host loop) --------------------------- */
 
-/* CUDA-Q's test function: every argument byte plus one; the handler writes
- * the whole response header, request_id and ptp_timestamp copied. */
-static void rpc_increment(const void *rx_slot, void *tx_slot, size_t slot_size)
-{
-	const uint8_t *rq = rx_slot;
-	uint8_t *rs = tx_slot;
-	uint32_t arg_len = get32(rq + 8);
-	int32_t status = 0;
-
-	if (arg_len > slot_size - 24) {
-		arg_len = 0;
-		status = -1;
-	}
-	put32(rs, MAGIC_RESP);
-	put32(rs + 4, (uint32_t)status);
-	put32(rs + 8, arg_len);
-	put32(rs + 12, get32(rq + 12));
-	put64(rs + 16, get64(rq + 16));
-	for (uint32_t i = 0; i < arg_len; i++)
-		rs[24 + i] = (uint8_t)(rq[24 + i] + 1);
-}
-
-/* qlink_parity, the function `qlink vppu` calls (docs/rpc.md): 256 bits in,
- * their parity (u8) and weight (i32) out; written here as CUDA-Q's host-call
- * form, as a CUDA-Q user would. */
-static void qlink_parity(const void *rx_slot, void *tx_slot, size_t slot_size)
-{
-	const uint8_t *rq = rx_slot;
-	uint8_t *rs = tx_slot;
-	uint32_t w = 0, arg_len = get32(rq + 8);
-	int32_t status = 0;
-
-	if (arg_len != 32 || slot_size < 24 + 32) {
-		status = -1;
-	} else {
-		for (int i = 0; i < 32; i++)
-			w += (uint32_t)__builtin_popcount(rq[24 + i]);
-	}
-	put32(rs, MAGIC_RESP);
-	put32(rs + 4, (uint32_t)status);
-	put32(rs + 8, status ? 0 : 5);
-	put32(rs + 12, get32(rq + 12));
-	put64(rs + 16, get64(rq + 16));
-	rs[24] = (uint8_t)(w & 1);
-	put32(rs + 25, w);
-}
-
 struct disp {
 	bool unified;
 	uint32_t num_slots;
@@ -176,6 +110,7 @@ struct disp {
 	uint64_t stats;
 	int bad; /* a contract broken: non-zero (set by the loop) */
 	pthread_t th;
+	ql_cudaq_bridge_handle_t h; /* ring_caller: the pump's turn when idle */
 	/* a pretend graph (GRAPH_LAUNCH): running for one slot until due */
 	bool graph_pending;
 	uint32_t graph_slot;
@@ -319,6 +254,8 @@ static void *disp_main(void *arg)
 		} else {
 			uint64_t v = __atomic_load_n(&r->rx_flags_host[cur], __ATOMIC_ACQUIRE);
 
+			if (!v && ring_caller && progress_fn(d->h) > 0)
+				continue; /* it moved something: look again */
 			if (!v) {
 				if (++idle > 256)
 					sched_yield();
@@ -613,6 +550,12 @@ static int group_setup(void **state)
 		return -1;
 	}
 	bi = get();
+	*(void **)&progress_fn = dlsym(lib, QL_CUDAQ_BRIDGE_PROGRESS);
+	if (!progress_fn) {
+		print_error("dlsym %s: %s\n", QL_CUDAQ_BRIDGE_PROGRESS, dlerror());
+		return -1;
+	}
+	ring_caller = getenv("QLINK_PROGRESS") && !strcmp(getenv("QLINK_PROGRESS"), "caller");
 	return bi ? 0 : -1;
 }
 
@@ -809,9 +752,10 @@ static void lifecycle(bool unified, enum qcs_kind kind)
 				 s.a_file,
 				 unified ? "--unified" : "--port=0",
 				 "--qp_config=whatever",
+				 ring_caller ? "--progress=caller" : "--progress=auto",
 				 NULL };
 
-		assert_int_equal(bi->create(&h, 11, argv), QL_CUDAQ_OK);
+		assert_int_equal(bi->create(&h, 12, argv), QL_CUDAQ_OK);
 	}
 	assert_non_null(h);
 	/* geometry and endpoint, valid from create */
@@ -870,6 +814,10 @@ static void lifecycle(bool unified, enum qcs_kind kind)
 		assert_true(ring.rx_flags_host[i] == 0);
 		assert_true(ring.tx_flags_host[i] == 0);
 	}
+	d.h = h;
+	/* the pump's turn runs nothing before launch, nor in any other mode */
+	assert_int_equal(progress_fn(h), 0);
+	assert_int_equal(progress_fn(NULL), 0);
 	assert_int_equal(pthread_create(&d.th, NULL, disp_main, &d), 0);
 	/* READY would be printed here; connect waits for the QCS */
 	assert_int_equal(bi->connect(h), QL_CUDAQ_OK);
@@ -1177,6 +1125,8 @@ static void test_bad_args(void **state)
 		"--function-entry-size=172",
 		"--function-entry-size=0",
 		"--function-entry-size=184",
+		"--progress=sometimes",
+		"--progress=",
 	};
 	ql_cudaq_bridge_handle_t h;
 	struct scratch s;

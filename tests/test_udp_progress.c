@@ -2,10 +2,12 @@
 /*
  * test_udp_progress: soft+udp's progress modes (docs/progress.md).
  *
- *  - progress=auto follows the documented rule: caller when the process's
- *    CPUs (sched_getaffinity) are fewer than 2 x (NIC threads + 1) + 1;
- *    progress=thread|caller and QLINK_PROGRESS are obeyed; a bad value is
- *    refused;
+ *  - progress=auto follows the shared rule (ql__progress_rule, whose table
+ *    test_progress_rule checks) on this process's CPUs, and a NIC thread
+ *    counts as a spinning thread while it runs; progress=thread|caller and
+ *    QLINK_PROGRESS are obeyed, an explicit progress= (auto included) wins
+ *    over the variable; a bad option value is refused, a bad variable
+ *    ignored;
  *  - caller mode has no NIC thread: nothing moves until the application
  *    polls, posts or calls ql_device_progress;
  *  - two threads pinned to the same CPU, each the only driver of its own
@@ -25,6 +27,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "providers/common/progress.h"
 #include "providers/sudp/sudp.h"
 
 #define PP_ROUNDS 300
@@ -77,25 +80,11 @@ static void unpin(void)
 
 /* ---- the rule ------------------------------------------------------------ */
 
-static void test_auto_rule(void **state)
-{
-	(void)state;
-	/* the first device: caller below 3 CPUs */
-	assert_true(ql__sudp_auto_caller(1, 0));
-	assert_true(ql__sudp_auto_caller(2, 0));
-	assert_false(ql__sudp_auto_caller(3, 0));
-	assert_false(ql__sudp_auto_caller(64, 0));
-	/* a second NIC thread wants two more */
-	assert_true(ql__sudp_auto_caller(4, 1));
-	assert_false(ql__sudp_auto_caller(5, 1));
-	assert_true(ql__sudp_auto_caller(6, 2));
-	assert_false(ql__sudp_auto_caller(7, 2));
-}
-
 static void test_auto_follows_affinity(void **state)
 {
 	struct ql_device *d1, *d2, *d3;
 	cpu_set_t set;
+	unsigned n0;
 	int ncpu;
 
 	(void)state;
@@ -119,14 +108,23 @@ static void test_auto_follows_affinity(void **state)
 	 * second one counts it) */
 	assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
 	ncpu = CPU_COUNT(&set);
+	n0 = ql__progress_threads();
 	assert_int_equal(open_q(NULL, &d1), 0);
-	assert_int_equal(is_caller(d1), ql__sudp_auto_caller(ncpu, 0));
+	assert_int_equal(is_caller(d1), ql__progress_rule((unsigned)ncpu, n0, 1));
+	/* its NIC thread, if any, is one spinning thread more */
+	assert_int_equal(ql__progress_threads(), n0 + !is_caller(d1));
 	assert_int_equal(open_q(NULL, &d2), 0);
-	assert_int_equal(is_caller(d2), ql__sudp_auto_caller(ncpu, is_caller(d1) ? 0 : 1));
+	assert_int_equal(is_caller(d2), ql__progress_rule((unsigned)ncpu, n0 + !is_caller(d1), 1));
 	assert_int_equal(ql_device_close(d2), 0);
 	assert_int_equal(ql_device_close(d1), 0);
+	assert_int_equal(ql__progress_threads(), n0);
+	/* a device asked for a thread counts it, and uncounts it at close */
+	assert_int_equal(open_q("progress=thread", &d1), 0);
+	assert_int_equal(ql__progress_threads(), n0 + 1);
+	assert_int_equal(ql_device_close(d1), 0);
+	assert_int_equal(ql__progress_threads(), n0);
 	print_message("[     NOTE ] %d CPUs here: auto runs the first device in %s mode\n", ncpu,
-		      ql__sudp_auto_caller(ncpu, 0) ? "caller" : "thread");
+		      ql__progress_rule((unsigned)ncpu, n0, 1) ? "caller" : "thread");
 }
 
 static void test_progress_option(void **state)
@@ -157,6 +155,23 @@ static void test_progress_option(void **state)
 	assert_int_equal(open_q(NULL, &d), 0);
 	assert_true(is_caller(d));
 	assert_int_equal(ql_device_close(d), 0);
+	assert_int_equal(open_q("progress=thread", &d), 0);
+	assert_false(is_caller(d));
+	assert_int_equal(ql_device_close(d), 0);
+	/* an explicit progress=auto is the rule's, not the variable's: on
+	 * one CPU the rule says caller */
+	setenv("QLINK_PROGRESS", "thread", 1);
+	pin_process_to_one_cpu();
+	assert_int_equal(open_q("progress=auto", &d), 0);
+	assert_true(is_caller(d));
+	assert_int_equal(ql_device_close(d), 0);
+	/* a variable that names no mode is ignored: the rule (caller on one
+	 * CPU), and the device opens */
+	setenv("QLINK_PROGRESS", "sometimes", 1);
+	assert_int_equal(open_q(NULL, &d), 0);
+	assert_true(is_caller(d));
+	assert_int_equal(ql_device_close(d), 0);
+	unpin();
 	unsetenv("QLINK_PROGRESS");
 }
 
@@ -469,7 +484,6 @@ static void test_many_pollers_one_device(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_auto_rule),
 		cmocka_unit_test(test_auto_follows_affinity),
 		cmocka_unit_test(test_progress_option),
 		cmocka_unit_test(test_caller_needs_caller),

@@ -50,6 +50,7 @@
 #include <unistd.h>
 
 #include "bridge/cudaq_bridge_abi.h"
+#include "providers/common/progress.h"
 #include "qlink/channel.h"
 #include "qlink/error.h"
 #include "qlink/hsb.h"
@@ -117,9 +118,11 @@ struct qb {
 	/* unified: received, not yet claimed by rx_poll */
 	struct ql_buffer *rxq[QB_BURST];
 	int rxq_head, rxq_n;
-	/* ring shape: the pump */
+	/* ring shape: the pump, a thread (progress thread) or the turns of
+	 * qlink_cudaq_bridge_progress (progress caller: ring_caller) */
 	pthread_t pump;
 	bool pump_started;
+	bool ring_caller;
 	int running; /* atomic */
 	/* set_function_table: kept for the record (the dispatcher owns dispatch) */
 	ql_cudaq_function_entry_t *table;
@@ -192,6 +195,7 @@ static ql_cudaq_status_t bad_arg(const char *a, const char *why)
 /* Our arguments from the whole list; anything else is someone else's. */
 static ql_cudaq_status_t parse_args(struct qb *b, int argc, char **argv)
 {
+	enum ql__progress_mode progress = QL__PROGRESS_AUTO;
 	bool dispatch_ring = false;
 	uint32_t resp_size = 0;
 	const char *v;
@@ -245,6 +249,9 @@ static ql_cudaq_status_t parse_args(struct qb *b, int argc, char **argv)
 				return bad_arg(a, "sizeof(cudaq_function_entry_t) in the caller's "
 						  "CUDA-Q header: 176 (with routing_key) or 168 "
 						  "(before it)");
+		} else if (arg_is(a, "--progress=", &v)) {
+			if (ql__progress_parse(v, &progress))
+				return bad_arg(a, "thread, caller or auto");
 		} else if (arg_is(a, "--timeout=", &v)) {
 			if (parse_seconds(v, &b->timeout))
 				return bad_arg(a, "seconds, above 0 and at most 86400");
@@ -252,6 +259,12 @@ static ql_cudaq_status_t parse_args(struct qb *b, int argc, char **argv)
 	}
 	if (b->unified && dispatch_ring)
 		return bad_arg("--unified", "contradicts --dispatch=ring");
+	/* the ring shape's pump: CUDA-Q's ring loop never calls the provider,
+	 * so only a program that runs its own loop and calls
+	 * qlink_cudaq_bridge_progress can drive it: caller when that program
+	 * asks for it (--progress=caller), else the thread, whatever the rule
+	 * or QLINK_PROGRESS say (docs/progress.md §11) */
+	b->ring_caller = !b->unified && progress == QL__PROGRESS_CALLER;
 	if (!b->params_file[0])
 		return bad_arg("create", "--params-file=FILE is required: the QCS (qlink vppu "
 					 "--transport hsb --params-file FILE) takes the bridge's "
@@ -430,29 +443,36 @@ static bool ring_service(struct qb *b)
 	return busy;
 }
 
+/* One turn of the ring shape's pump: the frames received, flagged to
+ * CUDA-Q; the slots it retired, answered. true when anything moved. */
+static bool pump_turn(struct qb *b)
+{
+	struct ql_buffer *in[QB_BURST];
+	int n = ql_channel_receive_burst(b->ch, in, QB_BURST);
+	bool busy = n > 0;
+
+	note_channel_error(b, n);
+	for (int i = 0; i < n; i++) {
+		uint32_t s = in[i]->index;
+
+		if (!take_frame(b, in[i]))
+			continue;
+		/* the bytes, then the flag (address-as-flag, release) */
+		__atomic_store_n(&b->rx_flags[s], (uint64_t)(uintptr_t)rx_slot(b, s),
+				 __ATOMIC_RELEASE);
+	}
+	if (b->nopen && ring_service(b))
+		busy = true;
+	return busy;
+}
+
 static void *pump_main(void *arg)
 {
 	struct qb *b = arg;
-	struct ql_buffer *in[QB_BURST];
 	unsigned int idle = 0;
 
 	while (__atomic_load_n(&b->running, __ATOMIC_ACQUIRE)) {
-		int n = ql_channel_receive_burst(b->ch, in, QB_BURST);
-		bool busy = n > 0;
-
-		note_channel_error(b, n);
-		for (int i = 0; i < n; i++) {
-			uint32_t s = in[i]->index;
-
-			if (!take_frame(b, in[i]))
-				continue;
-			/* the bytes, then the flag (address-as-flag, release) */
-			__atomic_store_n(&b->rx_flags[s], (uint64_t)(uintptr_t)rx_slot(b, s),
-					 __ATOMIC_RELEASE);
-		}
-		if (b->nopen && ring_service(b))
-			busy = true;
-		if (busy) {
+		if (pump_turn(b)) {
 			idle = 0;
 		} else if (++idle >= QB_IDLE_YIELD) {
 			sched_yield(); /* idle only: give a shared core back */
@@ -461,6 +481,19 @@ static void *pump_main(void *arg)
 		}
 	}
 	return NULL;
+}
+
+/* qlink's extension (cudaq_bridge_abi.h): the pump's turn in the caller,
+ * ring shape with progress caller, between launch and disconnect, from the
+ * one thread that runs the dispatcher's loop. */
+__attribute__((visibility("default"))) int qlink_cudaq_bridge_progress(ql_cudaq_bridge_handle_t h)
+{
+	struct qb *b = h;
+
+	if (!b || b->magic != QB_MAGIC || !b->ring_caller ||
+	    !__atomic_load_n(&b->running, __ATOMIC_ACQUIRE))
+		return 0;
+	return pump_turn(b);
 }
 
 /* Unified shape, rx_poll: never blocks. */
@@ -541,13 +574,21 @@ static ql_cudaq_status_t qb_tx_publish(void *ctx, uint32_t slot)
 
 /* ---- the interface ---------------------------------------------------------- */
 
-static void qb_free(struct qb *b)
+/* The ring shape's pump stops: its thread joined, or its caller's turns
+ * refused from now on. */
+static void pump_stop(struct qb *b)
 {
+	__atomic_store_n(&b->running, 0, __ATOMIC_RELEASE);
 	if (b->pump_started) {
-		__atomic_store_n(&b->running, 0, __ATOMIC_RELEASE);
 		pthread_join(b->pump, NULL);
+		ql__progress_threads_add(-1);
 		b->pump_started = false;
 	}
+}
+
+static void qb_free(struct qb *b)
+{
+	pump_stop(b);
 	ql__rdv_cleanup(&b->rdv);
 	if (b->ch)
 		ql_channel_destroy(b->ch);
@@ -735,10 +776,13 @@ static ql_cudaq_status_t qb_launch(ql_cudaq_bridge_handle_t h)
 	if (b->unified || b->pump_started)
 		return QL_CUDAQ_OK; /* unified: the dispatcher's loop is the pump */
 	__atomic_store_n(&b->running, 1, __ATOMIC_RELEASE);
+	if (b->ring_caller)
+		return QL_CUDAQ_OK; /* qlink_cudaq_bridge_progress is the pump */
 	if (pthread_create(&b->pump, NULL, pump_main, b)) {
 		__atomic_store_n(&b->running, 0, __ATOMIC_RELEASE);
 		return qb_fail(QL_CUDAQ_ERR_INTERNAL, "launch: cannot start the pump thread");
 	}
+	ql__progress_threads_add(1); /* a spinning thread (docs/progress.md §2) */
 	b->pump_started = true;
 	return QL_CUDAQ_OK;
 }
@@ -753,11 +797,7 @@ static ql_cudaq_status_t qb_disconnect(ql_cudaq_bridge_handle_t h)
 	if (b->state == QB_DISCONNECTED)
 		return QL_CUDAQ_OK;
 	__atomic_store_n(&b->connected, 0, __ATOMIC_RELEASE);
-	if (b->pump_started) {
-		__atomic_store_n(&b->running, 0, __ATOMIC_RELEASE);
-		pthread_join(b->pump, NULL);
-		b->pump_started = false;
-	}
+	pump_stop(b);
 	ql__rdv_cleanup(&b->rdv);
 	n = &b->n;
 	if (n->bad_frames || n->reply_too_big || n->send_failed || n->tx_graph_err || n->tx_bogus ||

@@ -205,4 +205,14 @@ _Static_assert(offsetof(ql_cudaq_bridge_interface_t, get_endpoint_info) == 64, "
 _Static_assert(offsetof(ql_cudaq_bridge_interface_t, get_ring_geometry) == 72, "geometry");
 _Static_assert(offsetof(ql_cudaq_bridge_interface_t, set_function_table) == 80, "table");
 
+/* qlink's extension, not CUDA-Q's (docs/cudaq-bridge.md "Progress"): with
+ * --progress=caller the ring shape has no pump thread, and a program that
+ * runs its own dispatcher loop calls this (dlsym) from that loop's thread
+ * while the ring is empty: one bounded turn of the pump (frames received
+ * and flagged, retired slots answered). > 0 when anything moved; 0 in any
+ * other mode or shape, before launch and after disconnect. */
+#define QL_CUDAQ_BRIDGE_PROGRESS "qlink_cudaq_bridge_progress"
+typedef int (*ql_cudaq_bridge_progress_fn)(ql_cudaq_bridge_handle_t h);
+int qlink_cudaq_bridge_progress(ql_cudaq_bridge_handle_t h);
+
 #endif

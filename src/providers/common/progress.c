@@ -10,7 +10,7 @@
 
 static const char *const names[] = { "auto", "thread", "caller" };
 
-static int spinning; /* __atomic builtins only */
+static int spinning_now; /* __atomic builtins only */
 
 int ql__progress_parse(const char *s, enum ql__progress_mode *m)
 {
@@ -39,26 +39,32 @@ enum ql__progress_mode ql__progress_default(void)
 
 void ql__progress_threads_add(int delta)
 {
-	__atomic_add_fetch(&spinning, delta, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&spinning_now, delta, __ATOMIC_RELAXED);
 }
 
 unsigned ql__progress_threads(void)
 {
-	int n = __atomic_load_n(&spinning, __ATOMIC_RELAXED);
+	int n = __atomic_load_n(&spinning_now, __ATOMIC_RELAXED);
 
 	return n > 0 ? (unsigned)n : 0;
+}
+
+bool ql__progress_rule(unsigned cpus, unsigned spinning, unsigned more)
+{
+	/* one core is the caller's own thread's, one the rest of the host's */
+	long free_cores = (long)cpus - 2;
+
+	return free_cores < (long)spinning + (long)more;
 }
 
 bool ql__progress_auto_caller(unsigned more)
 {
 	cpu_set_t set;
-	int cpus;
 
+	CPU_ZERO(&set);
 	if (sched_getaffinity(0, sizeof(set), &set))
-		return false;
-	cpus = CPU_COUNT(&set);
-	/* the caller's own thread takes one of them */
-	return (unsigned)(cpus > 0 ? cpus - 1 : 0) < ql__progress_threads() + more;
+		return true; /* unknown: the mode that needs no core */
+	return ql__progress_rule((unsigned)CPU_COUNT(&set), ql__progress_threads(), more);
 }
 
 enum ql__progress_mode ql__progress_resolve(enum ql__progress_mode m, unsigned more)

@@ -3,8 +3,9 @@
  * progress: who runs a software NIC's (or an emulated device's) work, a
  * thread of its own or the caller's polls (docs/progress.md). The one rule
  * of `progress=auto` and the process-wide count of spinning threads it
- * weighs, shared by every piece that can run either way (the soft NIC's
- * mlx5 engine, the GPU emulation, the bridge's pump). Set-up paths only.
+ * weighs, shared by every piece that can run either way (soft+udp's NIC,
+ * the soft NIC's mlx5 engine, the GPU emulation; the bridge's pump and the
+ * daemon's dispatcher threads count themselves in). Set-up paths only.
  */
 #ifndef QL_PROVIDERS_PROGRESS_H
 #define QL_PROVIDERS_PROGRESS_H
@@ -24,14 +25,22 @@ QL__PROGRESS_HIDDEN int ql__progress_parse(const char *s, enum ql__progress_mode
 QL__PROGRESS_HIDDEN const char *ql__progress_str(enum ql__progress_mode m);
 
 /* The mode when nothing names one: the QLINK_PROGRESS environment variable
- * if set to one of the three names, else auto. */
+ * if set to one of the three names, else (unset, or any other value, which
+ * is ignored) auto. An explicit option, `progress=auto` included, wins. */
 QL__PROGRESS_HIDDEN enum ql__progress_mode ql__progress_default(void);
 
-/* The auto rule: caller progress when the process has fewer free cores
- * (the CPUs of its sched_getaffinity mask, less the caller's own) than
- * spinning threads would need (those running now, ql__progress_threads,
- * plus `more`). THREAD and CALLER resolve to themselves. */
+/* The auto rule (docs/progress.md §2), the one every piece weighs: caller
+ * progress when the process has fewer free cores than spinning threads.
+ * Free cores: `cpus` (its sched_getaffinity mask) less the caller's own
+ * thread, which polls, and less one left to the rest of the host (a peer
+ * on the same host, the kernel's network work, the daemon). Spinning
+ * threads: `spinning` (qlink's threads spinning now in the process) plus
+ * `more` (those the piece being set up would start). Pure: the table the
+ * tests check. */
+QL__PROGRESS_HIDDEN bool ql__progress_rule(unsigned cpus, unsigned spinning, unsigned more);
+/* The rule for this process now: its affinity mask, ql__progress_threads. */
 QL__PROGRESS_HIDDEN bool ql__progress_auto_caller(unsigned more);
+/* THREAD and CALLER are themselves; AUTO is the rule's answer. */
 QL__PROGRESS_HIDDEN enum ql__progress_mode ql__progress_resolve(enum ql__progress_mode m,
 								unsigned more);
 

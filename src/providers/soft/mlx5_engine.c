@@ -288,10 +288,11 @@ static struct soft_engine *engine_get(struct soft_device *dev)
 		eng = calloc(1, sizeof(*eng));
 		if (eng) {
 			eng->dev = dev;
-			/* auto: weighed when the engine is first needed, as
-			 * two spinning threads: its own and the one that will
-			 * drive its queues (a GPU body, a peer's poller) */
-			eng->caller = ql__progress_resolve(dev->progress, 2) == QL__PROGRESS_CALLER;
+			/* auto: weighed when the engine is first needed, with
+			 * one spinning thread more (its own); the thread that
+			 * drives its queues is the caller's, which the rule
+			 * counts (docs/progress.md §2) */
+			eng->caller = ql__progress_resolve(dev->progress, 1) == QL__PROGRESS_CALLER;
 			pthread_mutex_init(&eng->park_lock, NULL);
 			/* the callers' polls load it without the lock */
 			__atomic_store_n(&dev->eng, eng, __ATOMIC_RELEASE);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "providers/common/nic.h"
+#include "providers/common/progress.h"
 #include "providers/common/soft_nic.h"
 #include "providers/sudp/sudp.h"
 #include "qlink/error.h"
@@ -66,7 +67,7 @@ void ql__sudp_kick(struct sudp_device *d)
 
 struct sudp_opts {
 	enum sudp_poll_mode poll;
-	enum sudp_progress progress;
+	enum ql__progress_mode progress; /* QLINK_PROGRESS, else auto, when absent */
 	uint32_t idle_us;
 	int cpu;
 	enum ibv_mtu mtu;
@@ -99,7 +100,7 @@ static int parse_query(const char *uri, const char *q, struct sudp_opts *o)
 			else
 				goto bad;
 		} else if (!strcmp(kv, "progress")) {
-			if (ql__sudp_progress_parse(v, &o->progress))
+			if (ql__progress_parse(v, &o->progress))
 				goto bad;
 		} else if (!strcmp(kv, "idle_us")) {
 			errno = 0;
@@ -347,7 +348,11 @@ static int open_socket(const char *uri, struct sudp_device *dev)
 
 static int sudp_open(const char *uri, const char *scheme, const char *rest, struct ql_device **out)
 {
-	struct sudp_opts o = { .poll = SUDP_POLL_ADAPTIVE, .idle_us = 200, .mtu = 0, .cpu = -1 };
+	struct sudp_opts o = { .poll = SUDP_POLL_ADAPTIVE,
+			       .progress = ql__progress_default(),
+			       .idle_us = 200,
+			       .mtu = 0,
+			       .cpu = -1 };
 	const char *q = strchr(rest, '?');
 	struct sudp_device *dev;
 	int ret;
@@ -428,10 +433,12 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 	ql__nic_random(dev->qp_gen, sizeof(dev->qp_gen));
 	dev->base.ops = &sudp_device_ops;
 	ql__sudp_rx_init(dev);
-	dev->caller = ql__sudp_progress_choose(o.progress) == SUDP_PROGRESS_CALLER;
+	/* auto: the shared rule, one spinning thread more (the NIC's) */
+	dev->caller = ql__progress_resolve(o.progress, 1) == QL__PROGRESS_CALLER;
 	ret = dev->caller ? 0 : pthread_create(&dev->thread, NULL, ql__sudp_nic_main, dev);
+	if (!ret && !dev->caller)
+		ql__progress_threads_add(1);
 	if (ret) {
-		ql__sudp_thread_gone();
 		pthread_mutex_destroy(&dev->setup);
 		ret = ql_error_set(-ret, "soft+udp: cannot start the NIC thread");
 		goto err;
@@ -462,7 +469,7 @@ static int sudp_close(struct ql_device *d)
 		atomic_store(&dev->stop, true);
 		ql__sudp_kick_always(dev);
 		pthread_join(dev->thread, NULL);
-		ql__sudp_thread_gone();
+		ql__progress_threads_add(-1);
 	}
 	close(dev->sock);
 	close(dev->efd);

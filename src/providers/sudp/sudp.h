@@ -60,9 +60,6 @@
 
 enum sudp_poll_mode { SUDP_POLL_ADAPTIVE, SUDP_POLL_BUSY };
 
-/* progress=: who runs the NIC (docs/progress.md) */
-enum sudp_progress { SUDP_PROGRESS_AUTO, SUDP_PROGRESS_THREAD, SUDP_PROGRESS_CALLER };
-
 /* peer_port=: which UDP source port a connected peer's packets must come
  * from (docs/soft-udp.md 8) */
 enum sudp_peer_port {
@@ -384,18 +381,6 @@ SUDP_HIDDEN void ql__sudp_rx_init(struct sudp_device *dev);
  * runs one now or a setup call waits for the NIC flag (then 0 at once).
  * > 0 when something moved. */
 SUDP_HIDDEN int ql__sudp_progress(struct sudp_device *d, bool rx);
-/* progress=auto's rule: caller when the process's CPUs (ncpu, its
- * sched_getaffinity set) are fewer than 2 x (nthreads + 1) + 1, nthreads
- * the NIC threads this process already runs (docs/progress.md) */
-SUDP_HIDDEN bool ql__sudp_auto_caller(int ncpu, int nthreads);
-/* The mode a device opened with `want` runs in: want, or for AUTO the
- * QLINK_PROGRESS environment variable (thread|caller|auto), else the rule.
- * Counts the NIC thread a THREAD answer will start (ql__sudp_thread_gone
- * when it ends). */
-SUDP_HIDDEN enum sudp_progress ql__sudp_progress_choose(enum sudp_progress want);
-SUDP_HIDDEN void ql__sudp_thread_gone(void);
-SUDP_HIDDEN int ql__sudp_progress_parse(const char *v, enum sudp_progress *out);
-
 /* In caller mode, the post and poll calls run the NIC (hot path: a
  * branch, and one try of the NIC flag) */
 static inline void sudp_caller_progress(struct sudp_device *d, bool rx)
