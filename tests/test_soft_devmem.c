@@ -378,8 +378,7 @@ int main(void)
 	};
 	int fails = cmocka_run_group_tests_name("soft://loop", loop, NULL, NULL);
 
+	fails += cmocka_run_group_tests_name("soft+udp", udp, NULL, NULL);
 	fails += cmocka_run_group_tests_name("registration", reg, NULL, NULL);
-	if (getenv("QLINK_TEST_DEVMEM_UDP"))
-		fails += cmocka_run_group_tests_name("soft+udp", udp, NULL, NULL);
 	return fails;
 }
