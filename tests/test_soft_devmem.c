@@ -358,6 +358,67 @@ static void test_shm_remote_refused(void **state)
 	ql__cuda_drv_override(NULL);
 }
 
+/* ---- the real driver ---------------------------------------------------- */
+
+/* On a machine with a GPU (scripts/gpu-check.sh runs this test: label
+ * gpu), real device memory from cuMemAlloc on soft://loop: a WRITE lands
+ * (read back with cuMemcpyDtoH), a READ returns what cuMemcpyHtoD put
+ * there, an atomic is refused. Skipped, saying why, without a GPU. */
+static void test_real_gpu(void **state)
+{
+	const struct ql__cuda_drv *drv;
+	struct vt_opts o = { .type = IBV_QPT_RC };
+	uint8_t host[4096];
+	struct vt_pair *pr;
+	struct ql_mr *mr;
+	struct ibv_wc wc;
+	uint64_t raw = 0, d;
+
+	(void)state;
+	ql__cuda_drv_override(NULL);
+	if (ql__cuda_enter("test_soft_devmem", 0, &drv)) {
+		print_message("[     SKIP ] no GPU: %s\n", ql_error_detail());
+		skip();
+	}
+	assert_int_equal(drv->mem_alloc(&raw, DEV_LEN), 0);
+	ql__cuda_ctx_leave(drv);
+	d = raw;
+	assert_int_equal(vt_pair_create(&vt_params[0], &o, &pr), 0);
+	assert_int_equal(ql_mr_reg(pr->b.pd, (void *)(uintptr_t)d, DEV_LEN, VT_ACCESS_ALL, &mr), 0);
+
+	pattern(pr->a.buf, sizeof(host), 21);
+	assert_int_equal(vt_post_write(pr->a.qp, 1, pr->a.buf, sizeof(host), LK(&pr->a), d + 100,
+				       ql_mr_rkey(mr), IBV_SEND_SIGNALED),
+			 0);
+	vt_expect_wc(pr->a.scq, &wc, 1, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
+	assert_int_equal(ql__cuda_ctx_enter(drv, 0), 0);
+	assert_int_equal(drv->memcpy_dtoh(host, d + 100, sizeof(host)), 0);
+	ql__cuda_ctx_leave(drv);
+	assert_memory_equal(host, pr->a.buf, sizeof(host));
+
+	pattern(host, sizeof(host), 77);
+	assert_int_equal(ql__cuda_ctx_enter(drv, 0), 0);
+	assert_int_equal(drv->memcpy_htod(d + 8192, host, sizeof(host)), 0);
+	ql__cuda_ctx_leave(drv);
+	memset(pr->a.buf, 0, sizeof(host));
+	assert_int_equal(vt_post_read(pr->a.qp, 2, pr->a.buf, sizeof(host), LK(&pr->a), d + 8192,
+				      ql_mr_rkey(mr), IBV_SEND_SIGNALED),
+			 0);
+	vt_expect_wc(pr->a.scq, &wc, 2, IBV_WC_SUCCESS, IBV_WC_RDMA_READ);
+	assert_memory_equal(pr->a.buf, host, sizeof(host));
+
+	assert_int_equal(vt_post_atomic(pr->a.qp, IBV_WR_ATOMIC_FETCH_AND_ADD, 3, pr->a.buf,
+					LK(&pr->a), d, ql_mr_rkey(mr), 1, 0, IBV_SEND_SIGNALED),
+			 0);
+	vt_expect_wc(pr->a.scq, &wc, 3, IBV_WC_REM_ACCESS_ERR, -1);
+
+	assert_int_equal(ql_mr_dereg(mr), 0);
+	vt_pair_destroy(pr);
+	assert_int_equal(ql__cuda_ctx_enter(drv, 0), 0);
+	drv->mem_free(raw);
+	ql__cuda_ctx_leave(drv);
+}
+
 #define DATA_TESTS(s)                                                                     \
 	cmocka_unit_test_setup_teardown(test_write_into_device, s, teardown),             \
 		cmocka_unit_test_setup_teardown(test_read_from_device, s, teardown),      \
@@ -375,6 +436,7 @@ int main(void)
 		cmocka_unit_test(test_reg_needs_a_copy_path),
 		cmocka_unit_test(test_uva_only),
 		cmocka_unit_test(test_shm_remote_refused),
+		cmocka_unit_test(test_real_gpu),
 	};
 	int fails = cmocka_run_group_tests_name("soft://loop", loop, NULL, NULL);
 
