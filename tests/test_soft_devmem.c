@@ -311,6 +311,23 @@ static void test_device_path_hot(void **state)
 
 /* ---- registration ----------------------------------------------------- */
 
+/* The driver's numbers the classification asks with, as cuda.h (CUDA 13.0)
+ * defines them (CUpointer_attribute, CUmemorytype, CUdevice_attribute):
+ * the fake answers by the same macros, so only this catches a wrong one. */
+static void test_driver_abi_values(void **state)
+{
+	(void)state;
+	assert_int_equal(QL__CUDA_PTR_ATTR_MEMORY_TYPE, 2);
+	assert_int_equal(QL__CUDA_PTR_ATTR_HOST_POINTER, 4);
+	assert_int_equal(QL__CUDA_PTR_ATTR_SYNC_MEMOPS, 6);
+	assert_int_equal(QL__CUDA_PTR_ATTR_IS_MANAGED, 8);
+	assert_int_equal(QL__CUDA_PTR_ATTR_DEVICE_ORDINAL, 9);
+	assert_int_equal(QL__CUDA_PTR_ATTR_RANGE_START_ADDR, 11);
+	assert_int_equal(QL__CUDA_PTR_ATTR_RANGE_SIZE, 12);
+	assert_int_equal(QL__CUDA_MEMORYTYPE_DEVICE, 2);
+	assert_int_equal(QL__CUDA_DEV_ATTR_UNIFIED_ADDRESSING, 41);
+}
+
 static struct ql_device *open_dev(const struct vt_param *p, struct ql_pd **pd)
 {
 	struct ql_device *dev = NULL;
@@ -491,6 +508,7 @@ int main(void)
 	const struct CMUnitTest loop[] = { DATA_TESTS(setup_loop) };
 	const struct CMUnitTest udp[] = { DATA_TESTS(setup_udp) };
 	const struct CMUnitTest reg[] = {
+		cmocka_unit_test(test_driver_abi_values),
 		cmocka_unit_test(test_reg_needs_a_copy_path),
 		cmocka_unit_test(test_uva_only),
 		cmocka_unit_test(test_shm_remote_refused),
