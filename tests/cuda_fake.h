@@ -6,14 +6,23 @@
  * every call counted in `cu` for the test to check. Install it with
  * cu_fake_install(), remove it with ql__cuda_drv_override(NULL). Include
  * after <cmocka.h>.
+ *
+ * Device memory a NIC must reach (cu_fake_dev_mem): an address range
+ * mapped PROT_NONE, so that any CPU access to it (a memcpy) faults, whose
+ * bytes live in a separate host buffer (cu.dev.back) that only the fake's
+ * copies (cuMemcpyHtoD/DtoH, cuMemcpy) read and write, each counted;
+ * cuPointerGetAttribute says CU_MEMORYTYPE_DEVICE for it, and nothing
+ * (CUDA_ERROR_INVALID_VALUE) for any other address.
  */
 #ifndef QL_TEST_CUDA_FAKE_H
 #define QL_TEST_CUDA_FAKE_H
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 
 #include "util/cuda_drv.h"
 
@@ -36,6 +45,14 @@ static struct {
 	uint64_t copy_dev;
 	const void *copy_host;
 	size_t copy_len;
+	bool uva; /* CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING */
+	struct {
+		uint8_t *base; /* PROT_NONE: what the NIC is given */
+		uint8_t *back; /* the bytes */
+		size_t len;
+		int htod, dtoh, any; /* copies that reached it, by call */
+		int fail;	     /* nonzero: the copies into it fail with it */
+	} dev;
 } cu;
 
 static int cu_init(unsigned int f)
@@ -58,8 +75,78 @@ static int cu_attr(int *v, int attr, int d)
 	(void)d;
 	*v = attr == QL__CUDA_DEV_ATTR_DMA_BUF_SUPPORTED   ? cu.dmabuf :
 	     attr == QL__CUDA_DEV_ATTR_CAN_MAP_HOST_MEMORY ? cu.can_map :
+	     attr == QL__CUDA_DEV_ATTR_UNIFIED_ADDRESSING  ? cu.uva :
 							     1;
 	return 0;
+}
+
+/* Whether [a, a + n) is inside the fake device memory (n 0: a is). */
+static bool cu_in_dev(uint64_t a, size_t n)
+{
+	uint64_t b = (uint64_t)(uintptr_t)cu.dev.base;
+
+	return cu.dev.base && a >= b && a - b <= cu.dev.len && n <= cu.dev.len - (a - b) &&
+	       (n || a - b < cu.dev.len);
+}
+
+static uint8_t *cu_back(uint64_t a)
+{
+	return cu.dev.back + (a - (uint64_t)(uintptr_t)cu.dev.base);
+}
+
+/* len bytes of fake device memory (one allocation at a time), zeroed */
+static inline void *cu_fake_dev_mem(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+	assert_true(p != MAP_FAILED);
+	assert_null(cu.dev.base);
+	cu.dev.base = p;
+	cu.dev.back = calloc(1, len);
+	assert_non_null(cu.dev.back);
+	cu.dev.len = len;
+	return p;
+}
+
+static inline void cu_fake_dev_free(void)
+{
+	munmap(cu.dev.base, cu.dev.len);
+	free(cu.dev.back);
+	memset(&cu.dev, 0, sizeof(cu.dev));
+}
+
+/* cuPointerGetAttribute: the widths of cuda.h (CUmemorytype, int and
+ * unsigned int: 4 bytes; CUdeviceptr, size_t: 8) */
+static int cu_ptr_get(void *v, int attr, uint64_t p)
+{
+	uint32_t u32;
+	uint64_t u64;
+
+	if (!cu_in_dev(p, 0))
+		return 1; /* CUDA_ERROR_INVALID_VALUE */
+	switch (attr) {
+	case QL__CUDA_PTR_ATTR_MEMORY_TYPE:
+		u32 = QL__CUDA_MEMORYTYPE_DEVICE;
+		memcpy(v, &u32, 4);
+		return 0;
+	case QL__CUDA_PTR_ATTR_IS_MANAGED:
+	case QL__CUDA_PTR_ATTR_DEVICE_ORDINAL:
+		u32 = 0;
+		memcpy(v, &u32, 4);
+		return 0;
+	case QL__CUDA_PTR_ATTR_HOST_POINTER:
+		return 1; /* device memory has none */
+	case QL__CUDA_PTR_ATTR_RANGE_START_ADDR:
+		u64 = (uint64_t)(uintptr_t)cu.dev.base;
+		memcpy(v, &u64, 8);
+		return 0;
+	case QL__CUDA_PTR_ATTR_RANGE_SIZE:
+		u64 = cu.dev.len;
+		memcpy(v, &u64, 8);
+		return 0;
+	default:
+		return 1;
+	}
 }
 static int cu_retain(void **ctx, int d)
 {
@@ -142,6 +229,14 @@ static int cu_host_dptr(uint64_t *d, void *p, unsigned int f)
 }
 static int cu_htod(uint64_t dst, const void *src, size_t n)
 {
+	if (cu_in_dev(dst, n)) {
+		assert_false(cu_in_dev((uint64_t)(uintptr_t)src, 0));
+		cu.dev.htod++;
+		if (cu.dev.fail)
+			return cu.dev.fail;
+		memcpy(cu_back(dst), src, n);
+		return 0;
+	}
 	cu.copy_dev = dst;
 	cu.copy_host = src;
 	cu.copy_len = n;
@@ -150,12 +245,32 @@ static int cu_htod(uint64_t dst, const void *src, size_t n)
 }
 static int cu_dtoh(void *dst, uint64_t src, size_t n)
 {
+	if (cu_in_dev(src, n)) {
+		assert_false(cu_in_dev((uint64_t)(uintptr_t)dst, 0));
+		cu.dev.dtoh++;
+		memcpy(dst, cu_back(src), n);
+		return 0;
+	}
 	cu.copy_dev = src;
 	cu.copy_host = dst;
 	cu.copy_len = n;
 	cu.copies--;
 	return 0;
 }
+/* cuMemcpy: either side may be the fake device memory */
+static int cu_any(uint64_t dst, uint64_t src, size_t n)
+{
+	void *d = cu_in_dev(dst, n) ? cu_back(dst) : (void *)(uintptr_t)dst;
+	const void *s = cu_in_dev(src, n) ? cu_back(src) : (const void *)(uintptr_t)src;
+
+	assert_true(cu.uva);
+	cu.dev.any++;
+	if (cu.dev.fail && cu_in_dev(dst, n))
+		return cu.dev.fail;
+	memmove(d, s, n);
+	return 0;
+}
+
 static int cu_err_name(int e, const char **n)
 {
 	*n = e == 101 ? "CUDA_ERROR_INVALID_DEVICE" : "CUDA_ERROR_FAKE";
@@ -181,6 +296,8 @@ static struct ql__cuda_drv cu_drv = {
 	.memcpy_htod = cu_htod,
 	.memcpy_dtoh = cu_dtoh,
 	.get_error_name = cu_err_name,
+	.pointer_get_attribute = cu_ptr_get,
+	.memcpy_any = cu_any,
 };
 
 /* A device 0 that exports dmabufs and maps host memory. */
@@ -189,7 +306,12 @@ static inline void cu_fake_install(void)
 	memset(&cu, 0, sizeof(cu));
 	cu.dmabuf = true;
 	cu.can_map = true;
+	cu.uva = true;
 	cu_drv.mem_get_handle = cu_handle;
+	cu_drv.memcpy_htod = cu_htod;
+	cu_drv.memcpy_dtoh = cu_dtoh;
+	cu_drv.memcpy_any = cu_any;
+	cu_drv.pointer_get_attribute = cu_ptr_get;
 	ql__cuda_drv_override(&cu_drv);
 }
 

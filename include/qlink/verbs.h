@@ -211,7 +211,10 @@ void ql_mem_free(void *addr);
 /* Register [addr, addr+length) with IBV_ACCESS_* flags (LOCAL_WRITE,
  * REMOTE_WRITE, REMOTE_READ, REMOTE_ATOMIC). REMOTE_WRITE and REMOTE_ATOMIC
  * require LOCAL_WRITE (-EINVAL otherwise). Pages are pinned when
- * RLIMIT_MEMLOCK allows it; otherwise a warning is logged once. */
+ * RLIMIT_MEMLOCK allows it; otherwise a warning is logged once. On the
+ * software NICs addr may be CUDA device memory (cuMemAlloc), moved by the
+ * driver's copy engine, atomics on it refused (docs/gpu.md "Device memory
+ * on the software NICs"). */
 int ql_mr_reg(struct ql_pd *pd, void *addr, size_t length, int access, struct ql_mr **mr);
 /* As ql_mr_reg, but peers address the region by `iova` instead of by its
  * virtual address (libibverbs' ibv_reg_mr_iova): a remote address iova + k

@@ -19,8 +19,16 @@
 #define QL__CUDA_DEV_ATTR_CAN_MAP_HOST_MEMORY 19 /* CU_DEVICE_ATTRIBUTE_* */
 #define QL__CUDA_DEV_ATTR_UNIFIED_ADDRESSING 41
 #define QL__CUDA_DEV_ATTR_DMA_BUF_SUPPORTED 124
-#define QL__CUDA_PTR_ATTR_SYNC_MEMOPS 6 /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS */
-#define QL__CUDA_HANDLE_DMA_BUF_FD 1	/* CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD */
+/* CU_POINTER_ATTRIBUTE_* and CU_MEMORYTYPE_DEVICE (cuda.h, CUDA 13.0) */
+#define QL__CUDA_PTR_ATTR_MEMORY_TYPE 2
+#define QL__CUDA_PTR_ATTR_HOST_POINTER 4
+#define QL__CUDA_PTR_ATTR_SYNC_MEMOPS 6
+#define QL__CUDA_PTR_ATTR_IS_MANAGED 8
+#define QL__CUDA_PTR_ATTR_DEVICE_ORDINAL 9
+#define QL__CUDA_PTR_ATTR_RANGE_START_ADDR 11
+#define QL__CUDA_PTR_ATTR_RANGE_SIZE 12
+#define QL__CUDA_MEMORYTYPE_DEVICE 2
+#define QL__CUDA_HANDLE_DMA_BUF_FD 1 /* CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD */
 #define QL__CUDA_HOSTREGISTER_PORTABLE 0x01
 #define QL__CUDA_HOSTREGISTER_DEVICEMAP 0x02
 
@@ -46,6 +54,11 @@ struct ql__cuda_drv {
 	int (*memcpy_htod)(uint64_t dst, const void *src, size_t n); /* cuMemcpyHtoD_v2 */
 	int (*memcpy_dtoh)(void *dst, uint64_t src, size_t n);	     /* cuMemcpyDtoH_v2 */
 	int (*get_error_name)(int err, const char **name);	     /* cuGetErrorName */
+	/* cuPointerGetAttribute (optional: without it no pointer is known
+	 * to be device memory) */
+	int (*pointer_get_attribute)(void *v, int attr, uint64_t ptr);
+	/* cuMemcpy: any direction under unified addressing (optional) */
+	int (*memcpy_any)(uint64_t dst, uint64_t src, size_t n);
 };
 
 /* The driver, loaded and cuInit'ed once (thread-safe), or -ENODEV with a
@@ -61,6 +74,28 @@ void ql__cuda_ctx_leave(const struct ql__cuda_drv *drv);
 int ql__cuda_enter(const char *who, int ordinal, const struct ql__cuda_drv **drv);
 /* "CUDA_ERROR_..." for a CUresult (never NULL). */
 const char *ql__cuda_err(const struct ql__cuda_drv *drv, int err);
+/*
+ * Device memory for the software NICs (providers/common/devmem.h).
+ *
+ * ql__cuda_mem_classify: whether [p, p + len) is CUDA device memory that
+ * the CPU cannot address (cuPointerGetAttribute: CU_MEMORYTYPE_DEVICE, not
+ * managed, no host pointer). 0 with *ordinal -1: host memory, which is
+ * also the answer when libcuda.so.1 is not loaded in the process (no
+ * device memory can exist then: the driver is never loaded for this).
+ * 0 with *ordinal >= 0: device memory of that GPU, whose primary context
+ * is retained for ql__cuda_copy. -EINVAL (the range runs past its CUDA
+ * allocation) or -EOPNOTSUPP (the driver has neither cuMemcpyHtoD/DtoH
+ * nor cuMemcpy under unified addressing) with a detail. Set-up path.
+ *
+ * ql__cuda_copy: n bytes from src to dst, either or both device memory
+ * (dst_dev, src_dev) classified on GPU `ordinal` (the context pushed for
+ * the copy). cuMemcpyHtoD/DtoH, cuMemcpy (unified addressing) device to
+ * device, else through a bounce buffer on the stack. No allocation, lock
+ * or log of its own: the driver's copy (synchronous) is the one call it
+ * makes. 0 or -EIO.
+ */
+int ql__cuda_mem_classify(const void *p, size_t len, int *ordinal);
+int ql__cuda_copy(int ordinal, void *dst, int dst_dev, const void *src, int src_dev, size_t n);
 /* Tests: use `fake` in place of libcuda.so.1 from now on (NULL: back to
  * the real driver, loaded again on the next call). */
 void ql__cuda_drv_override(const struct ql__cuda_drv *fake);

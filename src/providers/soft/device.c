@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "providers/common/devmem.h"
 #include "providers/common/nic.h"
 #include "providers/common/progress.h"
 #include "providers/common/soft_nic.h"
@@ -287,7 +288,7 @@ static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 	struct soft_device *dev = to_dev(p->dev);
 	struct soft_mr_entry *e;
 	struct soft_mr *mr;
-	uint32_t idx, lkey, rkey;
+	uint32_t idx, lkey, rkey, cuda;
 	uintptr_t pa;
 	bool in_heap;
 	int ret;
@@ -295,9 +296,16 @@ static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 	/* NULL, zero length, wrap-around, REMOTE_* without LOCAL_WRITE: the
 	 * verbs layer has refused them */
 	ret = ql__nic_mr_check(length, access, "soft");
+	if (!ret) /* GPU device memory: moved by the copy engine (devmem.h) */
+		ret = ql__nic_mem_tag(addr, length, "soft", &cuda);
 	if (ret)
 		return ret;
 	in_heap = ql__soft_heap_contains(addr, length);
+	if (dev->wire == SOFT_WIRE_SHM && (access & remote) && cuda)
+		return ql_error_set(-EINVAL,
+				    "soft+shm: GPU device memory cannot be reached by peers in "
+				    "other processes: register it without remote access (as a "
+				    "local buffer), or use soft://loop or soft+udp://");
 	if (dev->wire == SOFT_WIRE_SHM && (access & remote) && !in_heap)
 		return ql_error_set(-EINVAL,
 				    "soft+shm: memory for remote access must come from "
@@ -320,7 +328,9 @@ static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 	rkey = mr->base.rkey;
 
 	pa = (uintptr_t)addr & ~(uintptr_t)4095;
-	if (mlock((void *)pa, (uintptr_t)addr + length - pa) == 0)
+	if (cuda) /* device memory: no host pages to pin */
+		;
+	else if (mlock((void *)pa, (uintptr_t)addr + length - pa) == 0)
 		mr->pinned = true;
 	else
 		pin_warn_once(length, errno);
@@ -337,6 +347,7 @@ static int soft_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 		e->length = length;
 		e->iova = iova;
 		e->in_heap = in_heap;
+		e->cuda = cuda;
 		atomic_store_explicit(&e->lkey, lkey, memory_order_relaxed);
 		/* rkey last: a peer that sees it sees the rest of the entry */
 		atomic_store_explicit(&e->rkey, rkey, memory_order_release);

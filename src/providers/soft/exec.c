@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "providers/common/devmem.h"
 #include "providers/common/soft_nic.h"
 #include "providers/soft/soft.h"
 
@@ -109,9 +110,10 @@ void ql__soft_sq_fail(struct soft_qp *qp, uint64_t wr_id, enum ibv_wc_status st,
 /* ---- memory checks ------------------------------------------------------ */
 
 /* Requester: the local SGEs, against this device's private MR table (the
- * heap copy is the peers' to read, and theirs to scribble on). */
+ * heap copy is the peers' to read, and theirs to scribble on). *dev: the
+ * OR of their MRs' device-memory tags (0: all host memory). */
 static inline enum ibv_wc_status check_local(const struct soft_qp *qp, const struct ibv_sge *sg,
-					     int n, bool need_write)
+					     int n, bool need_write, uint32_t *dev)
 {
 	const struct soft_mr_entry *tbl = qp->dev->mr_priv;
 
@@ -138,6 +140,7 @@ static inline enum ibv_wc_status check_local(const struct soft_qp *qp, const str
 		 * here (docs/soft-provider.md) */
 		if (soft_unlikely(e->iova != e->addr))
 			return IBV_WC_LOC_PROT_ERR;
+		*dev |= e->cuda;
 	}
 	return IBV_WC_SUCCESS;
 }
@@ -169,10 +172,18 @@ static inline bool mr_covers(const struct soft_mr_entry *e, uint64_t addr, uint6
 	return off <= el && len <= el - off;
 }
 
+/* The device-memory tag of a peer's MR entry: only a device of this
+ * process can hold device memory we reach (its entries are private). */
+static inline uint32_t peer_tag(const struct soft_qp *qp, const struct soft_mr_entry *e)
+{
+	return qp->peer_self ? e->cuda : 0;
+}
+
 /* The responder's check of an rkey: returns where the bytes are in this
- * process, or NULL for a remote access violation. */
+ * process (*tag: their device-memory tag), or NULL for a remote access
+ * violation. */
 static inline uint8_t *check_remote(const struct soft_qp *qp, uint32_t rkey, uint64_t addr,
-				    uint64_t len, uint32_t need)
+				    uint64_t len, uint32_t need, uint32_t *tag)
 {
 	const struct soft_mr_entry *e = &qp->peer_mr[rkey & (SOFT_MAX_MR - 1)];
 	const struct soft_qp_shared *p = qp->peer_qp;
@@ -184,6 +195,7 @@ static inline uint8_t *check_remote(const struct soft_qp *qp, uint32_t rkey, uin
 		return NULL;
 	if (soft_unlikely(!mr_covers(e, addr, len, &addr) || !in_peer_map(qp, addr, len)))
 		return NULL;
+	*tag = peer_tag(qp, e);
 	return (uint8_t *)(uintptr_t)(addr + (uint64_t)qp->peer_delta);
 }
 
@@ -381,10 +393,11 @@ static inline void complete_recv(struct soft_qp *qp, struct soft_rq_slot *s, uin
 
 /* Validate the receive WQE's scatter list (the peer's memory: each SGE read
  * once) against the responder's MR table and our mapping; on success out[]
- * holds the local address of each SGE. */
+ * holds the local address of each SGE and its device-memory tag (a tagged
+ * list, devmem.h), *dev their OR. */
 static inline enum ibv_wc_status check_recv_sges(const struct soft_qp *qp,
 						 const struct soft_rq_slot *s, uint64_t len,
-						 struct ibv_sge *out, int *nout)
+						 struct ibv_sge *out, int *nout, uint32_t *dev)
 {
 	const struct soft_mr_entry *tbl = qp->peer_mr;
 	const uint32_t pd = SOFT_PEEK(qp->peer_qp->pd_id);
@@ -412,7 +425,8 @@ static inline enum ibv_wc_status check_recv_sges(const struct soft_qp *qp,
 			return IBV_WC_LOC_PROT_ERR;
 		out[k].addr = where + (uint64_t)qp->peer_delta;
 		out[k].length = glen;
-		out[k].lkey = 0;
+		out[k].lkey = peer_tag(qp, e);
+		*dev |= out[k].lkey;
 		k++;
 		cap += glen;
 	}
@@ -459,7 +473,45 @@ static void resp_to_err(struct soft_qp *qp)
 struct exec_res {
 	enum ibv_wc_status st;
 	uint32_t byte_len;
+	uint32_t ldev; /* the local SGEs' device-memory tags, OR'd (req_check) */
 };
+
+/* ---- GPU device memory (providers/common/devmem.h) ---------------------- */
+
+/* The WR's local SGEs as a tagged list (checked by req_check; an inline
+ * WR's data is the QP's own host memory). */
+static void local_tagged(const struct soft_qp *qp, const struct ibv_send_wr *wr,
+			 struct ibv_sge *out)
+{
+	for (int i = 0; i < wr->num_sge; i++) {
+		out[i] = wr->sg_list[i];
+		out[i].lkey =
+			(wr->send_flags & IBV_SEND_INLINE) || !wr->sg_list[i].length ?
+				0 :
+				qp->dev->mr_priv[wr->sg_list[i].lkey & (SOFT_MAX_MR - 1)].cuda;
+	}
+}
+
+/* Copies that touch device memory: the WR's local SGEs to the tagged list
+ * dst (SEND), to dst with WRITE placement (WRITE), or the tagged list src
+ * into the local SGEs (READ). A failed copy completes the WR with
+ * IBV_WC_LOC_QP_OP_ERR (docs/gpu.md). */
+enum { DEV_SEND, DEV_WRITE, DEV_READ };
+
+static __attribute__((noinline)) int dev_copy(const struct soft_qp *qp,
+					      const struct ibv_send_wr *wr, int how,
+					      const struct ibv_sge *rsg, int nr, uint64_t len)
+{
+	struct ibv_sge l[SOFT_MAX_SGE];
+
+	local_tagged(qp, wr, l);
+	if (how == DEV_SEND)
+		return ql__nic_sg_copy(rsg, nr, 0, l, wr->num_sge, 0, len);
+	if (how == DEV_WRITE)
+		return ql__nic_write_tagged((uint8_t *)(uintptr_t)rsg->addr, rsg->lkey, l,
+					    wr->num_sge, len);
+	return ql__nic_sg_copy(l, wr->num_sge, 0, rsg, nr, 0, len);
+}
 
 /* The NAKs and drops, one place each (RC: the requester gets the status and
  * the responder QP goes to ERR; UC: counted and dropped). */
@@ -540,12 +592,13 @@ execute_send(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t len, str
 	struct soft_rq_slot *slot = NULL;
 	enum ibv_wc_status st;
 	uint64_t ridx = 0;
+	uint32_t rdev = 0;
 	int claim, nr = 0;
 
 	claim = claim_recv(qp, &slot, &ridx);
 	if (soft_unlikely(claim != CLAIM_OK))
 		return resp_no_recv(qp, claim, r);
-	st = check_recv_sges(qp, slot, len, rsg, &nr);
+	st = check_recv_sges(qp, slot, len, rsg, &nr, &rdev);
 	if (soft_unlikely(st != IBV_WC_SUCCESS)) {
 		complete_recv(qp, slot, ridx, st, IBV_WC_RECV, 0, wr, false);
 		if (st == IBV_WC_LOC_LEN_ERR) {
@@ -560,7 +613,13 @@ execute_send(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t len, str
 		return EXEC_DONE;
 	}
 	atomic_thread_fence(memory_order_release);
-	sg_to_sg(rsg, nr, wr->sg_list, wr->num_sge, len);
+	if (soft_likely(!(rdev | r->ldev))) {
+		sg_to_sg(rsg, nr, wr->sg_list, wr->num_sge, len);
+	} else if (dev_copy(qp, wr, DEV_SEND, rsg, nr, len)) {
+		complete_recv(qp, slot, ridx, IBV_WC_LOC_QP_OP_ERR, IBV_WC_RECV, 0, wr, false);
+		r->st = IBV_WC_LOC_QP_OP_ERR;
+		return EXEC_DONE;
+	}
 	complete_recv(qp, slot, ridx, IBV_WC_SUCCESS, IBV_WC_RECV, (uint32_t)len, wr,
 		      wr->opcode == IBV_WR_SEND_WITH_IMM);
 	r->byte_len = (uint32_t)len;
@@ -574,6 +633,7 @@ static int execute_write(struct soft_qp *qp, const struct ibv_send_wr *wr, uint6
 	struct soft_rq_slot *slot = NULL;
 	uint64_t ridx = 0;
 	uint8_t *p = NULL;
+	uint32_t rtag = 0;
 	int claim;
 
 	if (!resp_allows(qp, IBV_ACCESS_REMOTE_WRITE, r))
@@ -589,7 +649,7 @@ static int execute_write(struct soft_qp *qp, const struct ibv_send_wr *wr, uint6
 	}
 	if (len) {
 		p = check_remote(qp, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
-				 IBV_ACCESS_REMOTE_WRITE);
+				 IBV_ACCESS_REMOTE_WRITE, &rtag);
 		if (soft_unlikely(!p)) {
 			nak_access(qp, r);
 			return EXEC_DONE;
@@ -608,8 +668,19 @@ static int execute_write(struct soft_qp *qp, const struct ibv_send_wr *wr, uint6
 			return stall(qp, claim == CLAIM_RNR, &r->st);
 		}
 	}
-	if (len)
+	if (len && soft_likely(!(rtag | r->ldev))) {
 		write_ordered(p, wr->sg_list, wr->num_sge, len);
+	} else if (len) {
+		const struct ibv_sge d = { (uint64_t)(uintptr_t)p, (uint32_t)len, rtag };
+
+		if (dev_copy(qp, wr, DEV_WRITE, &d, 1, len)) {
+			if (slot)
+				complete_recv(qp, slot, ridx, IBV_WC_LOC_QP_OP_ERR,
+					      IBV_WC_RECV_RDMA_WITH_IMM, 0, wr, false);
+			r->st = IBV_WC_LOC_QP_OP_ERR;
+			return EXEC_DONE;
+		}
+	}
 	if (slot)
 		complete_recv(qp, slot, ridx, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM,
 			      (uint32_t)len, wr, true);
@@ -620,19 +691,29 @@ static int execute_write(struct soft_qp *qp, const struct ibv_send_wr *wr, uint6
 static int execute_read(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t len,
 			struct exec_res *r)
 {
+	uint32_t rtag = 0;
 	uint8_t *p;
 
 	if (!resp_allows(qp, IBV_ACCESS_REMOTE_READ, r))
 		return EXEC_DONE;
 	if (len) {
 		p = check_remote(qp, wr->wr.rdma.rkey, wr->wr.rdma.remote_addr, len,
-				 IBV_ACCESS_REMOTE_READ);
+				 IBV_ACCESS_REMOTE_READ, &rtag);
 		if (soft_unlikely(!p)) {
 			nak_access(qp, r);
 			return EXEC_DONE;
 		}
 		atomic_thread_fence(memory_order_acquire);
-		ql__sge_scatter(wr->sg_list, wr->num_sge, 0, p, len);
+		if (soft_likely(!(rtag | r->ldev))) {
+			ql__sge_scatter(wr->sg_list, wr->num_sge, 0, p, len);
+		} else {
+			const struct ibv_sge s = { (uint64_t)(uintptr_t)p, (uint32_t)len, rtag };
+
+			if (dev_copy(qp, wr, DEV_READ, &s, 1, len)) {
+				r->st = IBV_WC_LOC_QP_OP_ERR;
+				return EXEC_DONE;
+			}
+		}
 	}
 	r->byte_len = (uint32_t)len;
 	return EXEC_DONE;
@@ -640,6 +721,7 @@ static int execute_read(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64
 
 static int execute_atomic(struct soft_qp *qp, const struct ibv_send_wr *wr, struct exec_res *r)
 {
+	uint32_t rtag = 0;
 	uint64_t orig;
 	uint8_t *p;
 
@@ -650,8 +732,12 @@ static int execute_atomic(struct soft_qp *qp, const struct ibv_send_wr *wr, stru
 		return EXEC_DONE;
 	}
 	p = check_remote(qp, wr->wr.atomic.rkey, wr->wr.atomic.remote_addr, 8,
-			 IBV_ACCESS_REMOTE_ATOMIC);
-	if (soft_unlikely(!p)) {
+			 IBV_ACCESS_REMOTE_ATOMIC, &rtag);
+	/* GPU device memory: the copy engine cannot make a read-modify-write
+	 * atomic against the GPU's own accesses, so the target is refused as
+	 * a remote access error (IB spec 9.7.5.2.8, the NAK of an rkey that
+	 * does not allow the access; docs/gpu.md) */
+	if (soft_unlikely(!p || rtag)) {
 		nak_access(qp, r);
 		return EXEC_DONE;
 	}
@@ -667,7 +753,12 @@ static int execute_atomic(struct soft_qp *qp, const struct ibv_send_wr *wr, stru
 	 * returns it (the target stays in host order, the soft NIC's rule) */
 	if (qp->atomic_be)
 		orig = htobe64(orig);
-	memcpy((void *)(uintptr_t)wr->sg_list[0].addr, &orig, 8);
+	if (soft_likely(!r->ldev)) {
+		memcpy((void *)(uintptr_t)wr->sg_list[0].addr, &orig, 8);
+	} else if (ql__nic_copy((void *)(uintptr_t)wr->sg_list[0].addr, r->ldev, &orig, 0, 8)) {
+		r->st = IBV_WC_LOC_QP_OP_ERR;
+		return EXEC_DONE;
+	}
 	r->byte_len = 8;
 	return EXEC_DONE;
 }
@@ -676,7 +767,7 @@ static int execute_atomic(struct soft_qp *qp, const struct ibv_send_wr *wr, stru
 
 /* The local side of a WR: its SGEs and its length. */
 static inline enum ibv_wc_status req_check(const struct soft_qp *qp, const struct ibv_send_wr *wr,
-					   uint64_t *len)
+					   uint64_t *len, uint32_t *ldev)
 {
 	const enum ibv_wr_opcode op = wr->opcode;
 	const bool atomic = op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
@@ -687,7 +778,8 @@ static inline enum ibv_wc_status req_check(const struct soft_qp *qp, const struc
 		l += wr->sg_list[i].length;
 	*len = l;
 	if (!(wr->send_flags & IBV_SEND_INLINE)) {
-		st = check_local(qp, wr->sg_list, wr->num_sge, atomic || op == IBV_WR_RDMA_READ);
+		st = check_local(qp, wr->sg_list, wr->num_sge, atomic || op == IBV_WR_RDMA_READ,
+				 ldev);
 		if (soft_unlikely(st != IBV_WC_SUCCESS))
 			return st;
 	}
@@ -788,11 +880,11 @@ static inline bool inject_loss(struct soft_qp *qp)
  * send queue; -1 means it completed in error. */
 static int exec_wr(struct soft_qp *qp, struct ibv_send_wr *wr, uint64_t idx)
 {
-	struct exec_res r = { IBV_WC_SUCCESS, 0 };
+	struct exec_res r = { IBV_WC_SUCCESS, 0, 0 };
 	uint64_t len, epoch;
 	int ret;
 
-	r.st = req_check(qp, wr, &len);
+	r.st = req_check(qp, wr, &len, &r.ldev);
 	if (soft_unlikely(r.st != IBV_WC_SUCCESS))
 		return req_complete(qp, wr, idx, &r);
 	if (inject_loss(qp)) {
@@ -846,13 +938,14 @@ exec_write1(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t idx)
 	const uint64_t len = sg->length;
 	const struct soft_mr_entry *e;
 	uint64_t epoch, addr = wr->wr.rdma.remote_addr;
-	uint32_t rkey = wr->wr.rdma.rkey;
+	uint32_t rkey = wr->wr.rdma.rkey, dev = 0;
 	uint8_t *dst;
 
 	if (soft_unlikely(!p || !len || qp->dev->loss_on))
 		return EXEC_SLOW; /* loss injection is decided once, in exec_wr */
+	/* device memory on either side: exec_wr's copies through the driver */
 	if (!(wr->send_flags & IBV_SEND_INLINE) &&
-	    soft_unlikely(check_local(qp, sg, 1, false) != IBV_WC_SUCCESS))
+	    soft_unlikely(check_local(qp, sg, 1, false, &dev) != IBV_WC_SUCCESS || dev))
 		return EXEC_SLOW;
 	epoch = req_enter(qp);
 	e = &qp->peer_mr[rkey & (SOFT_MAX_MR - 1)];
@@ -864,7 +957,8 @@ exec_write1(struct soft_qp *qp, const struct ibv_send_wr *wr, uint64_t idx)
 		    atomic_load_explicit(&e->rkey, memory_order_acquire) != rkey ||
 		    SOFT_PEEK(e->pd_id) != SOFT_PEEK(p->pd_id) ||
 		    !(SOFT_PEEK(e->access) & SOFT_PEEK(p->access) & IBV_ACCESS_REMOTE_WRITE) ||
-		    !mr_covers(e, addr, len, &addr) || !in_peer_map(qp, addr, len))) {
+		    peer_tag(qp, e) || !mr_covers(e, addr, len, &addr) ||
+		    !in_peer_map(qp, addr, len))) {
 		req_leave(qp, epoch);
 		return EXEC_SLOW;
 	}

@@ -96,7 +96,11 @@ struct soft_mr_entry {
 	uint64_t addr;
 	uint64_t length;
 	uint32_t in_heap; /* reachable from other processes */
-	uint32_t pad;
+	/* 0: host memory; CUDA device ordinal + 1: GPU device memory, moved
+	 * by the copy engine (providers/common/devmem.h). Honoured only in
+	 * this process's private table: another process's device memory is
+	 * never reachable, whatever its heap entry says. */
+	uint32_t cuda;
 	uint64_t iova; /* what remote addresses are relative to (addr, or the
 			  ql_mr_reg_iova address) */
 };

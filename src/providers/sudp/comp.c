@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "providers/common/devmem.h"
 #include "providers/common/soft_nic.h"
 #include "providers/sudp/nic_int.h"
 
@@ -349,7 +350,20 @@ void ql__sudp_rx_read_resp(struct sudp_qp *qp, const struct roce_pkt *p)
 			return;
 		}
 	}
-	ql__sge_scatter(w->wr.sg_list, w->wr.num_sge, off, p->payload, p->payload_len);
+	if (sudp_likely(!w->ldev)) {
+		ql__sge_scatter(w->wr.sg_list, w->wr.num_sge, off, p->payload, p->payload_len);
+	} else {
+		struct ibv_sge t[SUDP_MAX_SGE];
+
+		ql__sudp_tagged(qp, w->wr.sg_list, w->wr.num_sge, t);
+		if (ql__nic_sg_copy(t, w->wr.num_sge, off,
+				    &(struct ibv_sge){ (uint64_t)(uintptr_t)p->payload,
+						       p->payload_len, 0 },
+				    1, 0, p->payload_len)) {
+			ql__sudp_fail_head(qp, IBV_WC_LOC_QP_OP_ERR);
+			return;
+		}
+	}
 	w->rd_rcvd++;
 	qp->resync_on = false;
 	qp->una = sudp_psn_add(p->bth.psn, 1);
@@ -375,7 +389,14 @@ void ql__sudp_rx_atomic_ack(struct sudp_qp *qp, const struct roce_pkt *p)
 	     w->wr.opcode != IBV_WR_ATOMIC_FETCH_AND_ADD) ||
 	    w->done || w->first_psn != p->bth.psn)
 		return;
-	memcpy((void *)(uintptr_t)w->wr.sg_list[0].addr, &p->atomic_orig, 8);
+	if (sudp_likely(!w->ldev)) {
+		memcpy((void *)(uintptr_t)w->wr.sg_list[0].addr, &p->atomic_orig, 8);
+	} else if (ql__nic_copy((void *)(uintptr_t)w->wr.sg_list[0].addr,
+				qp->dev->mr[w->wr.sg_list[0].lkey & (SUDP_MAX_MR - 1)].cuda,
+				&p->atomic_orig, 0, 8)) {
+		ql__sudp_fail_head(qp, IBV_WC_LOC_QP_OP_ERR);
+		return;
+	}
 	w->done = 1;
 	ql__sudp_ack_upto(qp, p->bth.psn);
 }

@@ -20,6 +20,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "providers/common/devmem.h"
 #include "providers/common/nic.h"
 #include "providers/common/progress.h"
 #include "providers/common/soft_nic.h"
@@ -562,7 +563,11 @@ static int sudp_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 	uint32_t idx;
 	int ret;
 
+	uint32_t cuda = 0;
+
 	ret = ql__nic_mr_check(length, access, "soft+udp");
+	if (!ret) /* GPU device memory: moved by the copy engine (devmem.h) */
+		ret = ql__nic_mem_tag(addr, length, "soft+udp", &cuda);
 	if (ret)
 		return ret;
 	mr = calloc(1, sizeof(*mr));
@@ -585,6 +590,7 @@ static int sudp_mr_reg_iova(struct ql_pd *p, void *addr, size_t length, uint64_t
 	e->addr = (uint64_t)(uintptr_t)addr;
 	e->length = length;
 	e->iova = iova;
+	e->cuda = cuda;
 	e->lkey = mr->base.lkey;
 	e->rkey = mr->base.rkey;
 	sudp_dev_unlock(dev);

@@ -61,9 +61,14 @@ SUDP_HIDDEN void ql__sudp_rx_read_resp(struct sudp_qp *qp, const struct roce_pkt
 SUDP_HIDDEN void ql__sudp_rx_atomic_ack(struct sudp_qp *qp, const struct roce_pkt *p);
 
 /* req.c: the requester; a local SGE list (the application's: a send WR's
- * or a receive WQE's) against the MR table */
-SUDP_HIDDEN enum ibv_wc_status
-ql__sudp_check_local(const struct sudp_qp *qp, const struct ibv_sge *sg, int n, bool need_write);
+ * or a receive WQE's) against the MR table (*dev: the OR of their MRs'
+ * device-memory tags) */
+SUDP_HIDDEN enum ibv_wc_status ql__sudp_check_local(const struct sudp_qp *qp,
+						    const struct ibv_sge *sg, int n,
+						    bool need_write, uint32_t *dev);
+/* The same list as a tagged list (providers/common/devmem.h) in out. */
+SUDP_HIDDEN void ql__sudp_tagged(const struct sudp_qp *qp, const struct ibv_sge *sg, int n,
+				 struct ibv_sge *out);
 SUDP_HIDDEN void ql__sudp_arm_timer(struct sudp_qp *qp);
 SUDP_HIDDEN void ql__sudp_fail_head(struct sudp_qp *qp, enum ibv_wc_status st);
 SUDP_HIDDEN void ql__sudp_seek_forward(struct sudp_qp *qp, uint32_t psn);
@@ -75,8 +80,10 @@ SUDP_HIDDEN void ql__sudp_rx_request(struct sudp_qp *qp, const struct roce_pkt *
 
 /* wire.c: transmit and receive */
 SUDP_HIDDEN void ql__sudp_tx_flush(struct sudp_device *dev);
+/* (gpu: sg names GPU device memory, or flat's device-memory tag; a copy
+ * the driver fails is a packet lost on the wire) */
 SUDP_HIDDEN void ql__sudp_tx_pkt(struct sudp_qp *qp, struct roce_pkt *p, const struct ibv_sge *sg,
-				 int nsge, uint64_t off, const uint8_t *flat);
+				 int nsge, uint64_t off, const uint8_t *flat, uint32_t gpu);
 SUDP_HIDDEN bool ql__sudp_fault_drain(struct sudp_device *dev, struct roce_fault *f);
 SUDP_HIDDEN void ql__sudp_send_aeth(struct sudp_qp *qp, uint8_t opcode, uint8_t syndrome,
 				    uint32_t psn);

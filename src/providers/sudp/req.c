@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "providers/common/devmem.h"
 #include "providers/common/soft_nic.h"
 #include "providers/sudp/nic_int.h"
 
@@ -17,7 +18,7 @@
 /* A local SGE list (ours: the application posted it) against the MR
  * table. */
 enum ibv_wc_status ql__sudp_check_local(const struct sudp_qp *qp, const struct ibv_sge *sg, int n,
-					bool need_write)
+					bool need_write, uint32_t *dev)
 {
 	for (int i = 0; i < n; i++) {
 		const struct ibv_sge *s = &sg[i];
@@ -34,8 +35,17 @@ enum ibv_wc_status ql__sudp_check_local(const struct sudp_qp *qp, const struct i
 		off = s->addr - e->addr;
 		if (off > e->length || s->length > e->length - off || e->iova != e->addr)
 			return IBV_WC_LOC_PROT_ERR;
+		*dev |= e->cuda;
 	}
 	return IBV_WC_SUCCESS;
+}
+
+void ql__sudp_tagged(const struct sudp_qp *qp, const struct ibv_sge *sg, int n, struct ibv_sge *out)
+{
+	for (int i = 0; i < n; i++) {
+		out[i] = sg[i];
+		out[i].lkey = sg[i].length ? qp->dev->mr[sg[i].lkey & (SUDP_MAX_MR - 1)].cuda : 0;
+	}
 }
 
 /* ---- requester ---------------------------------------------------------- */
@@ -166,9 +176,15 @@ static bool req_tx_one(struct sudp_qp *qp, uint64_t pi)
 		if (rd && qp->rd_out >= (qp->attr.max_rd_atomic ? qp->attr.max_rd_atomic : 1u))
 			return false;
 		st = IBV_WC_SUCCESS;
-		if (!(w->wr.send_flags & IBV_SEND_INLINE))
+		w->ldev = 0;
+		if (!(w->wr.send_flags & IBV_SEND_INLINE)) {
+			uint32_t dev = 0;
+
 			st = ql__sudp_check_local(qp, w->wr.sg_list, w->wr.num_sge,
-						  rd); /* READ/atomic write locally */
+						  rd, /* READ/atomic write locally */
+						  &dev);
+			w->ldev = dev != 0;
+		}
 		if (st == IBV_WC_SUCCESS &&
 		    (w->len > SUDP_MAX_MSG ||
 		     (rd && w->wr.opcode != IBV_WR_RDMA_READ && w->len != 8)))
@@ -201,7 +217,7 @@ static bool req_tx_one(struct sudp_qp *qp, uint64_t pi)
 		p.reth.va = w->wr.wr.rdma.remote_addr + qp->tx_off;
 		p.reth.rkey = w->wr.wr.rdma.rkey;
 		p.reth.dma_len = (uint32_t)(w->len - qp->tx_off);
-		ql__sudp_tx_pkt(qp, &p, NULL, 0, 0, NULL);
+		ql__sudp_tx_pkt(qp, &p, NULL, 0, 0, NULL, 0);
 		qp->npsn = sudp_psn_add(w->first_psn, w->npkts);
 		qp->sq_tx++;
 		qp->tx_off = 0;
@@ -221,7 +237,7 @@ static bool req_tx_one(struct sudp_qp *qp, uint64_t pi)
 					    w->wr.wr.atomic.swap :
 					    w->wr.wr.atomic.compare_add;
 		p.atomic.compare = w->wr.wr.atomic.compare_add;
-		ql__sudp_tx_pkt(qp, &p, NULL, 0, 0, NULL);
+		ql__sudp_tx_pkt(qp, &p, NULL, 0, 0, NULL, 0);
 		qp->npsn = sudp_psn_add(w->first_psn, 1);
 		qp->sq_tx++;
 		qp->rd_out++;
@@ -264,7 +280,7 @@ static bool req_tx_one(struct sudp_qp *qp, uint64_t pi)
 		if (last && imm)
 			p.imm = ntohl(w->wr.imm_data);
 		p.payload_len = seg;
-		ql__sudp_tx_pkt(qp, &p, w->wr.sg_list, w->wr.num_sge, qp->tx_off, NULL);
+		ql__sudp_tx_pkt(qp, &p, w->wr.sg_list, w->wr.num_sge, qp->tx_off, NULL, w->ldev);
 		qp->npsn = sudp_psn_add(qp->npsn, 1);
 		qp->tx_off += seg;
 		if (last) {

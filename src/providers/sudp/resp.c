@@ -11,13 +11,15 @@
 #include <errno.h>
 #include <string.h>
 
+#include "providers/common/devmem.h"
 #include "providers/common/soft_nic.h"
 #include "providers/sudp/nic_int.h"
 
-/* A remote request's rkey, address and length: where the bytes are, or
- * NULL (remote access error). len may be 0 (then any address passes). */
+/* A remote request's rkey, address and length: where the bytes are (*tag:
+ * their device-memory tag, devmem.h), or NULL (remote access error). len
+ * may be 0 (then any address passes). */
 static uint8_t *check_remote(const struct sudp_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
-			     uint32_t need)
+			     uint32_t need, uint32_t *tag)
 {
 	const struct sudp_mr_entry *e = &qp->dev->mr[rkey & (SUDP_MAX_MR - 1)];
 	uint64_t off;
@@ -27,6 +29,7 @@ static uint8_t *check_remote(const struct sudp_qp *qp, uint32_t rkey, uint64_t v
 	off = va - e->iova;
 	if (off > e->length || len > e->length - off)
 		return NULL;
+	*tag = e->cuda;
 	return (uint8_t *)(uintptr_t)(e->addr + off);
 }
 
@@ -75,7 +78,8 @@ static bool rq_has(struct sudp_qp *qp)
 	return qp->rq_ci < atomic_load_explicit(&qp->rq_pi, memory_order_acquire);
 }
 
-static void send_read_resp(struct sudp_qp *qp, uint32_t psn, const uint8_t *src, uint64_t len)
+static void send_read_resp(struct sudp_qp *qp, uint32_t psn, const uint8_t *src, uint32_t tag,
+			   uint64_t len)
 {
 	uint32_t n = len ? (uint32_t)((len + qp->mtu - 1) / qp->mtu) : 1;
 
@@ -95,9 +99,9 @@ static void send_read_resp(struct sudp_qp *qp, uint32_t psn, const uint8_t *src,
 		p.aeth.msn = qp->msn & 0xffffff;
 		p.payload_len = (uint32_t)(len - off < qp->mtu ? len - off : qp->mtu);
 		if (src)
-			ql__sudp_tx_pkt(qp, &p, NULL, 0, 0, src + off);
+			ql__sudp_tx_pkt(qp, &p, NULL, 0, 0, src + off, tag);
 		else
-			ql__sudp_tx_pkt(qp, &p, NULL, 0, 0, NULL);
+			ql__sudp_tx_pkt(qp, &p, NULL, 0, 0, NULL, 0);
 	}
 }
 
@@ -112,7 +116,7 @@ static void send_atomic_ack(struct sudp_qp *qp, uint32_t psn, uint64_t orig)
 	p.aeth.syndrome = SUDP_AETH_ACK;
 	p.aeth.msn = qp->msn & 0xffffff;
 	p.atomic_orig = orig;
-	ql__sudp_tx_pkt(qp, &p, NULL, 0, 0, NULL);
+	ql__sudp_tx_pkt(qp, &p, NULL, 0, 0, NULL, 0);
 }
 
 /* READ request (new or duplicate): checks, then the responses. Returns
@@ -120,6 +124,7 @@ static void send_atomic_ack(struct sudp_qp *qp, uint32_t psn, uint64_t orig)
 static bool do_read(struct sudp_qp *qp, const struct roce_pkt *p)
 {
 	const uint8_t *src = NULL;
+	uint32_t tag = 0;
 
 	if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_READ)) {
 		resp_fatal(qp, ROCE_NAK_INVALID_REQUEST, p->bth.psn, SC_NAK_INV_REQ);
@@ -127,14 +132,14 @@ static bool do_read(struct sudp_qp *qp, const struct roce_pkt *p)
 	}
 	if (p->reth.dma_len) {
 		src = check_remote(qp, p->reth.rkey, p->reth.va, p->reth.dma_len,
-				   IBV_ACCESS_REMOTE_READ);
+				   IBV_ACCESS_REMOTE_READ, &tag);
 		if (!src) {
 			resp_fatal(qp, ROCE_NAK_REMOTE_ACCESS, p->bth.psn, SC_NAK_ACCESS);
 			return false;
 		}
 		atomic_thread_fence(memory_order_acquire);
 	}
-	send_read_resp(qp, p->bth.psn, src, p->reth.dma_len);
+	send_read_resp(qp, p->bth.psn, src, tag, p->reth.dma_len);
 	return true;
 }
 
@@ -153,6 +158,7 @@ static void rx_dup(struct sudp_qp *qp, const struct roce_pkt *p)
 			const uint32_t k = (uint32_t)sudp_psn_diff(p->bth.psn, qp->rd[i].psn);
 			const uint64_t off = (uint64_t)k * qp->mtu;
 			const uint8_t *src = NULL;
+			uint32_t tag = 0;
 
 			if (!qp->rd[i].valid || sudp_psn_diff(p->bth.psn, qp->rd[i].psn) < 0 ||
 			    k >= qp->rd[i].npkts || p->reth.rkey != qp->rd[i].rkey ||
@@ -162,12 +168,12 @@ static void rx_dup(struct sudp_qp *qp, const struct roce_pkt *p)
 			if (p->reth.dma_len) {
 				/* the MR may be gone since: dropped then */
 				src = check_remote(qp, p->reth.rkey, p->reth.va, p->reth.dma_len,
-						   IBV_ACCESS_REMOTE_READ);
+						   IBV_ACCESS_REMOTE_READ, &tag);
 				if (!src)
 					return;
 				atomic_thread_fence(memory_order_acquire);
 			}
-			send_read_resp(qp, p->bth.psn, src, p->reth.dma_len);
+			send_read_resp(qp, p->bth.psn, src, tag, p->reth.dma_len);
 			return;
 		}
 		return;
@@ -259,8 +265,22 @@ static enum ibv_wc_status recv_check(struct sudp_qp *qp)
 {
 	uint32_t s = (uint32_t)(qp->rq_ci & qp->rq_mask);
 
+	qp->recv_dev = 0;
 	return ql__sudp_check_local(qp, &qp->rq_sge[(size_t)s * qp->rq_nsge], (int)qp->rq_num[s],
-				    true);
+				    true, &qp->recv_dev);
+}
+
+/* A SEND's payload into a receive WQE that names GPU device memory. */
+static __attribute__((noinline)) int recv_scatter_dev(struct sudp_qp *qp, uint32_t s,
+						      const struct roce_pkt *p)
+{
+	struct ibv_sge t[SUDP_MAX_SGE];
+
+	ql__sudp_tagged(qp, &qp->rq_sge[(size_t)s * qp->rq_nsge], (int)qp->rq_num[s], t);
+	return ql__nic_sg_copy(t, (int)qp->rq_num[s], qp->recv_off,
+			       &(struct ibv_sge){ (uint64_t)(uintptr_t)p->payload, p->payload_len,
+						  0 },
+			       1, 0, p->payload_len);
 }
 
 static void rx_send(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
@@ -299,8 +319,18 @@ static void rx_send(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 		return;
 	}
 	atomic_thread_fence(memory_order_release);
-	ql__sge_scatter(&qp->rq_sge[(size_t)s * qp->rq_nsge], (int)qp->rq_num[s], qp->recv_off,
-			p->payload, p->payload_len);
+	if (sudp_likely(!qp->recv_dev)) {
+		ql__sge_scatter(&qp->rq_sge[(size_t)s * qp->rq_nsge], (int)qp->rq_num[s],
+				qp->recv_off, p->payload, p->payload_len);
+	} else if (recv_scatter_dev(qp, s, p)) {
+		/* the driver failed the copy: the responder's operational error */
+		ql__sudp_complete_recv(qp, IBV_WC_LOC_QP_OP_ERR, IBV_WC_RECV, 0, false, 0);
+		qp->in_send = false;
+		if (rc)
+			resp_nak(qp, ROCE_NAK_REMOTE_OP, p->bth.psn, SC_NAK_OP_ERR);
+		ql__sudp_qp_to_err(qp);
+		return;
+	}
 	qp->recv_off += p->payload_len;
 	qp->epsn = sudp_psn_add(p->bth.psn, 1);
 	if (is_last_or_only(op)) {
@@ -323,6 +353,7 @@ static void rx_write(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 	if (op == ROCE_OP_RDMA_WRITE_FIRST || op == ROCE_OP_RDMA_WRITE_ONLY ||
 	    op == ROCE_OP_RDMA_WRITE_ONLY_WITH_IMM) {
 		uint8_t *dst = NULL;
+		uint32_t tag = 0;
 
 		if (!(qp->attr.qp_access_flags & IBV_ACCESS_REMOTE_WRITE)) {
 			refuse(qp, p, ROCE_NAK_INVALID_REQUEST, SC_NAK_INV_REQ, SC_UC_DROP_ACCESS);
@@ -334,7 +365,7 @@ static void rx_write(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 		}
 		if (p->reth.dma_len) {
 			dst = check_remote(qp, p->reth.rkey, p->reth.va, p->reth.dma_len,
-					   IBV_ACCESS_REMOTE_WRITE);
+					   IBV_ACCESS_REMOTE_WRITE, &tag);
 			if (!dst) {
 				refuse(qp, p, ROCE_NAK_REMOTE_ACCESS, SC_NAK_ACCESS,
 				       SC_UC_DROP_ACCESS);
@@ -343,6 +374,7 @@ static void rx_write(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 		}
 		qp->in_write = true;
 		qp->wr_ptr = dst;
+		qp->wr_tag = tag;
 		qp->wr_rkey = p->reth.rkey;
 		qp->wr_left = p->reth.dma_len;
 		qp->wr_total = p->reth.dma_len;
@@ -369,7 +401,23 @@ static void rx_write(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 		refuse(qp, p, ROCE_NAK_REMOTE_ACCESS, SC_NAK_ACCESS, SC_UC_DROP_ACCESS);
 		return;
 	}
-	if (p->payload_len) {
+	if (p->payload_len && sudp_unlikely(qp->wr_tag)) {
+		/* GPU device memory: a LAST packet's final 8 bytes in a
+		 * second copy, as place_last orders them */
+		const struct ibv_sge src = { (uint64_t)(uintptr_t)p->payload, p->payload_len, 0 };
+
+		if (last ? ql__nic_write_tagged(qp->wr_ptr, qp->wr_tag, &src, 1, p->payload_len) :
+			   ql__nic_copy(qp->wr_ptr, qp->wr_tag, p->payload, 0, p->payload_len)) {
+			qp->in_write = false;
+			if (qp->type == IBV_QPT_RC)
+				resp_fatal(qp, ROCE_NAK_REMOTE_OP, p->bth.psn, SC_NAK_OP_ERR);
+			else
+				ql__sudp_qp_to_err(qp);
+			return;
+		}
+		qp->wr_ptr += p->payload_len;
+		qp->wr_left -= p->payload_len;
+	} else if (p->payload_len) {
 		if (last)
 			place_last(qp->wr_ptr, p->payload, p->payload_len);
 		else
@@ -390,6 +438,7 @@ static void rx_write(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 static void rx_atomic(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 {
 	uint64_t *dst, orig;
+	uint32_t tag = 0;
 
 	/* the ACK owed for what came before, before the PSN moves on */
 	ql__sudp_flush_ack(qp);
@@ -402,8 +451,9 @@ static void rx_atomic(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t op)
 		return;
 	}
 	dst = (uint64_t *)(void *)check_remote(qp, p->atomic.rkey, p->atomic.va, 8,
-					       IBV_ACCESS_REMOTE_ATOMIC);
-	if (!dst) {
+					       IBV_ACCESS_REMOTE_ATOMIC, &tag);
+	/* GPU device memory: no atomic through the copy engine (docs/gpu.md) */
+	if (!dst || tag) {
 		resp_fatal(qp, ROCE_NAK_REMOTE_ACCESS, p->bth.psn, SC_NAK_ACCESS);
 		return;
 	}

@@ -84,6 +84,7 @@ struct sudp_swqe {
 	uint8_t done;	  /* READ/atomic: the response is in */
 	uint8_t status;	  /* enum ibv_wc_status to complete with */
 	uint8_t local_ok; /* local SGEs checked */
+	uint8_t ldev;	  /* ... and some of them are GPU device memory */
 };
 
 struct sudp_cqe {
@@ -111,6 +112,7 @@ struct sudp_mr_entry {
 	uint32_t access;
 	uint32_t pd_id;
 	uint64_t addr, length, iova;
+	uint32_t cuda; /* 0 host memory, GPU ordinal + 1 device memory (devmem.h) */
 };
 
 struct sudp_mr {
@@ -188,8 +190,10 @@ struct sudp_qp {
 	uint32_t unacked;
 	bool in_send, in_write, drop_msg;
 	uint64_t recv_off;
-	uint8_t *wr_ptr;  /* WRITE in progress: where the next byte goes */
-	uint32_t wr_rkey; /* ... in the MR of this rkey, re-checked per packet:
+	uint32_t recv_dev; /* the receive WQE being filled names device memory */
+	uint32_t wr_tag;   /* the WRITE's MR: its device-memory tag (devmem.h) */
+	uint8_t *wr_ptr;   /* WRITE in progress: where the next byte goes */
+	uint32_t wr_rkey;  /* ... in the MR of this rkey, re-checked per packet:
 			     a dereg between packets ends the message */
 	uint64_t wr_left;
 	uint64_t wr_total;

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "providers/common/devmem.h"
 #include "providers/common/soft_nic.h"
 #include "providers/sudp/nic_int.h"
 #include <sys/socket.h>
@@ -50,8 +51,22 @@ static uint8_t *tx_buf(struct sudp_device *dev)
 
 /* Build p with `plen` payload bytes gathered from sg at off into the next
  * slot, add the ICRC and queue it (through fault injection). */
+/* The payload out of GPU device memory (devmem.h): 0, or -EIO. */
+static __attribute__((noinline)) int tx_gather_dev(struct sudp_qp *qp, uint8_t *dst,
+						   const struct ibv_sge *sg, int nsge, uint64_t off,
+						   const uint8_t *flat, uint32_t dev, uint32_t plen)
+{
+	struct ibv_sge t[SUDP_MAX_SGE];
+
+	if (flat)
+		return ql__nic_copy(dst, 0, flat, dev, plen);
+	ql__sudp_tagged(qp, sg, nsge, t);
+	return ql__nic_sg_copy(&(struct ibv_sge){ (uint64_t)(uintptr_t)dst, plen, 0 }, 1, 0, t,
+			       nsge, off, plen);
+}
+
 void ql__sudp_tx_pkt(struct sudp_qp *qp, struct roce_pkt *p, const struct ibv_sge *sg, int nsge,
-		     uint64_t off, const uint8_t *flat)
+		     uint64_t off, const uint8_t *flat, uint32_t gpu)
 {
 	struct sudp_device *dev = qp->dev;
 	uint8_t *buf = tx_buf(dev);
@@ -68,10 +83,14 @@ void ql__sudp_tx_pkt(struct sudp_qp *qp, struct roce_pkt *p, const struct ibv_sg
 	if (hl < 0 || (size_t)hl + plen + pad + ROCE_ICRC_LEN > SUDP_PKT_MAX)
 		return;
 	if (plen) {
-		if (flat)
+		if (sudp_unlikely(gpu)) {
+			if (tx_gather_dev(qp, buf + hl, sg, nsge, off, flat, gpu, plen))
+				return; /* lost on the wire: the slot is free again */
+		} else if (flat) {
 			memcpy(buf + hl, flat, plen);
-		else
+		} else {
 			ql__sge_gather(buf + hl, sg, nsge, off, plen);
+		}
 	}
 	memset(buf + hl + plen, 0, pad);
 	iov.iov_base = buf;
@@ -124,7 +143,7 @@ void ql__sudp_send_aeth(struct sudp_qp *qp, uint8_t opcode, uint8_t syndrome, ui
 	p.bth.psn = psn;
 	p.aeth.syndrome = syndrome;
 	p.aeth.msn = qp->msn & 0xffffff;
-	ql__sudp_tx_pkt(qp, &p, NULL, 0, 0, NULL);
+	ql__sudp_tx_pkt(qp, &p, NULL, 0, 0, NULL, 0);
 }
 
 /* The coalesced ACK: everything before epsn. */
