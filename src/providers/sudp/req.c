@@ -79,16 +79,9 @@ void ql__sudp_fail_head(struct sudp_qp *qp, enum ibv_wc_status st)
 	}
 }
 
-/* Move the transmitter forward to `psn` (acknowledged beyond where a
- * go-back-N rewound it): nothing before it needs sending again. */
-void ql__sudp_seek_forward(struct sudp_qp *qp, uint32_t psn)
+/* The started send WQE whose packets hold `psn`, or UINT64_MAX. */
+static uint64_t wqe_of_psn(struct sudp_qp *qp, uint32_t psn)
 {
-	if (psn == qp->hi_psn) {
-		qp->sq_tx = qp->hi_tx;
-		qp->tx_off = qp->hi_off;
-		qp->npsn = qp->hi_psn;
-		return;
-	}
 	for (uint64_t i = qp->sq_ci; i <= qp->hi_tx && i < atomic_load(&qp->sq_pi); i++) {
 		struct sudp_swqe *w = &qp->sq[i & qp->sq_mask];
 		int32_t d;
@@ -96,32 +89,41 @@ void ql__sudp_seek_forward(struct sudp_qp *qp, uint32_t psn)
 		if (!w->started)
 			break;
 		d = sudp_psn_diff(psn, w->first_psn);
-		if (d >= 0 && (uint32_t)d < w->npkts) {
-			qp->sq_tx = i;
-			qp->tx_off = sudp_is_rd_atomic(w->wr.opcode) ? 0 : (uint64_t)d * qp->mtu;
-			qp->npsn = sudp_is_rd_atomic(w->wr.opcode) ? w->first_psn : psn;
-			return;
-		}
+		if (d >= 0 && (uint32_t)d < w->npkts)
+			return i;
 	}
+	return UINT64_MAX;
+}
+
+/* Move the transmitter forward to `psn` (acknowledged beyond where a
+ * go-back-N rewound it): nothing before it needs sending again. */
+void ql__sudp_seek_forward(struct sudp_qp *qp, uint32_t psn)
+{
+	struct sudp_swqe *w;
+	uint64_t i;
+
+	if (psn == qp->hi_psn) {
+		qp->sq_tx = qp->hi_tx;
+		qp->tx_off = qp->hi_off;
+		qp->npsn = qp->hi_psn;
+		return;
+	}
+	i = wqe_of_psn(qp, psn);
+	if (i == UINT64_MAX)
+		return;
+	w = &qp->sq[i & qp->sq_mask];
+	qp->sq_tx = i;
+	qp->tx_off = sudp_is_rd_atomic(w->wr.opcode) ?
+			     0 :
+			     (uint64_t)sudp_psn_diff(psn, w->first_psn) * qp->mtu;
+	qp->npsn = sudp_is_rd_atomic(w->wr.opcode) ? w->first_psn : psn;
 }
 
 /* Go back to `psn` (retransmission, IBTA 9.7.5.2: go-back-N). */
 void ql__sudp_go_back(struct sudp_qp *qp, uint32_t psn)
 {
-	uint64_t i, found = UINT64_MAX;
+	uint64_t i, found = wqe_of_psn(qp, psn);
 
-	for (i = qp->sq_ci; i <= qp->hi_tx && i < atomic_load(&qp->sq_pi); i++) {
-		struct sudp_swqe *w = &qp->sq[i & qp->sq_mask];
-		int32_t d;
-
-		if (!w->started)
-			break;
-		d = sudp_psn_diff(psn, w->first_psn);
-		if (d >= 0 && (uint32_t)d < w->npkts) {
-			found = i;
-			break;
-		}
-	}
 	if (found == UINT64_MAX)
 		return;
 	sudp_cnt(qp->dev, SC_RETRANSMIT);
