@@ -19,7 +19,7 @@ fail() {
 }
 
 # ---- --help, help CMD, -V ----------------------------------------------------
-for cmd in info bench serve vppu hololink qec sdr ep "ep serve" "ep call"; do
+for cmd in info bench serve vppu hololink qec sdr ep "ep serve" "ep call" stat; do
 	# shellcheck disable=SC2086 # "ep serve" is two words
 	$qlink $cmd --help >"$dir/help" 2>"$dir/err" || fail "qlink $cmd --help exited $?"
 	[ -s "$dir/err" ] && fail "qlink $cmd --help wrote to stderr: $(cat "$dir/err")"
@@ -59,7 +59,7 @@ usage_error() { # PATTERN ARGS...: must fail with status 2 and one line matching
 usage_error "^qlink: no command" 
 usage_error "unknown command 'frob'" frob
 usage_error "unknown command 'frob'" help frob
-for cmd in info bench serve vppu hololink qec sdr; do
+for cmd in info bench serve vppu hololink qec sdr stat; do
 	usage_error "^qlink $cmd: unknown option '--frobnicate'" $cmd --frobnicate
 done
 usage_error "^qlink ep serve: unknown option '--frob'" ep serve --frob x.yaml
@@ -101,11 +101,40 @@ for t in 5parsecs -1 "" ms 1e999; do
 	usage_error "bad value '$t' for --timeout" vppu --timeout "$t"
 done
 usage_error "bad value '2h' for --timeout" hololink --timeout 2h 127.0.0.1 read 0x0
+# qlink stat: the same table, TIME for --timeout (not milliseconds)
+for t in 5parsecs -1 0 2h; do
+	usage_error "bad value '$t' for --timeout" stat --socket "$dir/none" --timeout "$t"
+done
+usage_error "option '--socket' needs a value" stat --socket
+usage_error "option '--json' takes no value" stat --json=1
+usage_error "--json and --prometheus exclude each other" stat --json --prometheus
+usage_error "unexpected argument 'extra'" stat --socket "$dir/none" extra
 usage_error "--expect checks the answers to --args" vppu --params-file x --expect 00
 usage_error "--function my_decoder: give its arguments with --args HEX" vppu --params-file x \
 	--function my_decoder
 usage_error "bad value 'xyz' for --args" vppu --params-file x --function 7 --args xyz
 echo "ok usage errors"
+
+# ---- qlink stat fails fast with the reason; --timeout is TIME -------------------
+"$qlink" stat --socket "$dir/none" >"$dir/out" 2>"$dir/err"
+[ $? -eq 1 ] || fail "qlink stat on a missing socket did not exit 1"
+grep -q "^qlink stat: $dir/none: No such file or directory (is qlinkd running" "$dir/err" ||
+	fail "qlink stat on a missing socket: $(cat "$dir/err")"
+# a socket that accepts and never answers: --timeout 300ms ends the wait
+python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1)
+c, _ = s.accept(); time.sleep(30)' "$dir/mute.sock" &
+for _ in $(seq 50); do [ -S "$dir/mute.sock" ] && break; sleep 0.1; done
+start=$(date +%s%N)
+"$qlink" stat --socket "$dir/mute.sock" --timeout 300ms >"$dir/out" 2>"$dir/err"
+st=$? ms=$((($(date +%s%N) - start) / 1000000))
+kill %% 2>/dev/null
+wait 2>/dev/null
+[ $st -eq 1 ] || fail "qlink stat --timeout 300ms on a mute socket exited $st: $(cat "$dir/err")"
+grep -q "no answer within 0.3s" "$dir/err" || fail "qlink stat --timeout: $(cat "$dir/err")"
+[ "$ms" -ge 250 ] && [ "$ms" -lt 1500 ] || fail "qlink stat --timeout 300ms waited ${ms} ms"
+echo "ok qlink stat: unreachable and mute qlinkd, --timeout TIME"
 
 # ---- --uri (deprecated) works as --device; --histogram ---------------------------
 n=0
