@@ -136,6 +136,16 @@ grep -q "no answer within 0.3s" "$dir/err" || fail "qlink stat --timeout: $(cat 
 [ "$ms" -ge 250 ] && [ "$ms" -lt 1500 ] || fail "qlink stat --timeout 300ms waited ${ms} ms"
 echo "ok qlink stat: unreachable and mute qlinkd, --timeout TIME"
 
+# an unreachable qlinkd: a closed port fails in about a second, with the reason
+start=$(date +%s%N)
+"$qlink" vppu --connect 127.0.0.1:1 --cpu -1 >"$dir/out" 2>"$dir/err"
+st=$? ms=$((($(date +%s%N) - start) / 1000000))
+[ $st -eq 1 ] || fail "vppu --connect to a closed port exited $st"
+grep -q "port unreachable on 3 of 3 tries: nothing listens there" "$dir/err" ||
+	fail "vppu --connect to a closed port: $(cat "$dir/err")"
+[ "$ms" -lt 4000 ] || fail "vppu --connect to a closed port took ${ms} ms"
+echo "ok vppu: a closed control port fails fast with the reason"
+
 # ---- --uri (deprecated) works as --device; --histogram ---------------------------
 n=0
 serve_vppu() { # ARGS for vppu: a serve on its own device, a vppu with ARGS
