@@ -463,7 +463,7 @@ int main(int argc, char **argv)
 	struct ql_diags diags;
 	int ret;
 
-	qlinkd_plugin_dir_init();
+	qlinkd_install_paths_init();
 	ret = parse_args(argc, argv, &o);
 	if (ret >= 0)
 		return ret;
