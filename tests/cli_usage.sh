@@ -6,7 +6,10 @@
 # argument) exiting 2 with exactly one line on stderr that points to
 # --help and nothing on stdout; the deprecated --uri alias of --device; and
 # the --histogram output of vppu and bench (buckets summing to the calls,
-# cumulative percentages rising to 100).
+# cumulative percentages rising to 100) and their --plot figures (with
+# gnuplot); qlink stat on the same option table (TIME --timeout); and an
+# unreachable peer (a closed control port, a mute stats socket) failing
+# fast with the reason.
 #
 #   tests/cli_usage.sh QLINK
 set -u
@@ -168,6 +171,20 @@ awk '/^#closed/ { on = 1; next } on && NF == 3 { sum += $2; last = $3; prev_ok =
      BEGIN { prev_ok = 1 } END { exit !(sum == 300 && last == 100 && prev_ok) }' "$dir/vppu.out" ||
 	fail "vppu --histogram: buckets do not sum to 300 calls or reach 100%: $(cat "$dir/vppu.out")"
 
+# --plot DIR: the histogram as data, and drawn (PNG, SVG) by gnuplot
+if command -v gnuplot >/dev/null; then
+	serve_vppu --device "soft+shm://cliu-v$$" --count 300 --plot "$dir/vplot" ||
+		fail "vppu --plot exited $?: $(cat "$dir/vppu.err")"
+	grep -q "^plots: $dir/vplot/vppu_latency.png" "$dir/vppu.out" ||
+		fail "vppu --plot: no plots line: $(cat "$dir/vppu.out")"
+	[ "$(head -c 4 "$dir/vplot/vppu_latency.png" | od -An -tx1 | tr -d ' ')" = 89504e47 ] ||
+		fail "vppu --plot: no PNG"
+	grep -q "<svg" "$dir/vplot/vppu_latency.svg" || fail "vppu --plot: no SVG"
+	awk '/^# closed: bucket_us count/ { on = 1; next } on && NF == 4 { sum += $2 }
+	     END { exit sum != 300 }' "$dir/vplot/vppu_latency.dat" ||
+		fail "vppu --plot: the data does not hold the 300 calls"
+fi
+
 # a wrong answer shows the expected and the received bytes; --function by id
 serve_vppu --device "soft+shm://cliu-v$$" --count 3 --function 0x191b6322 --args 0aff \
 	--expect 0a00 && fail "vppu --expect with a wrong answer exited 0"
@@ -184,7 +201,7 @@ echo "ok --uri alias, vppu --histogram, wrong answers, status names"
 
 timeout 60 "$qlink" bench --device "soft+shm://cliu-b$$" --client-cpu -1 --server-cpu -1 \
 	--latency-calls 500 --warmup-calls 10 --rate-seconds 50ms --paced-seconds 0 -H \
-	>"$dir/bench.out" 2>&1 || fail "bench -H exited $?: $(cat "$dir/bench.out")"
+	--plot "$dir/bplot" >"$dir/bench.out" 2>&1 || fail "bench -H exited $?: $(cat "$dir/bench.out")"
 grep -q "^#latency round trip: usec count cumulative%$" "$dir/bench.out" ||
 	fail "bench -H: no latency histogram: $(cat "$dir/bench.out")"
 grep -q "^#rate round trip: usec count cumulative%$" "$dir/bench.out" ||
@@ -192,5 +209,11 @@ grep -q "^#rate round trip: usec count cumulative%$" "$dir/bench.out" ||
 awk '/^#latency/ { on = 1; next } /^$|^#/ { on = 0 } on { sum += $2 } END { exit sum != 500 }' \
 	"$dir/bench.out" || fail "bench -H: the latency buckets do not sum to 500 calls"
 grep -qiE "issue [0-9]|\(seed" "$dir/bench.out" && fail "bench prints internal labels"
+if command -v gnuplot >/dev/null; then
+	grep -q "<svg" "$dir/bplot/bench_latency.svg" || fail "bench --plot: no SVG"
+	[ -s "$dir/bplot/bench_latency.png" ] || fail "bench --plot: no PNG"
+	grep -q "^# latency: bucket_us count" "$dir/bplot/bench_latency.dat" ||
+		fail "bench --plot: no latency data"
+fi
 echo "PASS: --help and help CMD for every subcommand, -V, one-line usage errors (exit 2)," \
-	"--uri alias, --histogram"
+	"--uri alias, --histogram, --plot, unreachable peers"
