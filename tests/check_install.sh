@@ -163,6 +163,12 @@ out=$(cd "$dest/usr/share/doc/qlink" && PATH="$dest/usr/sbin:$PATH" && ${first%%
 # and with the plugin loaded, against the installed default configuration
 out=$("$dest/usr/sbin/qlinkd" --check-config "$dest/etc/qlink/qlinkd.yaml" --load-plugins 2>&1) ||
 	fail "qlinkd --check-config /etc/qlink/qlinkd.yaml --load-plugins: $out"
+# the default configuration is the install's own, wherever it was put: the
+# /usr install's /etc (under DESTDIR), and a --prefix install's PREFIX/etc
+"$dest/usr/sbin/qlinkd" --help | grep -qxF "default configuration: $dest/etc/qlink/qlinkd.yaml" ||
+	fail "the DESTDIR qlinkd's default configuration: $("$dest/usr/sbin/qlinkd" --help | grep '^default conf')"
+"$prefix/sbin/qlinkd" --help | grep -qxF "default configuration: $prefix/etc/qlink/qlinkd.yaml" ||
+	fail "the --prefix qlinkd's default configuration: $("$prefix/sbin/qlinkd" --help | grep '^default conf')"
 "$dest/usr/sbin/qlinkd" --help | grep -qxF "plugin directory: $dest/usr/lib/qlink/plugins" ||
 	fail "the installed qlinkd's plugin directory: $("$dest/usr/sbin/qlinkd" --help | tail -n 1)"
 echo "PASS: installed to '$prefix'; verbs_hello built with pkg-config and with find_package, all ran; qlinkd's service files, and docs/qlinkd.md's first command in a DESTDIR install"

@@ -55,7 +55,7 @@ check_opts() { # page what help-text
 	[ "$n" -gt 0 ] || { echo "FAIL: $what printed no long options"; fail=1; }
 }
 check_opts qlink.1 "qlink --help" "$("$qlink" --help 2>&1)"
-for cmd in bench serve vppu hololink qec sdr ep; do
+for cmd in bench serve vppu hololink qec sdr ep stat; do
 	check_opts qlink.1 "qlink $cmd --help" "$("$qlink" "$cmd" --help 2>&1)"
 	grep -qE "^ *$cmd( |$)" "$tmp/qlink.1.txt" || { echo "FAIL: command $cmd not described in qlink.1"; fail=1; }
 done
@@ -75,5 +75,5 @@ for k in $keys; do
 	grep -qE -- "^ +$k( |\$)" "$tmp/qlinkd.yaml.5.txt" ||
 		{ echo "FAIL: config key '$k' is not described in qlinkd.yaml.5"; fail=1; }
 done
-[ $fail -eq 0 ] && echo "PASS: 4 pages render cleanly; options of qlink, qlink bench/serve/vppu/hololink/qec/sdr/ep, qlinkd, qlink-epgen and $(echo "$keys" | wc -w) config keys documented"
+[ $fail -eq 0 ] && echo "PASS: 4 pages render cleanly; options of qlink, qlink bench/serve/vppu/hololink/qec/sdr/ep/stat, qlinkd, qlink-epgen and $(echo "$keys" | wc -w) config keys documented"
 exit $fail

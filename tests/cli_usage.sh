@@ -6,7 +6,10 @@
 # argument) exiting 2 with exactly one line on stderr that points to
 # --help and nothing on stdout; the deprecated --uri alias of --device; and
 # the --histogram output of vppu and bench (buckets summing to the calls,
-# cumulative percentages rising to 100).
+# cumulative percentages rising to 100) and their --plot figures (with
+# gnuplot); qlink stat on the same option table (TIME --timeout); and an
+# unreachable peer (a closed control port, a mute stats socket) failing
+# fast with the reason.
 #
 #   tests/cli_usage.sh QLINK
 set -u
@@ -19,7 +22,7 @@ fail() {
 }
 
 # ---- --help, help CMD, -V ----------------------------------------------------
-for cmd in info bench serve vppu hololink qec sdr ep "ep serve" "ep call"; do
+for cmd in info bench serve vppu hololink qec sdr ep "ep serve" "ep call" stat; do
 	# shellcheck disable=SC2086 # "ep serve" is two words
 	"$qlink" $cmd --help >"$dir/help" 2>"$dir/err" || fail "qlink $cmd --help exited $?"
 	[ -s "$dir/err" ] && fail "qlink $cmd --help wrote to stderr: $(cat "$dir/err")"
@@ -59,7 +62,7 @@ usage_error() { # PATTERN ARGS...: must fail with status 2 and one line matching
 usage_error "^qlink: no command" 
 usage_error "unknown command 'frob'" frob
 usage_error "unknown command 'frob'" help frob
-for cmd in info bench serve vppu hololink qec sdr; do
+for cmd in info bench serve vppu hololink qec sdr stat; do
 	usage_error "^qlink $cmd: unknown option '--frobnicate'" $cmd --frobnicate
 done
 usage_error "^qlink ep serve: unknown option '--frob'" ep serve --frob x.yaml
@@ -101,11 +104,50 @@ for t in 5parsecs -1 "" ms 1e999; do
 	usage_error "bad value '$t' for --timeout" vppu --timeout "$t"
 done
 usage_error "bad value '2h' for --timeout" hololink --timeout 2h 127.0.0.1 read 0x0
+# qlink stat: the same table, TIME for --timeout (not milliseconds)
+for t in 5parsecs -1 0 2h; do
+	usage_error "bad value '$t' for --timeout" stat --socket "$dir/none" --timeout "$t"
+done
+usage_error "option '--socket' needs a value" stat --socket
+usage_error "option '--json' takes no value" stat --json=1
+usage_error "--json and --prometheus exclude each other" stat --json --prometheus
+usage_error "unexpected argument 'extra'" stat --socket "$dir/none" extra
 usage_error "--expect checks the answers to --args" vppu --params-file x --expect 00
 usage_error "--function my_decoder: give its arguments with --args HEX" vppu --params-file x \
 	--function my_decoder
 usage_error "bad value 'xyz' for --args" vppu --params-file x --function 7 --args xyz
 echo "ok usage errors"
+
+# ---- qlink stat fails fast with the reason; --timeout is TIME -------------------
+"$qlink" stat --socket "$dir/none" >"$dir/out" 2>"$dir/err"
+[ $? -eq 1 ] || fail "qlink stat on a missing socket did not exit 1"
+grep -q "^qlink stat: $dir/none: No such file or directory (is qlinkd running" "$dir/err" ||
+	fail "qlink stat on a missing socket: $(cat "$dir/err")"
+# a socket that accepts and never answers: --timeout 300ms ends the wait
+python3 -c '
+import socket, sys, time
+s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(1)
+c, _ = s.accept(); time.sleep(30)' "$dir/mute.sock" &
+for _ in $(seq 50); do [ -S "$dir/mute.sock" ] && break; sleep 0.1; done
+start=$(date +%s%N)
+"$qlink" stat --socket "$dir/mute.sock" --timeout 300ms >"$dir/out" 2>"$dir/err"
+st=$? ms=$((($(date +%s%N) - start) / 1000000))
+kill %% 2>/dev/null
+wait 2>/dev/null
+[ $st -eq 1 ] || fail "qlink stat --timeout 300ms on a mute socket exited $st: $(cat "$dir/err")"
+grep -q "no answer within 0.3s" "$dir/err" || fail "qlink stat --timeout: $(cat "$dir/err")"
+[ "$ms" -ge 250 ] && [ "$ms" -lt 1500 ] || fail "qlink stat --timeout 300ms waited ${ms} ms"
+echo "ok qlink stat: unreachable and mute qlinkd, --timeout TIME"
+
+# an unreachable qlinkd: a closed port fails in about a second, with the reason
+start=$(date +%s%N)
+"$qlink" vppu --connect 127.0.0.1:1 --cpu -1 >"$dir/out" 2>"$dir/err"
+st=$? ms=$((($(date +%s%N) - start) / 1000000))
+[ $st -eq 1 ] || fail "vppu --connect to a closed port exited $st"
+grep -q "port unreachable on 3 of 3 tries: nothing listens there" "$dir/err" ||
+	fail "vppu --connect to a closed port: $(cat "$dir/err")"
+[ "$ms" -lt 4000 ] || fail "vppu --connect to a closed port took ${ms} ms"
+echo "ok vppu: a closed control port fails fast with the reason"
 
 # ---- --uri (deprecated) works as --device; --histogram ---------------------------
 n=0
@@ -129,6 +171,20 @@ awk '/^#closed/ { on = 1; next } on && NF == 3 { sum += $2; last = $3; prev_ok =
      BEGIN { prev_ok = 1 } END { exit !(sum == 300 && last == 100 && prev_ok) }' "$dir/vppu.out" ||
 	fail "vppu --histogram: buckets do not sum to 300 calls or reach 100%: $(cat "$dir/vppu.out")"
 
+# --plot DIR: the histogram as data, and drawn (PNG, SVG) by gnuplot
+if command -v gnuplot >/dev/null; then
+	serve_vppu --device "soft+shm://cliu-v$$" --count 300 --plot "$dir/vplot" ||
+		fail "vppu --plot exited $?: $(cat "$dir/vppu.err")"
+	grep -q "^plots: $dir/vplot/vppu_latency.png" "$dir/vppu.out" ||
+		fail "vppu --plot: no plots line: $(cat "$dir/vppu.out")"
+	[ "$(head -c 4 "$dir/vplot/vppu_latency.png" | od -An -tx1 | tr -d ' ')" = 89504e47 ] ||
+		fail "vppu --plot: no PNG"
+	grep -q "<svg" "$dir/vplot/vppu_latency.svg" || fail "vppu --plot: no SVG"
+	awk '/^# closed: bucket_us count/ { on = 1; next } on && NF == 4 { sum += $2 }
+	     END { exit sum != 300 }' "$dir/vplot/vppu_latency.dat" ||
+		fail "vppu --plot: the data does not hold the 300 calls"
+fi
+
 # a wrong answer shows the expected and the received bytes; --function by id
 serve_vppu --device "soft+shm://cliu-v$$" --count 3 --function 0x191b6322 --args 0aff \
 	--expect 0a00 && fail "vppu --expect with a wrong answer exited 0"
@@ -145,7 +201,7 @@ echo "ok --uri alias, vppu --histogram, wrong answers, status names"
 
 timeout 60 "$qlink" bench --device "soft+shm://cliu-b$$" --client-cpu -1 --server-cpu -1 \
 	--latency-calls 500 --warmup-calls 10 --rate-seconds 50ms --paced-seconds 0 -H \
-	>"$dir/bench.out" 2>&1 || fail "bench -H exited $?: $(cat "$dir/bench.out")"
+	--plot "$dir/bplot" >"$dir/bench.out" 2>&1 || fail "bench -H exited $?: $(cat "$dir/bench.out")"
 grep -q "^#latency round trip: usec count cumulative%$" "$dir/bench.out" ||
 	fail "bench -H: no latency histogram: $(cat "$dir/bench.out")"
 grep -q "^#rate round trip: usec count cumulative%$" "$dir/bench.out" ||
@@ -153,5 +209,11 @@ grep -q "^#rate round trip: usec count cumulative%$" "$dir/bench.out" ||
 awk '/^#latency/ { on = 1; next } /^$|^#/ { on = 0 } on { sum += $2 } END { exit sum != 500 }' \
 	"$dir/bench.out" || fail "bench -H: the latency buckets do not sum to 500 calls"
 grep -qiE "issue [0-9]|\(seed" "$dir/bench.out" && fail "bench prints internal labels"
+if command -v gnuplot >/dev/null; then
+	grep -q "<svg" "$dir/bplot/bench_latency.svg" || fail "bench --plot: no SVG"
+	[ -s "$dir/bplot/bench_latency.png" ] || fail "bench --plot: no PNG"
+	grep -q "^# latency: bucket_us count" "$dir/bplot/bench_latency.dat" ||
+		fail "bench --plot: no latency data"
+fi
 echo "PASS: --help and help CMD for every subcommand, -V, one-line usage errors (exit 2)," \
-	"--uri alias, --histogram"
+	"--uri alias, --histogram, --plot, unreachable peers"

@@ -135,7 +135,34 @@ mkdir "$dir/ww" && chmod 0777 "$dir/ww"
 expect_fail "world-writable params directory" "writable by group or others and not sticky" \
 	"$qlinkd" --config "$dir/qlinkd.yaml" --params-file "$dir/ww/p" --timeout 1
 expect_fail "missing config" "cannot read the file" "$qlinkd" --config "$dir/nope.yaml"
-expect_fail "--config and --check-config" "give one of" "$qlinkd" --config a --check-config b
+# usage errors: exit 2, one line on stderr pointing to --help, as qlink's
+qlinkd_usage() { # PATTERN ARGS...
+	local want=$1
+	shift
+	"$qlinkd" "$@" >"$dir/u.out" 2>"$dir/u.err"
+	local st=$?
+	[ $st -eq 2 ] || fail "qlinkd $*: exited $st, not 2: $(cat "$dir/u.err")"
+	[ "$(wc -l <"$dir/u.err")" -eq 1 ] || fail "qlinkd $*: not one line: $(cat "$dir/u.err")"
+	[ -s "$dir/u.out" ] && fail "qlinkd $*: wrote to stdout"
+	grep -qE -- "^qlinkd: $want \(see qlinkd --help\)$" "$dir/u.err" ||
+		fail "qlinkd $*: '$(cat "$dir/u.err")' does not match '$want'"
+}
+qlinkd_usage "give one of --config FILE or --check-config FILE" --config a --check-config b
+qlinkd_usage "unknown option '--frob'" --frob
+qlinkd_usage "unknown option '-x'" -x
+qlinkd_usage "option '--config' needs a value" --config
+qlinkd_usage "option '--load-plugins' takes no value" --check-config a --load-plugins=1
+qlinkd_usage "unexpected argument 'extra'" --config a extra
+qlinkd_usage "--load-plugins goes with --check-config" --config a --load-plugins
+for t in 5parsecs 0 -1 2d; do
+	qlinkd_usage "bad value '$t' for --timeout" --config a --timeout "$t"
+done
+# --timeout is a TIME, as qlink's: 300ms waits 0.3 s for the client
+start=$(date +%s%N)
+expect_fail "--timeout 300ms" "within 0.3 s" "$qlinkd" --config "$dir/qlinkd.yaml" \
+	--params-file "$dir/short" --timeout 300ms
+ms=$((($(date +%s%N) - start) / 1000000))
+[ "$ms" -lt 10000 ] || fail "qlinkd --timeout 300ms waited ${ms} ms"
 # no arguments: the default configuration (named by --help), read as --config
 def=$("$qlinkd" --help | sed -n 's/^default configuration: //p')
 [ -n "$def" ] || fail "qlinkd --help names no default configuration"

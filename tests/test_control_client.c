@@ -3,7 +3,9 @@
  * The control-plane client (QCS side) against a scripted fake server: what
  * it does with every kind of answer a server, a stranger or a broken network
  * can give. Bad addresses are refused at creation; silence is -ETIMEDOUT
- * after the retries, and replies signed with another secret say so;
+ * after the retries, a port that answers with ICMP port unreachable is
+ * -ECONNREFUSED after three tries, and replies signed with another secret
+ * say so;
  * garbage, replies to other requests and other sessions are ignored while
  * the real reply is awaited; an ERROR is mapped to its errno with the
  * server's text in the detail; a reply of the wrong type is -EPROTO; a
@@ -25,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -294,6 +297,42 @@ static void test_silence_and_wrong_secret(void **state)
 	ql_ctl_client_destroy(cl);
 }
 
+/* A port nothing listens on: the ICMP port unreachables of three tries end
+ * the request with -ECONNREFUSED and the reason, well before the retries
+ * run out (50 + 100 + 200 ms, not the 1.5 s of six silent tries). */
+static void test_port_unreachable(void **state)
+{
+	struct ql_ctl_client_config cfg = { .bind_addr = "127.0.0.1",
+					    .timeout_ms = 50,
+					    .retries = 5 };
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	struct ql_ctl_client *cl = NULL;
+	struct ql_conn_params p[1];
+	struct timespec t0, t1;
+	int fd = socket(AF_INET, SOCK_DGRAM, 0);
+	char hp[64];
+	long ms;
+
+	(void)state;
+	/* a port that was free a moment ago and is closed now */
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &alen), 0);
+	close(fd);
+	snprintf(hp, sizeof(hp), "127.0.0.1:%u", ntohs(a.sin_port));
+	assert_int_equal(ql_ctl_client_create(hp, NULL, 0, &cfg, &cl), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(ql_ctl_client_discover(cl, 1, p), -ECONNREFUSED);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	expect_detail("port unreachable");
+	expect_detail(hp);
+	ms = (t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000;
+	if (ms >= 1000)
+		fail_msg("took %ld ms to give up on a closed port", ms);
+	ql_ctl_client_destroy(cl);
+}
+
 static void test_noise_ignored_and_errors(void **state)
 {
 	struct ql_ctl_client *cl = client(3);
@@ -361,6 +400,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_before_discover, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_params_checked, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_silence_and_wrong_secret, setup, teardown),
+		cmocka_unit_test(test_port_unreachable),
 		cmocka_unit_test_setup_teardown(test_noise_ignored_and_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_abort_and_forgotten, setup, teardown),
 	};

@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include "capture_stderr.h"
+
 #include "qlink/control.h"
 #include "qlink/log.h"
 
@@ -24,22 +26,11 @@
 static char *capture(const char *hostile)
 {
 	static char out[8192];
-	FILE *tmp = tmpfile();
-	int saved = dup(2);
-	size_t n;
+	struct capture_stderr c;
 
-	assert_non_null(tmp);
-	fflush(stderr);
-	assert_true(dup2(fileno(tmp), 2) >= 0);
+	capture_stderr_begin(&c);
 	ql_log_warn("control", "session from %s: %s", "127.0.0.1:9", hostile);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	rewind(tmp);
-	n = fread(out, 1, sizeof(out) - 1, tmp);
-	out[n] = 0;
-	fclose(tmp);
-	return out;
+	return capture_stderr_end(&c, out, sizeof(out));
 }
 
 static void test_log_no_forged_lines(void **state)

@@ -52,6 +52,7 @@
 #include <qlink/rpc_wire.h>
 
 #include "bridge/cudaq_bridge_abi.h"
+#include "capture_stderr.h"
 #include "cudaq_host_fn.h"
 #include "hotpath.h"
 #include "transport/rendezvous.h" /* libqlink.a: the QCS side of the rendezvous */
@@ -691,23 +692,11 @@ enum qcs_kind { QCS_CLIENT, QCS_VPPU };
 /* disconnect(h), its stderr line into buf */
 static void disconnect_capture(ql_cudaq_bridge_handle_t h, char *buf, size_t len)
 {
-	FILE *t = tmpfile();
-	int saved = dup(2);
-	size_t n;
+	struct capture_stderr c;
 
-	assert_non_null(t);
-	assert_true(saved >= 0);
-	fflush(stderr);
-	assert_true(dup2(fileno(t), 2) == 2);
+	capture_stderr_begin(&c);
 	assert_int_equal(bi->disconnect(h), QL_CUDAQ_OK);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	rewind(t);
-	n = fread(buf, 1, len - 1, t);
-	buf[n] = '\0';
-	fclose(t);
-	fputs(buf, stderr);
+	fputs(capture_stderr_end(&c, buf, len), stderr);
 }
 
 static void lifecycle(bool unified, enum qcs_kind kind)

@@ -18,6 +18,8 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "capture_stderr.h"
+
 #include "qlinkd/qlinkd_int.h"
 
 static const char *const hostile[] = {
@@ -205,27 +207,17 @@ static void test_text_round_trip(void **state)
 static void test_library_lines(void **state)
 {
 	char buf[4096];
-	FILE *tmp = tmpfile();
-	int saved = dup(2);
-	size_t n;
+	struct capture_stderr c;
 	json_error_t err;
 	json_t *o;
 
 	(void)state;
 	qlinkd_log_config(QL_LOG_INFO, QL_LOG_FORMAT_JSON);
 	ql_log_set_level(QL_LOG_INFO);
-	assert_non_null(tmp);
-	fflush(stderr);
-	assert_true(dup2(fileno(tmp), 2) >= 0);
+	capture_stderr_begin(&c);
 	ql_log_warn("verbs", "device \"%s\" gone\n", "x y");
 	ql_log_debug("verbs", "below the level: not written");
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
-	rewind(tmp);
-	n = fread(buf, 1, sizeof(buf) - 1, tmp);
-	buf[n] = 0;
-	fclose(tmp);
+	capture_stderr_end(&c, buf, sizeof(buf));
 	ql_log_set_sink(NULL, NULL);
 	one_line(buf);
 	o = json_loads(buf, 0, &err);

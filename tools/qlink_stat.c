@@ -9,7 +9,6 @@
 #define _GNU_SOURCE
 
 #include <errno.h>
-#include <getopt.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -20,24 +19,29 @@
 #include "stats_socket.h"
 #include "tools.h"
 
-static void usage(FILE *f)
-{
-	fprintf(f, "usage: qlink stat [--socket PATH] [--json | --prometheus] [--timeout MS]\n"
-		   "\n"
-		   "Print a running qlinkd's statistics: sessions (live, and the last 64\n"
-		   "ended with their final counters), functions with calls and errors\n"
-		   "since start, handler latency, refused and dropped requests by reason,\n"
-		   "and device, channel (hsb, udp), dispatcher and control counters.\n"
-		   "\n"
-		   "options:\n"
-		   "  --socket PATH   qlinkd's stats socket (its --stats-socket; default\n"
-		   "                  /run/qlink/qlinkd-stats.sock as root, else\n"
-		   "                  $XDG_RUNTIME_DIR/qlinkd-stats.sock)\n"
-		   "  --json          one JSON object\n"
-		   "  --prometheus    the Prometheus text exposition format\n"
-		   "  --timeout MS    how long to wait for qlinkd (default 2000)\n"
-		   "  -h, --help      this text\n");
-}
+static const struct tool_opt stat_opts[] = {
+	{ "socket", 0, 's', TOOL_VALUE, "PATH",
+	  "qlinkd's stats socket (default, as qlinkd's:\n"
+	  "$RUNTIME_DIRECTORY/qlinkd-stats.sock, else\n"
+	  "/run/qlink/qlinkd-stats.sock as root, else\n"
+	  "$XDG_RUNTIME_DIR/qlinkd-stats.sock)" },
+	{ "json", 0, 'j', TOOL_FLAG, NULL, "one JSON object" },
+	{ "prometheus", 0, 'p', TOOL_FLAG, NULL, "the Prometheus text exposition format" },
+	{ "timeout", 0, 't', TOOL_VALUE, "TIME", "how long to wait for qlinkd (default 2s)" },
+	{ 0 },
+};
+
+static const struct tool_cmd stat_cmd = {
+	.name = "stat",
+	.usage = "[--socket PATH] [--json | --prometheus] [--timeout TIME]",
+	.about = "Print a running qlinkd's statistics: sessions (live, and the last 64\n"
+		 "ended with their final counters), functions with calls and errors\n"
+		 "since start, handler latency, refused and dropped requests by reason,\n"
+		 "and device, channel (hsb, udp), dispatcher and control counters. Exit 1\n"
+		 "when qlinkd cannot be reached or does not answer in time (the reason\n"
+		 "on stderr).\n",
+	.opts = stat_opts,
+};
 
 /* Send the request line, copy the reply to stdout until qlinkd closes. */
 static int fetch(const char *path, const char *req, int timeout_ms)
@@ -71,8 +75,8 @@ static int fetch(const char *path, const char *req, int timeout_ms)
 		ssize_t r;
 
 		if (poll(&p, 1, timeout_ms) <= 0) {
-			fprintf(stderr, "qlink stat: %s: no answer within %d ms\n", path,
-				timeout_ms);
+			fprintf(stderr, "qlink stat: %s: no answer within %gs\n", path,
+				timeout_ms / 1000.0);
 			ret = 1;
 			break;
 		}
@@ -104,57 +108,42 @@ static int fetch(const char *path, const char *req, int timeout_ms)
 
 int tool_stat(int argc, char **argv)
 {
-	static const struct option lo[] = {
-		{ "socket", required_argument, NULL, 's' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "prometheus", no_argument, NULL, 'p' },
-		{ "timeout", required_argument, NULL, 't' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *path = NULL, *req = "text\n";
+	const char *path = NULL, *req = NULL;
 	char def[sizeof(((struct sockaddr_un *)0)->sun_path)];
-	int c, timeout = 2000;
+	double timeout_s = 2;
+	int c;
 
-	optind = 1;
-	while ((c = getopt_long(argc, argv, "h", lo, NULL)) != -1) {
+	optind = 0;
+	while ((c = tool_getopt(&stat_cmd, argc, argv)) != TOOL_END) {
 		switch (c) {
 		case 's':
 			path = optarg;
 			break;
 		case 'j':
-			req = "json\n";
-			break;
 		case 'p':
-			req = "prometheus\n";
+			if (req)
+				return tool_usage("stat",
+						  "--json and --prometheus exclude each other");
+			req = c == 'j' ? "json\n" : "prometheus\n";
 			break;
 		case 't':
-			if (tool_int(optarg, 1, 600000, &timeout))
+			if (tool_time(optarg, 0.001, 600, &timeout_s))
 				return tool_bad("stat", "--timeout", optarg);
 			break;
-		case 'h':
-			usage(stdout);
-			return 0;
 		default:
-			fprintf(stderr, "qlink stat: see qlink stat --help\n");
 			return 2;
 		}
 	}
-	if (optind < argc) {
-		fprintf(stderr, "qlink stat: unexpected argument '%s'; see qlink stat --help\n",
-			argv[optind]);
-		return 2;
-	}
+	if (optind < argc)
+		return tool_usage("stat", "unexpected argument '%s'", argv[optind]);
 	if (!path) {
 		int ret = ql_stats_socket_default(def, sizeof(def));
 
-		if (ret) {
-			fprintf(stderr, "qlink stat: no default stats socket (%s); give --socket\n",
-				ret == -ENOENT ? "not root and XDG_RUNTIME_DIR unset" :
-						 "path too long");
-			return 2;
-		}
+		if (ret)
+			return tool_usage("stat", "no default stats socket (%s); give --socket",
+					  ret == -ENOENT ? "not root and XDG_RUNTIME_DIR unset" :
+							   "path too long");
 		path = def;
 	}
-	return fetch(path, req, timeout);
+	return fetch(path, req ? req : "text\n", (int)(timeout_s * 1000 + 0.5));
 }

@@ -322,7 +322,9 @@ int ql_ctl_client_create(const char *host_port, const uint8_t *secret, size_t se
 void ql_ctl_client_destroy(struct ql_ctl_client *cl);
 
 /* Each request below retransmits until its reply arrives; errors:
- * -ETIMEDOUT (no reply after the retries), the server's ERROR mapped to an
+ * -ETIMEDOUT (no reply after the retries), -ECONNREFUSED when three tries
+ * (or every try, with fewer retries) met an ICMP port unreachable (nothing
+ * listens at host_port; detail "port unreachable"), the server's ERROR mapped to an
  * errno (-EACCES, -EBUSY, -ECONNREFUSED, -EPROTO, -ENOTCONN, -EBADMSG) with
  * "server: <code>: <message>" in ql_error_detail(), and -ECONNRESET once the
  * server has sent an ABORT notice. */

@@ -973,7 +973,9 @@ static const struct ql_config_key keys[] = {
 	MAP("hsb", .doc = "the page geometry of each hsb session"),
 	INT("hsb.pages", C(hsb.pages), 1, QL_HSB_MAX_PAGES, QL_HSB_DEFAULT_PAGES,
 	    .doc = "pages per session"),
-	INT("hsb.page_size", C(hsb.page_size), QL_HSB_PAGE_UNIT, QL_HSB_MAX_PAGE_SIZE,
+	/* the least page holds the smallest frame (24 bytes, rounded up to
+	 * 128) and the board's 128 bytes of metadata after it */
+	INT("hsb.page_size", C(hsb.page_size), 2 * QL_HSB_PAGE_UNIT, QL_HSB_MAX_PAGE_SIZE,
 	    QL_HSB_DEFAULT_PAGE_SIZE, .why = "a multiple of 128",
 	    .doc = "bytes per page, a multiple of 128"),
 	INT("hsb.frame_len", C(hsb.frame_len), 24, QL_HSB_MAX_PAGE_SIZE, 0,
@@ -1231,6 +1233,7 @@ static void check_geometry(struct ql__config_walk *w, struct ql_config *c)
 	if (ql_hsb_params_check(&g))
 		ql__diag_add(f,
 			     ql__yaml_line(f, seen(w, "hsb.frame_len") ? "hsb.frame_len" :
+					      seen(w, "hsb.page_size") ? "hsb.page_size" :
 					      seen(w, "hsb")	       ? "hsb" :
 									 "transport"),
 			     "%s", ql_error_detail());

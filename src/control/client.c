@@ -69,9 +69,10 @@ static int receive_one(struct ql_ctl_client *cl, uint64_t seq, bool *unauth)
 	ssize_t n = recv(cl->fd, buf, sizeof(buf), MSG_DONTWAIT);
 	int ret;
 
-	/* Errors (EAGAIN, or a one-shot ECONNREFUSED from an ICMP) all mean: nothing to read. */
+	/* Errors all mean nothing to read; ECONNREFUSED (a one-shot ICMP port
+	 * unreachable) also that this try went nowhere. */
 	if (n < 0)
-		return -EAGAIN;
+		return errno == ECONNREFUSED ? -ECONNREFUSED : -EAGAIN;
 	ret = ql_ctl_parse(buf, (size_t)n, cl->secret, cl->secret_len, m);
 	/* A server of another version says which it speaks in an ERROR of its
 	 * own version (MAC checked, when there is a secret): that is the reply. */
@@ -127,12 +128,17 @@ static int version_error(struct ql_ctl_client *cl)
 			    r->text[0] ? ": " : "", r->text);
 }
 
+/* Tries answered by an ICMP port unreachable that end a request: nothing
+ * listens at the server's address (a server still starting gets the time
+ * of three tries to bind). */
+#define QL__CTL_REFUSED_TRIES 3u
+
 /* Send m (seq assigned here) until its reply arrives; the reply is cl->reply. */
 static int transact(struct ql_ctl_client *cl, struct ql_ctl_msg *m, enum ql_ctl_type want)
 {
 	uint8_t buf[QL_CTL_MAX_DGRAM];
 	bool unauth = false;
-	uint32_t wait = cl->timeout_ms;
+	uint32_t wait = cl->timeout_ms, refused = 0;
 	int n, ret;
 
 	ret = check_usable(cl);
@@ -151,11 +157,16 @@ static int transact(struct ql_ctl_client *cl, struct ql_ctl_msg *m, enum ql_ctl_
 				    ql_strerror(n));
 	for (uint32_t attempt = 0; attempt <= cl->retries; attempt++) {
 		uint64_t deadline = now_ns() + (uint64_t)wait * 1000000ull;
+		bool try_refused = false;
 
-		/* ECONNREFUSED from an earlier ICMP port-unreachable is just a lost try. */
-		if (send(cl->fd, buf, (size_t)n, 0) < 0 && errno != ECONNREFUSED)
-			return ql_error_set(-errno, "control: send to %s: %s", cl->server,
-					    strerror(errno));
+		/* A port unreachable is a lost try (the server may be starting);
+		 * three of them end the request (below). */
+		if (send(cl->fd, buf, (size_t)n, 0) < 0) {
+			if (errno != ECONNREFUSED)
+				return ql_error_set(-errno, "control: send to %s: %s", cl->server,
+						    strerror(errno));
+			try_refused = true;
+		}
 		for (;;) {
 			uint64_t now = now_ns();
 			struct pollfd pfd = { .fd = cl->fd, .events = POLLIN };
@@ -166,12 +177,22 @@ static int transact(struct ql_ctl_client *cl, struct ql_ctl_msg *m, enum ql_ctl_
 				continue;
 			while ((ret = receive_one(cl, m->seq, &unauth)) == 0)
 				;
-			if (ret == -EAGAIN)
+			try_refused |= ret == -ECONNREFUSED;
+			if (ret == -EAGAIN || ret == -ECONNREFUSED)
 				continue;
 			if (ret < 0)
 				return ret;
 			goto got;
 		}
+		refused += try_refused;
+		if (refused >= QL__CTL_REFUSED_TRIES ||
+		    (refused && refused == attempt + 1 && attempt == cl->retries))
+			return ql_error_set(-ECONNREFUSED,
+					    "control: %s to %s: port unreachable on %u of %u "
+					    "tries: nothing listens there; is qlinkd running, "
+					    "with this control address?",
+					    ql_ctl_type_name(m->type), cl->server, refused,
+					    attempt + 1);
 		wait = wait * 2 > cl->timeout_ms * 8 ? cl->timeout_ms * 8 : wait * 2;
 	}
 	if (unauth)

@@ -36,6 +36,7 @@
 #define _GNU_SOURCE
 
 #include "qlinkd_int.h"
+#include "tools.h"
 #include "transport/rendezvous.h"
 
 #ifndef QLINK_VERSION
@@ -183,7 +184,8 @@ static void usage(FILE *f)
 		"                           functions\n"
 		"  --params-file FILE       serve one session over a rendezvous file, as\n"
 		"                           `qlink serve` does (besides the control plane)\n"
-		"  --timeout S              how long to wait for that client (default 60)\n"
+		"  --timeout TIME           how long to wait for that client (default 60; a\n"
+		"                           number of seconds, or with a unit: 500ms, 2m)\n"
 		"  --stats-socket PATH      the read-only statistics socket `qlink stat`\n"
 		"                           reads (mode 0600; default\n"
 		"                           $RUNTIME_DIRECTORY/qlinkd-stats.sock, else\n"
@@ -238,6 +240,20 @@ struct qlinkd_opts {
 	double timeout;		  /* for --params-file's client */
 };
 
+/* A usage error: one line pointing to --help, exit status 2 (as qlink's). */
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "qlinkd: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see qlinkd --help)\n");
+	return 2;
+}
+
 /* Command line: -1 to go on, else the exit status (--help, --version, errors). */
 static int parse_args(int argc, char **argv, struct qlinkd_opts *o)
 {
@@ -255,7 +271,8 @@ static int parse_args(int argc, char **argv, struct qlinkd_opts *o)
 	int c;
 
 	*o = (struct qlinkd_opts){ .timeout = 60 };
-	while ((c = getopt_long(argc, argv, "c:hV", lo, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":c:hV", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			o->config = optarg;
@@ -272,41 +289,39 @@ static int parse_args(int argc, char **argv, struct qlinkd_opts *o)
 		case 'S':
 			o->stats_socket = optarg;
 			break;
-		case 't': {
-			char *end;
-
-			o->timeout = strtod(optarg, &end);
-			if (*end || !(o->timeout > 0 && o->timeout <= 86400)) {
-				fprintf(stderr, "qlinkd: bad value '%s' for --timeout\n", optarg);
-				return 2;
-			}
+		case 't':
+			if (tool_time(optarg, 0.001, 86400, &o->timeout))
+				return usage_error("bad value '%s' for --timeout", optarg);
 			break;
-		}
 		case 'h':
 			usage(stdout);
 			return 0;
 		case 'V':
 			printf("qlinkd %s (plugin ABI %u)\n", QLINK_VERSION, QL_PLUGIN_ABI_VERSION);
 			return 0;
-		default:
-			usage(stderr);
-			return 2;
+		case ':':
+			return usage_error("option '%.*s' needs a value",
+					   (int)strcspn(argv[optind - 1], "="), argv[optind - 1]);
+		default: { /* '?': unknown, or a flag given a value */
+			const char *a = argv[optind - 1];
+			int n = (int)strcspn(a, "=");
+
+			if (strncmp(a, "--", 2))
+				return usage_error("unknown option '-%c'", optopt);
+			return usage_error(optopt ? "option '%.*s' takes no value" :
+						    "unknown option '%.*s'",
+					   n, a);
+		}
 		}
 	}
-	if (o->load_plugins && !o->check) {
-		fprintf(stderr, "qlinkd: --load-plugins goes with --check-config\n");
-		usage(stderr);
-		return 2;
-	}
+	if (o->load_plugins && !o->check)
+		return usage_error("--load-plugins goes with --check-config");
 	if (!o->config && !o->check)
 		o->config = qlinkd_default_config();
-	if (optind < argc || (o->config && o->check)) {
-		fprintf(stderr, "qlinkd: %s\n",
-			optind < argc ? "unexpected argument" :
-					"give one of --config FILE or --check-config FILE");
-		usage(stderr);
-		return 2;
-	}
+	if (optind < argc)
+		return usage_error("unexpected argument '%s'", argv[optind]);
+	if (o->config && o->check)
+		return usage_error("give one of --config FILE or --check-config FILE");
 	return -1;
 }
 
@@ -463,7 +478,7 @@ int main(int argc, char **argv)
 	struct ql_diags diags;
 	int ret;
 
-	qlinkd_plugin_dir_init();
+	qlinkd_install_paths_init();
 	ret = parse_args(argc, argv, &o);
 	if (ret >= 0)
 		return ret;

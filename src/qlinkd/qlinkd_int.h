@@ -207,11 +207,13 @@ int qlinkd_list_functions(struct qlinkd *q);
 
 /* ---- service.c: running under a service manager ------------------------------- */
 
-/* The configuration read when none is given (SYSCONFDIR/qlink/qlinkd.yaml). */
+/* The configuration read when none is given (SYSCONFDIR/qlink/qlinkd.yaml
+ * of the install this qlinkd runs from). */
 const char *qlinkd_default_config(void);
 /* Set the plugin directory (ql_config_set_plugin_dir) to LIBDIR/qlink/plugins
+ * and the default configuration to SYSCONFDIR/qlink/qlinkd.yaml, both
  * relative to this executable. */
-void qlinkd_plugin_dir_init(void);
+void qlinkd_install_paths_init(void);
 /* sd_notify(3)'s protocol: send state ("READY=1", "STOPPING=1") to
  * $NOTIFY_SOCKET (a path, or @name for an abstract socket); 0 when it is
  * unset or the datagram went, else a negative errno (logged). */

@@ -17,20 +17,60 @@
 #ifndef QLINKD_DEFAULT_CONFIG
 #define QLINKD_DEFAULT_CONFIG "/etc/qlink/qlinkd.yaml"
 #endif
+#ifndef QLINKD_SBINDIR
+#define QLINKD_SBINDIR "/usr/sbin"
+#endif
+#ifndef QLINKD_PREFIX_REL
+#define QLINKD_PREFIX_REL ".."
+#endif
+#ifndef QLINKD_SYSCONF_REL
+#define QLINKD_SYSCONF_REL "etc"
+#endif
 #ifndef QLINKD_PLUGIN_REL
 #define QLINKD_PLUGIN_REL "../lib/qlink/plugins"
 #endif
 
+#define QLINKD_CONFIG_NAME "qlink/qlinkd.yaml"
+
+static char default_config[PATH_MAX + 64] = QLINKD_DEFAULT_CONFIG;
+
 const char *qlinkd_default_config(void)
 {
-	return QLINKD_DEFAULT_CONFIG;
+	return default_config;
 }
 
-/* The plugin directory, relative to this executable as installed (so an
- * install under any prefix or DESTDIR finds its own plugins). */
-void qlinkd_plugin_dir_init(void)
+/* qlinkd runs from another place than the SBINDIR it was configured for
+ * (installed with --prefix P, or under DESTDIR): the configuration that
+ * install put beside it, as cmake/QlinkInstall.cmake places it:
+ * P/SYSCONFDIR, or for a prefix named usr (/usr under DESTDIR) the etc
+ * beside it; the first of those that exists, else the rule's. An absolute
+ * SYSCONFDIR is where it is. */
+static void relocated_config(const char *exe_dir)
 {
-	char exe[PATH_MAX], dir[PATH_MAX + 64], *slash;
+	char p[PATH_MAX + 16], prefix[PATH_MAX], usr_etc[PATH_MAX + 64];
+	const char *base;
+
+	if (!QLINKD_SYSCONF_REL[0])
+		return;
+	snprintf(p, sizeof(p), "%s/%s", exe_dir, QLINKD_PREFIX_REL);
+	if (!realpath(p, prefix))
+		return;
+	snprintf(default_config, sizeof(default_config), "%s/%s/%s",
+		 strcmp(prefix, "/") ? prefix : "", QLINKD_SYSCONF_REL, QLINKD_CONFIG_NAME);
+	base = strrchr(prefix, '/');
+	if (!base || strcmp(base, "/usr") || access(default_config, F_OK) == 0)
+		return;
+	snprintf(usr_etc, sizeof(usr_etc), "%.*s/etc/%s", (int)(base - prefix), prefix,
+		 QLINKD_CONFIG_NAME);
+	snprintf(default_config, sizeof(default_config), "%s", usr_etc);
+}
+
+/* The plugin directory and the default configuration, relative to this
+ * executable as installed (so an install under any prefix or DESTDIR finds
+ * its own); without /proc the configured paths. */
+void qlinkd_install_paths_init(void)
+{
+	char exe[PATH_MAX], dir[PATH_MAX + 64], sbin[PATH_MAX], *slash;
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 
 	if (n <= 0)
@@ -40,6 +80,8 @@ void qlinkd_plugin_dir_init(void)
 	if (!slash)
 		return;
 	*slash = 0;
+	if (!realpath(QLINKD_SBINDIR, sbin) || strcmp(sbin, exe))
+		relocated_config(exe);
 	snprintf(dir, sizeof(dir), "%s/%s", exe, QLINKD_PLUGIN_REL);
 	ql_config_set_plugin_dir(realpath(dir, exe) ? exe : dir);
 }
