@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -221,6 +222,8 @@ struct pp_end {
 	int rounds;
 	int done;
 	uint64_t until;
+	struct pp_end *other;
+	atomic_bool finished;
 };
 
 /* Two threads on one CPU: an empty poll now and then gives the CPU to the
@@ -318,8 +321,19 @@ static void *pp_send(struct pp_end *e)
 static void *pp_main(void *arg)
 {
 	struct pp_end *e = arg;
+	unsigned int spins = 0;
+	void *r = e->write ? pp_write(e) : pp_send(e);
 
-	return e->write ? pp_write(e) : pp_send(e);
+	/* Caller mode: the ACK of the last message received goes out on
+	 * this side's next call (docs/progress.md §4), and the peer's last
+	 * send completion waits for it: keep calling until the peer is
+	 * done, as an application on a caller-mode device does. */
+	atomic_store(&e->finished, true);
+	while (!atomic_load(&e->other->finished) && vt_now_ns() <= e->until) {
+		(void)ql_device_progress(e->me->dev);
+		pp_idle(&spins);
+	}
+	return r;
 }
 
 static void one_cpu_pingpong(bool write)
@@ -347,6 +361,8 @@ static void one_cpu_pingpong(bool write)
 	b.me = &pr->b;
 	b.peer = &pr->a;
 	b.server = true;
+	a.other = &b;
+	b.other = &a;
 	assert_int_equal(pthread_create(&tb, NULL, pp_main, &b), 0);
 	assert_int_equal(pthread_create(&ta, NULL, pp_main, &a), 0);
 	pthread_join(ta, NULL);
@@ -387,6 +403,8 @@ struct mt_arg {
 	bool sender;
 	int got;
 	uint64_t until;
+	struct mt_arg *other; /* the thread at the QP's other end */
+	atomic_bool finished;
 };
 
 static void *mt_main(void *arg)
@@ -414,9 +432,14 @@ static void *mt_main(void *arg)
 				return NULL;
 		}
 		if (n != 1 || wc.status != IBV_WC_SUCCESS)
-			return NULL;
+			break;
 		m->got++;
 	}
+	/* the sender's last completion needs the receiver's next call
+	 * (docs/progress.md §4): the receiver polls until the sender is done */
+	atomic_store(&m->finished, true);
+	while (!m->sender && !atomic_load(&m->other->finished) && vt_now_ns() <= m->until)
+		(void)ql_cq_poll(m->q->rcq, 1, &wc);
 	return NULL;
 }
 
@@ -458,6 +481,8 @@ static void test_many_pollers_one_device(void **state)
 					 .buf = nb.buf + 1024 * (size_t)i,
 					 .lkey = ql_mr_lkey(nb.mr),
 					 .until = until };
+		ma[i].other = &mb[i];
+		mb[i].other = &ma[i];
 	}
 	/* 2 x MT_QPS threads, each polling its own CQs: on each device
 	 * MT_QPS of them try to run its NIC at once */

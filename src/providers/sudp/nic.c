@@ -38,13 +38,15 @@ static bool service_qp(struct sudp_device *dev, struct sudp_qp *qp)
 		}
 		did |= ql__sudp_req_tx(qp);
 	}
-	/* The coalesced ACK waits one round (docs/progress.md §4): the
-	 * round that received the request returns first, so the
+	/* Caller mode: the coalesced ACK waits one round (docs/progress.md
+	 * §4): the round that received the request returns first, so the
 	 * application sees the data (or the receive completion) without
 	 * an ACK's sendmmsg ahead of it, and its reply, posted next, goes
 	 * out in one sendmmsg with the ACK behind it. Sixteen requests
-	 * unacknowledged do not wait. */
-	if (qp->ack_pending && (qp->ack_round != dev->round || qp->unacked >= SUDP_ACK_EVERY)) {
+	 * unacknowledged do not wait; nor does the NIC thread (there the
+	 * application sees the data as it is placed). */
+	if (qp->ack_pending &&
+	    (!dev->caller || qp->ack_round != dev->round || qp->unacked >= SUDP_ACK_EVERY)) {
 		ql__sudp_send_ack_now(qp);
 		did = true;
 	}
