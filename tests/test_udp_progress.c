@@ -212,6 +212,89 @@ static void test_caller_needs_caller(void **state)
 	vt_pair_destroy(pr);
 }
 
+static uint64_t tx_packets(struct ql_device *dev)
+{
+	struct ql_device_counters c;
+
+	/* not vt_counters: that runs a round first */
+	assert_int_equal(ql_device_counters(dev, &c), 0);
+	return c.tx_packets;
+}
+
+/* b runs rounds until the 8 bytes a wrote arrive: the round that places
+ * them has just returned */
+static void progress_until(struct ql_device *dev, const uint8_t *buf, const char *want)
+{
+	uint64_t until = vt_now_ns() + 5000000000ull;
+
+	while (memcmp(buf, want, 8) != 0) {
+		assert_true(vt_now_ns() < until);
+		(void)ql_device_progress(dev);
+	}
+}
+
+/* Caller mode: the ACK of a request waits for the responder's next round
+ * (docs/progress.md §4): none in the round that placed the data, the ACK
+ * behind the reply when the application answers, alone on the next round
+ * when it does not. */
+static void test_ack_waits_one_round(void **state)
+{
+	struct vt_opts o = { .type = IBV_QPT_RC };
+	struct vt_pair *pr;
+	struct ibv_wc wc;
+	uint64_t tx, until;
+	int n = 0;
+
+	(void)state;
+	setenv("QLINK_PROGRESS", "caller", 1);
+	assert_int_equal(vt_pair_create(udp(), &o, &pr), 0);
+	unsetenv("QLINK_PROGRESS");
+	assert_true(is_caller(pr->a.dev) && is_caller(pr->b.dev));
+	memset(pr->a.buf, 0, 64);
+	memset(pr->b.buf, 0, 64);
+	memcpy(pr->a.buf + 32, "ping!!!", 8);
+	memcpy(pr->b.buf + 32, "pong!!!", 8);
+
+	/* ping-pong: the reply carries the ACK in the same sendmmsg */
+	tx = tx_packets(pr->b.dev);
+	assert_int_equal(vt_post_write(pr->a.qp, 1, pr->a.buf + 32, 8, ql_mr_lkey(pr->a.mr),
+				       (uintptr_t)pr->b.buf, ql_mr_rkey(pr->b.mr),
+				       IBV_SEND_SIGNALED),
+			 0);
+	progress_until(pr->b.dev, pr->b.buf, "ping!!!");
+	assert_int_equal(tx_packets(pr->b.dev), tx); /* held */
+	assert_int_equal(vt_post_write(pr->b.qp, 2, pr->b.buf + 32, 8, ql_mr_lkey(pr->b.mr),
+				       (uintptr_t)pr->a.buf, ql_mr_rkey(pr->a.mr), 0),
+			 0);
+	assert_int_equal(tx_packets(pr->b.dev), tx + 2); /* the reply and the ACK */
+	progress_until(pr->a.dev, pr->a.buf, "pong!!!");
+	until = vt_now_ns() + 5000000000ull;
+	while (vt_now_ns() < until && (n = ql_cq_poll(pr->a.scq, 1, &wc)) == 0)
+		;
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 1);
+
+	/* one way: the next round sends the ACK alone */
+	memcpy(pr->a.buf + 32, "again!!", 8);
+	tx = tx_packets(pr->b.dev);
+	assert_int_equal(vt_post_write(pr->a.qp, 3, pr->a.buf + 32, 8, ql_mr_lkey(pr->a.mr),
+				       (uintptr_t)pr->b.buf, ql_mr_rkey(pr->b.mr),
+				       IBV_SEND_SIGNALED),
+			 0);
+	progress_until(pr->b.dev, pr->b.buf, "again!!");
+	assert_int_equal(tx_packets(pr->b.dev), tx);
+	assert_true(ql_device_progress(pr->b.dev) > 0);
+	assert_int_equal(tx_packets(pr->b.dev), tx + 1);
+	n = 0;
+	while (vt_now_ns() < until && (n = ql_cq_poll(pr->a.scq, 1, &wc)) == 0)
+		;
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 3);
+	vt_pair_destroy(pr);
+}
+
 /* ---- two threads, one CPU ------------------------------------------------ */
 
 struct pp_end {
@@ -512,6 +595,7 @@ int main(void)
 		cmocka_unit_test(test_auto_follows_affinity),
 		cmocka_unit_test(test_progress_option),
 		cmocka_unit_test(test_caller_needs_caller),
+		cmocka_unit_test(test_ack_waits_one_round),
 		cmocka_unit_test(test_one_cpu_send_pingpong),
 		cmocka_unit_test(test_one_cpu_write_pingpong),
 		cmocka_unit_test(test_many_pollers_one_device),
