@@ -245,6 +245,15 @@ static void pipe_write_line(int fd, const char *fmt, ...)
 	}
 }
 
+/* Before a wait that does not progress (the pipe to the other process): one
+ * more round, so the ACK a caller-mode round holds for the next one
+ * (docs/progress.md §4) reaches the peer, whose send completion waits on it. */
+static void last_round(void)
+{
+	if (progress_dev)
+		(void)ql_device_progress(progress_dev);
+}
+
 /* Read one line (without its newline) within the timeout. */
 static void pipe_read_line(int fd, char *buf, size_t len, const char *what)
 {
@@ -950,6 +959,7 @@ static void run_server(enum test_id t, int rfd, int wfd, uint64_t warmup, uint64
 		memset(&cnt, 0, sizeof(cnt));
 	else if (ret)
 		die_ql("ql_device_counters", ret);
+	last_round();
 	pipe_write_line(wfd, "DONE %.1f %" PRIu64, res.rate, cnt.rc_nak_rnr);
 	pipe_read_line(rfd, line, sizeof(line), "the client's BYE");
 	ep_close(&e);
@@ -994,6 +1004,7 @@ static void run_client(enum test_id t, int rfd, int wfd, uint64_t warmup, uint64
 	default:
 		break;
 	}
+	last_round();
 	pipe_read_line(rfd, line, sizeof(line), "the server's result");
 	if (sscanf(line, "DONE %lf %" SCNu64, &res.rate, &res.rnr_naks) != 2)
 		die("unexpected line from the server: '%s'", line);

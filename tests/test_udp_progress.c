@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,6 +212,89 @@ static void test_caller_needs_caller(void **state)
 	vt_pair_destroy(pr);
 }
 
+static uint64_t tx_packets(struct ql_device *dev)
+{
+	struct ql_device_counters c;
+
+	/* not vt_counters: that runs a round first */
+	assert_int_equal(ql_device_counters(dev, &c), 0);
+	return c.tx_packets;
+}
+
+/* b runs rounds until the 8 bytes a wrote arrive: the round that places
+ * them has just returned */
+static void progress_until(struct ql_device *dev, const uint8_t *buf, const char *want)
+{
+	uint64_t until = vt_now_ns() + 5000000000ull;
+
+	while (memcmp(buf, want, 8) != 0) {
+		assert_true(vt_now_ns() < until);
+		(void)ql_device_progress(dev);
+	}
+}
+
+/* Caller mode: the ACK of a request waits for the responder's next round
+ * (docs/progress.md §4): none in the round that placed the data, the ACK
+ * behind the reply when the application answers, alone on the next round
+ * when it does not. */
+static void test_ack_waits_one_round(void **state)
+{
+	struct vt_opts o = { .type = IBV_QPT_RC };
+	struct vt_pair *pr;
+	struct ibv_wc wc;
+	uint64_t tx, until;
+	int n = 0;
+
+	(void)state;
+	setenv("QLINK_PROGRESS", "caller", 1);
+	assert_int_equal(vt_pair_create(udp(), &o, &pr), 0);
+	unsetenv("QLINK_PROGRESS");
+	assert_true(is_caller(pr->a.dev) && is_caller(pr->b.dev));
+	memset(pr->a.buf, 0, 64);
+	memset(pr->b.buf, 0, 64);
+	memcpy(pr->a.buf + 32, "ping!!!", 8);
+	memcpy(pr->b.buf + 32, "pong!!!", 8);
+
+	/* ping-pong: the reply carries the ACK in the same sendmmsg */
+	tx = tx_packets(pr->b.dev);
+	assert_int_equal(vt_post_write(pr->a.qp, 1, pr->a.buf + 32, 8, ql_mr_lkey(pr->a.mr),
+				       (uintptr_t)pr->b.buf, ql_mr_rkey(pr->b.mr),
+				       IBV_SEND_SIGNALED),
+			 0);
+	progress_until(pr->b.dev, pr->b.buf, "ping!!!");
+	assert_int_equal(tx_packets(pr->b.dev), tx); /* held */
+	assert_int_equal(vt_post_write(pr->b.qp, 2, pr->b.buf + 32, 8, ql_mr_lkey(pr->b.mr),
+				       (uintptr_t)pr->a.buf, ql_mr_rkey(pr->a.mr), 0),
+			 0);
+	assert_int_equal(tx_packets(pr->b.dev), tx + 2); /* the reply and the ACK */
+	progress_until(pr->a.dev, pr->a.buf, "pong!!!");
+	until = vt_now_ns() + 5000000000ull;
+	while (vt_now_ns() < until && (n = ql_cq_poll(pr->a.scq, 1, &wc)) == 0)
+		;
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 1);
+
+	/* one way: the next round sends the ACK alone */
+	memcpy(pr->a.buf + 32, "again!!", 8);
+	tx = tx_packets(pr->b.dev);
+	assert_int_equal(vt_post_write(pr->a.qp, 3, pr->a.buf + 32, 8, ql_mr_lkey(pr->a.mr),
+				       (uintptr_t)pr->b.buf, ql_mr_rkey(pr->b.mr),
+				       IBV_SEND_SIGNALED),
+			 0);
+	progress_until(pr->b.dev, pr->b.buf, "again!!");
+	assert_int_equal(tx_packets(pr->b.dev), tx);
+	assert_true(ql_device_progress(pr->b.dev) > 0);
+	assert_int_equal(tx_packets(pr->b.dev), tx + 1);
+	n = 0;
+	while (vt_now_ns() < until && (n = ql_cq_poll(pr->a.scq, 1, &wc)) == 0)
+		;
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, 3);
+	vt_pair_destroy(pr);
+}
+
 /* ---- two threads, one CPU ------------------------------------------------ */
 
 struct pp_end {
@@ -221,6 +305,8 @@ struct pp_end {
 	int rounds;
 	int done;
 	uint64_t until;
+	struct pp_end *other;
+	atomic_bool finished;
 };
 
 /* Two threads on one CPU: an empty poll now and then gives the CPU to the
@@ -318,8 +404,19 @@ static void *pp_send(struct pp_end *e)
 static void *pp_main(void *arg)
 {
 	struct pp_end *e = arg;
+	unsigned int spins = 0;
+	void *r = e->write ? pp_write(e) : pp_send(e);
 
-	return e->write ? pp_write(e) : pp_send(e);
+	/* Caller mode: the ACK of the last message received goes out on
+	 * this side's next call (docs/progress.md §4), and the peer's last
+	 * send completion waits for it: keep calling until the peer is
+	 * done, as an application on a caller-mode device does. */
+	atomic_store(&e->finished, true);
+	while (!atomic_load(&e->other->finished) && vt_now_ns() <= e->until) {
+		(void)ql_device_progress(e->me->dev);
+		pp_idle(&spins);
+	}
+	return r;
 }
 
 static void one_cpu_pingpong(bool write)
@@ -347,6 +444,8 @@ static void one_cpu_pingpong(bool write)
 	b.me = &pr->b;
 	b.peer = &pr->a;
 	b.server = true;
+	a.other = &b;
+	b.other = &a;
 	assert_int_equal(pthread_create(&tb, NULL, pp_main, &b), 0);
 	assert_int_equal(pthread_create(&ta, NULL, pp_main, &a), 0);
 	pthread_join(ta, NULL);
@@ -387,6 +486,8 @@ struct mt_arg {
 	bool sender;
 	int got;
 	uint64_t until;
+	struct mt_arg *other; /* the thread at the QP's other end */
+	atomic_bool finished;
 };
 
 static void *mt_main(void *arg)
@@ -414,9 +515,14 @@ static void *mt_main(void *arg)
 				return NULL;
 		}
 		if (n != 1 || wc.status != IBV_WC_SUCCESS)
-			return NULL;
+			break;
 		m->got++;
 	}
+	/* the sender's last completion needs the receiver's next call
+	 * (docs/progress.md §4): the receiver polls until the sender is done */
+	atomic_store(&m->finished, true);
+	while (!m->sender && !atomic_load(&m->other->finished) && vt_now_ns() <= m->until)
+		(void)ql_cq_poll(m->q->rcq, 1, &wc);
 	return NULL;
 }
 
@@ -458,6 +564,8 @@ static void test_many_pollers_one_device(void **state)
 					 .buf = nb.buf + 1024 * (size_t)i,
 					 .lkey = ql_mr_lkey(nb.mr),
 					 .until = until };
+		ma[i].other = &mb[i];
+		mb[i].other = &ma[i];
 	}
 	/* 2 x MT_QPS threads, each polling its own CQs: on each device
 	 * MT_QPS of them try to run its NIC at once */
@@ -487,6 +595,7 @@ int main(void)
 		cmocka_unit_test(test_auto_follows_affinity),
 		cmocka_unit_test(test_progress_option),
 		cmocka_unit_test(test_caller_needs_caller),
+		cmocka_unit_test(test_ack_waits_one_round),
 		cmocka_unit_test(test_one_cpu_send_pingpong),
 		cmocka_unit_test(test_one_cpu_write_pingpong),
 		cmocka_unit_test(test_many_pollers_one_device),

@@ -31,16 +31,24 @@ static bool service_qp(struct sudp_device *dev, struct sudp_qp *qp)
 		did = ql__sudp_flush(qp, false);
 	if (st < IBV_QPS_RTR)
 		return did;
-	if (qp->ack_pending) {
-		ql__sudp_send_ack_now(qp);
-		did = true;
-	}
 	if (st == IBV_QPS_RTS || st == IBV_QPS_SQD) {
 		if (qp->deadline && dev->now >= qp->deadline) {
 			ql__sudp_on_timeout(qp);
 			did = true;
 		}
 		did |= ql__sudp_req_tx(qp);
+	}
+	/* Caller mode: the coalesced ACK waits one round (docs/progress.md
+	 * §4): the round that received the request returns first, so the
+	 * application sees the data (or the receive completion) without
+	 * an ACK's sendmmsg ahead of it, and its reply, posted next, goes
+	 * out in one sendmmsg with the ACK behind it. Sixteen requests
+	 * unacknowledged do not wait; nor does the NIC thread (there the
+	 * application sees the data as it is placed). */
+	if (qp->ack_pending &&
+	    (!dev->caller || qp->ack_round != dev->round || qp->unacked >= SUDP_ACK_EVERY)) {
+		ql__sudp_send_ack_now(qp);
+		did = true;
 	}
 	if (qp->fault)
 		did |= ql__sudp_fault_drain(dev, qp->fault);
@@ -132,6 +140,7 @@ static bool nic_round(struct sudp_device *dev, bool rx)
 	bool did = false;
 
 	dev->now = sudp_now_ns();
+	dev->round++;
 	if (rx)
 		did = ql__sudp_rx_batch(dev) > 0;
 	for (uint32_t i = 0; i < dev->nlive; i++)

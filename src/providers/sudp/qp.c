@@ -12,7 +12,7 @@
 
 #include "providers/common/nic.h"
 #include "providers/common/soft_nic.h"
-#include "providers/sudp/sudp.h"
+#include "providers/sudp/nic_int.h"
 #include "qlink/error.h"
 #include "verbs/qp_fsm.h"
 
@@ -154,6 +154,12 @@ int ql__sudp_qp_destroy(struct ql_qp *q)
 
 	pthread_mutex_lock(&dev->setup);
 	sudp_dev_lock(dev);
+	/* caller mode: the ACK a round held for the next one (nic.c) goes
+	 * now, there is no next round for this QP */
+	if (qp->ack_pending && atomic_load(&qp->state) != IBV_QPS_ERR) {
+		ql__sudp_send_ack_now(qp);
+		ql__sudp_tx_flush(dev);
+	}
 	dev->qps[qp->idx] = NULL;
 	for (uint32_t i = 0; i < dev->nlive; i++) {
 		if (dev->live[i] == qp) {

@@ -552,7 +552,9 @@ void ql__sudp_rx_request(struct sudp_qp *qp, const struct roce_pkt *p, uint8_t o
 	}
 	if (rc && atomic_load(&qp->state) != IBV_QPS_ERR && !qp->nak_sent) {
 		qp->unacked++;
-		if (p->bth.ackreq || qp->unacked >= SUDP_ACK_EVERY)
+		if ((p->bth.ackreq || qp->unacked >= SUDP_ACK_EVERY) && !qp->ack_pending) {
 			qp->ack_pending = true;
+			qp->ack_round = qp->dev->round;
+		}
 	}
 }

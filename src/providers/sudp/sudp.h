@@ -187,6 +187,7 @@ struct sudp_qp {
 	uint32_t msn;
 	bool nak_sent; /* one NAK per out-of-sequence episode */
 	bool ack_pending;
+	uint64_t ack_round; /* the round whose receive made it pending */
 	uint32_t unacked;
 	bool in_send, in_write, drop_msg;
 	uint64_t recv_off;
@@ -301,6 +302,7 @@ struct sudp_device {
 	struct mmsghdr rx_msg[SUDP_BATCH];
 	struct sockaddr_storage rx_peer[SUDP_BATCH];
 	uint64_t now;
+	uint64_t round; /* rounds run (nic_round): an ACK waits for the next */
 };
 
 static inline void sudp_cnt(struct sudp_device *d, int i)

@@ -258,36 +258,39 @@ void ql__sudp_rx_datagram(struct sudp_device *dev, const uint8_t *buf, size_t le
 	ql__sudp_rx_request(qp, &p, op);
 }
 
-/* The receive buffers' iovecs (once, before the first ql__sudp_rx_batch). */
+/* The receive batch's headers (once, before the first ql__sudp_rx_batch). */
 void ql__sudp_rx_init(struct sudp_device *dev)
 {
 	for (int i = 0; i < SUDP_BATCH; i++) {
-		dev->rx_iov[i].iov_base = dev->rx[i].buf;
-		dev->rx_iov[i].iov_len = sizeof(dev->rx[i].buf);
-	}
-}
-
-int ql__sudp_rx_batch(struct sudp_device *dev)
-{
-	int n;
-
-	for (int i = 0; i < SUDP_BATCH; i++) {
 		struct msghdr *mh = &dev->rx_msg[i].msg_hdr;
 
+		dev->rx_iov[i].iov_base = dev->rx[i].buf;
+		dev->rx_iov[i].iov_len = sizeof(dev->rx[i].buf);
 		memset(mh, 0, sizeof(*mh));
 		mh->msg_name = &dev->rx_peer[i];
 		mh->msg_namelen = sizeof(dev->rx_peer[i]);
 		mh->msg_iov = &dev->rx_iov[i];
 		mh->msg_iovlen = 1;
 	}
-	n = recvmmsg(dev->sock, dev->rx_msg, SUDP_BATCH, MSG_DONTWAIT, NULL);
+}
+
+int ql__sudp_rx_batch(struct sudp_device *dev)
+{
+	/* The kernel writes only msg_namelen, msg_flags and msg_len of the
+	 * headers it fills: those are reset after use, so a poll that
+	 * finds nothing (most of them, spinning) costs the syscall alone. */
+	int n = recvmmsg(dev->sock, dev->rx_msg, SUDP_BATCH, MSG_DONTWAIT, NULL);
+
 	for (int i = 0; i < n; i++) {
+		struct msghdr *mh = &dev->rx_msg[i].msg_hdr;
+
 		/* a truncated datagram is not a packet of ours */
-		if (dev->rx_msg[i].msg_hdr.msg_flags & MSG_TRUNC)
+		if (mh->msg_flags & MSG_TRUNC)
 			sudp_cnt(dev, SC_RX_BAD);
 		else
 			ql__sudp_rx_datagram(dev, dev->rx[i].buf, dev->rx_msg[i].msg_len,
 					     &dev->rx_peer[i]);
+		mh->msg_namelen = sizeof(dev->rx_peer[i]);
 	}
 	if (n > 0) /* processed, whatever the verdict */
 		atomic_fetch_add_explicit(&dev->cnt.v[SC_RX_PKTS], (uint64_t)n,
