@@ -304,6 +304,16 @@ int ql_vppu_run_client(const struct ql_vppu_client *cl, const struct ql_vppu_cal
 		if (ret > 0)
 			ret = 0;
 	}
+	/* One more poll whatever ended the run: the transport's own
+	 * protocol work for the last answer (soft+udp in caller progress
+	 * holds its ACK for the next round, docs/progress.md §4) goes out
+	 * now, before the caller ends the session. */
+	if (!ret) {
+		int last = reap(&r);
+
+		if (last < 0)
+			ret = last;
+	}
 	if (ret < 0)
 		rep->transport_error = ret;
 	now = vclock_ns(&r.clk);
