@@ -40,6 +40,35 @@ static void on_chunk(struct ql_sdr_recv *rx, uint32_t chunk, void *arg)
 	cs->n++;
 }
 
+/* The kernel's count of UDP datagrams dropped for a full receive buffer
+ * (/proc/net/snmp, Udp: RcvbufErrors), or -1 when it cannot be read. */
+static long long udp_rcvbuf_errors(void)
+{
+	char hdr[1024], val[1024];
+	long long n = -1;
+	FILE *f = fopen("/proc/net/snmp", "r");
+
+	if (!f)
+		return -1;
+	while (fgets(hdr, sizeof(hdr), f) && fgets(val, sizeof(val), f)) {
+		char *hs, *vs, *h, *v;
+
+		if (strncmp(hdr, "Udp:", 4) || strncmp(val, "Udp:", 4))
+			continue;
+		h = strtok_r(hdr, " \n", &hs);
+		v = strtok_r(val, " \n", &vs);
+		while (h && v) {
+			if (!strcmp(h, "RcvbufErrors"))
+				n = atoll(v);
+			h = strtok_r(NULL, " \n", &hs);
+			v = strtok_r(NULL, " \n", &vs);
+		}
+		break;
+	}
+	fclose(f);
+	return n;
+}
+
 /* One message of len bytes: delivered, identical, every packet once. */
 static void one(struct sp_pair *pp, uint8_t *src, struct ql_mr *mr, size_t len, enum ql_sdr_rel rel,
 		uint32_t seed)
@@ -52,6 +81,7 @@ static void one(struct sp_pair *pp, uint8_t *src, struct ql_mr *mr, size_t len, 
 	struct chunks_seen *cs = calloc(1, sizeof(*cs));
 	uint32_t mtu = ql_sdr_conn_mtu(pp->r), npk = (uint32_t)((len + mtu - 1) / mtu);
 	int rst = 1, sst = 1;
+	long long kdrops;
 
 	assert_non_null(cs);
 	ro.on_chunk = on_chunk;
@@ -61,7 +91,21 @@ static void one(struct sp_pair *pp, uint8_t *src, struct ql_mr *mr, size_t len, 
 	ql_sdr_conn_stats(pp->s, &s0);
 	assert_int_equal(ql_sdr_recv_post(pp->r, len, &ro, &rx), 0);
 	assert_int_equal(ql_sdr_send_post(pp->s, src, len, mr, &so, &tx), 0);
+	kdrops = udp_rcvbuf_errors();
 	assert_int_equal(sp_run(pp, rx, tx, 60000, &rst, &sst), 0);
+	/* Unreliable delivery over loopback loses nothing unless the kernel
+	 * drops a datagram for a full socket buffer (a NIC thread starved on
+	 * a loaded host): a partial message is then what REL_NONE promises,
+	 * and only then. */
+	if (rel == QL_SDR_REL_NONE && rst == -ENODATA && kdrops >= 0 &&
+	    udp_rcvbuf_errors() > kdrops) {
+		print_message("len %zu rel none: partial after a kernel drop (RcvbufErrors)\n",
+			      len);
+		assert_int_equal(ql_sdr_recv_release(rx), 0);
+		assert_int_equal(ql_sdr_send_release(tx), 0);
+		free(cs);
+		return;
+	}
 	assert_int_equal(rst, 0);
 	assert_int_equal(sst, 0);
 	assert_int_equal(ql_sdr_recv_len(rx), len);
