@@ -64,6 +64,7 @@
 #define QB_HDR 24u		   /* RPCHeader / RPCResponse */
 #define QB_IDLE_YIELD 1024	   /* idle pump turns before it yields the core */
 #define QB_NAP_NS 10000L	   /* a napping pump's sleep after an empty turn */
+#define QB_NAP_SPIN 32		   /* and the empty turns it spins first, after work */
 #define QB_NAP_SLACK_NS 1000UL	   /* and its timer slack (the default: 50 us) */
 #define QB_TX_WAIT 10000000u	   /* tx_publish: turns waiting for a free buffer */
 #define QB_MAX_FUNCTIONS 65536u	   /* set_function_table: entries at most */
@@ -492,11 +493,16 @@ static bool pump_turn(struct qb *b)
 
 /* The pump thread. Spinning, it yields only after QB_IDLE_YIELD empty
  * turns. Napping (an oversubscribed host: CUDA-Q's ring loop and the QCS
- * spin too, and neither ever yields), it sleeps QB_NAP_NS after every empty
+ * spin too, and neither ever yields), it sleeps QB_NAP_NS after an empty
  * turn: a yield would hand the core to a spinner for a whole scheduler
  * slice, and a spinning pump takes a third of two cores from the two
  * threads it serves; a short sleep lets the scheduler's wakeup preemption
- * run the next turn within tens of microseconds (docs/progress.md §11). */
+ * run the next turn within tens of microseconds. After a turn that moved
+ * something it first spins QB_NAP_SPIN empty turns: a dispatcher running
+ * on the other CPU retires the slot within a microsecond or two, and its
+ * reply leaves in the same wake. Shorter naps (5 us here) cost the pump its
+ * wakeup preemption: waking more often, it runs more than its share and
+ * waits for scheduler slices again (docs/progress.md §11). */
 static void *pump_main(void *arg)
 {
 	struct qb *b = arg;
@@ -511,7 +517,12 @@ static void *pump_main(void *arg)
 		if (pump_turn(b)) {
 			idle = 0;
 		} else if (napping) {
-			nanosleep(&nap, NULL);
+			if (idle < QB_NAP_SPIN) {
+				idle++;
+				qb_relax();
+			} else {
+				nanosleep(&nap, NULL);
+			}
 		} else if (++idle >= QB_IDLE_YIELD) {
 			sched_yield(); /* idle only: give a shared core back */
 		} else {
