@@ -38,14 +38,6 @@
 #include "bridge/cudaq_bridge_abi.h"
 #include "cudaq_host_fn.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#define bench_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define bench_relax() __asm__ __volatile__("yield" ::: "memory")
-#else
-#define bench_relax() __asm__ __volatile__("" ::: "memory")
-#endif
-
 struct loop {
 	bool unified;
 	ql_cudaq_bridge_progress_fn progress; /* ring shape, caller: the pump's turn */
@@ -95,7 +87,7 @@ static void *loop_main(void *arg)
 			/* as CUDA-Q's loops (cudaq_host_dispatcher_loop,
 			 * dispatch_core): CUDAQ_REALTIME_CPU_RELAX, a pause, never
 			 * a yield nor a sleep */
-			bench_relax();
+			cudaq_cpu_relax();
 			continue;
 		}
 		serve(l, r, slot);

@@ -109,15 +109,6 @@ static void sleep_ms(long ms)
 
 /* ---- the host dispatcher (after CUDA-Q's host loop) --------------------------- */
 
-/* CUDAQ_REALTIME_CPU_RELAX: what CUDA-Q's loops do when idle */
-#if defined(__x86_64__) || defined(__i386__)
-#define test_relax() __builtin_ia32_pause()
-#elif defined(__aarch64__)
-#define test_relax() __asm__ __volatile__("yield" ::: "memory")
-#else
-#define test_relax() __asm__ __volatile__("" ::: "memory")
-#endif
-
 struct disp {
 	bool unified;
 	uint32_t num_slots;
@@ -278,7 +269,7 @@ static void *disp_main(void *arg)
 				continue; /* it moved something: look again */
 			if (!v) {
 				if (d->pause_only)
-					test_relax();
+					cudaq_cpu_relax();
 				else if (++idle > 256)
 					sched_yield();
 				continue;
