@@ -11,17 +11,20 @@
  * stdout.
  *
  *   qlink-bench-bridge --bridge LIB --qlink PATH [--shape ring|unified]
- *                      [--progress thread|caller] [--count N] [--window N]
+ *                      [--progress auto|thread|caller] [--count N] [--window N]
  *                      [--device URI]
  *
- * --progress caller (ring shape): no pump thread; the loop calls
- * qlink_cudaq_bridge_progress while the ring is empty. Exits with the
+ * --progress (the bridge's argument, default auto: the default options):
+ * thread, a spinning pump; auto, the pump the shared rule picks (spinning
+ * with cores to spare, napping when oversubscribed); caller (ring shape),
+ * no pump thread: the loop calls qlink_cudaq_bridge_progress while the
+ * ring is empty. The host loop, like CUDA-Q's, only pauses when idle: it
+ * never yields the core. Exits with the
  * QCS's status (non-zero: a call wrong, lost or late).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -68,7 +71,6 @@ static void *loop_main(void *arg)
 	struct loop *l = arg;
 	const ql_cudaq_ringbuffer_t *r = l->unified ? &l->dp.ring : &l->ring;
 	uint32_t cur = 0, slot;
-	unsigned int idle = 0;
 
 	while (!__atomic_load_n(&l->stop, __ATOMIC_ACQUIRE)) {
 		bool got;
@@ -82,11 +84,12 @@ static void *loop_main(void *arg)
 				continue;
 		}
 		if (!got) {
-			if (++idle > 256) /* as CUDA-Q's loop: the core back when idle */
-				sched_yield();
+			/* as CUDA-Q's loops (cudaq_host_dispatcher_loop,
+			 * dispatch_core): CUDAQ_REALTIME_CPU_RELAX, a pause, never
+			 * a yield nor a sleep */
+			cudaq_cpu_relax();
 			continue;
 		}
-		idle = 0;
 		serve(l, r, slot);
 		if (!l->unified) {
 			__atomic_store_n(&r->rx_flags_host[slot], 0, __ATOMIC_RELEASE);
@@ -100,14 +103,14 @@ static int usage(void)
 {
 	fprintf(stderr,
 		"usage: qlink-bench-bridge --bridge LIB --qlink PATH [--shape ring|unified]\n"
-		"                          [--progress thread|caller] [--count N] "
+		"                          [--progress auto|thread|caller] [--count N] "
 		"[--window N] [--device URI]\n");
 	return 2;
 }
 
 int main(int argc, char **argv)
 {
-	const char *lib_path = NULL, *qlink = NULL, *shape = "ring", *progress = "thread";
+	const char *lib_path = NULL, *qlink = NULL, *shape = "ring", *progress = "auto";
 	const char *count = "2000", *window = "1";
 	char dev[128], params[256], a_dev[160], a_file[300], a_prog[64], dir[] = "/tmp/qlbbXXXXXX";
 	ql_cudaq_function_entry_t entry = { 0 };

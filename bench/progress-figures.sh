@@ -19,9 +19,11 @@
 #      dispatcher's (`qlink bench`, default options = QLINK_PROGRESS=auto),
 #      and the emulation in thread mode (with `taskset -c 0-3` when there are
 #      4 or more CPUs);
-#   4. qlink-bench-bridge: the CUDA-Q bridge's ring shape (default: the
-#      pump thread) against its unified shape, and the ring shape with
-#      --progress=caller, `qlink vppu --transport hsb` as the QCS.
+#   4. qlink-bench-bridge: the CUDA-Q bridge's ring shape (default options:
+#      the pump the auto rule picks, napping on a host with fewer free cores
+#      than spinning threads) against its unified shape, and the ring shape
+#      with --progress=thread (the spinning pump) and --progress=caller,
+#      `qlink vppu --transport hsb` as the QCS.
 #
 # usage: bench/progress-figures.sh [--build DIR] [--rounds N] [--quick] [--log FILE]
 #
@@ -150,7 +152,7 @@ gpu_p50() { # file label -> p50 values (us), one per round
 step "bridge ring shape vs unified shape (qlink-bench-bridge)"
 declare -A br
 for r in $(seq "$rounds"); do
-	for v in "ring thread" "unified thread" "ring caller"; do
+	for v in "ring auto" "unified auto" "ring thread" "ring caller"; do
 		set -- "${v% *}" "${v#* }"
 		out=$(timeout 120 "$bbench" --bridge "$bridge" --qlink "$qlink" --shape "$1" --progress "$2" \
 			--count "$bridge_calls" 2>&1)
@@ -202,7 +204,8 @@ row "GPU emulation RTT p50 / CPU dispatcher" "$(med "$(gpu_p50 "$tmp/gpu" "gpu e
 row "  GPU emulation, caller / CPU dispatcher" "$(med "$(gpu_p50 "$tmp/gpu" "gpu emulate, caller")")" "$cpu" us "" ""
 row "  GPU emulation, thread ($wide) / CPU" "$(med "$(gpu_p50 "$tmp/gpu4" "gpu emulate, thread")")" \
 	"$(med "$(gpu_p50 "$tmp/gpu4" "cpu dispatcher")")" us "" ""
-uni=$(med "${br[unified_thread]}")
-row "bridge ring shape p50 / unified shape" "$(med "${br[ring_thread]}")" "$uni" us "<=" 2
+uni=$(med "${br[unified_auto]}")
+row "bridge ring shape p50 / unified shape" "$(med "${br[ring_auto]}")" "$uni" us "<=" 2
+row "  bridge ring shape, --progress=thread / unified" "$(med "${br[ring_thread]}")" "$uni" us "" ""
 row "  bridge ring shape, --progress=caller / unified" "$(med "${br[ring_caller]}")" "$uni" us "" ""
 echo "($(($(date +%s) - start)) s; every benchmark's own output: $([ "$log" = "$tmp/log" ] && echo "pass --log FILE to keep it" || echo "$log"))"

@@ -15,6 +15,16 @@
 #define MAGIC_REQ 0x43555152u
 #define MAGIC_RESP 0x43555153u
 
+/* CUDAQ_REALTIME_CPU_RELAX: all CUDA-Q's host dispatcher loops do when idle
+ * (cudaq_host_dispatcher_loop, dispatch_core): a pause, never a yield */
+#if defined(__x86_64__) || defined(__i386__)
+#define cudaq_cpu_relax() __builtin_ia32_pause()
+#elif defined(__aarch64__)
+#define cudaq_cpu_relax() __asm__ __volatile__("yield" ::: "memory")
+#else
+#define cudaq_cpu_relax() __asm__ __volatile__("" ::: "memory")
+#endif
+
 /* ---- little-endian fields ---------------------------------------------------- */
 
 static inline void put32(uint8_t *p, uint32_t v)

@@ -24,10 +24,15 @@
  * NULL pointers and handles not made by create, calls out of order, a
  * connect with no QCS (timeout), an empty or malformed function table.
  * And the hot path: the unified hooks allocate nothing, lock nothing and
- * make no system call (tests/hotpath.h).
+ * make no system call (tests/hotpath.h). And the ring shape's pump where
+ * the process has fewer free cores than spinning threads: the default pump
+ * naps (pump=nap on 1 and 2 CPUs), and with every thread on one CPU the
+ * ring shape answers 2000 calls in bounded time (docs/progress.md §11).
  */
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -80,8 +85,12 @@ static ql_cudaq_bridge_progress_fn progress_fn;
  * with --progress=caller and the dispatcher loop below calls the pump's
  * turn while the ring is empty, as a program running its own loop does */
 static bool ring_caller;
+/* QLINK_PROGRESS=thread (the _thread twin): the ring shape's spinning pump
+ * (--progress=thread); otherwise --progress=auto */
+static bool ring_thread;
 static unsigned int dev_seq;
-static pid_t child = -1; /* the QCS of a lifecycle test, killed if it fails */
+static cpu_set_t all_cpus; /* this process's affinity mask at start */
+static pid_t child = -1;   /* the QCS of a lifecycle test, killed if it fails */
 
 static uint64_t now_ms(void)
 {
@@ -109,7 +118,8 @@ struct disp {
 	ql_cudaq_function_table_t table;
 	int shutdown;
 	uint64_t stats;
-	int bad; /* a contract broken: non-zero (set by the loop) */
+	int bad;	 /* a contract broken: non-zero (set by the loop) */
+	bool pause_only; /* idle: a pause, never a yield (CUDA-Q's own loops) */
 	pthread_t th;
 	ql_cudaq_bridge_handle_t h; /* ring_caller: the pump's turn when idle */
 	/* a pretend graph (GRAPH_LAUNCH): running for one slot until due */
@@ -258,7 +268,9 @@ static void *disp_main(void *arg)
 			if (!v && ring_caller && progress_fn(d->h) > 0)
 				continue; /* it moved something: look again */
 			if (!v) {
-				if (++idle > 256)
+				if (d->pause_only)
+					cudaq_cpu_relax();
+				else if (++idle > 256)
 					sched_yield();
 				continue;
 			}
@@ -557,6 +569,9 @@ static int group_setup(void **state)
 		return -1;
 	}
 	ring_caller = getenv("QLINK_PROGRESS") && !strcmp(getenv("QLINK_PROGRESS"), "caller");
+	ring_thread = getenv("QLINK_PROGRESS") && !strcmp(getenv("QLINK_PROGRESS"), "thread");
+	if (sched_getaffinity(0, sizeof(all_cpus), &all_cpus))
+		return -1;
 	return bi ? 0 : -1;
 }
 
@@ -741,7 +756,9 @@ static void lifecycle(bool unified, enum qcs_kind kind)
 				 s.a_file,
 				 unified ? "--unified" : "--port=0",
 				 "--qp_config=whatever",
-				 ring_caller ? "--progress=caller" : "--progress=auto",
+				 ring_caller ? "--progress=caller" :
+				 ring_thread ? "--progress=thread" :
+					       "--progress=auto",
 				 NULL };
 
 		assert_int_equal(bi->create(&h, 12, argv), QL_CUDAQ_OK);
@@ -1276,6 +1293,143 @@ static int kill_child(void **state)
 	return 0;
 }
 
+/* ---- the ring shape's pump on an oversubscribed host (docs/progress.md §11) ---- */
+
+/* The bridge decides its pump at create, by the shared rule on the affinity
+ * mask of the creating thread: the endpoint line names it (pump=...). */
+static void pump_is(const cpu_set_t *mask, const char *arg, bool unified, const char *want)
+{
+	ql_cudaq_bridge_handle_t h;
+	struct scratch s;
+	char ep[512];
+
+	scratch_init(&s);
+	assert_int_equal(sched_setaffinity(0, sizeof(*mask), mask), 0);
+	assert_int_equal(create_with(&s, &h, arg, unified ? "--unified" : "--dispatch=ring"),
+			 QL_CUDAQ_OK);
+	assert_int_equal(bi->get_endpoint_info(h, ep, sizeof(ep)), QL_CUDAQ_OK);
+	if (!strstr(ep, want))
+		fail_msg("%s on %d CPUs: \"%s\" has no \"%s\"", arg, CPU_COUNT(mask), ep, want);
+	assert_int_equal(bi->destroy(h), QL_CUDAQ_OK);
+	scratch_done(&s);
+}
+
+/* the first n CPUs of the process's mask */
+static void first_cpus(cpu_set_t *out, int n)
+{
+	CPU_ZERO(out);
+	for (int c = 0; c < CPU_SETSIZE && n > 0; c++)
+		if (CPU_ISSET(c, &all_cpus)) {
+			CPU_SET(c, out);
+			n--;
+		}
+}
+
+/* Fewer free cores than spinning threads (1 or 2 CPUs: the dispatcher's
+ * loop and the QCS take them): the default pump naps; with a core to spare
+ * (3 CPUs: one free, for the pump) it spins; an explicit --progress is
+ * obeyed. */
+static void test_pump_decision(void **state)
+{
+	int n = CPU_COUNT(&all_cpus);
+	cpu_set_t m;
+
+	(void)state;
+	first_cpus(&m, 1);
+	pump_is(&m, "--progress=auto", false, " pump=nap ");
+	pump_is(&m, "--timeout=30", false, " pump=nap "); /* no --progress: auto */
+	pump_is(&m, "--progress=thread", false, " pump=spin ");
+	pump_is(&m, "--progress=caller", false, " pump=caller ");
+	pump_is(&m, "--progress=auto", true, " pump=none ");
+	if (n >= 2) {
+		first_cpus(&m, 2);
+		pump_is(&m, "--progress=auto", false, " pump=nap ");
+	}
+	if (n >= 3) {
+		first_cpus(&m, 3);
+		pump_is(&m, "--progress=auto", false, " pump=spin ");
+	} else {
+		print_message("only %d CPUs: the 3-CPU decision (spin) not checked here\n", n);
+	}
+	assert_int_equal(sched_setaffinity(0, sizeof(all_cpus), &all_cpus), 0);
+}
+
+/* Every thread on one CPU: this process's dispatcher loop (pausing, never
+ * yielding, as CUDA-Q's), the pump, and the QCS (`qlink vppu`, spinning on
+ * its receive CQ). With default options the ring shape answers
+ * PINNED_CALLS calls one at a time within PINNED_MS. A spinning pump took
+ * about 8.7 s for 1000 such calls here (each hop waits for a scheduler
+ * slice); the napping one 0.15 s. A behaviour bound, not a benchmark. */
+#define PINNED_CALLS 2000
+#define PINNED_MS 6000
+
+static void test_pinned_ring(void **state)
+{
+	struct disp d = { .pause_only = true };
+	ql_cudaq_bridge_handle_t h = NULL;
+	struct scratch s;
+	char ep[512], calls[16];
+	cpu_set_t one;
+	uint64_t t0;
+	pid_t pid;
+	int rc;
+
+	(void)state;
+	first_cpus(&one, 1);
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0); /* the QCS inherits it */
+	scratch_init(&s);
+	snprintf(calls, sizeof(calls), "%d", PINNED_CALLS);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		execl(QL_TEST_QLINK, "qlink", "vppu", "--transport", "hsb", "--params-file", s.file,
+		      "--device", s.uri_c, "--count", calls, "--window", "1", "--cpu", "-1",
+		      "--timeout", "30", (char *)NULL);
+		_exit(127);
+	}
+	child = pid;
+	{
+		char *argv[] = { s.a_dev,	    s.a_file,	       "--num-slots=4",
+				 "--slot-size=256", "--dispatch=ring", NULL }; /* default options */
+
+		assert_int_equal(bi->create(&h, 5, argv), QL_CUDAQ_OK);
+	}
+	assert_int_equal(bi->get_endpoint_info(h, ep, sizeof(ep)), QL_CUDAQ_OK);
+	assert_non_null(strstr(ep, " pump=nap "));
+	d.num_slots = SLOTS;
+	table_init(&d);
+	assert_int_equal(bi->set_function_table(h, &d.table), QL_CUDAQ_OK);
+	assert_int_equal(bi->get_transport_context(h, QL_CUDAQ_CTX_RING_BUFFER, &d.ring),
+			 QL_CUDAQ_OK);
+	assert_int_equal(pthread_create(&d.th, NULL, disp_main, &d), 0);
+	assert_int_equal(bi->connect(h), QL_CUDAQ_OK);
+	assert_int_equal(bi->launch(h), QL_CUDAQ_OK);
+	t0 = now_ms();
+	rc = wait_child(pid, PINNED_MS);
+	child = -1;
+	__atomic_store_n(&d.shutdown, 1, __ATOMIC_RELEASE);
+	pthread_join(d.th, NULL);
+	if (rc)
+		fail_msg("%d calls on one CPU: the QCS %s after %" PRIu64 " ms (%" PRIu64
+			 " dispatched)",
+			 PINNED_CALLS, rc < 0 ? "was still waiting" : "failed", now_ms() - t0,
+			 d.stats);
+	assert_int_equal(d.bad, 0);
+	assert_int_equal(d.stats, PINNED_CALLS);
+	print_message("%d calls on one CPU in %" PRIu64 " ms\n", PINNED_CALLS, now_ms() - t0);
+	assert_int_equal(bi->disconnect(h), QL_CUDAQ_OK);
+	assert_int_equal(bi->destroy(h), QL_CUDAQ_OK);
+	scratch_done(&s);
+	assert_int_equal(sched_setaffinity(0, sizeof(all_cpus), &all_cpus), 0);
+}
+
+static int restore_cpus(void **state)
+{
+	kill_child(state);
+	sched_setaffinity(0, sizeof(all_cpus), &all_cpus);
+	return 0;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1288,6 +1442,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_vppu_ring, kill_child),
 		cmocka_unit_test_teardown(test_vppu_unified, kill_child),
 		cmocka_unit_test_teardown(test_hotpath_unified, kill_child),
+		cmocka_unit_test_teardown(test_pump_decision, restore_cpus),
+		cmocka_unit_test_teardown(test_pinned_ring, restore_cpus),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -46,6 +46,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,6 +63,9 @@
 #define QB_BURST 32
 #define QB_HDR 24u		   /* RPCHeader / RPCResponse */
 #define QB_IDLE_YIELD 1024	   /* idle pump turns before it yields the core */
+#define QB_NAP_NS 10000L	   /* a napping pump's sleep after an empty turn */
+#define QB_NAP_SPIN 32		   /* and the empty turns it spins first, after work */
+#define QB_NAP_SLACK_NS 1000UL	   /* and its timer slack (the default: 50 us) */
 #define QB_TX_WAIT 10000000u	   /* tx_publish: turns waiting for a free buffer */
 #define QB_MAX_FUNCTIONS 65536u	   /* set_function_table: entries at most */
 #define QB_DEFAULT_TIMEOUT 60.0	   /* connect: seconds to wait for the QCS */
@@ -76,6 +80,16 @@
 #endif
 
 enum qb_state { QB_CREATED, QB_CONNECTED, QB_DISCONNECTED };
+
+/* Who runs the ring shape's pump (docs/progress.md §11). */
+enum qb_pump {
+	QB_PUMP_NONE,	/* the unified shape: the dispatcher's own calls */
+	QB_PUMP_SPIN,	/* a thread that spins (--progress=thread; auto with cores to spare) */
+	QB_PUMP_NAP,	/* a thread that sleeps after each empty turn (auto, oversubscribed) */
+	QB_PUMP_CALLER, /* qlink_cudaq_bridge_progress (--progress=caller) */
+};
+
+static const char *const pump_names[] = { "none", "spin", "nap", "caller" };
 
 /* What the transport refused or could not do (printed at disconnect). */
 struct qb_counts {
@@ -118,11 +132,11 @@ struct qb {
 	/* unified: received, not yet claimed by rx_poll */
 	struct ql_buffer *rxq[QB_BURST];
 	int rxq_head, rxq_n;
-	/* ring shape: the pump, a thread (progress thread) or the turns of
-	 * qlink_cudaq_bridge_progress (progress caller: ring_caller) */
+	/* ring shape: the pump, a thread (spinning or napping) or the turns
+	 * of qlink_cudaq_bridge_progress (progress caller) */
 	pthread_t pump;
 	bool pump_started;
-	bool ring_caller;
+	enum qb_pump pump_mode;
 	int running; /* atomic */
 	/* set_function_table: kept for the record (the dispatcher owns dispatch) */
 	ql_cudaq_function_entry_t *table;
@@ -261,10 +275,21 @@ static ql_cudaq_status_t parse_args(struct qb *b, int argc, char **argv)
 		return bad_arg("--unified", "contradicts --dispatch=ring");
 	/* the ring shape's pump: CUDA-Q's ring loop never calls the provider,
 	 * so only a program that runs its own loop and calls
-	 * qlink_cudaq_bridge_progress can drive it: caller when that program
-	 * asks for it (--progress=caller), else the thread, whatever the rule
-	 * or QLINK_PROGRESS say (docs/progress.md §11) */
-	b->ring_caller = !b->unified && progress == QL__PROGRESS_CALLER;
+	 * qlink_cudaq_bridge_progress can drive it (--progress=caller); else a
+	 * thread, which spins (--progress=thread, or auto with cores to spare)
+	 * or, where the shared rule says the process has fewer free cores than
+	 * spinning threads (its "caller"), naps after each empty turn so that
+	 * the dispatcher and the QCS keep the CPUs. QLINK_PROGRESS is not
+	 * consulted: its caller would leave CUDA-Q's ring without a pump
+	 * (docs/progress.md §11). Decided once, here. */
+	if (b->unified)
+		b->pump_mode = QB_PUMP_NONE;
+	else if (progress == QL__PROGRESS_CALLER)
+		b->pump_mode = QB_PUMP_CALLER;
+	else if (progress == QL__PROGRESS_AUTO && ql__progress_auto_caller(1))
+		b->pump_mode = QB_PUMP_NAP;
+	else
+		b->pump_mode = QB_PUMP_SPIN;
 	if (!b->params_file[0])
 		return bad_arg("create", "--params-file=FILE is required: the QCS (qlink vppu "
 					 "--transport hsb --params-file FILE) takes the bridge's "
@@ -466,14 +491,38 @@ static bool pump_turn(struct qb *b)
 	return busy;
 }
 
+/* The pump thread. Spinning, it yields only after QB_IDLE_YIELD empty
+ * turns. Napping (an oversubscribed host: CUDA-Q's ring loop and the QCS
+ * spin too, and neither ever yields), it sleeps QB_NAP_NS after an empty
+ * turn: a yield would hand the core to a spinner for a whole scheduler
+ * slice, and a spinning pump takes a third of two cores from the two
+ * threads it serves; a short sleep lets the scheduler's wakeup preemption
+ * run the next turn within tens of microseconds. After a turn that moved
+ * something it first spins QB_NAP_SPIN empty turns: a dispatcher running
+ * on the other CPU retires the slot within a microsecond or two, and its
+ * reply leaves in the same wake. Shorter naps (5 us here) cost the pump its
+ * wakeup preemption: waking more often, it runs more than its share and
+ * waits for scheduler slices again (docs/progress.md §11). */
 static void *pump_main(void *arg)
 {
 	struct qb *b = arg;
+	const struct timespec nap = { 0, QB_NAP_NS };
+	bool napping = b->pump_mode == QB_PUMP_NAP;
 	unsigned int idle = 0;
 
+	pthread_setname_np(pthread_self(), napping ? "qlink-pump-nap" : "qlink-pump");
+	if (napping)
+		prctl(PR_SET_TIMERSLACK, QB_NAP_SLACK_NS, 0, 0, 0);
 	while (__atomic_load_n(&b->running, __ATOMIC_ACQUIRE)) {
 		if (pump_turn(b)) {
 			idle = 0;
+		} else if (napping) {
+			if (idle < QB_NAP_SPIN) {
+				idle++;
+				qb_relax();
+			} else {
+				nanosleep(&nap, NULL);
+			}
 		} else if (++idle >= QB_IDLE_YIELD) {
 			sched_yield(); /* idle only: give a shared core back */
 		} else {
@@ -490,7 +539,7 @@ __attribute__((visibility("default"))) int qlink_cudaq_bridge_progress(ql_cudaq_
 {
 	struct qb *b = h;
 
-	if (!b || b->magic != QB_MAGIC || !b->ring_caller ||
+	if (!b || b->magic != QB_MAGIC || b->pump_mode != QB_PUMP_CALLER ||
 	    !__atomic_load_n(&b->running, __ATOMIC_ACQUIRE))
 		return 0;
 	return pump_turn(b);
@@ -581,7 +630,8 @@ static void pump_stop(struct qb *b)
 	__atomic_store_n(&b->running, 0, __ATOMIC_RELEASE);
 	if (b->pump_started) {
 		pthread_join(b->pump, NULL);
-		ql__progress_threads_add(-1);
+		if (b->pump_mode == QB_PUMP_SPIN)
+			ql__progress_threads_add(-1);
 		b->pump_started = false;
 	}
 }
@@ -776,13 +826,14 @@ static ql_cudaq_status_t qb_launch(ql_cudaq_bridge_handle_t h)
 	if (b->unified || b->pump_started)
 		return QL_CUDAQ_OK; /* unified: the dispatcher's loop is the pump */
 	__atomic_store_n(&b->running, 1, __ATOMIC_RELEASE);
-	if (b->ring_caller)
+	if (b->pump_mode == QB_PUMP_CALLER)
 		return QL_CUDAQ_OK; /* qlink_cudaq_bridge_progress is the pump */
 	if (pthread_create(&b->pump, NULL, pump_main, b)) {
 		__atomic_store_n(&b->running, 0, __ATOMIC_RELEASE);
 		return qb_fail(QL_CUDAQ_ERR_INTERNAL, "launch: cannot start the pump thread");
 	}
-	ql__progress_threads_add(1); /* a spinning thread (docs/progress.md §2) */
+	if (b->pump_mode == QB_PUMP_SPIN)
+		ql__progress_threads_add(1); /* a spinning thread (docs/progress.md §2) */
 	b->pump_started = true;
 	return QL_CUDAQ_OK;
 }
@@ -843,13 +894,14 @@ static ql_cudaq_status_t qb_get_endpoint_info(ql_cudaq_bridge_handle_t h, char *
 		return QL_CUDAQ_ERR_INVALID_ARG;
 	if (!inet_ntop(AF_INET6, b->hp.gid.raw, gid, sizeof(gid)))
 		return QL_CUDAQ_ERR_INTERNAL;
-	n = snprintf(buf, len,
-		     "transport=qlink-hsb device=%s params_file=%s shape=%s qpn=0x%06" PRIx32
-		     " gid=%s rkey=0x%08" PRIx32 " page_addr=0x%" PRIx64 " page_size=%" PRIu32
-		     " pages=%" PRIu32 " frame_len=%" PRIu32 " resp_size=%" PRIu32,
-		     b->uri, b->params_file, b->unified ? "unified" : "ring", b->hp.qpn, gid,
-		     b->hp.rkey, b->hp.page_addr, b->hp.page_size, b->hp.num_pages, b->hp.frame_len,
-		     b->hp.resp_size);
+	n = snprintf(
+		buf, len,
+		"transport=qlink-hsb device=%s params_file=%s shape=%s pump=%s qpn=0x%06" PRIx32
+		" gid=%s rkey=0x%08" PRIx32 " page_addr=0x%" PRIx64 " page_size=%" PRIu32
+		" pages=%" PRIu32 " frame_len=%" PRIu32 " resp_size=%" PRIu32,
+		b->uri, b->params_file, b->unified ? "unified" : "ring", pump_names[b->pump_mode],
+		b->hp.qpn, gid, b->hp.rkey, b->hp.page_addr, b->hp.page_size, b->hp.num_pages,
+		b->hp.frame_len, b->hp.resp_size);
 	if (n < 0 || (size_t)n >= len) {
 		buf[0] = '\0';
 		return QL_CUDAQ_ERR_INVALID_ARG;
