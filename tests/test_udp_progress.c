@@ -9,7 +9,8 @@
  *    over the variable; a bad option value is refused, a bad variable
  *    ignored;
  *  - caller mode has no NIC thread: nothing moves until the application
- *    polls, posts or calls ql_device_progress;
+ *    polls, posts or calls ql_device_progress; the ACK of a request waits
+ *    one round; a post on a streaming QP joins a transmit batch;
  *  - two threads pinned to the same CPU, each the only driver of its own
  *    device (one end of a SEND ping-pong and of a WRITE ping-pong), finish
  *    in bounded time;
@@ -292,6 +293,64 @@ static void test_ack_waits_one_round(void **state)
 	assert_int_equal(n, 1);
 	assert_int_equal(wc.status, IBV_WC_SUCCESS);
 	assert_int_equal(wc.wr_id, 3);
+	vt_pair_destroy(pr);
+}
+
+/* Caller mode's transmit batching (docs/progress.md §3): while SUDP_TX_STREAM
+ * of a QP's WRs are in flight (sent, not acknowledged: b does not run), a
+ * post joins the batch instead of sending; the post that fills the batch to
+ * SUDP_BATCH WRs sends it whole, and the next round sends what is left.
+ * Every WRITE lands, once, and the last one's completion comes. */
+static void test_post_batches_when_streaming(void **state)
+{
+	struct vt_opts o = { .type = IBV_QPT_RC, .max_send_wr = 128 };
+	const uint32_t total = SUDP_TX_STREAM + SUDP_BATCH + 1;
+	struct vt_pair *pr;
+	struct ibv_wc wc;
+	uint64_t tx0, until;
+	int n = 0;
+
+	(void)state;
+	setenv("QLINK_PROGRESS", "caller", 1);
+	assert_int_equal(vt_pair_create(udp(), &o, &pr), 0);
+	unsetenv("QLINK_PROGRESS");
+	assert_true(is_caller(pr->a.dev) && is_caller(pr->b.dev));
+	memset(pr->b.buf, 0, total * 8);
+	tx0 = tx_packets(pr->a.dev);
+	for (uint32_t i = 1; i <= total; i++) {
+		uint64_t word = 0x5157000000000000ull | i, sent;
+
+		memcpy(pr->a.buf + i * 8, &word, 8);
+		assert_int_equal(vt_post_write(pr->a.qp, i, pr->a.buf + i * 8, 8,
+					       ql_mr_lkey(pr->a.mr), (uintptr_t)pr->b.buf + i * 8,
+					       ql_mr_rkey(pr->b.mr),
+					       i == total ? IBV_SEND_SIGNALED : 0),
+				 0);
+		sent = tx_packets(pr->a.dev) - tx0;
+		if (i <= SUDP_TX_STREAM)
+			assert_int_equal(sent, i); /* not streaming yet: out at once */
+		else if (i < SUDP_TX_STREAM + SUDP_BATCH)
+			assert_int_equal(sent, SUDP_TX_STREAM); /* joins the batch */
+		else if (i == SUDP_TX_STREAM + SUDP_BATCH)
+			assert_int_equal(sent, i); /* the full batch, in one round */
+		else
+			assert_int_equal(sent, i - 1); /* a new batch */
+	}
+	/* the next round sends the rest */
+	(void)ql_device_progress(pr->a.dev);
+	assert_int_equal(tx_packets(pr->a.dev) - tx0, total);
+	until = vt_now_ns() + 5000000000ull;
+	while (vt_now_ns() < until && (n = ql_cq_poll(pr->a.scq, 1, &wc)) == 0)
+		(void)ql_device_progress(pr->b.dev);
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, total);
+	for (uint32_t i = 1; i <= total; i++) {
+		uint64_t word;
+
+		memcpy(&word, pr->b.buf + i * 8, 8);
+		assert_int_equal(word, 0x5157000000000000ull | i);
+	}
 	vt_pair_destroy(pr);
 }
 
@@ -596,6 +655,7 @@ int main(void)
 		cmocka_unit_test(test_progress_option),
 		cmocka_unit_test(test_caller_needs_caller),
 		cmocka_unit_test(test_ack_waits_one_round),
+		cmocka_unit_test(test_post_batches_when_streaming),
 		cmocka_unit_test(test_one_cpu_send_pingpong),
 		cmocka_unit_test(test_one_cpu_write_pingpong),
 		cmocka_unit_test(test_many_pollers_one_device),

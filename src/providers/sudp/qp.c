@@ -405,7 +405,9 @@ static int sudp_post_send(struct ql_qp *q, struct ibv_send_wr *wr, struct ibv_se
 	}
 	atomic_store_explicit(&qp->sq_pi, pi, memory_order_release);
 	ql__sudp_kick(qp->dev);
-	sudp_caller_progress(qp->dev, false); /* caller mode: out now */
+	/* caller mode: out now, unless it joins a streaming QP's batch */
+	if (qp->dev->caller && !sudp_tx_batches(qp, pi))
+		(void)ql__sudp_progress(qp->dev, false);
 	return ret;
 }
 

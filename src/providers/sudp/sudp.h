@@ -57,6 +57,7 @@
 #define SUDP_WINDOW 1024  /* packets a requester has unacknowledged at most */
 #define SUDP_ACK_EVERY 16 /* responder: ACK at least every N packets */
 #define SUDP_REQ_EVERY 32 /* requester: AckReq at least every N packets */
+#define SUDP_TX_STREAM 8  /* caller mode: WRs in flight from which posts batch */
 
 enum sudp_poll_mode { SUDP_POLL_ADAPTIVE, SUDP_POLL_BUSY };
 
@@ -393,6 +394,22 @@ static inline void sudp_caller_progress(struct sudp_device *d, bool rx)
 {
 	if (d->caller)
 		(void)ql__sudp_progress(d, rx);
+}
+
+/* Caller mode's transmit batching (docs/progress.md §3): a post joins the
+ * transmit batch instead of sending at once while the QP streams —
+ * SUDP_TX_STREAM or more WRs sent and not yet acknowledged — until the
+ * batch would hold SUDP_BATCH WRs; the next round (any poll, progress, or
+ * post that finds the QP not streaming) sends it. A ping-pong has one WR
+ * in flight and is never batched. The application thread reads the NIC's
+ * counters here without the NIC flag: a stale value only moves one post's
+ * packets to the next round or sends a batch early. */
+static inline bool sudp_tx_batches(const struct sudp_qp *qp, uint64_t pi)
+{
+	uint64_t ci = __atomic_load_n(&qp->sq_ci, __ATOMIC_RELAXED);
+	uint64_t hi = __atomic_load_n(&qp->hi_tx, __ATOMIC_RELAXED);
+
+	return hi - ci >= SUDP_TX_STREAM && pi - hi < SUDP_BATCH;
 }
 SUDP_HIDDEN void ql__sudp_qp_reset_transport(struct sudp_qp *qp);
 
