@@ -4,8 +4,8 @@
 # work. Links the source and build trees into "TMP/q link.d/" and re-runs
 # the named ctest tests (their command lines as ctest has them, every
 # argument and the working directory under SOURCE-DIR or BUILD-DIR moved to
-# the link, environment and pass regex kept): a script that leaves a path
-# unquoted fails here. Skips (77) without python3 (used to read ctest's
+# the link, and so are the environment's values; the pass regex kept): a
+# script that leaves a path unquoted fails here. Skips (77) without python3 (used to read ctest's
 # JSON test list).
 #
 #   tests/check_space_paths.sh BUILD-DIR SOURCE-DIR TEST...
@@ -43,7 +43,8 @@ def move(a):
 props = {p["name"]: p["value"] for p in t.get("properties", [])}
 out = [move(props.get("WORKING_DIRECTORY", build)),
        "|".join(props.get("PASS_REGULAR_EXPRESSION", []))]
-out += ["ENV " + e for e in props.get("ENVIRONMENT", [])]
+out += ["ENV " + e.split("=", 1)[0] + "=" + move(e.split("=", 1)[1]) if "=" in e else "ENV " + e
+        for e in props.get("ENVIRONMENT", [])]
 out += [move(a) for a in t["command"]]
 sys.stdout.write("\0".join(out))
 PY

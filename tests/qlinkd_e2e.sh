@@ -9,6 +9,8 @@ qlinkd=$1 qlink=$2 plugin=$3 bad_plugin=$4 examples=$5
 
 cat >"$dir/qlinkd.yaml" <<YAML
 device: soft+shm://qlinkd-e2e-$$
+control:
+  port: $port
 dispatcher:
   cpu: -1
 ring:
@@ -62,7 +64,7 @@ expect_fail "bad geometry" "geom.yaml:3: ring: num_slots 48" "$qlinkd" --config 
 expect_fail "check bad geometry" "geom.yaml:3:" "$qlinkd" --check-config "$dir/geom.yaml"
 # soft+shm parameters (pid, fd, heap address) go to unauthenticated QCSs on
 # this host only: no secret and a non-loopback allowlist entry is refused
-printf 'device: soft+shm://x\ncontrol:\n  port: 17699\n  allow: [127.0.0.1/32, 10.0.0.0/8]\n' >"$dir/remote.yaml"
+printf 'device: soft+shm://x\ncontrol:\n  port: %s\n  allow: [127.0.0.1/32, 10.0.0.0/8]\n' "$port" >"$dir/remote.yaml"
 expect_fail "soft+shm, no secret, remote allow" "'10.0.0.0/8': a soft+shm device without control.secret_file answers local" \
 	"$qlinkd" --config "$dir/remote.yaml"
 expect_fail "check soft+shm, no secret, remote allow" "remote.yaml: control.allow '10.0.0.0/8'" \

@@ -2,6 +2,7 @@
 /* qlinkd fixture: see qlinkd_fixture.h. */
 #define _GNU_SOURCE
 #include "qlinkd_fixture.h"
+#include "free_port.h"
 
 #include <setjmp.h>
 #include <signal.h>
@@ -61,7 +62,10 @@ int qlinkd_fixture_init(struct qlinkd_fixture *f, const char *tag)
 	if (!mkdtemp(f->dir))
 		return -1;
 	f->run = ++runs;
-	f->port = 20000 + (int)((getpid() * 3 + f->run) % 20000);
+	/* the control port: free now (tests/free_port.h), never a fixed one */
+	f->port = ql_test_free_ports(1);
+	if (f->port < 0)
+		return -1;
 	snprintf(f->cfg, sizeof(f->cfg), "%s/qlinkd.yaml", f->dir);
 	snprintf(f->errlog, sizeof(f->errlog), "%s/qlinkd.err", f->dir);
 	snprintf(f->outlog, sizeof(f->outlog), "%s/qlinkd.out", f->dir);

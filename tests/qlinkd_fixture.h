@@ -18,7 +18,7 @@ struct qlinkd_fixture {
 	char cfg[128];
 	char errlog[128]; /* qlinkd's stderr */
 	char outlog[128]; /* qlinkd's stdout */
-	int port;	  /* its control port, distinct per qlinkd_start of a process */
+	int port;	  /* its control port, free when picked (tests/free_port.h) */
 	int run;	  /* how many qlinkds this process started, this one included */
 	pid_t pid;	  /* -1 when none runs */
 };

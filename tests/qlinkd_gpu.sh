@@ -13,6 +13,8 @@ qlinkd=$1 qlink=$2
 
 cat >"$dir/qlinkd.yaml" <<YAML
 device: soft+shm://qlinkd-gpu-$$
+control:
+  port: $port
 dispatcher:
   cpu: -1
 ring:
@@ -41,6 +43,8 @@ ql_stop_qlinkd TERM SIGTERM
 # (docs/gpu.md "The hsb transport"); its refusal counters on SIGUSR1
 cat >"$dir/hsb.yaml" <<YAML
 device: soft+shm://qlinkd-gpuh-$$
+control:
+  port: $port
 dispatcher:
   cpu: -1
 transport: hsb

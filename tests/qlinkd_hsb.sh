@@ -8,15 +8,7 @@
 # hsb session's channel counters (bad_imm, ...).
 set -u
 qlinkd=$1 qlink=$2
-dir=$(mktemp -d)
-srv=
-trap '[ -n "$srv" ] && kill $srv 2>/dev/null; rm -rf "$dir"' EXIT
-fail() {
-	echo "FAIL: $*"
-	for f in "$dir"/*.out "$dir"/*.err; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done
-	exit 1
-}
-port=$((20000 + RANDOM % 20000))
+. "$(dirname "$0")/qlinkd_lib.sh"
 cat >"$dir/qlinkd.yaml" <<YAML
 device: soft+shm://qlinkd-hsb-$$
 control:

@@ -11,15 +11,15 @@
 # and exits 1 (docs/qlinkd.md).
 set -u
 qlinkd=$1 qlink=$2
-dir=$(mktemp -d)
-srv= vp=
-trap '[ -n "$srv" ] && kill $srv 2>/dev/null; [ -n "$vp" ] && kill $vp 2>/dev/null; rm -rf "$dir"' EXIT
-fail() {
+. "$(dirname "$0")/qlinkd_lib.sh"
+vp=
+ql_at_exit() { [ -n "$vp" ] && kill $vp 2>/dev/null; }
+fail() { # the lib's, and the configurations
 	echo "FAIL: $*"
 	for f in "$dir"/*.out "$dir"/*.err "$dir"/*.yaml; do [ -f "$f" ] && { echo "== $f"; cat "$f"; }; done
 	exit 1
 }
-cport=$((20000 + RANDOM % 20000))
+cport=$(ql_free_ports 2) || fail "no free UDP ports" # the control plane's, and a dead board's
 
 timeout 60 "$qlink" vppu --hsb-listen 127.0.0.1:0 --count 20000 --window 4 --cpu -1 \
 	--timeout 20 --device "soft+shm://qlhb-v-$$" >"$dir/vppu.out" 2>&1 &

@@ -3,8 +3,8 @@
 # set-up they share. A temp dir $dir, removed on exit with the qlinkd in
 # $srv killed (by $QL_KILL, default `kill`; a script's own children by the
 # ql_at_exit it may redefine); fail() prints every *.out and *.err of $dir
-# (through $QL_SHOW, default `cat`) and exits 1; a port; starting qlinkd
-# until it logs a line, and stopping it on a signal with a clean exit.
+# (through $QL_SHOW, default `cat`) and exits 1; free ports; starting
+# qlinkd until it logs a line, and stopping it on a signal with a clean exit.
 : "${QL_KILL:=kill}" "${QL_SHOW:=cat}"
 dir=$(mktemp -d)
 srv=
@@ -15,7 +15,21 @@ fail() {
 	for f in "$dir"/*.out "$dir"/*.err; do [ -f "$f" ] && { echo "== $f"; $QL_SHOW "$f"; }; done
 	exit 1
 }
-port=$((20000 + RANDOM % 20000))
+
+# A base port P with P .. P+N-1 free for UDP (N default 1), asked of the
+# kernel by ql-free-port ($QL_FREE_PORT, set by tests/CMakeLists.txt): never
+# a fixed port, which another qlinkd on the host (or a test beside this one)
+# may hold. Run by hand without it: a random port, as before.
+ql_free_ports() { # [N]
+	if [ -n "${QL_FREE_PORT:-}" ]; then
+		"$QL_FREE_PORT" "${1:-1}"
+	else
+		echo $((20000 + RANDOM % 20000))
+	fi
+}
+# $port, $port+1 and $port+2: the control plane's and the listeners' a
+# script may add
+port=$(ql_free_ports 3) || fail "no free UDP ports (ql-free-port)"
 
 # Start qlinkd with the given arguments, its stdout and stderr in
 # $dir/qlinkd.out and .err (emptied first, so an earlier run's lines do not

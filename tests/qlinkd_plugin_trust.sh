@@ -17,7 +17,12 @@ trusted=$scratch/plugin-trust-sh-$$
 mkdir -p "$trusted" && chmod 0755 "$trusted"
 ql_at_exit() { rm -rf "$trusted"; }
 
-conf() { printf 'device: soft+shm://qlinkd-trust-%s\nplugins:\n  - path: %s\n' "$$" "$1" >"$dir/$2"; }
+# (a control port of ours: a --config that wrongly got past the plugin would
+# bind it, not another qlinkd's)
+conf() {
+	printf 'device: soft+shm://qlinkd-trust-%s\ncontrol: { port: %s }\nplugins:\n  - path: %s\n' \
+		"$$" "$port" "$1" >"$dir/$2"
+}
 
 conf "$plugin" good.yaml
 "$qlinkd" --check-config "$dir/good.yaml" >"$dir/check.out" 2>&1 || fail "check-config of a trusted plugin"

@@ -11,6 +11,8 @@
  *    and the counters show the faults happened and were repaired
  *    (retransmits, NAKs, duplicates, ICRC errors);
  *  - UC: a lost packet loses the message it belongs to, and only it;
+ *  - a device whose socket buffer overflows counts the kernel's drops
+ *    (rx_kernel_drops), and RC delivers everything;
  *  - a peer that never answers: RETRY_EXC_ERR after retry_cnt timeouts;
  *  - hostile input: random and forged datagrams sprayed at a device while
  *    an RC pair works change nothing (no crash, nothing lost or corrupted,
@@ -605,6 +607,69 @@ static void test_psn_wrap(void **s)
 	vt_pair_destroy(pr);
 }
 
+/* ---- the kernel's drops ------------------------------------------------ */
+
+/* A device whose socket overflows counts what the kernel dropped there
+ * (rx_kernel_drops, SO_RXQ_OVFL), and RC repairs it. End b has a tiny
+ * receive buffer and progresses only when called: a burst of a 64 KiB
+ * WRITE from a overflows it while nobody reads b. Every datagram a put on
+ * the wire either reached b's NIC or was dropped by b's kernel (loopback
+ * loses nothing else), so the drops are at least tx(a) - rx(b). */
+static void test_kernel_drops_counted(void **s)
+{
+	struct vt_opts o = { .type = IBV_QPT_RC,
+			     .have_conn = true,
+			     .query_b = "progress=caller&rcvbuf=4096" };
+	struct ql_device_counters a0, a1, b0, b1;
+	const uint32_t len = VT_BUF_LEN;
+	struct vt_pair *pr;
+	uint64_t lost;
+
+	(void)s;
+	ql_qp_connect_opts_default(&o.conn_a);
+	o.conn_a.timeout = 10; /* 4 ms */
+	o.conn_a.retry_cnt = 7;
+	o.conn_b = o.conn_a;
+	assert_int_equal(vt_pair_create(udp(), &o, &pr), 0);
+	assert_true(len <= pr->a.len);
+	assert_int_equal(ql_device_counters(pr->a.dev, &a0), 0);
+	assert_int_equal(ql_device_counters(pr->b.dev, &b0), 0);
+	vt_fill(pr->a.buf, len, 11);
+	memset(pr->b.buf, 0, len);
+	assert_int_equal(vt_post_write(pr->a.qp, 1, pr->a.buf, len, ql_mr_lkey(pr->a.mr),
+				       (uintptr_t)pr->b.buf, ql_mr_rkey(pr->b.mr),
+				       IBV_SEND_SIGNALED),
+			 0);
+	/* a sends (its caller or its NIC thread), b does not read */
+	for (int i = 0; i < 20; i++) {
+		(void)ql_device_progress(pr->a.dev);
+		usleep(500);
+	}
+	/* every wait of the fixture progresses both ends: RC recovers */
+	expect_ok(pr->a.scq, 1, IBV_WC_RDMA_WRITE);
+	assert_true(vt_check(pr->b.buf, len, 11));
+	/* b reads what is still queued (duplicates), until the wire is quiet */
+	for (int quiet = 0; quiet < 20;) {
+		quiet = ql_device_progress(pr->b.dev) > 0 ? 0 : quiet + 1;
+		usleep(200);
+	}
+	assert_int_equal(ql_device_counters(pr->a.dev, &a1), 0);
+	assert_int_equal(ql_device_counters(pr->b.dev, &b1), 0);
+	lost = (a1.tx_packets - a0.tx_packets) - (b1.rx_packets - b0.rx_packets);
+	print_message("a sent %lu, b received %lu, b's kernel dropped %lu, a retransmitted %lu\n",
+		      (unsigned long)(a1.tx_packets - a0.tx_packets),
+		      (unsigned long)(b1.rx_packets - b0.rx_packets),
+		      (unsigned long)(b1.rx_kernel_drops - b0.rx_kernel_drops),
+		      (unsigned long)(a1.retransmits - a0.retransmits));
+	assert_true(a1.tx_packets - a0.tx_packets >= b1.rx_packets - b0.rx_packets);
+	assert_true(lost > 0);
+	assert_true(b1.rx_kernel_drops - b0.rx_kernel_drops >= lost);
+	assert_true(a1.retransmits > a0.retransmits);
+	/* a's buffer is the default 4 MiB: nothing dropped there */
+	assert_int_equal(a1.rx_kernel_drops, 0);
+	vt_pair_destroy(pr);
+}
+
 /* ---- goodput of 1 MiB WRITEs under loss (docs/benchmarks.md) ---------- */
 
 static void test_goodput_1mib(void **s)
@@ -775,6 +840,7 @@ int main(void)
 		cmocka_unit_test(test_uc_loss_drops_message),
 		cmocka_unit_test(test_retry_exceeded),
 		cmocka_unit_test(test_garbage_spray),
+		cmocka_unit_test(test_kernel_drops_counted),
 		cmocka_unit_test(test_goodput_1mib),
 	};
 

@@ -561,7 +561,15 @@ static void test_mp_fetch_add_two_children(void **state)
 /* ---- a compare-and-swap spin lock ------------------------------------- */
 
 /* Parent memory: lock word at 0, a plain (non-atomic) counter at 64. The
- * critical section is an RDMA READ, a local increment and an RDMA WRITE. */
+ * critical section is an RDMA READ, a local increment and an RDMA WRITE.
+ * The lock is taken and released with atomics only: IBTA makes atomics
+ * atomic against each other, not against an RDMA WRITE to the same word.
+ * Kernel rxe (Linux 6.1) shows why: its CAS writes the word back even when
+ * the compare fails, so a release by RDMA WRITE of 0 that lands between a
+ * failed CAS's read and its write-back is undone, the lock word keeps the
+ * releaser's id and both children spin forever: the shape of the one hang
+ * of the rxe stage (every CAS completing, none getting 0, until the alarm
+ * at 90 s). A CAS that returns our own id fails the child at once. */
 static int child_lock(int rfd, int wfd, void *arg)
 {
 	uint64_t me = (uint64_t)(uintptr_t)arg;
@@ -569,7 +577,7 @@ static int child_lock(int rfd, int wfd, void *arg)
 	struct vt_node_qp q;
 	struct ibv_wc wc;
 	char line[64];
-	uint64_t *old, *val, *zero;
+	uint64_t *old, *val;
 	uint32_t lk;
 
 	CK(mp_node_open(&n, 4096) == 0);
@@ -578,8 +586,6 @@ static int child_lock(int rfd, int wfd, void *arg)
 	CK(mp_get(rfd, line, sizeof(line), 10000) == 0); /* "go" */
 	old = (uint64_t *)n.buf;
 	val = (uint64_t *)(n.buf + 64);
-	zero = (uint64_t *)(n.buf + 128);
-	*zero = 0;
 	lk = ql_mr_lkey(n.mr);
 
 	for (int i = 0; i < LOCK_PER_CHILD; i++) {
@@ -592,7 +598,8 @@ static int child_lock(int rfd, int wfd, void *arg)
 			CK(wc.status == IBV_WC_SUCCESS);
 			if (*old == 0)
 				break;
-			CK(*old == 1 || *old == 2);
+			/* the other's; ours only if the lock broke */
+			CK(*old == 3 - me);
 		}
 		/* read-modify-write of the plain counter */
 		CK(vt_post_read(q.qp, 2, val, 8, lk, q.remote.vaddr + 64, q.remote.rkey,
@@ -600,13 +607,15 @@ static int child_lock(int rfd, int wfd, void *arg)
 		CK(ck_poll(q.scq, &wc) == 1);
 		CK(wc.status == IBV_WC_SUCCESS);
 		*val += 1;
-		/* write it back, then release: same QP, so in this order */
+		/* write it back, then release (CAS me -> 0): same QP, so in
+		 * this order */
 		CK(vt_post_write(q.qp, 3, val, 8, lk, q.remote.vaddr + 64, q.remote.rkey, 0) == 0);
-		CK(vt_post_write(q.qp, 4, zero, 8, lk, q.remote.vaddr, q.remote.rkey,
-				 IBV_SEND_SIGNALED) == 0);
+		CK(vt_post_atomic(q.qp, IBV_WR_ATOMIC_CMP_AND_SWP, 4, old, lk, q.remote.vaddr,
+				  q.remote.rkey, me, 0, IBV_SEND_SIGNALED) == 0);
 		CK(ck_poll(q.scq, &wc) == 1);
 		CK(wc.status == IBV_WC_SUCCESS);
 		CK(wc.wr_id == 4);
+		CK(*old == me); /* it was ours until now */
 	}
 	vt_node_qp_destroy(&q);
 	vt_node_close(&n);

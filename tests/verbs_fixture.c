@@ -341,7 +341,18 @@ static int end_create(const struct vt_param *p, const struct vt_opts *o, struct 
 	int cqe = o->cqe ? o->cqe : 256;
 	int ret;
 
-	ret = b_end ? vt_dev_open_b(p, &e->dev) : vt_dev_open(p, &e->dev);
+	if (b_end && p->udp && o->query_b) {
+		char uri[QL_DEVICE_URI_MAX];
+		size_t l;
+
+		vt_dev_uri(p, uri, sizeof(uri));
+		l = strlen(uri);
+		if (snprintf(uri + l, sizeof(uri) - l, "?%s", o->query_b) >= (int)(sizeof(uri) - l))
+			return -ENAMETOOLONG;
+		ret = dev_open_uri(uri, &e->dev);
+	} else {
+		ret = b_end ? vt_dev_open_b(p, &e->dev) : vt_dev_open(p, &e->dev);
+	}
 	if (ret)
 		return ret;
 	progress_add(e->dev);

@@ -137,6 +137,7 @@ struct vt_opts {
 	bool have_conn;			  /* use conn_a/conn_b instead of the defaults */
 	struct ql_qp_connect_opts conn_a; /* what a is connected with */
 	struct ql_qp_connect_opts conn_b;
+	const char *query_b; /* soft+udp: end b's device URI query ("k=v&...") */
 };
 
 struct vt_pair {

@@ -98,7 +98,10 @@ struct ql_device_counters {
 	 * again (re-ACKed, READ re-executed, atomic replayed); retransmits:
 	 * packets sent again (timeouts and NAKs); fault_*: packets the fault
 	 * injection of the device and its QPs dropped, duplicated, reordered,
-	 * delayed or corrupted (uc_drop_injected = fault_drop there). */
+	 * delayed or corrupted (uc_drop_injected = fault_drop there);
+	 * rx_kernel_drops: datagrams the kernel dropped before the device saw
+	 * them, its socket's receive buffer full (SO_RXQ_OVFL; the kernel's
+	 * count is 32 bits, extended here). */
 	uint64_t rc_nak_seq;
 	uint64_t tx_packets;
 	uint64_t rx_packets;
@@ -115,6 +118,7 @@ struct ql_device_counters {
 	uint64_t fault_reorder;
 	uint64_t fault_delay;
 	uint64_t fault_corrupt;
+	uint64_t rx_kernel_drops;
 };
 int ql_device_counters(struct ql_device *dev, struct ql_device_counters *c);
 

@@ -87,6 +87,7 @@ static const struct ctr dev_ctrs[] = {
 	CTR(ql_device_counters, uc_msgs_dropped),   CTR(ql_device_counters, fault_drop),
 	CTR(ql_device_counters, fault_dup),	    CTR(ql_device_counters, fault_reorder),
 	CTR(ql_device_counters, fault_delay),	    CTR(ql_device_counters, fault_corrupt),
+	CTR(ql_device_counters, rx_kernel_drops),
 };
 static const struct ctr disp_ctrs[] = {
 	CTR(ql_dispatcher_stats, requests),    CTR(ql_dispatcher_stats, rounds),

@@ -20,7 +20,6 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
-#include <linux/sock_diag.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdbool.h>
@@ -34,6 +33,7 @@
 #include "qlink/rpc_wire.h"
 #include "qlink/udp.h"
 #include "transport/udp_int.h"
+#include "util/sock.h"
 
 #define BUMP(x) __atomic_store_n(&(x), (x) + 1, __ATOMIC_RELAXED)
 #define ADD(x, n) __atomic_store_n(&(x), (x) + (n), __ATOMIC_RELAXED)
@@ -671,8 +671,7 @@ int ql_udp_channel_fd(struct ql_channel *ch)
 int ql_udp_channel_stats(const struct ql_channel *ch, struct ql_udp_channel_stats *st)
 {
 	const struct uch *c = to_uch(ch);
-	uint32_t mem[SK_MEMINFO_VARS];
-	socklen_t ml = sizeof(mem);
+	uint32_t drops = 0;
 
 	if (!c || !st)
 		return -EINVAL;
@@ -690,10 +689,8 @@ int ql_udp_channel_stats(const struct ql_channel *ch, struct ql_udp_channel_stat
 	st->last_oversize = READ(c->st.last_oversize);
 	st->last_send_error = READ(c->st.last_send_error);
 	st->busy_poll = c->st.busy_poll;
-	st->kernel_drops = 0;
-	if (!getsockopt(c->fd, SOL_SOCKET, SO_MEMINFO, mem, &ml) &&
-	    ml > SK_MEMINFO_DROPS * sizeof(uint32_t))
-		st->kernel_drops = mem[SK_MEMINFO_DROPS];
+	ql__sock_drops(c->fd, &drops);
+	st->kernel_drops = drops;
 	return 0;
 }
 

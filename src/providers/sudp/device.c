@@ -27,6 +27,7 @@
 #include "providers/sudp/sudp.h"
 #include "qlink/error.h"
 #include "qlink/log.h"
+#include "util/sock.h"
 #include "verbs/registry.h"
 
 static const struct ql_device_ops sudp_device_ops;
@@ -74,6 +75,7 @@ struct sudp_opts {
 	enum ibv_mtu mtu;
 	enum sudp_peer_port peer_port;
 	uint16_t peer_port_n;
+	int rcvbuf; /* SO_RCVBUF, bytes */
 	char pcap[QL_DEVICE_URI_MAX];
 	char fault_q[QL_DEVICE_URI_MAX];
 };
@@ -109,6 +111,12 @@ static int parse_query(const char *uri, const char *q, struct sudp_opts *o)
 			if (errno || end == v || *end || *v == '-' || n > 10000000)
 				goto bad;
 			o->idle_us = (uint32_t)n;
+		} else if (!strcmp(kv, "rcvbuf")) {
+			errno = 0;
+			n = strtoul(v, &end, 10);
+			if (errno || end == v || *end || *v == '-' || n < 1024 || n > (1ul << 30))
+				goto bad;
+			o->rcvbuf = (int)n;
 		} else if (!strcmp(kv, "pcap")) {
 			if (!*v)
 				goto bad;
@@ -171,7 +179,7 @@ bad:
 	return ql_error_set(
 		-EINVAL,
 		"'%s': the query takes progress=thread|caller|auto, poll=busy|adaptive, "
-		"idle_us=N, cpu=N, pcap=FILE, "
+		"idle_us=N, cpu=N, rcvbuf=BYTES, pcap=FILE, "
 		"mtu=256|512|1024|2048|4096, peer_port=any|same|rxe|N and the fault options of "
 		"docs/soft-udp.md, joined by '&'",
 		uri);
@@ -291,7 +299,7 @@ static enum ibv_mtu iface_mtu(const struct sudp_device *dev)
 	return best;
 }
 
-static int open_socket(const char *uri, struct sudp_device *dev)
+static int open_socket(const char *uri, struct sudp_device *dev, int rcvbuf)
 {
 	struct sockaddr_storage ss;
 	socklen_t sl;
@@ -329,9 +337,12 @@ static int open_socket(const char *uri, struct sudp_device *dev)
 	{
 		int sz = 4 << 20;
 
-		setsockopt(s, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
+		setsockopt(s, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
 		setsockopt(s, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
 	}
+	/* the kernel's count of the datagrams it dropped here, on each
+	 * datagram received after a drop (wire.c, rx_kdrops) */
+	setsockopt(s, SOL_SOCKET, SO_RXQ_OVFL, &on, sizeof(on));
 	if (bind(s, (struct sockaddr *)&ss, sl)) {
 		int e = errno;
 
@@ -353,6 +364,7 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 			       .progress = ql__progress_default(),
 			       .idle_us = 200,
 			       .mtu = 0,
+			       .rcvbuf = 4 << 20,
 			       .cpu = -1 };
 	const char *q = strchr(rest, '?');
 	struct sudp_device *dev;
@@ -398,7 +410,7 @@ static int sudp_open(const char *uri, const char *scheme, const char *rest, stru
 	dev->idle_us = o.idle_us;
 	dev->peer_port = o.peer_port;
 	dev->peer_port_n = o.peer_port_n;
-	ret = open_socket(uri, dev);
+	ret = open_socket(uri, dev, o.rcvbuf);
 	if (ret)
 		goto err;
 	dev->active_mtu = o.mtu ? o.mtu : iface_mtu(dev);
@@ -513,6 +525,7 @@ static int sudp_counters(struct ql_device *d, struct ql_device_counters *c)
 {
 	struct sudp_device *dev = to_dev(d);
 	_Atomic uint64_t *v = dev->cnt.v;
+	uint32_t kd;
 
 	memset(c, 0, sizeof(*c));
 	c->uc_drop_access = atomic_load(&v[SC_UC_DROP_ACCESS]);
@@ -533,6 +546,11 @@ static int sudp_counters(struct ql_device *d, struct ql_device_counters *c)
 	c->rnr_naks_received = atomic_load(&v[SC_RNR_RCVD]);
 	c->duplicates = atomic_load(&v[SC_DUP]);
 	c->uc_msgs_dropped = atomic_load(&v[SC_UC_MSG_DROPPED]);
+	/* what the NIC last saw, and any drop since: the kernel reports one
+	 * with the next datagram only, so ask it (not on the hot path) */
+	c->rx_kernel_drops = atomic_load(&dev->rx_kdrops);
+	if (!ql__sock_drops(dev->sock, &kd))
+		c->rx_kernel_drops = sudp_kdrops_extend(c->rx_kernel_drops, kd);
 	sudp_dev_lock(dev);
 	add_fault(c, dev->fault);
 	for (uint32_t i = 0; i < dev->nlive; i++)

@@ -291,6 +291,10 @@ struct sudp_device {
 	struct roce_fault *fault; /* device-wide, NULL: none */
 	struct roce_pcap *pcap;	  /* ?pcap=FILE, NULL: none */
 	struct sudp_counters cnt;
+	/* datagrams the kernel dropped at this socket (full receive buffer),
+	 * its 32-bit count (SO_RXQ_OVFL) extended to 64: the low 32 bits are
+	 * the last count seen; written by the NIC only */
+	_Atomic uint64_t rx_kdrops;
 
 	/* NIC thread private: batches */
 	struct sudp_txslot *tx;
@@ -302,9 +306,19 @@ struct sudp_device {
 	struct iovec rx_iov[SUDP_BATCH];
 	struct mmsghdr rx_msg[SUDP_BATCH];
 	struct sockaddr_storage rx_peer[SUDP_BATCH];
+	union {
+		char buf[CMSG_SPACE(sizeof(uint32_t))]; /* SO_RXQ_OVFL's count */
+		struct cmsghdr align;
+	} rx_ctl[SUDP_BATCH];
 	uint64_t now;
 	uint64_t round; /* rounds run (nic_round): an ACK waits for the next */
 };
+
+/* rx_kdrops after the kernel's 32-bit count k, seen after v */
+static inline uint64_t sudp_kdrops_extend(uint64_t v, uint32_t k)
+{
+	return v + (uint32_t)(k - (uint32_t)v);
+}
 
 static inline void sudp_cnt(struct sudp_device *d, int i)
 {

@@ -271,14 +271,36 @@ void ql__sudp_rx_init(struct sudp_device *dev)
 		mh->msg_namelen = sizeof(dev->rx_peer[i]);
 		mh->msg_iov = &dev->rx_iov[i];
 		mh->msg_iovlen = 1;
+		mh->msg_control = dev->rx_ctl[i].buf;
+		mh->msg_controllen = sizeof(dev->rx_ctl[i].buf);
+	}
+}
+
+/* The kernel's cumulative drop count (SO_RXQ_OVFL) rides on every datagram
+ * queued after the socket's first drop. */
+static void rx_ctl(struct sudp_device *dev, struct msghdr *mh)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(mh); c; c = CMSG_NXTHDR(mh, c)) {
+		uint32_t k;
+		uint64_t v;
+
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SO_RXQ_OVFL ||
+		    c->cmsg_len < CMSG_LEN(sizeof(k)))
+			continue;
+		memcpy(&k, CMSG_DATA(c), sizeof(k));
+		v = atomic_load_explicit(&dev->rx_kdrops, memory_order_relaxed);
+		if ((uint32_t)v != k)
+			atomic_store_explicit(&dev->rx_kdrops, sudp_kdrops_extend(v, k),
+					      memory_order_relaxed);
 	}
 }
 
 int ql__sudp_rx_batch(struct sudp_device *dev)
 {
-	/* The kernel writes only msg_namelen, msg_flags and msg_len of the
-	 * headers it fills: those are reset after use, so a poll that
-	 * finds nothing (most of them, spinning) costs the syscall alone. */
+	/* The kernel writes only msg_namelen, msg_controllen, msg_flags and
+	 * msg_len of the headers it fills: those are reset after use, so a
+	 * poll that finds nothing (most of them, spinning) costs the syscall
+	 * alone. */
 	int n = recvmmsg(dev->sock, dev->rx_msg, SUDP_BATCH, MSG_DONTWAIT, NULL);
 
 	for (int i = 0; i < n; i++) {
@@ -291,6 +313,10 @@ int ql__sudp_rx_batch(struct sudp_device *dev)
 			ql__sudp_rx_datagram(dev, dev->rx[i].buf, dev->rx_msg[i].msg_len,
 					     &dev->rx_peer[i]);
 		mh->msg_namelen = sizeof(dev->rx_peer[i]);
+		/* 0 when the datagram came without one */
+		if (mh->msg_controllen)
+			rx_ctl(dev, mh);
+		mh->msg_controllen = sizeof(dev->rx_ctl[i].buf);
 	}
 	if (n > 0) /* processed, whatever the verdict */
 		atomic_fetch_add_explicit(&dev->cnt.v[SC_RX_PKTS], (uint64_t)n,
