@@ -179,19 +179,43 @@ static void test_progress_option(void **state)
 
 /* ---- caller mode: nothing moves unless the application calls ------------ */
 
+/* an RC pair, both devices in caller mode */
+static struct vt_pair *caller_pair(const struct vt_opts *o)
+{
+	struct vt_pair *pr = NULL;
+
+	setenv("QLINK_PROGRESS", "caller", 1);
+	assert_int_equal(vt_pair_create(udp(), o, &pr), 0);
+	unsetenv("QLINK_PROGRESS");
+	assert_true(is_caller(pr->a.dev) && is_caller(pr->b.dev));
+	return pr;
+}
+
+/* a's next send completion, successful, within 5 s; `peer` (if any) runs
+ * rounds meanwhile */
+static void await_send_completion(struct vt_pair *pr, struct ql_device *peer, uint64_t wr_id)
+{
+	uint64_t until = vt_now_ns() + 5000000000ull;
+	struct ibv_wc wc;
+	int n = 0;
+
+	while (vt_now_ns() < until && (n = ql_cq_poll(pr->a.scq, 1, &wc)) == 0)
+		if (peer)
+			(void)ql_device_progress(peer);
+	assert_int_equal(n, 1);
+	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	assert_int_equal(wc.wr_id, wr_id);
+}
+
 static void test_caller_needs_caller(void **state)
 {
 	struct vt_pair *pr;
 	struct vt_opts o = { .type = IBV_QPT_RC };
 	struct ibv_wc wc;
 	uint64_t until;
-	int n = 0;
 
 	(void)state;
-	setenv("QLINK_PROGRESS", "caller", 1);
-	assert_int_equal(vt_pair_create(udp(), &o, &pr), 0);
-	unsetenv("QLINK_PROGRESS");
-	assert_true(is_caller(pr->a.dev) && is_caller(pr->b.dev));
+	pr = caller_pair(&o);
 	memset(pr->b.buf, 0, 8);
 	memcpy(pr->a.buf, "caller!", 8);
 	/* the post puts the packet on the wire; nobody runs b's NIC */
@@ -204,11 +228,7 @@ static void test_caller_needs_caller(void **state)
 		assert_int_equal(ql_cq_poll(pr->a.scq, 1, &wc), 0);
 	assert_int_equal(memcmp(pr->b.buf, "\0\0\0\0\0\0\0\0", 8), 0);
 	/* b's progress places it and ACKs; a's poll completes it */
-	until = vt_now_ns() + 5000000000ull;
-	while (vt_now_ns() < until && (n = ql_cq_poll(pr->a.scq, 1, &wc)) == 0)
-		(void)ql_device_progress(pr->b.dev);
-	assert_int_equal(n, 1);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
+	await_send_completion(pr, pr->b.dev, 1);
 	assert_memory_equal(pr->b.buf, "caller!", 8);
 	vt_pair_destroy(pr);
 }
@@ -242,15 +262,10 @@ static void test_ack_waits_one_round(void **state)
 {
 	struct vt_opts o = { .type = IBV_QPT_RC };
 	struct vt_pair *pr;
-	struct ibv_wc wc;
-	uint64_t tx, until;
-	int n = 0;
+	uint64_t tx;
 
 	(void)state;
-	setenv("QLINK_PROGRESS", "caller", 1);
-	assert_int_equal(vt_pair_create(udp(), &o, &pr), 0);
-	unsetenv("QLINK_PROGRESS");
-	assert_true(is_caller(pr->a.dev) && is_caller(pr->b.dev));
+	pr = caller_pair(&o);
 	memset(pr->a.buf, 0, 64);
 	memset(pr->b.buf, 0, 64);
 	memcpy(pr->a.buf + 32, "ping!!!", 8);
@@ -269,12 +284,7 @@ static void test_ack_waits_one_round(void **state)
 			 0);
 	assert_int_equal(tx_packets(pr->b.dev), tx + 2); /* the reply and the ACK */
 	progress_until(pr->a.dev, pr->a.buf, "pong!!!");
-	until = vt_now_ns() + 5000000000ull;
-	while (vt_now_ns() < until && (n = ql_cq_poll(pr->a.scq, 1, &wc)) == 0)
-		;
-	assert_int_equal(n, 1);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_int_equal(wc.wr_id, 1);
+	await_send_completion(pr, NULL, 1);
 
 	/* one way: the next round sends the ACK alone */
 	memcpy(pr->a.buf + 32, "again!!", 8);
@@ -287,12 +297,7 @@ static void test_ack_waits_one_round(void **state)
 	assert_int_equal(tx_packets(pr->b.dev), tx);
 	assert_true(ql_device_progress(pr->b.dev) > 0);
 	assert_int_equal(tx_packets(pr->b.dev), tx + 1);
-	n = 0;
-	while (vt_now_ns() < until && (n = ql_cq_poll(pr->a.scq, 1, &wc)) == 0)
-		;
-	assert_int_equal(n, 1);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_int_equal(wc.wr_id, 3);
+	await_send_completion(pr, NULL, 3);
 	vt_pair_destroy(pr);
 }
 
@@ -306,15 +311,10 @@ static void test_post_batches_when_streaming(void **state)
 	struct vt_opts o = { .type = IBV_QPT_RC, .max_send_wr = 128 };
 	const uint32_t total = SUDP_TX_STREAM + SUDP_BATCH + 1;
 	struct vt_pair *pr;
-	struct ibv_wc wc;
-	uint64_t tx0, until;
-	int n = 0;
+	uint64_t tx0;
 
 	(void)state;
-	setenv("QLINK_PROGRESS", "caller", 1);
-	assert_int_equal(vt_pair_create(udp(), &o, &pr), 0);
-	unsetenv("QLINK_PROGRESS");
-	assert_true(is_caller(pr->a.dev) && is_caller(pr->b.dev));
+	pr = caller_pair(&o);
 	memset(pr->b.buf, 0, total * 8);
 	tx0 = tx_packets(pr->a.dev);
 	for (uint32_t i = 1; i <= total; i++) {
@@ -339,12 +339,7 @@ static void test_post_batches_when_streaming(void **state)
 	/* the next round sends the rest */
 	(void)ql_device_progress(pr->a.dev);
 	assert_int_equal(tx_packets(pr->a.dev) - tx0, total);
-	until = vt_now_ns() + 5000000000ull;
-	while (vt_now_ns() < until && (n = ql_cq_poll(pr->a.scq, 1, &wc)) == 0)
-		(void)ql_device_progress(pr->b.dev);
-	assert_int_equal(n, 1);
-	assert_int_equal(wc.status, IBV_WC_SUCCESS);
-	assert_int_equal(wc.wr_id, total);
+	await_send_completion(pr, pr->b.dev, total);
 	for (uint32_t i = 1; i <= total; i++) {
 		uint64_t word;
 
