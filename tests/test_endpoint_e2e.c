@@ -32,6 +32,7 @@
 #include <cmocka.h>
 
 #include "endpoint_fixture.h"
+#include "free_port.h"
 #include <qlink/clock.h>
 
 static const char *dev_srv = "soft+shm://ept-srv";
@@ -387,13 +388,104 @@ static void test_idle_flood(void **state)
 	assert_int_equal(ept_server_stop(&t), 0);
 }
 
+/* A client in caller progress mode (soft+udp, docs/progress.md §4, §10)
+ * whose application does nothing on the client between calls for longer
+ * than the server's retry budget (7 retries of the 67 ms local ACK
+ * timeout): whatever the server sent for a call (its reply, a read
+ * handler's READY, the credit write every QL_EPA_CREDIT acks) must have
+ * been received and acknowledged before the call returned, or the
+ * server's send fails (RETRY_EXC_ERR), the server closes the connection
+ * and the next call fails. */
+#define IDLE_US (1500 * 1000)
+static struct ept_server idle_srv;
+static struct ql_ep_client *idle_cli;
+
+static void idle_start(void)
+{
+	const char *ibv = getenv("QLINK_TEST_IBV_A");
+	int port;
+	char srv_uri[96], cli_uri[96];
+
+	if (ibv && *ibv)
+		skip(); /* the rxe stage runs the ibv devices; these are soft+udp's */
+	port = ql_test_free_ports(1);
+	assert_true(port > 0);
+	snprintf(srv_uri, sizeof(srv_uri), "soft+udp://127.0.0.1:%d?progress=caller", port);
+	snprintf(cli_uri, sizeof(cli_uri), "soft+udp://127.0.0.2:%d?progress=caller", port);
+	ept_server_start_unix(&idle_srv, srv_uri, "ept-idle", 0);
+	if (ql_ep_client_connect(cli_uri, idle_srv.addr, &idle_cli))
+		fail_msg("connect: %s", ql_error_detail());
+}
+
+static int idle_teardown(void **state)
+{
+	int ret;
+
+	(void)state;
+	ql_ep_client_close(idle_cli);
+	idle_cli = NULL;
+	ret = idle_srv.pid > 0 ? ept_server_stop(&idle_srv) : 0;
+	idle_srv.pid = 0;
+	return ret;
+}
+
+static void test_caller_idle_reply(void **state)
+{
+	char msg[64];
+
+	(void)state;
+	idle_start();
+	assert_int_equal(ql_ep_send(idle_cli, "/msg", "idle", 4), 0);
+	for (int i = 0; i < 2; i++) {
+		usleep(IDLE_US); /* no call on the device */
+		assert_int_equal(ql_ep_recv(idle_cli, "/msg", msg, sizeof(msg)), 9);
+		assert_memory_equal(msg, "echo:idle", 9);
+	}
+}
+
+static void test_caller_idle_ready(void **state)
+{
+	(void)state;
+	idle_start();
+	/* /counter has a read handler: its READY follows each read */
+	for (uint64_t k = 1; k <= 3; k++) {
+		uint64_t v = 0;
+
+		assert_int_equal(ql_ep_read(idle_cli, "/counter", &v, sizeof(v)), 0);
+		assert_int_equal(v, k);
+		usleep(IDLE_US);
+	}
+}
+
+static void test_caller_idle_credit(void **state)
+{
+	static uint8_t buf[64];
+
+	(void)state;
+	idle_start();
+	/* the server writes its credit after the 16th ack, the 32nd */
+	for (int round = 0; round < 2; round++) {
+		for (int i = 0; i < 16; i++)
+			assert_int_equal(ql_ep_write(idle_cli, "/data", buf, sizeof(buf)), 0);
+		usleep(IDLE_US);
+	}
+	assert_int_equal(ql_ep_write(idle_cli, "/data", buf, sizeof(buf)), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_every_type),	 cmocka_unit_test(test_errors_keep_serving),
-		cmocka_unit_test(test_write_then_exit),	 cmocka_unit_test(test_many_clients),
-		cmocka_unit_test(test_connection_limit), cmocka_unit_test(test_tcp),
-		cmocka_unit_test(test_tcp_ipv6),	 cmocka_unit_test(test_idle_flood),
+		cmocka_unit_test(test_every_type),
+		cmocka_unit_test(test_errors_keep_serving),
+		cmocka_unit_test(test_write_then_exit),
+		cmocka_unit_test(test_many_clients),
+		cmocka_unit_test(test_connection_limit),
+		cmocka_unit_test(test_tcp),
+		cmocka_unit_test(test_tcp_ipv6),
+		cmocka_unit_test(test_idle_flood),
+		cmocka_unit_test_teardown(test_caller_idle_reply, idle_teardown),
+		cmocka_unit_test_teardown(test_caller_idle_ready, idle_teardown),
+		cmocka_unit_test_teardown(test_caller_idle_credit, idle_teardown),
 	};
 	const char *d = getenv("QLINK_TEST_EP_DEVICE");
 	const char *a = getenv("QLINK_TEST_IBV_A"), *b = getenv("QLINK_TEST_IBV_B");

@@ -311,12 +311,86 @@ static void test_mismatch(void **state)
 	sp_pair_close(&pp);
 }
 
+/* Caller progress (docs/progress.md §4): a blocking SDR call that ends an
+ * exchange — the handshake, ql_sdr_send_wait, ql_sdr_recv_wait — leaves no
+ * ACK held for the peer's last control message. Its application may then
+ * work elsewhere for longer than the peer's retry budget (7 retries of the
+ * 67 ms local ACK timeout) while the peer keeps progressing (waiting for
+ * the next message): the peer's control QP must not fail. */
+struct sw_arg {
+	struct ql_sdr_conn *c;
+	struct ql_sdr_send *tx;
+	int rc;
+};
+
+static void *send_wait_main(void *arg)
+{
+	struct sw_arg *a = arg;
+
+	a->rc = ql_sdr_send_wait(a->c, a->tx, 10000);
+	return NULL;
+}
+
+/* Only `busy` progresses for ms; neither connection breaks. */
+static void one_side_for(struct sp_pair *pp, struct ql_sdr_conn *busy, int ms)
+{
+	uint64_t end = ql_clock_ns() + (uint64_t)ms * 1000000ull;
+
+	while (ql_clock_ns() < end)
+		assert_true(ql_sdr_progress(busy) >= 0);
+	assert_true(ql_sdr_progress(pp->r) >= 0);
+	assert_true(ql_sdr_progress(pp->s) >= 0);
+}
+
+static void test_idle_after_wait(void **state)
+{
+	const struct vt_param *p = *state;
+	struct ql_sdr_recv_opts ro = { .rel = QL_SDR_REL_SR };
+	struct ql_sdr_send_opts so = { .rel = QL_SDR_REL_SR };
+	struct ql_sdr_config cfg;
+	struct sp_pair pp;
+	struct ql_mr *mr;
+	void *src;
+
+	if (!p->udp) {
+		print_message("(soft+udp only: the held ACK)\n");
+		return;
+	}
+	ql_sdr_config_default(&cfg);
+	cfg.slots = 2;
+	assert_int_equal(sp_pair_open(p, &cfg, &pp), 0);
+	assert_int_equal(ql_sdr_buf_alloc(pp.s, 4096, &src, &mr), 0);
+	/* after the handshake the receiver waits, the sender is elsewhere */
+	one_side_for(&pp, pp.r, 1200);
+	for (int i = 0; i < 2; i++) {
+		struct sw_arg a = { .c = pp.s };
+		struct ql_sdr_recv *rx;
+		pthread_t t;
+
+		vt_fill(src, 4096, (uint32_t)i);
+		assert_int_equal(ql_sdr_recv_post(pp.r, 4096, &ro, &rx), 0);
+		assert_int_equal(ql_sdr_send_post(pp.s, src, 4096, mr, &so, &a.tx), 0);
+		assert_int_equal(pthread_create(&t, NULL, send_wait_main, &a), 0);
+		assert_int_equal(ql_sdr_recv_wait(pp.r, rx, 10000), 0);
+		pthread_join(t, NULL);
+		assert_int_equal(a.rc, 0);
+		assert_true(vt_check(ql_sdr_recv_data(rx), 4096, (uint32_t)i));
+		assert_int_equal(ql_sdr_recv_release(rx), 0);
+		assert_int_equal(ql_sdr_send_release(a.tx), 0);
+		/* one end waits for the next message, the other is elsewhere */
+		one_side_for(&pp, i ? pp.s : pp.r, 1200);
+	}
+	ql_sdr_buf_free(pp.s, src, mr);
+	sp_pair_close(&pp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sizes),
 		cmocka_unit_test(test_many),
 		cmocka_unit_test(test_mismatch),
+		cmocka_unit_test(test_idle_after_wait),
 	};
 
 	return VT_RUN_PER_URI(tests);

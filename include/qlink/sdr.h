@@ -301,7 +301,10 @@ int ql_sdr_send_poll(const struct ql_sdr_send *tx, int *status);
 int ql_sdr_send_release(struct ql_sdr_send *tx);
 
 /* Blocking helpers for tools and tests: drive progress until the message
- * ends or timeout_ms passes (-ETIMEDOUT); return the message's status. */
+ * ends or timeout_ms passes (-ETIMEDOUT); return the message's status.
+ * They end with one more run of the device (as ql_sdr_connect and
+ * ql_sdr_accept do), so a device in caller progress holds no ACK for the
+ * peer's last message when they return (docs/progress.md §4). */
 int ql_sdr_send_wait(struct ql_sdr_conn *conn, struct ql_sdr_send *tx, int timeout_ms);
 int ql_sdr_recv_wait(struct ql_sdr_conn *conn, struct ql_sdr_recv *rx, int timeout_ms);
 

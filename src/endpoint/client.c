@@ -19,6 +19,7 @@
 #include "endpoint/ep_int.h"
 #include "qlink/clock.h"
 #include "qlink/error.h"
+#include "verbs/provider.h"
 
 #define C_RECVS 4
 #define C_SENDS 2
@@ -382,13 +383,12 @@ int ql_ep_client_size(struct ql_ep_client *c, const char *path, enum ql_ep_type 
 	return 0;
 }
 
-/* Wait until the server took enough acks to free a ring slot. */
-static int wait_credit(struct ql_ep_client *c)
+/* Wait until the server took `want` acks (its credit word says so). */
+static int wait_credit(struct ql_ep_client *c, uint64_t want)
 {
 	uint64_t start = ql_clock_ns();
 
-	while (c->ack_seq - 1 - le64toh(__atomic_load_n(c->credit, __ATOMIC_ACQUIRE)) >=
-	       c->ring_slots) {
+	while (le64toh(__atomic_load_n(c->credit, __ATOMIC_ACQUIRE)) < want) {
 		uint64_t now;
 
 		/* the credit word is written by the server's RDMA: a device in
@@ -403,6 +403,30 @@ static int wait_credit(struct ql_ep_client *c)
 			sched_yield();
 	}
 	return 0;
+}
+
+/* The end of a WRITE or READ on a device in caller progress
+ * (docs/progress.md §10): what the server sends after the acknowledgement
+ * — a read handler's READY, its credit write after every QL_EPA_CREDIT
+ * acks — has arrived, and one more round of the device sends the ACK that
+ * the device holds for the last request it received (§4). The application
+ * may leave the client idle after the call returns: a server message left
+ * unacknowledged would exhaust its retries (about half a second) and the
+ * server would close the connection. A device that progresses on its own
+ * acknowledges them when they come; nothing is waited for. */
+static int rdma_settle(struct ql_ep_client *c, struct cache_ent *e, enum ql_ep_type type)
+{
+	uint64_t acks = c->ack_seq - 1;
+	int ret = 0;
+
+	if (!ql__device_caller(c->dev))
+		return 0;
+	if (type == QL_EP_READ && e->needs_ready)
+		ret = wait_for(c, &e->ready);
+	if (!ret && acks % QL_EPA_CREDIT == 0)
+		ret = wait_credit(c, acks);
+	ql_device_progress(c->dev);
+	return ret;
 }
 
 /* WRITE or READ through a cached descriptor, then the acknowledgement. */
@@ -441,7 +465,8 @@ static int rdma(struct ql_ep_client *c, enum ql_ep_type type, const char *path, 
 	wr.wr.rdma.remote_addr = e->addr;
 	wr.wr.rdma.rkey = e->rkey;
 	/* a free slot in the server's ack ring: it took all but ring_slots - 1 */
-	if (c->ack_seq - 1 - le64toh(*c->credit) >= c->ring_slots && (ret = wait_credit(c)))
+	if (c->ack_seq - 1 - le64toh(*c->credit) >= c->ring_slots &&
+	    (ret = wait_credit(c, c->ack_seq - c->ring_slots)))
 		return ret;
 	ack_sge.addr = (uintptr_t)(c->mem + (size_t)C_ACK_SLOT * QL_EPW_SLOT);
 	ack_sge.length = 8;
@@ -464,6 +489,8 @@ static int rdma(struct ql_ep_client *c, enum ql_ep_type type, const char *path, 
 	}
 	c->ack_seq++;
 	ret = wait_for(c, NULL);
+	if (!ret)
+		ret = rdma_settle(c, e, type);
 	if (ret)
 		return ret;
 	if (bounced && type == QL_EP_READ)

@@ -471,6 +471,19 @@ static int finish_setup(struct ql_sdr_conn *c)
 	return 0;
 }
 
+/* The end of a blocking call that ended an exchange (the handshake,
+ * ql_sdr_send_wait, ql_sdr_recv_wait): one more run of the device. On a
+ * device in caller progress the ACK for the peer's last control message
+ * waits for the next call on the device, and a control message may wait
+ * in the transmit batch (docs/progress.md §3, §4); the application may
+ * make no call for longer than the peer's retries last (about half a
+ * second by default), which would fail the peer's control QP. */
+static int wait_end(struct ql_sdr_conn *c, int rc)
+{
+	(void)ql_device_progress(c->dev);
+	return rc;
+}
+
 static int handshake(struct ql_sdr_conn *c, const struct ql_conn_params *data,
 		     const struct ql_conn_params *ctrl, int timeout_ms, bool connector)
 {
@@ -524,7 +537,7 @@ static int handshake(struct ql_sdr_conn *c, const struct ql_conn_params *data,
 	rc = finish_setup(c);
 	if (rc)
 		return ql_error_set(rc, "sdr: cannot allocate the message tables");
-	return 0;
+	return wait_end(c, 0);
 }
 
 int ql_sdr_accept(struct ql_sdr_conn *c, const struct ql_conn_params *data,
@@ -604,7 +617,7 @@ int ql_sdr_send_wait(struct ql_sdr_conn *c, struct ql_sdr_send *tx, int timeout_
 		if (ql_clock_ns() > end)
 			return -ETIMEDOUT;
 	}
-	return st;
+	return wait_end(c, st);
 }
 
 int ql_sdr_recv_wait(struct ql_sdr_conn *c, struct ql_sdr_recv *rx, int timeout_ms)
@@ -620,5 +633,5 @@ int ql_sdr_recv_wait(struct ql_sdr_conn *c, struct ql_sdr_recv *rx, int timeout_
 		if (ql_clock_ns() > end)
 			return -ETIMEDOUT;
 	}
-	return st;
+	return wait_end(c, st);
 }

@@ -18,6 +18,7 @@
 #define QL_VERBS_PROVIDER_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 
 #include "qlink/verbs.h"
 
@@ -65,6 +66,12 @@ struct ql_device_ops {
 	 * per call; >0 when something moved, 0 when nothing did. Hot path: no
 	 * allocation, lock or syscall beyond one recvmmsg/sendmmsg. */
 	int (*progress)(struct ql_device *dev);
+	/* optional (NULL: false): whether the device's transport — its ACKs,
+	 * retransmissions, the peer's requests — moves only inside the
+	 * application's calls (soft+udp's progress=caller, docs/progress.md
+	 * §3, §4), so that a peer's message arriving while the application
+	 * makes no call waits unacknowledged */
+	bool (*caller)(const struct ql_device *dev);
 };
 
 /* Set by the verbs layer after the provider's open/alloc returns; the
@@ -76,6 +83,12 @@ struct ql_device {
 	_Atomic uint32_t npd; /* close is -EBUSY while PDs or CQs exist */
 	_Atomic uint32_t ncq;
 };
+
+/* ql_device_ops.caller, false where the provider has none */
+static inline bool ql__device_caller(const struct ql_device *dev)
+{
+	return dev->ops->caller && dev->ops->caller(dev);
+}
 
 struct ql_pd_mem; /* one ql_pd_mem_alloc allocation (verbs.c) */
 

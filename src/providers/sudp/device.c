@@ -735,6 +735,11 @@ static int sudp_progress(struct ql_device *d)
 	return dev->caller ? ql__sudp_progress(dev, true) : 0;
 }
 
+static bool sudp_caller(const struct ql_device *d)
+{
+	return to_dev((struct ql_device *)(uintptr_t)d)->caller;
+}
+
 static const struct ql_device_ops sudp_device_ops = {
 	.close = sudp_close,
 	.query = sudp_query,
@@ -752,6 +757,7 @@ static const struct ql_device_ops sudp_device_ops = {
 	.qp_query = ql__sudp_qp_query,
 	.qp_fault = sudp_qp_fault,
 	.progress = sudp_progress,
+	.caller = sudp_caller,
 };
 
 static int sudp_list(ql_provider_list_cb cb, void *ctx)
