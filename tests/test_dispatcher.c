@@ -311,8 +311,11 @@ static void test_misuse(void **state)
 	pc.idle = (enum ql_idle_policy)7;
 	assert_int_equal(ql_dispatcher_create(&pc, &q), -EINVAL);
 	pc.idle = QL_IDLE_SLEEP;
-	pc.sleep_ns = 2000000000ull;
+	pc.sleep_ns = QL_DISPATCHER_MAX_SLEEP_NS + 1; /* a peer's retries would run out */
 	assert_int_equal(ql_dispatcher_create(&pc, &q), -EINVAL);
+	pc.sleep_ns = QL_DISPATCHER_MAX_SLEEP_NS;
+	assert_int_equal(ql_dispatcher_create(&pc, &q), 0);
+	ql_dispatcher_destroy(q);
 	assert_int_equal(ql_dispatcher_create(NULL, &q), -EINVAL);
 }
 

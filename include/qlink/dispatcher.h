@@ -60,13 +60,15 @@ enum ql_idle_policy {
 
 #define QL_DISPATCHER_DEFAULT_IDLE_AFTER_NS 100000ull /* 100 us */
 #define QL_DISPATCHER_DEFAULT_SLEEP_NS 50000ull	      /* 50 us */
+#define QL_DISPATCHER_MAX_SLEEP_NS 100000000ull	      /* 100 ms */
 #define QL_DISPATCHER_DEFAULT_MAX_DAEMONS 64
 
 struct ql_dispatcher_config {
 	int cpu;		   /* core to pin to; -1: leave unpinned */
 	enum ql_idle_policy idle;  /* QL_IDLE_SPIN, _YIELD or _SLEEP */
 	uint64_t idle_after_ns;	   /* idle time before backing off (0: 100 us) */
-	uint64_t sleep_ns;	   /* QL_IDLE_SLEEP: one nap (0: 50 us) */
+	uint64_t sleep_ns;	   /* QL_IDLE_SLEEP: one nap (0: 50 us; at most
+				      100 ms: -EINVAL) */
 	uint32_t max_daemons;	   /* daemons attached at once (0: 64) */
 	uint64_t call_deadline_ns; /* a handler call longer than this fails its
 				      daemon (0: no deadline, no watchdog; at

@@ -157,8 +157,12 @@ int ql_dispatcher_create(const struct ql_dispatcher_config *cfg, struct ql_dispa
 		return -EINVAL;
 	if ((unsigned)cfg->idle > QL_IDLE_SLEEP)
 		return ql_error_set(-EINVAL, "dispatcher: unknown idle policy %d", (int)cfg->idle);
-	if (cfg->sleep_ns >= 1000000000ull)
-		return ql_error_set(-EINVAL, "dispatcher: sleep_ns %llu is a second or more",
+	/* a nap the length of an RC peer's whole retry budget (the default
+	 * local ACK timeout 14 and retry count 7: ~0.54 s) would fail the
+	 * peer's QP while a caller-progress device sleeps (docs/progress.md
+	 * §4): at most 100 ms, as qlinkd's dispatcher.sleep_us */
+	if (cfg->sleep_ns > QL_DISPATCHER_MAX_SLEEP_NS)
+		return ql_error_set(-EINVAL, "dispatcher: sleep_ns %llu is over 100 ms",
 				    (unsigned long long)cfg->sleep_ns);
 	if (cfg->call_deadline_ns > 3600000000000ull)
 		return ql_error_set(-EINVAL,
