@@ -254,6 +254,21 @@ static void progress_until(struct ql_device *dev, const uint8_t *buf, const char
 	}
 }
 
+/* a WRITEs the 8 bytes at its buf + 32 to b's buf (signaled, wr_id), and
+ * b runs rounds until they are placed: the round that placed them has just
+ * returned */
+static void write_a_to_b(struct vt_pair *pr, uint64_t wr_id)
+{
+	char want[8];
+
+	memcpy(want, pr->a.buf + 32, 8);
+	assert_int_equal(vt_post_write(pr->a.qp, wr_id, pr->a.buf + 32, 8, ql_mr_lkey(pr->a.mr),
+				       (uintptr_t)pr->b.buf, ql_mr_rkey(pr->b.mr),
+				       IBV_SEND_SIGNALED),
+			 0);
+	progress_until(pr->b.dev, pr->b.buf, want);
+}
+
 /* Caller mode: the ACK of a request waits for the responder's next round
  * (docs/progress.md §4): none in the round that placed the data, the ACK
  * behind the reply when the application answers, alone on the next round
@@ -273,11 +288,7 @@ static void test_ack_waits_one_round(void **state)
 
 	/* ping-pong: the reply carries the ACK in the same sendmmsg */
 	tx = tx_packets(pr->b.dev);
-	assert_int_equal(vt_post_write(pr->a.qp, 1, pr->a.buf + 32, 8, ql_mr_lkey(pr->a.mr),
-				       (uintptr_t)pr->b.buf, ql_mr_rkey(pr->b.mr),
-				       IBV_SEND_SIGNALED),
-			 0);
-	progress_until(pr->b.dev, pr->b.buf, "ping!!!");
+	write_a_to_b(pr, 1);
 	assert_int_equal(tx_packets(pr->b.dev), tx); /* held */
 	assert_int_equal(vt_post_write(pr->b.qp, 2, pr->b.buf + 32, 8, ql_mr_lkey(pr->b.mr),
 				       (uintptr_t)pr->a.buf, ql_mr_rkey(pr->a.mr), 0),
@@ -289,11 +300,7 @@ static void test_ack_waits_one_round(void **state)
 	/* one way: the next round sends the ACK alone */
 	memcpy(pr->a.buf + 32, "again!!", 8);
 	tx = tx_packets(pr->b.dev);
-	assert_int_equal(vt_post_write(pr->a.qp, 3, pr->a.buf + 32, 8, ql_mr_lkey(pr->a.mr),
-				       (uintptr_t)pr->b.buf, ql_mr_rkey(pr->b.mr),
-				       IBV_SEND_SIGNALED),
-			 0);
-	progress_until(pr->b.dev, pr->b.buf, "again!!");
+	write_a_to_b(pr, 3);
 	assert_int_equal(tx_packets(pr->b.dev), tx);
 	assert_true(ql_device_progress(pr->b.dev) > 0);
 	assert_int_equal(tx_packets(pr->b.dev), tx + 1);
